@@ -1,0 +1,19 @@
+//! stepscore: score every step of a reasoning trace with a process reward model.
+//!
+//! Layers (see docs/ARCHITECTURE.md): traces and readers -> segmentation ->
+//! (models, next) -> per-step scores -> aggregation, selection, reward shaping
+//! and metrics. The scoring layer never sees an engine and the engine never
+//! sees a trace.
+
+pub mod aggregate;
+pub mod answer;
+pub mod error;
+pub mod io;
+pub mod metrics;
+pub mod reward;
+pub mod segment;
+pub mod select;
+pub mod trace;
+
+pub use error::{Error, Location, Result};
+pub use trace::{Span, Step, StepRole, Trace};
