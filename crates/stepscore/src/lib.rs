@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod error;
+pub mod ggml;
 pub mod io;
 pub mod metrics;
 pub mod reward;
