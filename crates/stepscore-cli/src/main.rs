@@ -1,1 +1,91 @@
-fn main() {}
+//! The `stepscore` command-line tool.
+//!
+//! Exit codes: 0 success; 1 some input records were bad (each reported on
+//! stderr with its line and field, the good ones still processed); 2 usage
+//! error; 3 I/O error (a file that cannot be opened or written).
+
+mod commands;
+mod input;
+mod output;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use commands::{aggregate, eval, segment, select};
+
+#[derive(Parser)]
+#[command(
+    name = "stepscore",
+    version,
+    about = "Score the steps of reasoning traces with process reward models",
+    long_about = "Score the steps of reasoning traces with process reward models.\n\n\
+        Reads traces as JSON or JSONL (ProcessBench rows, TRL PRM rows, raw {problem, response}, \
+        chat messages, or stepscore's own format) from a file or stdin. Prints tables on a \
+        terminal and JSONL when piped.\n\n\
+        Exit codes: 0 success, 1 bad input records (reported on stderr), 2 usage error, 3 I/O error."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Split responses into steps, keeping each step's byte span.
+    Segment(segment::Args),
+    /// Combine per-step scores into trace scores and find the first error.
+    Aggregate(aggregate::Args),
+    /// Pick among N candidates per problem: best-of-N, majority and PRM-weighted vote.
+    Select(select::Args),
+    /// ProcessBench F1, step AUROC and calibration of scored, labelled traces.
+    Eval(eval::Args),
+}
+
+/// What ended a command early.
+pub enum Failure {
+    /// Some records were bad; the rest were processed.
+    BadRecords(usize),
+    /// A file could not be opened, read or written.
+    Io(String),
+    /// A value given on the command line cannot be used.
+    Usage(String),
+}
+
+impl From<stepscore::Error> for Failure {
+    fn from(e: stepscore::Error) -> Self {
+        match e {
+            stepscore::Error::InvalidArgument(m) => Failure::Usage(m),
+            other => Failure::Io(other.to_string()),
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Segment(args) => segment::run(args),
+        Command::Aggregate(args) => aggregate::run(args),
+        Command::Select(args) => select::run(args),
+        Command::Eval(args) => eval::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::BadRecords(n)) => {
+            eprintln!("stepscore: {n} bad input record(s), see above");
+            ExitCode::from(1)
+        }
+        Err(Failure::Usage(m)) => {
+            eprintln!("stepscore: {m}");
+            ExitCode::from(2)
+        }
+        Err(Failure::Io(m)) => {
+            // A closed pipe (`stepscore ... | head`) is a normal way to stop reading.
+            if m.contains("Broken pipe") {
+                return ExitCode::SUCCESS;
+            }
+            eprintln!("stepscore: {m}");
+            ExitCode::from(3)
+        }
+    }
+}

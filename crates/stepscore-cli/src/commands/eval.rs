@@ -1,0 +1,131 @@
+//! `stepscore eval`: how good are the scores? ProcessBench F1 per split, step
+//! AUROC, and calibration, on traces that carry both scores and labels.
+
+use std::io::Write;
+
+use serde::Serialize;
+use stepscore::metrics::{calibration, processbench_from_traces, step_auroc_from_traces, Calibration, ProcessBenchReport};
+
+use crate::commands::aggregate::json_number;
+use crate::input::{finish, read_all, InputArgs};
+use crate::output::{jsonl, num, OutputMode, Table};
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Input rows need per-step scores and labels: ProcessBench rows \
+    ({problem, steps, label, scores}), TRL rows ({prompt, completions, labels, scores}) or \
+    stepscore traces. Rows are grouped into splits by their `split` field.\n\
+    Example:\n  stepscore eval tests/fixtures/processbench_scored.jsonl")]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// A step scoring below this is predicted wrong.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f64,
+
+    /// Bins of the reliability table.
+    #[arg(long, default_value_t = 10)]
+    pub bins: usize,
+
+    /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub output: OutputMode,
+}
+
+#[derive(Serialize)]
+struct EvalRecord<'a> {
+    traces: usize,
+    processbench: &'a ProcessBenchReport,
+    step_auroc: serde_json::Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    calibration: Option<&'a Calibration>,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    if !(0.0..=1.0).contains(&args.threshold) {
+        return Err(Failure::Usage(format!("--threshold {} is outside [0, 1]", args.threshold)));
+    }
+    if args.bins == 0 || args.bins > 1000 {
+        return Err(Failure::Usage(format!("--bins {} must be between 1 and 1000", args.bins)));
+    }
+    let (traces, bad) = read_all(&args.input)?;
+    if traces.is_empty() {
+        eprintln!("error: no usable traces in the input");
+        return Err(Failure::BadRecords(bad.max(1)));
+    }
+    let report = processbench_from_traces(&traces, args.threshold).map_err(|e| {
+        eprintln!("error: {e}");
+        Failure::BadRecords(bad + 1)
+    })?;
+    let auroc = step_auroc_from_traces(&traces);
+    let (probs, labels): (Vec<f64>, Vec<bool>) = traces
+        .iter()
+        .flat_map(|t| t.steps.iter())
+        .filter_map(|s| Some((s.score?, s.label?)))
+        .unzip();
+    let calib = calibration(&probs, &labels, args.bins);
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.output.table() {
+        write_tables(&mut out, &traces.len(), &report, auroc, calib.as_ref(), labels.len())?;
+    } else {
+        jsonl(
+            &mut out,
+            &EvalRecord {
+                traces: traces.len(),
+                processbench: &report,
+                step_auroc: json_number(auroc),
+                calibration: calib.as_ref(),
+            },
+        )?;
+    }
+    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    finish(bad)
+}
+
+fn write_tables(
+    out: &mut impl Write,
+    n_traces: &usize,
+    report: &ProcessBenchReport,
+    auroc: Option<f64>,
+    calib: Option<&Calibration>,
+    n_steps: usize,
+) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    writeln!(out, "ProcessBench F1 over {n_traces} traces (threshold {}):", report.threshold).map_err(io)?;
+    let mut t = Table::new(&["split", "erroneous", "correct", "acc erroneous", "acc correct", "F1"]);
+    let mut push = |s: &stepscore::metrics::SplitF1| {
+        t.row(vec![
+            s.split.clone(),
+            s.n_erroneous.to_string(),
+            s.n_correct.to_string(),
+            num(s.acc_erroneous, 3),
+            num(s.acc_correct, 3),
+            num(s.f1, 3),
+        ])
+    };
+    for s in &report.splits {
+        push(s);
+    }
+    push(&report.overall);
+    t.write(out)?;
+    writeln!(out, "mean F1 over splits: {}", num(report.mean_f1, 3)).map_err(io)?;
+    writeln!(out).map_err(io)?;
+    writeln!(out, "step AUROC over {n_steps} labelled steps: {}", num(auroc, 3)).map_err(io)?;
+    if let Some(c) = calib {
+        writeln!(out, "expected calibration error: {:.3}", c.ece).map_err(io)?;
+        let mut t = Table::new(&["bin", "steps", "mean score", "accuracy"]);
+        for b in c.bins.iter().filter(|b| b.count > 0) {
+            t.row(vec![
+                format!("[{:.2}, {:.2}{}", b.lo, b.hi, if b.hi >= 1.0 { "]" } else { ")" }),
+                b.count.to_string(),
+                format!("{:.3}", b.mean_confidence),
+                format!("{:.3}", b.accuracy),
+            ]);
+        }
+        t.write(out)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,6 @@
+//! One module per subcommand.
+
+pub mod aggregate;
+pub mod eval;
+pub mod segment;
+pub mod select;

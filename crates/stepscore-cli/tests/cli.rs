@@ -1,0 +1,202 @@
+//! End-to-end tests of the `stepscore` binary on the committed fixtures and on
+//! bad input.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+}
+
+fn stepscore(args: &[&str], stdin: Option<&[u8]>) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_stepscore"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stepscore");
+    let mut pipe = child.stdin.take().expect("stdin");
+    if let Some(bytes) = stdin {
+        // The reader may stop early (e.g. on an over-long line); a closed pipe is fine.
+        let _ = pipe.write_all(bytes);
+    }
+    drop(pipe);
+    child.wait_with_output().expect("wait stepscore")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn eval_prints_the_f1_table() {
+    let out = stepscore(&["eval", fixture("processbench_scored.jsonl").to_str().unwrap(), "--output", "table"], None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    // Worked out by hand from the fixture at threshold 0.5:
+    // gsm8k: correct samples 2 (1 predicted -1) -> 0.500; erroneous 3 (2 exact) -> 0.667;
+    //        F1 = 2 * 0.5 * 0.667 / 1.167 = 0.571.
+    // math:  correct 2 (both right) -> 1.000; erroneous 2 (1 exact) -> 0.500; F1 = 0.667.
+    // pooled: correct 3/4 = 0.750, erroneous 3/5 = 0.600, F1 = 0.9 / 1.35 = 0.667.
+    // mean F1 over splits = (0.571 + 0.667) / 2 = 0.619.
+    let line = |split: &str| stdout.lines().find(|l| l.starts_with(split)).unwrap_or_else(|| panic!("no {split} row in:\n{stdout}")).to_string();
+    let gsm = line("gsm8k");
+    assert!(gsm.contains("0.500") && gsm.contains("0.667") && gsm.ends_with("0.571"), "{gsm}");
+    let math = line("math");
+    assert!(math.contains("1.000") && math.contains("0.500") && math.ends_with("0.667"), "{math}");
+    let all = line("all");
+    assert!(all.contains("0.750") && all.contains("0.600") && all.ends_with("0.667"), "{all}");
+    assert!(stdout.contains("mean F1 over splits: 0.619"), "{stdout}");
+    assert!(stdout.contains("step AUROC"), "{stdout}");
+    assert!(stdout.contains("expected calibration error"), "{stdout}");
+}
+
+#[test]
+fn eval_jsonl_when_piped() {
+    let out = stepscore(&["eval", fixture("processbench_scored.jsonl").to_str().unwrap()], None);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    let f1 = v["processbench"]["overall"]["f1"].as_f64().unwrap();
+    assert!((f1 - 2.0 / 3.0).abs() < 1e-9, "{f1}");
+    assert_eq!(v["traces"], 9);
+}
+
+#[test]
+fn select_prints_choice_and_both_votes() {
+    let out = stepscore(&["select", fixture("best_of_n.jsonl").to_str().unwrap(), "--output", "table"], None);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    // muffins: min scores a=0.80 (6), b=0.40 (18), c=0.50 (18), d=0.45 (18), e=0.90 (6).
+    // best-of-N: e (0.900, answer 6). Majority: 18 with 3 of 5 votes (wrong).
+    // Weighted: 6 has 0.80 + 0.90 = 1.70 > 18 with 0.40 + 0.50 + 0.45 = 1.35.
+    assert!(stdout.contains("best-of-N:         muffins-e (score 0.900, answer $6$)  [correct]"), "{stdout}");
+    assert!(stdout.contains("majority vote:     18 (3 of the votes)  [wrong]"), "{stdout}");
+    assert!(stdout.contains("PRM-weighted vote: 6 (weight 1.700, 2 candidates)  [correct]"), "{stdout}");
+    // percent: 12 (\boxed{12}) and 12.00 agree; 10 loses both votes.
+    assert!(stdout.contains("majority vote:     12 (2 of the votes)  [correct]"), "{stdout}");
+    // Accuracy: best-of-N 2/2, majority 1/2, weighted 2/2.
+    assert!(stdout.contains("majority vote      1/2 (50.0%)"), "{stdout}");
+    assert!(stdout.contains("PRM-weighted vote  2/2 (100.0%)"), "{stdout}");
+}
+
+#[test]
+fn select_jsonl_has_groups_and_summary() {
+    let out = stepscore(&["select", fixture("best_of_n.jsonl").to_str().unwrap(), "--output", "jsonl"], None);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> =
+        text(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["group"], "muffins");
+    assert_eq!(lines[0]["best"], 4);
+    assert_eq!(lines[0]["correct"]["majority"], false);
+    assert_eq!(lines[2]["kind"], "summary");
+    assert_eq!(lines[2]["weighted_correct"], 2);
+}
+
+#[test]
+fn segment_keeps_spans() {
+    let input = br#"{"problem":"2+2?","response":"First, 2+2 = 4.\n\n  So the answer is 4. \n"}"#;
+    let out = stepscore(&["segment", "--output", "jsonl"], Some(input));
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let response = v["response"].as_str().unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    for step in steps {
+        let (s, e) = (step["span"]["start"].as_u64().unwrap() as usize, step["span"]["end"].as_u64().unwrap() as usize);
+        assert_eq!(&response[s..e], step["text"].as_str().unwrap());
+    }
+    assert_eq!(steps[1]["text"], "So the answer is 4.");
+}
+
+#[test]
+fn aggregate_reports_first_error() {
+    let out = stepscore(&["aggregate", fixture("processbench_scored.jsonl").to_str().unwrap(), "-a", "min,mean"], None);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let first: serde_json::Value = serde_json::from_str(text(&out.stdout).lines().nth(2).unwrap()).unwrap();
+    // gsm8k-2: scores 0.9, 0.2, 0.6 -> min 0.2, mean 1.7 / 3, first below 0.5 at step 1.
+    assert_eq!(first["id"], "gsm8k-2");
+    assert_eq!(first["aggregates"]["min"], 0.2);
+    assert!((first["aggregates"]["mean"].as_f64().unwrap() - 1.7 / 3.0).abs() < 1e-12);
+    assert_eq!(first["first_error"], 1);
+    assert_eq!(first["label"], 1);
+}
+
+/// Runs a command on bad input and returns (exit code, stderr).
+fn bad(args: &[&str], input: &[u8]) -> (i32, String) {
+    let out = stepscore(args, Some(input));
+    (out.status.code().unwrap_or(-1), text(&out.stderr))
+}
+
+const GOOD: &str = r#"{"problem":"p","steps":["a","b"],"label":-1,"scores":[0.9,0.8]}"#;
+
+#[test]
+fn broken_json_line_is_named_and_the_rest_is_kept() {
+    let input = format!("{GOOD}\n{{\"problem\": \"p\", \"steps\": [\n{GOOD}\n");
+    let out = stepscore(&["aggregate", "--output", "jsonl"], Some(input.as_bytes()));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("<stdin> line 2"), "{stderr}");
+    // Both good lines still produce output.
+    assert_eq!(text(&out.stdout).lines().count(), 2);
+}
+
+#[test]
+fn missing_field_is_named() {
+    let (code, stderr) = bad(&["aggregate"], br#"{"steps":["a"],"label":-1,"scores":[0.5]}"#);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("line 1") && stderr.contains("problem"), "{stderr}");
+}
+
+#[test]
+fn non_utf8_is_named() {
+    let mut input = GOOD.as_bytes().to_vec();
+    input.extend_from_slice(b"\n{\"problem\":\"caf\xe9\",\"steps\":[\"a\"],\"label\":-1}\n");
+    let (code, stderr) = bad(&["aggregate"], &input);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("line 2") && stderr.to_lowercase().contains("utf-8"), "{stderr}");
+}
+
+#[test]
+fn empty_step_list_is_named() {
+    let (code, stderr) = bad(&["eval"], br#"{"problem":"p","steps":[],"label":-1,"scores":[]}"#);
+    assert_eq!(code, 1);
+    assert!(stderr.contains("line 1") && stderr.contains("steps"), "{stderr}");
+}
+
+#[test]
+fn huge_line_is_rejected_by_line() {
+    // 100 MB on one line, after one good line.
+    let mut input = format!("{GOOD}\n").into_bytes();
+    input.extend_from_slice(b"{\"problem\":\"");
+    input.resize(input.len() + 100 * 1024 * 1024, b'x');
+    input.extend_from_slice(b"\"}\n");
+    input.extend_from_slice(GOOD.as_bytes());
+    let out = stepscore(&["aggregate", "--output", "jsonl"], Some(&input));
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("line 2"), "{stderr}");
+    assert_eq!(text(&out.stdout).lines().count(), 2, "the good lines around it are kept");
+}
+
+#[test]
+fn usage_errors_exit_2_and_io_errors_exit_3() {
+    let out = stepscore(&["aggregate", "--threshold", "7"], Some(GOOD.as_bytes()));
+    assert_eq!(out.status.code(), Some(2));
+    let out = stepscore(&["aggregate", "-a", "median"], Some(GOOD.as_bytes()));
+    assert_eq!(out.status.code(), Some(2));
+    let out = stepscore(&["eval", "/nonexistent/traces.jsonl"], None);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(text(&out.stderr).contains("/nonexistent/traces.jsonl"));
+}
+
+#[test]
+fn every_command_has_help() {
+    for cmd in ["segment", "aggregate", "select", "eval"] {
+        let out = stepscore(&[cmd, "--help"], None);
+        assert!(out.status.success(), "{cmd} --help");
+        assert!(text(&out.stdout).contains("Usage: stepscore"), "{cmd}");
+    }
+}
