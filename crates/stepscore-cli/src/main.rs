@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, eval, segment, select};
+use commands::{aggregate, eval, fetch, segment, select};
 
 #[derive(Parser)]
 #[command(
@@ -40,6 +40,8 @@ enum Command {
     Select(select::Args),
     /// ProcessBench F1, step AUROC and calibration of scored, labelled traces.
     Eval(eval::Args),
+    /// Download the default model into the local cache and verify its sha256.
+    Fetch(fetch::Args),
 }
 
 /// What ended a command early.
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Aggregate(args) => aggregate::run(args),
         Command::Select(args) => select::run(args),
         Command::Eval(args) => eval::run(args),
+        Command::Fetch(args) => fetch::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

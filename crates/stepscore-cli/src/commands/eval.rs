@@ -4,7 +4,10 @@
 use std::io::Write;
 
 use serde::Serialize;
-use stepscore::metrics::{calibration, processbench_from_traces, step_auroc_from_traces, Calibration, ProcessBenchReport};
+use stepscore::metrics::{
+    calibrate_threshold_from_traces, processbench_from_traces, step_auroc_from_traces, step_calibration_from_traces,
+    Calibration, ProcessBenchReport,
+};
 
 use crate::commands::aggregate::json_number;
 use crate::input::{finish, read_all, InputArgs};
@@ -23,6 +26,11 @@ pub struct Args {
     /// A step scoring below this is predicted wrong.
     #[arg(long, default_value_t = 0.5)]
     pub threshold: f64,
+
+    /// Choose the threshold that maximizes overall F1 on this input (report it;
+    /// use it on held-out data, not as a score on the same data).
+    #[arg(long)]
+    pub calibrate: bool,
 
     /// Bins of the reliability table.
     #[arg(long, default_value_t = 10)]
@@ -54,22 +62,20 @@ pub fn run(args: Args) -> Result<(), Failure> {
         eprintln!("error: no usable traces in the input");
         return Err(Failure::BadRecords(bad.max(1)));
     }
-    let report = processbench_from_traces(&traces, args.threshold).map_err(|e| {
+    let data_error = |e: stepscore::Error| {
         eprintln!("error: {e}");
         Failure::BadRecords(bad + 1)
-    })?;
-    let auroc = step_auroc_from_traces(&traces);
-    let (probs, labels): (Vec<f64>, Vec<bool>) = traces
-        .iter()
-        .flat_map(|t| t.steps.iter())
-        .filter_map(|s| Some((s.score?, s.label?)))
-        .unzip();
-    let calib = calibration(&probs, &labels, args.bins);
+    };
+    let threshold = if args.calibrate { calibrate_threshold_from_traces(&traces).map_err(data_error)? } else { args.threshold };
+    let report = processbench_from_traces(&traces, threshold).map_err(data_error)?;
+    let auroc = step_auroc_from_traces(&traces).map_err(data_error)?;
+    let calib = step_calibration_from_traces(&traces, args.bins).map_err(data_error)?;
+    let labels = traces.iter().flat_map(|t| t.steps.iter()).filter(|s| s.label.is_some() && s.score.is_some()).count();
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.output.table() {
-        write_tables(&mut out, &traces.len(), &report, auroc, calib.as_ref(), labels.len())?;
+        write_tables(&mut out, &traces.len(), &report, auroc, calib.as_ref(), labels)?;
     } else {
         jsonl(
             &mut out,

@@ -2,5 +2,6 @@
 
 pub mod aggregate;
 pub mod eval;
+pub mod fetch;
 pub mod segment;
 pub mod select;
