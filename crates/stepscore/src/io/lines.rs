@@ -47,6 +47,8 @@ pub(crate) fn read_bounded_line<R: BufRead + ?Sized>(
             } else {
                 too_long = true;
                 buf.clear();
+                // Give back the memory a near-cap line took; normal lines are short.
+                buf.shrink_to(1 << 16);
             }
         }
         r.consume(used);
