@@ -366,3 +366,16 @@ fn io_errors_end_the_stream() {
     }
     assert!(r.next().is_none());
 }
+
+/// Items of an array are parsed one at a time: tricky strings do not confuse
+/// the item boundaries, and a bad item does not stop the next.
+#[test]
+fn array_items_with_tricky_strings() {
+    let input = r#"[{"problem":"a,]}\"[","steps":["x"]}, {"problem":"\\","steps":5}, {"problem":"c","steps":["y"]}]"#;
+    let results = read_bytes(input.as_bytes(), opts());
+    assert_eq!(results.len(), 3);
+    assert_eq!(results[0].as_ref().unwrap().problem, "a,]}\"[");
+    let (loc, _) = location(&results[1]);
+    assert_eq!((loc.line, loc.field.as_deref()), (2, Some("steps")));
+    assert_eq!(results[2].as_ref().unwrap().problem, "c");
+}

@@ -3,8 +3,10 @@
 //! Input layout, decided from the first non-whitespace byte (after an
 //! optional UTF-8 BOM):
 //! - `[`: one JSON array of rows, read whole but bounded by
-//!   [`ReadOptions::max_document_bytes`]; errors number rows 1.. as "line".
-//!   A syntax error in the array ends the read (the array cannot be
+//!   [`ReadOptions::max_document_bytes`]. It is validated without building a
+//!   value tree and its items are then parsed one at a time, so memory is the
+//!   document's bytes plus one row; errors number rows 1.. as "line". A
+//!   syntax error anywhere in the array ends the read (the array cannot be
 //!   resynchronised), reported at its physical line.
 //! - anything else: JSONL, streamed one line at a time with at most
 //!   [`ReadOptions::max_line_bytes`] of a line in memory; blank lines are
@@ -143,7 +145,13 @@ enum State {
     Start,
     /// Streaming JSONL.
     Lines,
-    /// Rows of a document read whole, each with its line (or item) number.
+    /// A validated JSON array held as bytes, with its items' byte ranges.
+    Array {
+        doc: Vec<u8>,
+        items: std::vec::IntoIter<(usize, usize)>,
+        item_no: usize,
+    },
+    /// Pretty-printed rows read whole, each with the line it starts on.
     Items(std::vec::IntoIter<(usize, Value)>),
     Done,
 }
@@ -279,14 +287,16 @@ impl<R: BufRead> TraceReader<R> {
                 format!("invalid UTF-8 at byte offset {col} of the line (in the JSON array)"),
             ));
         }
-        match serde_json::from_slice::<Vec<Value>>(&doc) {
-            Ok(items) => {
-                let numbered: Vec<(usize, Value)> = items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(i, v)| (i + 1, v))
-                    .collect();
-                self.state = State::Items(numbered.into_iter());
+        // Validate without building a tree, then hand out one item at a time:
+        // memory stays at the document's bytes plus one row.
+        match serde_json::from_slice::<serde::de::IgnoredAny>(&doc) {
+            Ok(_) => {
+                let items = array_items(&doc);
+                self.state = State::Array {
+                    doc,
+                    items: items.into_iter(),
+                    item_no: 0,
+                };
                 Ok(())
             }
             Err(e) => Err(Error::input(
@@ -426,6 +436,28 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                     }
                 }
                 State::Lines => return self.next_line(),
+                State::Array {
+                    doc,
+                    items,
+                    item_no,
+                } => match items.next() {
+                    Some((a, b)) => {
+                        *item_no += 1;
+                        let n = *item_no;
+                        let parsed =
+                            serde_json::from_slice::<Value>(doc.get(a..b).unwrap_or_default());
+                        return Some(match parsed {
+                            Ok(v) => self.convert(n, v),
+                            Err(e) => Err(Error::input(
+                                self.source(),
+                                n,
+                                None,
+                                format!("invalid JSON: {}", json_message(&e)),
+                            )),
+                        });
+                    }
+                    None => self.state = State::Done,
+                },
                 State::Items(items) => match items.next() {
                     Some((line, v)) => return Some(self.convert(line, v)),
                     None => self.state = State::Done,
@@ -459,6 +491,64 @@ fn parse_values(doc: &[u8], first_line: usize) -> Option<Vec<(usize, Value)>> {
             Some(Err(_)) => return None,
         }
     }
+}
+
+/// The byte ranges of the top-level items of `doc`, a syntactically valid
+/// JSON array (validated by the caller), found by tracking nesting depth
+/// outside strings.
+fn array_items(doc: &[u8]) -> Vec<(usize, usize)> {
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut start: Option<usize> = None;
+    let mut push = |a: usize, b: usize, items: &mut Vec<(usize, usize)>| {
+        if let Some(slice) = doc.get(a..b) {
+            let lead = slice.iter().take_while(|c| c.is_ascii_whitespace()).count();
+            let trail = slice
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+            if lead < slice.len() {
+                items.push((a + lead, b - trail));
+            }
+        }
+    };
+    for (i, &b) in doc.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth == 1 {
+                    start = Some(i + 1);
+                }
+            }
+            b']' | b'}' => {
+                if depth == 1 {
+                    if let Some(s) = start.take() {
+                        push(s, i, &mut items);
+                    }
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' if depth == 1 => {
+                if let Some(s) = start {
+                    push(s, i, &mut items);
+                }
+                start = Some(i + 1);
+            }
+            _ => {}
+        }
+    }
+    items
 }
 
 /// 1-based line and 0-based byte column of `offset` in `doc`.
@@ -510,4 +600,35 @@ pub fn write_jsonl<W: Write>(w: &mut W, value: &impl Serialize) -> Result<()> {
         }
     })?;
     w.write_all(b"\n").map_err(|e| Error::io("<output>", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each item range parses to the same value serde_json finds at that index.
+    fn check_items(doc: &str) {
+        let want: Vec<Value> = serde_json::from_str(doc).unwrap();
+        let got: Vec<Value> = array_items(doc.as_bytes())
+            .into_iter()
+            .map(|(a, b)| serde_json::from_str(&doc[a..b]).unwrap())
+            .collect();
+        assert_eq!(got, want, "{doc}");
+    }
+
+    #[test]
+    fn array_items_track_strings_and_nesting() {
+        check_items("[]");
+        check_items("[ ]");
+        check_items("[1]");
+        check_items(r#"[ 1 , "a,]}" , [2, [3, {"k": "]"}]], {"x": {"y": [",", "\\"]}}, null ]"#);
+        check_items(r#"["\\", "\"", "\\\"],[", {}]"#);
+        check_items("[\n {\"é\": \"日本,\"},\n\t[]\n]");
+    }
+
+    #[test]
+    fn json_message_drops_position() {
+        let e = serde_json::from_str::<Value>("{").unwrap_err();
+        assert_eq!(json_message(&e), "EOF while parsing an object");
+    }
 }
