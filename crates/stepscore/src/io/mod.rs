@@ -500,7 +500,7 @@ fn array_items(doc: &[u8]) -> Vec<(usize, usize)> {
     let mut items = Vec::new();
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     let mut start: Option<usize> = None;
-    let mut push = |a: usize, b: usize, items: &mut Vec<(usize, usize)>| {
+    let push = |a: usize, b: usize, items: &mut Vec<(usize, usize)>| {
         if let Some(slice) = doc.get(a..b) {
             let lead = slice.iter().take_while(|c| c.is_ascii_whitespace()).count();
             let trail = slice
