@@ -1,0 +1,634 @@
+//! Reading traces from JSON / JSONL and writing JSONL.
+//!
+//! Input layout, decided from the first non-whitespace byte (after an
+//! optional UTF-8 BOM):
+//! - `[`: one JSON array of rows, read whole but bounded by
+//!   [`ReadOptions::max_document_bytes`]. It is validated without building a
+//!   value tree and its items are then parsed one at a time, so memory is the
+//!   document's bytes plus one row; errors number rows 1.. as "line". A
+//!   syntax error anywhere in the array ends the read (the array cannot be
+//!   resynchronised), reported at its physical line.
+//! - anything else: JSONL, streamed one line at a time with at most
+//!   [`ReadOptions::max_line_bytes`] of a line in memory; blank lines are
+//!   skipped, line numbers are physical lines.
+//! - pretty-printed JSON objects: when the first record line starts with `{`
+//!   and ends mid-value (an EOF-type JSON error), the document is read whole
+//!   (bounded) and parsed as a sequence of JSON values; each row's "line" is
+//!   the line its object starts on. If that parse fails, or the document is
+//!   over the limit, the first line's error is reported and reading goes on
+//!   line by line from line 2, so no later record is lost.
+//!
+//! A bad row yields an [`Error::Input`] naming source, line and field, and the
+//! reader moves on to the next row. Only an I/O error ends the iteration.
+//!
+//! Row formats (see [`InputFormat`]) are detected per row in `Auto` mode:
+//! `messages` -> chat, `completions` -> TRL, `steps` of objects -> native,
+//! `steps` of strings -> ProcessBench, `response` -> raw text. Every format
+//! also takes `id`, `final_answer`/`answer`, `reference_answer`/`gold`/
+//! `ground_truth` and `scores` (one number or null per step); any other field
+//! is kept in `Trace::metadata`.
+
+mod chat;
+mod lines;
+mod rows;
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Chain, Cursor, Read, Write};
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::segment::Segmenter;
+use crate::trace::Trace;
+use lines::{read_bounded_line, LineRead};
+
+/// The shape of the input rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum InputFormat {
+    /// Decide per row from its fields.
+    #[default]
+    Auto,
+    /// The serde form of [`Trace`] (steps are objects).
+    Native,
+    /// `{problem, steps: [string], label: int}` (label = first wrong step or -1).
+    ProcessBench,
+    /// TRL stepwise supervision: `{prompt, completions: [string], labels: [bool]}`.
+    Trl,
+    /// `{problem | question | prompt, response}`, segmented by the reader's segmenter.
+    Raw,
+    /// OpenAI-style `{messages: [...]}`.
+    Chat,
+}
+
+impl InputFormat {
+    pub const ALL: [InputFormat; 6] = [
+        InputFormat::Auto,
+        InputFormat::Native,
+        InputFormat::ProcessBench,
+        InputFormat::Trl,
+        InputFormat::Raw,
+        InputFormat::Chat,
+    ];
+
+    pub fn name(&self) -> &'static str {
+        match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Native => "native",
+            InputFormat::ProcessBench => "processbench",
+            InputFormat::Trl => "trl",
+            InputFormat::Raw => "raw",
+            InputFormat::Chat => "chat",
+        }
+    }
+}
+
+impl fmt::Display for InputFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for InputFormat {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().replace(['-', '_'], "").as_str() {
+            "auto" => Ok(InputFormat::Auto),
+            "native" | "stepscore" => Ok(InputFormat::Native),
+            "processbench" => Ok(InputFormat::ProcessBench),
+            "trl" => Ok(InputFormat::Trl),
+            "raw" | "text" => Ok(InputFormat::Raw),
+            "chat" | "messages" => Ok(InputFormat::Chat),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown input format `{s}` (expected one of auto, native, processbench, trl, raw, chat)"
+            ))),
+        }
+    }
+}
+
+/// How [`TraceReader`] reads its input.
+#[derive(Debug, Clone)]
+pub struct ReadOptions {
+    pub format: InputFormat,
+    /// Cuts `response` text into steps for raw rows.
+    pub segmenter: Segmenter,
+    /// The longest JSONL line kept in memory; longer lines are skipped with an
+    /// error. Default 16 MiB.
+    pub max_line_bytes: usize,
+    /// The largest whole JSON document (array, pretty-printed objects) read
+    /// into memory. Default 256 MiB.
+    pub max_document_bytes: usize,
+    /// Names the input in errors: a file path, or `<stdin>`.
+    pub source_name: String,
+}
+
+const DEFAULT_SOURCE: &str = "<input>";
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        ReadOptions {
+            format: InputFormat::Auto,
+            segmenter: Segmenter::BlankLine,
+            max_line_bytes: 16 << 20,
+            max_document_bytes: 256 << 20,
+            source_name: DEFAULT_SOURCE.to_string(),
+        }
+    }
+}
+
+enum State {
+    /// Nothing read yet: the layout is still to be detected.
+    Start,
+    /// Streaming JSONL.
+    Lines,
+    /// A validated JSON array held as bytes, with its items' byte ranges.
+    Array {
+        doc: Vec<u8>,
+        items: std::vec::IntoIter<(usize, usize)>,
+        item_no: usize,
+    },
+    /// Pretty-printed rows read whole, each with the line it starts on.
+    Items(std::vec::IntoIter<(usize, Value)>),
+    Done,
+}
+
+/// Streams traces out of JSON or JSONL; see the module docs for the layout
+/// rules. Yields one `Result` per row; bad rows do not stop the iteration.
+pub struct TraceReader<R: BufRead> {
+    // The cursor holds bytes already read while probing for a whole
+    // document, replayed before the rest of `R`. `None` only transiently.
+    src: Option<Chain<Cursor<Vec<u8>>, R>>,
+    opts: ReadOptions,
+    state: State,
+    /// Lines consumed so far; the line being read is `line_no + 1`.
+    line_no: usize,
+    buf: Vec<u8>,
+    /// No record line has been seen yet (the pretty-document fallback applies).
+    first_record: bool,
+    starts_with_brace: bool,
+}
+
+impl<R: BufRead> TraceReader<R> {
+    pub fn new(reader: R, opts: ReadOptions) -> Self {
+        TraceReader {
+            src: Some(Cursor::new(Vec::new()).chain(reader)),
+            opts,
+            state: State::Start,
+            line_no: 0,
+            buf: Vec::new(),
+            first_record: true,
+            starts_with_brace: false,
+        }
+    }
+
+    /// The options this reader was built with.
+    pub fn options(&self) -> &ReadOptions {
+        &self.opts
+    }
+
+    /// Lines consumed so far (for progress reports).
+    pub fn lines_read(&self) -> usize {
+        self.line_no
+    }
+
+    fn source(&self) -> &str {
+        &self.opts.source_name
+    }
+
+    fn io_error(&mut self, e: std::io::Error) -> Error {
+        self.state = State::Done;
+        Error::io(self.source(), e)
+    }
+
+    /// Skips a BOM and leading whitespace (counting lines), then picks the layout.
+    fn start(&mut self) -> Result<()> {
+        let Some(src) = self.src.as_mut() else {
+            self.state = State::Done;
+            return Ok(());
+        };
+        let mut first: Option<u8> = None;
+        let mut at_start = true;
+        while first.is_none() {
+            let chunk = match src.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(self.io_error(e)),
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            let mut skip = 0;
+            if at_start && chunk.starts_with(b"\xEF\xBB\xBF") {
+                skip = 3;
+            }
+            at_start = false;
+            while let Some(&b) = chunk.get(skip) {
+                if !b.is_ascii_whitespace() {
+                    first = Some(b);
+                    break;
+                }
+                if b == b'\n' {
+                    self.line_no += 1;
+                }
+                skip += 1;
+            }
+            src.consume(skip);
+        }
+        match first {
+            None => self.state = State::Done,
+            Some(b'[') => self.read_array()?,
+            Some(b) => {
+                self.starts_with_brace = b == b'{';
+                self.state = State::Lines;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads the rest of the input, at most `max_document_bytes`, into `doc`.
+    /// `Ok(false)` when the input is longer than that.
+    fn read_rest(&mut self, doc: &mut Vec<u8>) -> Result<bool> {
+        let limit = self.opts.max_document_bytes;
+        let Some(src) = self.src.as_mut() else {
+            return Ok(true);
+        };
+        let room = (limit.saturating_sub(doc.len()) as u64).saturating_add(1);
+        match src.by_ref().take(room).read_to_end(doc) {
+            Ok(_) => Ok(doc.len() <= limit),
+            Err(e) => Err(self.io_error(e)),
+        }
+    }
+
+    fn read_array(&mut self) -> Result<()> {
+        let base = self.line_no;
+        let mut doc = Vec::new();
+        self.state = State::Done;
+        if !self.read_rest(&mut doc)? {
+            return Err(Error::input(
+                self.source(),
+                base + 1,
+                None,
+                format!(
+                    "the JSON array is larger than the {}-byte document limit; use JSONL for large inputs",
+                    self.opts.max_document_bytes
+                ),
+            ));
+        }
+        if let Err(e) = std::str::from_utf8(&doc) {
+            let (line, col) = line_col(&doc, e.valid_up_to());
+            return Err(Error::input(
+                self.source(),
+                base + line,
+                None,
+                format!("invalid UTF-8 at byte offset {col} of the line (in the JSON array)"),
+            ));
+        }
+        // Validate without building a tree, then hand out one item at a time:
+        // memory stays at the document's bytes plus one row.
+        match serde_json::from_slice::<serde::de::IgnoredAny>(&doc) {
+            Ok(_) => {
+                let items = array_items(&doc);
+                self.state = State::Array {
+                    doc,
+                    items: items.into_iter(),
+                    item_no: 0,
+                };
+                Ok(())
+            }
+            Err(e) => Err(Error::input(
+                self.source(),
+                base + e.line(),
+                None,
+                format!(
+                    "invalid JSON array, column {}: {}",
+                    e.column(),
+                    json_message(&e)
+                ),
+            )),
+        }
+    }
+
+    /// The next JSONL record, or `None` at the end of the input.
+    fn next_line(&mut self) -> Option<Result<Trace>> {
+        loop {
+            let src = self.src.as_mut()?;
+            let outcome = match read_bounded_line(src, &mut self.buf, self.opts.max_line_bytes) {
+                Ok(o) => o,
+                Err(e) => return Some(Err(self.io_error(e))),
+            };
+            let line = self.line_no + 1;
+            match outcome {
+                LineRead::Eof => {
+                    self.state = State::Done;
+                    return None;
+                }
+                LineRead::TooLong { len } => {
+                    self.line_no = line;
+                    self.first_record = false;
+                    return Some(Err(Error::input(
+                        self.source(),
+                        line,
+                        None,
+                        format!(
+                            "line of {len} bytes is longer than the {}-byte limit; skipped",
+                            self.opts.max_line_bytes
+                        ),
+                    )));
+                }
+                LineRead::Line => self.line_no = line,
+            }
+            let text = match std::str::from_utf8(&self.buf) {
+                Ok(t) => t,
+                Err(e) => {
+                    self.first_record = false;
+                    return Some(Err(Error::input(
+                        self.source(),
+                        line,
+                        None,
+                        format!(
+                            "invalid UTF-8 at byte offset {} of the line",
+                            e.valid_up_to()
+                        ),
+                    )));
+                }
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            let first = std::mem::replace(&mut self.first_record, false);
+            return Some(match serde_json::from_str::<Value>(text) {
+                Ok(v) => self.convert(line, v),
+                Err(e) => {
+                    let err = Error::input(
+                        self.source(),
+                        line,
+                        None,
+                        format!("invalid JSON, column {}: {}", e.column(), json_message(&e)),
+                    );
+                    if first
+                        && self.starts_with_brace
+                        && e.classify() == serde_json::error::Category::Eof
+                    {
+                        match self.try_document(line) {
+                            Ok(true) => return self.next(),
+                            Ok(false) => Err(err),
+                            Err(io) => Err(io),
+                        }
+                    } else {
+                        Err(err)
+                    }
+                }
+            });
+        }
+    }
+
+    /// The first line (in `buf`, numbered `line`) opened a JSON value it did
+    /// not close: tries the whole input as pretty-printed JSON values.
+    /// `Ok(true)` when that worked (state is now `Items`); `Ok(false)` when it
+    /// did not and line-by-line reading resumes after the first line.
+    fn try_document(&mut self, line: usize) -> Result<bool> {
+        let first_len = self.buf.len();
+        let mut doc = std::mem::take(&mut self.buf);
+        doc.push(b'\n');
+        let complete = self.read_rest(&mut doc)?;
+        if complete {
+            if let Some(items) = parse_values(&doc, line) {
+                self.state = State::Items(items.into_iter());
+                return Ok(true);
+            }
+        }
+        // Replay everything after the first line, then the rest of the input.
+        let rest = doc.split_off(first_len + 1);
+        if let Some(src) = self.src.take() {
+            let (_, r) = src.into_inner();
+            self.src = Some(Cursor::new(rest).chain(r));
+        }
+        Ok(false)
+    }
+
+    fn convert(&self, line: usize, value: Value) -> Result<Trace> {
+        rows::row_to_trace(value, self.opts.format, &self.opts.segmenter).map_err(|e| {
+            Error::Input {
+                location: crate::error::Location {
+                    source: self.source().to_string(),
+                    line,
+                    field: e.field,
+                },
+                message: e.message,
+            }
+        })
+    }
+}
+
+impl<R: BufRead> Iterator for TraceReader<R> {
+    type Item = Result<Trace>;
+
+    fn next(&mut self) -> Option<Result<Trace>> {
+        loop {
+            match &mut self.state {
+                State::Start => {
+                    if let Err(e) = self.start() {
+                        return Some(Err(e));
+                    }
+                }
+                State::Lines => return self.next_line(),
+                State::Array {
+                    doc,
+                    items,
+                    item_no,
+                } => match items.next() {
+                    Some((a, b)) => {
+                        *item_no += 1;
+                        let n = *item_no;
+                        let parsed =
+                            serde_json::from_slice::<Value>(doc.get(a..b).unwrap_or_default());
+                        return Some(match parsed {
+                            Ok(v) => self.convert(n, v),
+                            Err(e) => Err(Error::input(
+                                self.source(),
+                                n,
+                                None,
+                                format!("invalid JSON: {}", json_message(&e)),
+                            )),
+                        });
+                    }
+                    None => self.state = State::Done,
+                },
+                State::Items(items) => match items.next() {
+                    Some((line, v)) => return Some(self.convert(line, v)),
+                    None => self.state = State::Done,
+                },
+                State::Done => return None,
+            }
+        }
+    }
+}
+
+/// Parses `doc` as whitespace-separated JSON values, each with the line it
+/// starts on (`first_line` is the document's first line); `None` if any
+/// part of it is not valid JSON.
+fn parse_values(doc: &[u8], first_line: usize) -> Option<Vec<(usize, Value)>> {
+    let mut out = Vec::new();
+    let mut stream = serde_json::Deserializer::from_slice(doc).into_iter::<Value>();
+    loop {
+        let pos = stream.byte_offset();
+        let ws = doc
+            .get(pos..)?
+            .iter()
+            .take_while(|b| b.is_ascii_whitespace())
+            .count();
+        match stream.next() {
+            None => return Some(out),
+            Some(Ok(v)) => {
+                let start = pos + ws;
+                let line = first_line + doc.get(..start)?.iter().filter(|&&b| b == b'\n').count();
+                out.push((line, v));
+            }
+            Some(Err(_)) => return None,
+        }
+    }
+}
+
+/// The byte ranges of the top-level items of `doc`, a syntactically valid
+/// JSON array (validated by the caller), found by tracking nesting depth
+/// outside strings.
+fn array_items(doc: &[u8]) -> Vec<(usize, usize)> {
+    let mut items = Vec::new();
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut start: Option<usize> = None;
+    let push = |a: usize, b: usize, items: &mut Vec<(usize, usize)>| {
+        if let Some(slice) = doc.get(a..b) {
+            let lead = slice.iter().take_while(|c| c.is_ascii_whitespace()).count();
+            let trail = slice
+                .iter()
+                .rev()
+                .take_while(|c| c.is_ascii_whitespace())
+                .count();
+            if lead < slice.len() {
+                items.push((a + lead, b - trail));
+            }
+        }
+    };
+    for (i, &b) in doc.iter().enumerate() {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth == 1 {
+                    start = Some(i + 1);
+                }
+            }
+            b']' | b'}' => {
+                if depth == 1 {
+                    if let Some(s) = start.take() {
+                        push(s, i, &mut items);
+                    }
+                }
+                depth = depth.saturating_sub(1);
+            }
+            b',' if depth == 1 => {
+                if let Some(s) = start {
+                    push(s, i, &mut items);
+                }
+                start = Some(i + 1);
+            }
+            _ => {}
+        }
+    }
+    items
+}
+
+/// 1-based line and 0-based byte column of `offset` in `doc`.
+fn line_col(doc: &[u8], offset: usize) -> (usize, usize) {
+    let before = doc.get(..offset).unwrap_or(doc);
+    let line = 1 + before.iter().filter(|&&b| b == b'\n').count();
+    let col = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    (line, col)
+}
+
+/// serde_json's message without its " at line L column C" suffix (the
+/// reader reports positions itself).
+fn json_message(e: &serde_json::Error) -> String {
+    let s = e.to_string();
+    match s.rfind(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Opens `path` (or stdin for `-`) as a [`TraceReader`]. The options' source
+/// name, if left at its default, becomes the path or `<stdin>`.
+pub fn open_traces(path: &Path, mut opts: ReadOptions) -> Result<TraceReader<Box<dyn BufRead>>> {
+    let is_stdin = path.as_os_str() == "-";
+    if opts.source_name.is_empty() || opts.source_name == DEFAULT_SOURCE {
+        opts.source_name = if is_stdin {
+            "<stdin>".to_string()
+        } else {
+            path.display().to_string()
+        };
+    }
+    let reader: Box<dyn BufRead> = if is_stdin {
+        Box::new(std::io::stdin().lock())
+    } else {
+        let file = File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+        Box::new(BufReader::with_capacity(1 << 16, file))
+    };
+    Ok(TraceReader::new(reader, opts))
+}
+
+/// Writes `value` as one JSON line. Non-finite floats come out as `null`
+/// (which the reader takes back as "no score").
+pub fn write_jsonl<W: Write>(w: &mut W, value: &impl Serialize) -> Result<()> {
+    serde_json::to_writer(&mut *w, value).map_err(|e| {
+        if e.is_io() {
+            Error::io("<output>", std::io::Error::other(e))
+        } else {
+            Error::InvalidArgument(format!("cannot write as JSON: {e}"))
+        }
+    })?;
+    w.write_all(b"\n").map_err(|e| Error::io("<output>", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each item range parses to the same value serde_json finds at that index.
+    fn check_items(doc: &str) {
+        let want: Vec<Value> = serde_json::from_str(doc).unwrap();
+        let got: Vec<Value> = array_items(doc.as_bytes())
+            .into_iter()
+            .map(|(a, b)| serde_json::from_str(&doc[a..b]).unwrap())
+            .collect();
+        assert_eq!(got, want, "{doc}");
+    }
+
+    #[test]
+    fn array_items_track_strings_and_nesting() {
+        check_items("[]");
+        check_items("[ ]");
+        check_items("[1]");
+        check_items(r#"[ 1 , "a,]}" , [2, [3, {"k": "]"}]], {"x": {"y": [",", "\\"]}}, null ]"#);
+        check_items(r#"["\\", "\"", "\\\"],[", {}]"#);
+        check_items("[\n {\"é\": \"日本,\"},\n\t[]\n]");
+    }
+
+    #[test]
+    fn json_message_drops_position() {
+        let e = serde_json::from_str::<Value>("{").unwrap_err();
+        assert_eq!(json_message(&e), "EOF while parsing an object");
+    }
+}
