@@ -40,6 +40,7 @@ impl InputArgs {
             } else {
                 self.input.display().to_string()
             },
+            ..ReadOptions::default()
         }
     }
 }
