@@ -92,7 +92,7 @@ pub fn aggregate(scores: &[f64], how: Aggregation) -> Option<f64> {
         Aggregation::GeoMean => {
             if scores.iter().any(|&s| s < 0.0) {
                 f64::NAN
-            } else if scores.iter().any(|&s| s == 0.0) {
+            } else if scores.contains(&0.0) {
                 0.0
             } else {
                 // Sum of logs: the direct product underflows on long traces.

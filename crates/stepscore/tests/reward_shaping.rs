@@ -213,7 +213,7 @@ proptest! {
         eta in 0.0f64..=1.0,
     ) {
         let mut farmed = r.clone();
-        farmed.extend(std::iter::repeat(high).take(repeats));
+        farmed.extend(std::iter::repeat_n(high, repeats));
         let clip_before: f64 = clip_rewards(&r, eta).iter().sum();
         let clip_after: f64 = clip_rewards(&farmed, eta).iter().sum();
         prop_assert!(clip_after <= clip_before + 1e-12);
