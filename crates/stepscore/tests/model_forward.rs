@@ -12,10 +12,16 @@ use std::path::PathBuf;
 use stepscore::model::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
 
 const TOL: f32 = 1e-4;
-const FIXTURES: [&str; 3] = ["qwen2-tiny-f32-sharded", "llama-tiny-bf16", "mistral-tiny-f16"];
+const FIXTURES: [&str; 3] = [
+    "qwen2-tiny-f32-sharded",
+    "llama-tiny-bf16",
+    "mistral-tiny-f16",
+];
 
 fn fixture_dir(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/models").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/models")
+        .join(name)
 }
 
 struct Case {
@@ -28,14 +34,23 @@ fn reference(name: &str) -> Vec<Case> {
     let text = std::fs::read_to_string(fixture_dir(name).join("reference.json")).unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let floats = |x: &serde_json::Value| -> Vec<f32> {
-        x.as_array().unwrap().iter().map(|f| f.as_f64().unwrap() as f32).collect()
+        x.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_f64().unwrap() as f32)
+            .collect()
     };
     v["cases"]
         .as_array()
         .unwrap()
         .iter()
         .map(|c| Case {
-            tokens: c["tokens"].as_array().unwrap().iter().map(|t| t.as_u64().unwrap() as u32).collect(),
+            tokens: c["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap() as u32)
+                .collect(),
             hidden: floats(&c["hidden"]),
             logits: floats(&c["logits"]),
         })
@@ -62,7 +77,10 @@ fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
 }
 
 fn load(name: &str) -> Transformer {
-    HfCheckpoint::open_dir(fixture_dir(name)).unwrap().transformer().unwrap()
+    HfCheckpoint::open_dir(fixture_dir(name))
+        .unwrap()
+        .transformer()
+        .unwrap()
 }
 
 #[test]
@@ -94,8 +112,15 @@ fn logits_for_a_subset_of_rows_picks_those_columns() {
         .collect();
     assert_close("subset logits", &sub, &want, TOL);
     // A single hidden row works too (the LM-head PRM path).
-    let one = model.logits_for(hidden.row(3).unwrap(), Some(&rows[..2])).unwrap();
-    assert_close("one row", &one, &[case.logits[3 * vocab + 299], case.logits[3 * vocab]], TOL);
+    let one = model
+        .logits_for(hidden.row(3).unwrap(), Some(&rows[..2]))
+        .unwrap();
+    assert_close(
+        "one row",
+        &one,
+        &[case.logits[3 * vocab + 299], case.logits[3 * vocab]],
+        TOL,
+    );
 }
 
 #[test]
@@ -107,9 +132,13 @@ fn incremental_forward_with_cache_matches_full_forward() {
             let h = full.width;
             for split in [1, case.tokens.len() / 2, case.tokens.len() - 1] {
                 let mut cache = model.new_cache();
-                let a = model.forward(&case.tokens[..split], Some(&mut cache)).unwrap();
+                let a = model
+                    .forward(&case.tokens[..split], Some(&mut cache))
+                    .unwrap();
                 assert_eq!(cache.len(), split);
-                let b = model.forward(&case.tokens[split..], Some(&mut cache)).unwrap();
+                let b = model
+                    .forward(&case.tokens[split..], Some(&mut cache))
+                    .unwrap();
                 assert_eq!(cache.len(), case.tokens.len());
                 let joined: Vec<f32> = a.data.iter().chain(&b.data).copied().collect();
                 assert_close(&format!("{name} split {split}"), &joined, &full.data, 1e-5);
@@ -119,14 +148,26 @@ fn incremental_forward_with_cache_matches_full_forward() {
                 let other: Vec<u32> = case.tokens[split..].iter().map(|t| (t + 1) % 300).collect();
                 model.forward(&other, Some(&mut cache)).unwrap();
                 cache.truncate(split);
-                let again = model.forward(&case.tokens[split..], Some(&mut cache)).unwrap();
-                assert_close(&format!("{name} rewind {split}"), &again.data, &full.data[split * h..], 1e-5);
+                let again = model
+                    .forward(&case.tokens[split..], Some(&mut cache))
+                    .unwrap();
+                assert_close(
+                    &format!("{name} rewind {split}"),
+                    &again.data,
+                    &full.data[split * h..],
+                    1e-5,
+                );
             }
             // Token by token.
             let mut cache = model.new_cache();
             for (t, &tok) in case.tokens.iter().enumerate() {
                 let r = model.forward(&[tok], Some(&mut cache)).unwrap();
-                assert_close(&format!("{name} step {t}"), &r.data, &full.data[t * h..(t + 1) * h], 1e-5);
+                assert_close(
+                    &format!("{name} step {t}"),
+                    &r.data,
+                    &full.data[t * h..(t + 1) * h],
+                    1e-5,
+                );
             }
         }
     }
@@ -147,7 +188,10 @@ fn thread_count_does_not_change_results() {
 fn from_bytes_matches_open_dir() {
     let name = "qwen2-tiny-f32-sharded";
     let files = files_of(name);
-    let model = HfCheckpoint::from_bytes(files).unwrap().transformer().unwrap();
+    let model = HfCheckpoint::from_bytes(files)
+        .unwrap()
+        .transformer()
+        .unwrap();
     let case = &reference(name)[0];
     let hidden = model.forward(&case.tokens, None).unwrap();
     assert_close("from_bytes", &hidden.data, &case.hidden, TOL);
@@ -156,7 +200,10 @@ fn from_bytes_matches_open_dir() {
 #[test]
 fn extra_tensors_are_kept_and_fetchable() {
     let ckpt = HfCheckpoint::open_dir(fixture_dir("qwen2-tiny-f32-sharded")).unwrap();
-    assert_eq!(ckpt.config().architectures, vec!["Qwen2ForCausalLM".to_string()]);
+    assert_eq!(
+        ckpt.config().architectures,
+        vec!["Qwen2ForCausalLM".to_string()]
+    );
     let head = ckpt.tensor_f32("v_head.summary.weight").unwrap();
     assert_eq!(head.shape, vec![1, 64]);
     assert!(head.data.iter().any(|&x| x != 0.0));
@@ -195,12 +242,24 @@ fn adjacent_pair_rope_on_permuted_weights_equals_half_split() {
             let p = |s: &str| format!("model.layers.{i}.{s}");
             Layer {
                 attn_norm: t(&p("input_layernorm.weight")),
-                q: m(permute_rows(t(&p("self_attn.q_proj.weight")), c.n_heads, h), c.q_dim(), h),
-                k: m(permute_rows(t(&p("self_attn.k_proj.weight")), c.n_kv_heads, h), c.kv_dim(), h),
+                q: m(
+                    permute_rows(t(&p("self_attn.q_proj.weight")), c.n_heads, h),
+                    c.q_dim(),
+                    h,
+                ),
+                k: m(
+                    permute_rows(t(&p("self_attn.k_proj.weight")), c.n_kv_heads, h),
+                    c.kv_dim(),
+                    h,
+                ),
                 v: m(t(&p("self_attn.v_proj.weight")), c.kv_dim(), h),
                 o: m(t(&p("self_attn.o_proj.weight")), h, c.q_dim()),
                 q_bias: Some(permute_rows(t(&p("self_attn.q_proj.bias")), c.n_heads, 1)),
-                k_bias: Some(permute_rows(t(&p("self_attn.k_proj.bias")), c.n_kv_heads, 1)),
+                k_bias: Some(permute_rows(
+                    t(&p("self_attn.k_proj.bias")),
+                    c.n_kv_heads,
+                    1,
+                )),
                 v_bias: Some(t(&p("self_attn.v_proj.bias"))),
                 o_bias: None,
                 mlp_norm: t(&p("post_attention_layernorm.weight")),
@@ -229,15 +288,28 @@ fn adjacent_pair_rope_on_permuted_weights_equals_half_split() {
     // The check has teeth: the same permuted weights under rotate_half differ.
     let wrong = Transformer::new(c, RopeStyle::HalfSplit, embed, layers, norm, head).unwrap();
     let bad = wrong.forward(&case.tokens, None).unwrap();
-    let max_diff = bad.data.iter().zip(&case.hidden).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-    assert!(max_diff > 1e-2, "rope style made no difference ({max_diff})");
+    let max_diff = bad
+        .data
+        .iter()
+        .zip(&case.hidden)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        max_diff > 1e-2,
+        "rope style made no difference ({max_diff})"
+    );
 }
 
 fn files_of(name: &str) -> BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(fixture_dir(name))
         .unwrap()
         .map(|e| e.unwrap())
-        .map(|e| (e.file_name().into_string().unwrap(), std::fs::read(e.path()).unwrap()))
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
         .collect()
 }
 
@@ -246,11 +318,17 @@ fn with_config_edit(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Tr
     let mut cfg: serde_json::Value = serde_json::from_slice(&files["config.json"]).unwrap();
     edit(&mut cfg);
     files.insert("config.json".into(), serde_json::to_vec(&cfg).unwrap());
-    HfCheckpoint::from_bytes(files).unwrap().transformer().unwrap()
+    HfCheckpoint::from_bytes(files)
+        .unwrap()
+        .transformer()
+        .unwrap()
 }
 
 fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
-    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f32::max)
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
 }
 
 /// The fixtures exercise what they claim: dropping Mistral's sliding window or
@@ -258,15 +336,24 @@ fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
 #[test]
 fn sliding_window_and_rope_scaling_are_exercised() {
     let long = &reference("mistral-tiny-f16")[3];
-    let no_window = with_config_edit("mistral-tiny-f16", |c| c["sliding_window"] = serde_json::Value::Null);
+    let no_window = with_config_edit("mistral-tiny-f16", |c| {
+        c["sliding_window"] = serde_json::Value::Null
+    });
     let h = no_window.forward(&long.tokens, None).unwrap();
     // The first 4 positions see at most 4 keys either way, so they agree.
     let w = h.width;
-    assert_close("window prefix", &h.data[..4 * w], &long.hidden[..4 * w], TOL);
+    assert_close(
+        "window prefix",
+        &h.data[..4 * w],
+        &long.hidden[..4 * w],
+        TOL,
+    );
     assert!(max_abs_diff(&h.data, &long.hidden) > 1e-2);
 
     let long = &reference("llama-tiny-bf16")[3];
-    let plain = with_config_edit("llama-tiny-bf16", |c| c["rope_scaling"] = serde_json::Value::Null);
+    let plain = with_config_edit("llama-tiny-bf16", |c| {
+        c["rope_scaling"] = serde_json::Value::Null
+    });
     let h = plain.forward(&long.tokens, None).unwrap();
     assert!(max_abs_diff(&h.data, &long.hidden) > 1e-2);
 }
@@ -275,11 +362,16 @@ fn sliding_window_and_rope_scaling_are_exercised() {
 fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
     // Llama fixture has no lm_head.weight; claiming untied embeddings leaves
     // the model without a vocabulary projection (like Qwen2ForProcessRewardModel).
-    let model = with_config_edit("llama-tiny-bf16", |c| c["tie_word_embeddings"] = false.into());
+    let model = with_config_edit("llama-tiny-bf16", |c| {
+        c["tie_word_embeddings"] = false.into()
+    });
     assert!(!model.has_lm_head());
     let case = &reference("llama-tiny-bf16")[0];
     let hidden = model.forward(&case.tokens, None).unwrap();
     assert_close("hidden without head", &hidden.data, &case.hidden, TOL);
-    let err = model.logits_for(&hidden.data, None).unwrap_err().to_string();
+    let err = model
+        .logits_for(&hidden.data, None)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("lm_head"), "{err}");
 }

@@ -27,7 +27,10 @@ impl Arch {
     /// The architecture for an HF class name in `architectures`
     /// (`Qwen2ForProcessRewardModel`, `LlamaForCausalLM`, ...).
     pub fn from_class_name(name: &str) -> Option<Arch> {
-        if name.starts_with("Qwen2") && !name.starts_with("Qwen2Moe") && !name.starts_with("Qwen2VL") {
+        if name.starts_with("Qwen2")
+            && !name.starts_with("Qwen2Moe")
+            && !name.starts_with("Qwen2VL")
+        {
             Some(Arch::Qwen2)
         } else if name.starts_with("Llama") {
             Some(Arch::Llama)
@@ -142,7 +145,9 @@ fn bounded(key: &str, value: usize, max: usize) -> Result<usize> {
         return Err(err(format!("`{key}` must be positive, got 0")));
     }
     if value > max {
-        return Err(err(format!("`{key}` = {value} exceeds the supported maximum {max}")));
+        return Err(err(format!(
+            "`{key}` = {value} exceeds the supported maximum {max}"
+        )));
     }
     Ok(value)
 }
@@ -156,7 +161,8 @@ fn parse_rope_scaling(scaling: &Map<String, Value>, key: &str) -> Result<RopeSca
         "default" => Ok(RopeScaling::None),
         "llama3" => {
             let need = |k: &str| -> Result<f64> {
-                get_f64(scaling, k)?.ok_or_else(|| err(format!("`{key}.{k}` is required for llama3 rope scaling")))
+                get_f64(scaling, k)?
+                    .ok_or_else(|| err(format!("`{key}.{k}` is required for llama3 rope scaling")))
             };
             let factor = need("factor")?;
             let low_freq_factor = need("low_freq_factor")?;
@@ -189,7 +195,8 @@ fn parse_rope_scaling(scaling: &Map<String, Value>, key: &str) -> Result<RopeSca
 impl ModelConfig {
     /// Parses and validates the text of an HF `config.json`.
     pub fn from_json_str(text: &str) -> Result<ModelConfig> {
-        let value: Value = serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
         let Value::Object(map) = value else {
             return Err(err("top level must be a JSON object"));
         };
@@ -207,21 +214,32 @@ impl ModelConfig {
                         .ok_or_else(|| err(format!("`architectures` must hold strings, got {v}")))
                 })
                 .collect::<Result<_>>()?,
-            Some(v) => return Err(err(format!("`architectures` must be a list of strings, got {v}"))),
+            Some(v) => {
+                return Err(err(format!(
+                    "`architectures` must be a list of strings, got {v}"
+                )))
+            }
         };
         let model_type = get_str(map, "model_type")?;
         let arch = match model_type {
-            Some(mt) => Arch::from_model_type(mt)
-                .ok_or_else(|| err(format!("`model_type` `{mt}` is not supported (llama, qwen2, mistral)")))?,
+            Some(mt) => Arch::from_model_type(mt).ok_or_else(|| {
+                err(format!(
+                    "`model_type` `{mt}` is not supported (llama, qwen2, mistral)"
+                ))
+            })?,
             None => architectures
                 .iter()
                 .find_map(|a| Arch::from_class_name(a))
-                .ok_or_else(|| err("missing `model_type` and no supported class in `architectures`"))?,
+                .ok_or_else(|| {
+                    err("missing `model_type` and no supported class in `architectures`")
+                })?,
         };
 
         if let Some(act) = get_str(map, "hidden_act")? {
             if act != "silu" {
-                return Err(err(format!("`hidden_act` `{act}` is not supported (only silu)")));
+                return Err(err(format!(
+                    "`hidden_act` `{act}` is not supported (only silu)"
+                )));
             }
         }
         if get_bool(map, "mlp_bias")?.unwrap_or(false) {
@@ -229,10 +247,21 @@ impl ModelConfig {
         }
 
         let hidden_size = bounded("hidden_size", need_usize(map, "hidden_size")?, MAX_HIDDEN)?;
-        let intermediate_size =
-            bounded("intermediate_size", need_usize(map, "intermediate_size")?, MAX_INTERMEDIATE)?;
-        let n_layers = bounded("num_hidden_layers", need_usize(map, "num_hidden_layers")?, MAX_LAYERS)?;
-        let n_heads = bounded("num_attention_heads", need_usize(map, "num_attention_heads")?, MAX_HEADS)?;
+        let intermediate_size = bounded(
+            "intermediate_size",
+            need_usize(map, "intermediate_size")?,
+            MAX_INTERMEDIATE,
+        )?;
+        let n_layers = bounded(
+            "num_hidden_layers",
+            need_usize(map, "num_hidden_layers")?,
+            MAX_LAYERS,
+        )?;
+        let n_heads = bounded(
+            "num_attention_heads",
+            need_usize(map, "num_attention_heads")?,
+            MAX_HEADS,
+        )?;
         let n_kv_heads = bounded(
             "num_key_value_heads",
             get_usize(map, "num_key_value_heads")?.unwrap_or(n_heads),
@@ -262,12 +291,17 @@ impl ModelConfig {
             }
         };
         if head_dim % 2 != 0 {
-            return Err(err(format!("head dimension {head_dim} must be even for rotary embeddings")));
+            return Err(err(format!(
+                "head dimension {head_dim} must be even for rotary embeddings"
+            )));
         }
 
-        let rms_norm_eps = get_f64(map, "rms_norm_eps")?.ok_or_else(|| err("missing required key `rms_norm_eps`"))?;
+        let rms_norm_eps = get_f64(map, "rms_norm_eps")?
+            .ok_or_else(|| err("missing required key `rms_norm_eps`"))?;
         if !(rms_norm_eps > 0.0 && rms_norm_eps < 1.0) {
-            return Err(err(format!("`rms_norm_eps` must lie in (0, 1), got {rms_norm_eps}")));
+            return Err(err(format!(
+                "`rms_norm_eps` must lie in (0, 1), got {rms_norm_eps}"
+            )));
         }
 
         // Newer transformers versions move rope settings into `rope_parameters`.
@@ -281,7 +315,11 @@ impl ModelConfig {
                 match map.get("rope_scaling") {
                     None | Some(Value::Null) => RopeScaling::None,
                     Some(Value::Object(s)) => parse_rope_scaling(s, "rope_scaling")?,
-                    Some(v) => return Err(err(format!("`rope_scaling` must be an object or null, got {v}"))),
+                    Some(v) => {
+                        return Err(err(format!(
+                            "`rope_scaling` must be an object or null, got {v}"
+                        )))
+                    }
                 },
             ),
             Some(v) => return Err(err(format!("`rope_parameters` must be an object, got {v}"))),
@@ -307,7 +345,9 @@ impl ModelConfig {
                 .transpose()?,
             Arch::Qwen2 => {
                 if get_bool(map, "use_sliding_window")?.unwrap_or(false) {
-                    return Err(err("`use_sliding_window` = true is not supported for qwen2"));
+                    return Err(err(
+                        "`use_sliding_window` = true is not supported for qwen2",
+                    ));
                 }
                 None
             }
@@ -341,13 +381,21 @@ impl ModelConfig {
     /// config by hand (GGUF) call this too.
     pub fn validate(&self) -> Result<()> {
         bounded("hidden_size", self.hidden_size, MAX_HIDDEN)?;
-        bounded("intermediate_size", self.intermediate_size, MAX_INTERMEDIATE)?;
+        bounded(
+            "intermediate_size",
+            self.intermediate_size,
+            MAX_INTERMEDIATE,
+        )?;
         bounded("num_hidden_layers", self.n_layers, MAX_LAYERS)?;
         bounded("num_attention_heads", self.n_heads, MAX_HEADS)?;
         bounded("num_key_value_heads", self.n_kv_heads, MAX_HEADS)?;
         bounded("head_dim", self.head_dim, MAX_HEAD_DIM)?;
         bounded("vocab_size", self.vocab_size, MAX_VOCAB)?;
-        bounded("max_position_embeddings", self.max_position_embeddings, MAX_POSITIONS)?;
+        bounded(
+            "max_position_embeddings",
+            self.max_position_embeddings,
+            MAX_POSITIONS,
+        )?;
         if self.n_heads % self.n_kv_heads != 0 {
             return Err(err(format!(
                 "`num_attention_heads` ({}) must be a multiple of `num_key_value_heads` ({})",
@@ -355,10 +403,19 @@ impl ModelConfig {
             )));
         }
         if self.head_dim % 2 != 0 {
-            return Err(err(format!("head dimension {} must be even", self.head_dim)));
+            return Err(err(format!(
+                "head dimension {} must be even",
+                self.head_dim
+            )));
         }
-        if !(self.rms_norm_eps > 0.0) || !self.rope_theta.is_finite() || self.rope_theta <= 1.0 {
-            return Err(err("`rms_norm_eps` must be positive and `rope_theta` finite and > 1"));
+        if self.rms_norm_eps.is_nan()
+            || self.rms_norm_eps <= 0.0
+            || !self.rope_theta.is_finite()
+            || self.rope_theta <= 1.0
+        {
+            return Err(err(
+                "`rms_norm_eps` must be positive and `rope_theta` finite and > 1",
+            ));
         }
         Ok(())
     }
@@ -400,7 +457,8 @@ impl ModelConfig {
                         } else if wavelen > low_wavelen {
                             f / factor
                         } else {
-                            let smooth = (old / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor);
+                            let smooth = (old / wavelen - low_freq_factor)
+                                / (high_freq_factor - low_freq_factor);
                             (1.0 - smooth) * f / factor + smooth * f
                         }
                     })

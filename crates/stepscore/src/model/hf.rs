@@ -66,7 +66,10 @@ impl std::fmt::Debug for HfCheckpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HfCheckpoint")
             .field("config", &self.config)
-            .field("shards", &self.shards.iter().map(|s| &s.name).collect::<Vec<_>>())
+            .field(
+                "shards",
+                &self.shards.iter().map(|s| &s.name).collect::<Vec<_>>(),
+            )
             .field("tensors", &self.index.len())
             .finish()
     }
@@ -82,15 +85,18 @@ fn check_shard_name(name: &str) -> Result<()> {
         || name.contains('\\')
         || name.contains('\0');
     if bad {
-        return Err(Error::model(INDEX_FILE, format!("shard file name `{name}` is not a plain file name")));
+        return Err(Error::model(
+            INDEX_FILE,
+            format!("shard file name `{name}` is not a plain file name"),
+        ));
     }
     Ok(())
 }
 
 /// The shard file names an index lists, with its weight map.
 fn parse_index(text: &str) -> Result<(Vec<String>, BTreeMap<String, String>)> {
-    let value: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| Error::model(INDEX_FILE, format!("not valid JSON: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(text)
+        .map_err(|e| Error::model(INDEX_FILE, format!("not valid JSON: {e}")))?;
     let map = value
         .get("weight_map")
         .and_then(|m| m.as_object())
@@ -99,12 +105,18 @@ fn parse_index(text: &str) -> Result<(Vec<String>, BTreeMap<String, String>)> {
     let mut files: Vec<String> = Vec::new();
     for (tensor, file) in map {
         let file = file.as_str().ok_or_else(|| {
-            Error::model(INDEX_FILE, format!("`weight_map.{tensor}` must be a file name string, got {file}"))
+            Error::model(
+                INDEX_FILE,
+                format!("`weight_map.{tensor}` must be a file name string, got {file}"),
+            )
         })?;
         check_shard_name(file)?;
         if !files.iter().any(|f| f == file) {
             if files.len() >= MAX_SHARDS {
-                return Err(Error::model(INDEX_FILE, format!("more than {MAX_SHARDS} shard files")));
+                return Err(Error::model(
+                    INDEX_FILE,
+                    format!("more than {MAX_SHARDS} shard files"),
+                ));
             }
             files.push(file.to_string());
         }
@@ -119,7 +131,12 @@ fn parse_index(text: &str) -> Result<(Vec<String>, BTreeMap<String, String>)> {
 fn open_shard(name: String, blob: Blob) -> Result<Shard> {
     let (header_len, metadata) = SafeTensors::read_metadata(blob.bytes())
         .map_err(|e| Error::model(name.clone(), format!("invalid safetensors file: {e}")))?;
-    Ok(Shard { name, blob, data_start: 8 + header_len, metadata })
+    Ok(Shard {
+        name,
+        blob,
+        data_start: 8 + header_len,
+        metadata,
+    })
 }
 
 impl HfCheckpoint {
@@ -133,11 +150,13 @@ impl HfCheckpoint {
         };
         let open = |name: &str| -> Result<Blob> {
             let p = dir.join(name);
-            let file = std::fs::File::open(&p).map_err(|e| Error::io(p.display().to_string(), e))?;
+            let file =
+                std::fs::File::open(&p).map_err(|e| Error::io(p.display().to_string(), e))?;
             // SAFETY: the map is read-only; as with every mmap-based model
             // loader, a file truncated by another process while mapped is
             // outside what we can defend against.
-            let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| Error::io(p.display().to_string(), e))?;
+            let map = unsafe { memmap2::Mmap::map(&file) }
+                .map_err(|e| Error::io(p.display().to_string(), e))?;
             Ok(Blob::Mapped(map))
         };
         let config_text = read_text(CONFIG_FILE)?;
@@ -156,7 +175,8 @@ impl HfCheckpoint {
             files
                 .get(name)
                 .map(|b| {
-                    String::from_utf8(b.clone()).map_err(|_| Error::model(name, "file is not valid UTF-8"))
+                    String::from_utf8(b.clone())
+                        .map_err(|_| Error::model(name, "file is not valid UTF-8"))
                 })
                 .transpose()
         };
@@ -203,12 +223,18 @@ impl HfCheckpoint {
                 _ => {
                     return Err(Error::model(
                         file.clone(),
-                        format!("{INDEX_FILE} lists tensor `{tensor}` in this file, but it is not there"),
+                        format!(
+                        "{INDEX_FILE} lists tensor `{tensor}` in this file, but it is not there"
+                    ),
                     ))
                 }
             }
         }
-        Ok(HfCheckpoint { config, shards, index })
+        Ok(HfCheckpoint {
+            config,
+            shards,
+            index,
+        })
     }
 
     pub fn config(&self) -> &ModelConfig {
@@ -246,9 +272,17 @@ impl HfCheckpoint {
             .blob
             .bytes()
             .get(shard.data_start + s..shard.data_start + e)
-            .ok_or_else(|| Error::model(shard.name.clone(), format!("tensor `{name}` lies outside the file")))?;
+            .ok_or_else(|| {
+                Error::model(
+                    shard.name.clone(),
+                    format!("tensor `{name}` lies outside the file"),
+                )
+            })?;
         let data: Vec<f32> = match info.dtype {
-            Dtype::F32 => bytes.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            Dtype::F32 => bytes
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
             Dtype::F16 => bytes
                 .chunks_exact(2)
                 .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
@@ -260,18 +294,26 @@ impl HfCheckpoint {
             other => {
                 return Err(Error::model(
                     shard.name.clone(),
-                    format!("tensor `{name}` has dtype {other:?}; only F32, F16 and BF16 are supported"),
+                    format!(
+                        "tensor `{name}` has dtype {other:?}; only F32, F16 and BF16 are supported"
+                    ),
                 ))
             }
         };
-        Ok(TensorF32 { shape: info.shape.clone(), data })
+        Ok(TensorF32 {
+            shape: info.shape.clone(),
+            data,
+        })
     }
 
     /// A tensor that must have exactly `shape`.
     fn shaped(&self, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
-        let got = self
-            .tensor_shape(name)
-            .ok_or_else(|| Error::model("checkpoint", format!("missing tensor `{name}` (expected shape {shape:?})")))?;
+        let got = self.tensor_shape(name).ok_or_else(|| {
+            Error::model(
+                "checkpoint",
+                format!("missing tensor `{name}` (expected shape {shape:?})"),
+            )
+        })?;
         if got != shape {
             return Err(Error::model(
                 "checkpoint",
@@ -321,6 +363,13 @@ impl HfCheckpoint {
         } else {
             LmHead::Absent
         };
-        Transformer::new(c.clone(), RopeStyle::HalfSplit, embed, layers, norm, lm_head)
+        Transformer::new(
+            c.clone(),
+            RopeStyle::HalfSplit,
+            embed,
+            layers,
+            norm,
+            lm_head,
+        )
     }
 }

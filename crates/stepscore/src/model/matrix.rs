@@ -9,7 +9,11 @@ use crate::error::{Error, Result};
 /// length `cols` to output element `r` (the PyTorch `Linear.weight` layout).
 #[derive(Debug, Clone, PartialEq)]
 pub enum Matrix {
-    F32 { rows: usize, cols: usize, data: Vec<f32> },
+    F32 {
+        rows: usize,
+        cols: usize,
+        data: Vec<f32>,
+    },
 }
 
 /// Below this many multiply-adds a product runs on the calling thread:
@@ -50,7 +54,9 @@ impl Matrix {
                 let src = (r < *rows)
                     .then(|| data.get(r * cols..(r + 1) * cols))
                     .flatten()
-                    .ok_or_else(|| Error::InvalidArgument(format!("row {r} out of range for {rows} rows")))?;
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!("row {r} out of range for {rows} rows"))
+                    })?;
                 if out.len() != *cols {
                     return Err(Error::InvalidArgument(format!(
                         "gather_row: output holds {} values, row has {cols}",
@@ -80,9 +86,17 @@ impl Matrix {
 
     /// `out[t * rows + r] = Σ_c W[r, c] · x[t * cols + c]` for `n_tokens` rows
     /// of `x`, split over up to `threads` threads by weight rows.
-    pub fn matmul(&self, x: &[f32], n_tokens: usize, out: &mut [f32], threads: usize) -> Result<()> {
+    pub fn matmul(
+        &self,
+        x: &[f32],
+        n_tokens: usize,
+        out: &mut [f32],
+        threads: usize,
+    ) -> Result<()> {
         let (rows, cols) = (self.rows(), self.cols());
-        if Some(x.len()) != n_tokens.checked_mul(cols) || Some(out.len()) != n_tokens.checked_mul(rows) {
+        if Some(x.len()) != n_tokens.checked_mul(cols)
+            || Some(out.len()) != n_tokens.checked_mul(rows)
+        {
             return Err(Error::InvalidArgument(format!(
                 "matmul: weight {rows}x{cols}, {n_tokens} tokens, but input holds {} and output {} values",
                 x.len(),
@@ -93,7 +107,9 @@ impl Matrix {
             return Ok(());
         }
         let work = rows.saturating_mul(cols).saturating_mul(n_tokens);
-        let threads = effective_threads(threads).min(rows).min(work / PARALLEL_MIN_WORK + 1);
+        let threads = effective_threads(threads)
+            .min(rows)
+            .min(work / PARALLEL_MIN_WORK + 1);
         match self {
             Matrix::F32 { data, .. } => {
                 if threads <= 1 {
@@ -111,7 +127,15 @@ impl Matrix {
                             let end = (start + band).min(rows);
                             s.spawn(move || {
                                 let mut local = vec![0.0f32; n_tokens * (end - start)];
-                                f32_rows_block(data, cols, start..end, x, n_tokens, &mut local, end - start);
+                                f32_rows_block(
+                                    data,
+                                    cols,
+                                    start..end,
+                                    x,
+                                    n_tokens,
+                                    &mut local,
+                                    end - start,
+                                );
                                 (start, local)
                             })
                         })
@@ -127,7 +151,9 @@ impl Matrix {
                     }
                 }
                 if covered != rows {
-                    return Err(Error::InvalidArgument("matmul: a worker thread failed".into()));
+                    return Err(Error::InvalidArgument(
+                        "matmul: a worker thread failed".into(),
+                    ));
                 }
                 Ok(())
             }
@@ -288,8 +314,12 @@ mod tests {
     fn threaded_large_matches_single() {
         // Large enough to cross PARALLEL_MIN_WORK so threads really run.
         let (rows, cols, n) = (257, 129, 9);
-        let w: Vec<f32> = (0..rows * cols).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
-        let x: Vec<f32> = (0..n * cols).map(|i| ((i * 11 % 23) as f32 - 11.0) / 11.0).collect();
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let x: Vec<f32> = (0..n * cols)
+            .map(|i| ((i * 11 % 23) as f32 - 11.0) / 11.0)
+            .collect();
         let m = Matrix::from_f32(rows, cols, w).unwrap();
         let mut a = vec![0.0f32; n * rows];
         let mut b = vec![0.0f32; n * rows];

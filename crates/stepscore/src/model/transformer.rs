@@ -59,7 +59,9 @@ pub struct Hidden {
 impl Hidden {
     /// Row `t`, or `None` past the end.
     pub fn row(&self, t: usize) -> Option<&[f32]> {
-        (t < self.n_tokens).then(|| self.data.get(t * self.width..(t + 1) * self.width)).flatten()
+        (t < self.n_tokens)
+            .then(|| self.data.get(t * self.width..(t + 1) * self.width))
+            .flatten()
     }
 }
 
@@ -114,7 +116,10 @@ pub struct Transformer {
 fn shape_err(what: &str, want: (usize, usize), got: (usize, usize)) -> Error {
     Error::model(
         "transformer",
-        format!("{what}: expected shape [{}, {}], got [{}, {}]", want.0, want.1, got.0, got.1),
+        format!(
+            "{what}: expected shape [{}, {}], got [{}, {}]",
+            want.0, want.1, got.0, got.1
+        ),
     )
 }
 
@@ -147,12 +152,21 @@ impl Transformer {
         lm_head: LmHead,
     ) -> Result<Transformer> {
         config.validate()?;
-        let (h, q, kv, ff) = (config.hidden_size, config.q_dim(), config.kv_dim(), config.intermediate_size);
+        let (h, q, kv, ff) = (
+            config.hidden_size,
+            config.q_dim(),
+            config.kv_dim(),
+            config.intermediate_size,
+        );
         check_matrix("embed_tokens", &embed, config.vocab_size, h)?;
         if layers.len() != config.n_layers {
             return Err(Error::model(
                 "transformer",
-                format!("config has {} layers, weights have {}", config.n_layers, layers.len()),
+                format!(
+                    "config has {} layers, weights have {}",
+                    config.n_layers,
+                    layers.len()
+                ),
             ));
         }
         for (i, l) in layers.iter().enumerate() {
@@ -162,9 +176,24 @@ impl Transformer {
             check_matrix(&p("k_proj"), &l.k, kv, h)?;
             check_matrix(&p("v_proj"), &l.v, kv, h)?;
             check_matrix(&p("o_proj"), &l.o, h, q)?;
-            check_vec(&p("q_proj.bias"), l.q_bias.as_ref(), q, config.attention_bias)?;
-            check_vec(&p("k_proj.bias"), l.k_bias.as_ref(), kv, config.attention_bias)?;
-            check_vec(&p("v_proj.bias"), l.v_bias.as_ref(), kv, config.attention_bias)?;
+            check_vec(
+                &p("q_proj.bias"),
+                l.q_bias.as_ref(),
+                q,
+                config.attention_bias,
+            )?;
+            check_vec(
+                &p("k_proj.bias"),
+                l.k_bias.as_ref(),
+                kv,
+                config.attention_bias,
+            )?;
+            check_vec(
+                &p("v_proj.bias"),
+                l.v_bias.as_ref(),
+                kv,
+                config.attention_bias,
+            )?;
             check_vec(&p("o_proj.bias"), l.o_bias.as_ref(), h, config.o_bias)?;
             check_vec(&p("post_attention_layernorm"), Some(&l.mlp_norm), h, true)?;
             check_matrix(&p("gate_proj"), &l.gate, ff, h)?;
@@ -175,7 +204,9 @@ impl Transformer {
         if let LmHead::Separate(m) = &lm_head {
             check_matrix("lm_head", m, config.vocab_size, h)?;
         }
-        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
         Ok(Transformer {
             inv_freq: config.rope_inv_freq(),
             config,
@@ -234,9 +265,15 @@ impl Transformer {
             }
         };
         if cache.k.len() != self.config.n_layers || cache.kv_dim != self.config.kv_dim() {
-            return Err(Error::InvalidArgument("KV cache was made for a different model".into()));
+            return Err(Error::InvalidArgument(
+                "KV cache was made for a different model".into(),
+            ));
         }
-        if let Some((i, &t)) = tokens.iter().enumerate().find(|(_, &t)| t as usize >= self.config.vocab_size) {
+        if let Some((i, &t)) = tokens
+            .iter()
+            .enumerate()
+            .find(|(_, &t)| t as usize >= self.config.vocab_size)
+        {
             return Err(Error::InvalidArgument(format!(
                 "token id {t} at position {i} is out of range for vocabulary size {}",
                 self.config.vocab_size
@@ -277,7 +314,11 @@ impl Transformer {
             self.embed.gather_row(t as usize, row)?;
         }
         if n == 0 {
-            return Ok(Hidden { n_tokens: 0, width: h, data: x });
+            return Ok(Hidden {
+                n_tokens: 0,
+                width: h,
+                data: x,
+            });
         }
         let (cos, sin) = self.rope_tables(start, n);
 
@@ -330,7 +371,11 @@ impl Transformer {
             }
         }
         rms_norm(&x, &self.norm, c.rms_norm_eps, &mut xn);
-        Ok(Hidden { n_tokens: n, width: h, data: xn })
+        Ok(Hidden {
+            n_tokens: n,
+            width: h,
+            data: xn,
+        })
     }
 
     /// Logits for the rows of `hidden` (any number of `hidden_size`-wide rows):
@@ -395,7 +440,10 @@ impl Transformer {
     fn apply_rope(&self, x: &mut [f32], n_heads: usize, cos: &[f32], sin: &[f32]) {
         let hd = self.config.head_dim;
         let half = hd / 2;
-        for (row, (c, s)) in x.chunks_exact_mut(n_heads * hd).zip(cos.chunks_exact(half).zip(sin.chunks_exact(half))) {
+        for (row, (c, s)) in x
+            .chunks_exact_mut(n_heads * hd)
+            .zip(cos.chunks_exact(half).zip(sin.chunks_exact(half)))
+        {
             for head in row.chunks_exact_mut(hd) {
                 match self.rope_style {
                     RopeStyle::HalfSplit => {
@@ -422,7 +470,15 @@ impl Transformer {
     /// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
     /// Work is split over threads by interleaved blocks of query tokens, since
     /// later tokens attend to more keys.
-    fn attention(&self, q: &[f32], keys: &[f32], values: &[f32], start: usize, n: usize, out: &mut [f32]) {
+    fn attention(
+        &self,
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        start: usize,
+        n: usize,
+        out: &mut [f32],
+    ) {
         let c = &self.config;
         let qd = c.q_dim();
         let threads = effective_threads(self.threads).min(n);
