@@ -1,0 +1,469 @@
+//! The decoder's hyper-parameters, read from a Hugging Face `config.json`
+//! (or filled in by another loader, e.g. GGUF metadata) and validated once so
+//! the forward pass can index without re-checking.
+
+use crate::error::{Error, Result};
+use serde_json::{Map, Value};
+
+/// Decoder families sharing the Llama block (RMSNorm, RoPE, GQA, SwiGLU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    Llama,
+    Qwen2,
+    Mistral,
+}
+
+impl Arch {
+    /// The architecture for an HF `model_type`.
+    pub fn from_model_type(model_type: &str) -> Option<Arch> {
+        match model_type {
+            "llama" => Some(Arch::Llama),
+            "qwen2" => Some(Arch::Qwen2),
+            "mistral" => Some(Arch::Mistral),
+            _ => None,
+        }
+    }
+
+    /// The architecture for an HF class name in `architectures`
+    /// (`Qwen2ForProcessRewardModel`, `LlamaForCausalLM`, ...).
+    pub fn from_class_name(name: &str) -> Option<Arch> {
+        if name.starts_with("Qwen2")
+            && !name.starts_with("Qwen2Moe")
+            && !name.starts_with("Qwen2VL")
+        {
+            Some(Arch::Qwen2)
+        } else if name.starts_with("Llama") {
+            Some(Arch::Llama)
+        } else if name.starts_with("Mistral") {
+            Some(Arch::Mistral)
+        } else {
+            None
+        }
+    }
+}
+
+/// How rotary frequencies are derived from `rope_theta`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum RopeScaling {
+    /// Plain `theta^(-2i/d)` frequencies.
+    None,
+    /// Llama 3.1 frequency smoothing (`rope_type: "llama3"`).
+    Llama3 {
+        factor: f64,
+        low_freq_factor: f64,
+        high_freq_factor: f64,
+        original_max_position_embeddings: usize,
+    },
+}
+
+/// Validated decoder hyper-parameters.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub arch: Arch,
+    pub hidden_size: usize,
+    pub intermediate_size: usize,
+    pub n_layers: usize,
+    pub n_heads: usize,
+    pub n_kv_heads: usize,
+    pub head_dim: usize,
+    pub vocab_size: usize,
+    pub rms_norm_eps: f32,
+    pub rope_theta: f64,
+    pub rope_scaling: RopeScaling,
+    pub max_position_embeddings: usize,
+    pub tie_word_embeddings: bool,
+    /// q/k/v projections carry biases (always for Qwen2; Llama's `attention_bias`).
+    pub attention_bias: bool,
+    /// The output projection carries a bias too (Llama's `attention_bias`).
+    pub o_bias: bool,
+    /// Keys further back than this many positions are masked (Mistral).
+    pub sliding_window: Option<usize>,
+    /// The raw `architectures` list, for the PRM layer to pick its head.
+    pub architectures: Vec<String>,
+}
+
+// Upper bounds: far above any model this crate targets, low enough that a
+// hostile config cannot make size arithmetic overflow or request absurd buffers.
+const MAX_HIDDEN: usize = 1 << 16;
+const MAX_INTERMEDIATE: usize = 1 << 18;
+const MAX_LAYERS: usize = 1024;
+const MAX_HEADS: usize = 1024;
+const MAX_HEAD_DIM: usize = 1024;
+const MAX_VOCAB: usize = 1 << 22;
+const MAX_POSITIONS: usize = 1 << 24;
+
+const FILE: &str = "config.json";
+
+fn err(message: impl Into<String>) -> Error {
+    Error::model(FILE, message)
+}
+
+fn get_usize(map: &Map<String, Value>, key: &str) -> Result<Option<usize>> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| err(format!("`{key}` must be a non-negative integer, got {v}"))),
+    }
+}
+
+fn need_usize(map: &Map<String, Value>, key: &str) -> Result<usize> {
+    get_usize(map, key)?.ok_or_else(|| err(format!("missing required key `{key}`")))
+}
+
+fn get_f64(map: &Map<String, Value>, key: &str) -> Result<Option<f64>> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .filter(|x| x.is_finite())
+            .map(Some)
+            .ok_or_else(|| err(format!("`{key}` must be a finite number, got {v}"))),
+    }
+}
+
+fn get_bool(map: &Map<String, Value>, key: &str) -> Result<Option<bool>> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Bool(b)) => Ok(Some(*b)),
+        Some(v) => Err(err(format!("`{key}` must be true or false, got {v}"))),
+    }
+}
+
+fn get_str<'a>(map: &'a Map<String, Value>, key: &str) -> Result<Option<&'a str>> {
+    match map.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(v) => Err(err(format!("`{key}` must be a string, got {v}"))),
+    }
+}
+
+fn bounded(key: &str, value: usize, max: usize) -> Result<usize> {
+    if value == 0 {
+        return Err(err(format!("`{key}` must be positive, got 0")));
+    }
+    if value > max {
+        return Err(err(format!(
+            "`{key}` = {value} exceeds the supported maximum {max}"
+        )));
+    }
+    Ok(value)
+}
+
+fn parse_rope_scaling(scaling: &Map<String, Value>, key: &str) -> Result<RopeScaling> {
+    let ty = match get_str(scaling, "rope_type")? {
+        Some(t) => t,
+        None => get_str(scaling, "type")?.unwrap_or("default"),
+    };
+    match ty {
+        "default" => Ok(RopeScaling::None),
+        "llama3" => {
+            let need = |k: &str| -> Result<f64> {
+                get_f64(scaling, k)?
+                    .ok_or_else(|| err(format!("`{key}.{k}` is required for llama3 rope scaling")))
+            };
+            let factor = need("factor")?;
+            let low_freq_factor = need("low_freq_factor")?;
+            let high_freq_factor = need("high_freq_factor")?;
+            let original = get_usize(scaling, "original_max_position_embeddings")?.ok_or_else(|| {
+                err(format!("`{key}.original_max_position_embeddings` is required for llama3 rope scaling"))
+            })?;
+            if factor <= 0.0 || low_freq_factor <= 0.0 || high_freq_factor <= low_freq_factor {
+                return Err(err(format!(
+                    "`{key}`: llama3 scaling needs factor > 0 and high_freq_factor > low_freq_factor > 0"
+                )));
+            }
+            Ok(RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings: bounded(
+                    &format!("{key}.original_max_position_embeddings"),
+                    original,
+                    MAX_POSITIONS,
+                )?,
+            })
+        }
+        other => Err(err(format!(
+            "`{key}` of type `{other}` is not supported (only none/default and llama3)"
+        ))),
+    }
+}
+
+impl ModelConfig {
+    /// Parses and validates the text of an HF `config.json`.
+    pub fn from_json_str(text: &str) -> Result<ModelConfig> {
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| err(format!("not valid JSON: {e}")))?;
+        let Value::Object(map) = value else {
+            return Err(err("top level must be a JSON object"));
+        };
+        Self::from_json_map(&map)
+    }
+
+    fn from_json_map(map: &Map<String, Value>) -> Result<ModelConfig> {
+        let architectures: Vec<String> = match map.get("architectures") {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| {
+                    v.as_str()
+                        .map(str::to_string)
+                        .ok_or_else(|| err(format!("`architectures` must hold strings, got {v}")))
+                })
+                .collect::<Result<_>>()?,
+            Some(v) => {
+                return Err(err(format!(
+                    "`architectures` must be a list of strings, got {v}"
+                )))
+            }
+        };
+        let model_type = get_str(map, "model_type")?;
+        let arch = match model_type {
+            Some(mt) => Arch::from_model_type(mt).ok_or_else(|| {
+                err(format!(
+                    "`model_type` `{mt}` is not supported (llama, qwen2, mistral)"
+                ))
+            })?,
+            None => architectures
+                .iter()
+                .find_map(|a| Arch::from_class_name(a))
+                .ok_or_else(|| {
+                    err("missing `model_type` and no supported class in `architectures`")
+                })?,
+        };
+
+        if let Some(act) = get_str(map, "hidden_act")? {
+            if act != "silu" {
+                return Err(err(format!(
+                    "`hidden_act` `{act}` is not supported (only silu)"
+                )));
+            }
+        }
+        if get_bool(map, "mlp_bias")?.unwrap_or(false) {
+            return Err(err("`mlp_bias` = true is not supported"));
+        }
+
+        let hidden_size = bounded("hidden_size", need_usize(map, "hidden_size")?, MAX_HIDDEN)?;
+        let intermediate_size = bounded(
+            "intermediate_size",
+            need_usize(map, "intermediate_size")?,
+            MAX_INTERMEDIATE,
+        )?;
+        let n_layers = bounded(
+            "num_hidden_layers",
+            need_usize(map, "num_hidden_layers")?,
+            MAX_LAYERS,
+        )?;
+        let n_heads = bounded(
+            "num_attention_heads",
+            need_usize(map, "num_attention_heads")?,
+            MAX_HEADS,
+        )?;
+        let n_kv_heads = bounded(
+            "num_key_value_heads",
+            get_usize(map, "num_key_value_heads")?.unwrap_or(n_heads),
+            MAX_HEADS,
+        )?;
+        let vocab_size = bounded("vocab_size", need_usize(map, "vocab_size")?, MAX_VOCAB)?;
+        let max_position_embeddings = bounded(
+            "max_position_embeddings",
+            need_usize(map, "max_position_embeddings")?,
+            MAX_POSITIONS,
+        )?;
+
+        if n_heads % n_kv_heads != 0 {
+            return Err(err(format!(
+                "`num_attention_heads` ({n_heads}) must be a multiple of `num_key_value_heads` ({n_kv_heads})"
+            )));
+        }
+        let head_dim = match get_usize(map, "head_dim")? {
+            Some(d) => bounded("head_dim", d, MAX_HEAD_DIM)?,
+            None => {
+                if hidden_size % n_heads != 0 {
+                    return Err(err(format!(
+                        "`hidden_size` ({hidden_size}) must be divisible by `num_attention_heads` ({n_heads})"
+                    )));
+                }
+                bounded("head_dim", hidden_size / n_heads, MAX_HEAD_DIM)?
+            }
+        };
+        if head_dim % 2 != 0 {
+            return Err(err(format!(
+                "head dimension {head_dim} must be even for rotary embeddings"
+            )));
+        }
+
+        let rms_norm_eps = get_f64(map, "rms_norm_eps")?
+            .ok_or_else(|| err("missing required key `rms_norm_eps`"))?;
+        if !(rms_norm_eps > 0.0 && rms_norm_eps < 1.0) {
+            return Err(err(format!(
+                "`rms_norm_eps` must lie in (0, 1), got {rms_norm_eps}"
+            )));
+        }
+
+        // Newer transformers versions move rope settings into `rope_parameters`.
+        let (rope_theta, rope_scaling) = match map.get("rope_parameters") {
+            Some(Value::Object(params)) => (
+                get_f64(params, "rope_theta")?.or(get_f64(map, "rope_theta")?),
+                parse_rope_scaling(params, "rope_parameters")?,
+            ),
+            None | Some(Value::Null) => (
+                get_f64(map, "rope_theta")?,
+                match map.get("rope_scaling") {
+                    None | Some(Value::Null) => RopeScaling::None,
+                    Some(Value::Object(s)) => parse_rope_scaling(s, "rope_scaling")?,
+                    Some(v) => {
+                        return Err(err(format!(
+                            "`rope_scaling` must be an object or null, got {v}"
+                        )))
+                    }
+                },
+            ),
+            Some(v) => return Err(err(format!("`rope_parameters` must be an object, got {v}"))),
+        };
+        let rope_theta = rope_theta.unwrap_or(10_000.0);
+        if rope_theta <= 1.0 {
+            return Err(err(format!("`rope_theta` must exceed 1, got {rope_theta}")));
+        }
+
+        let tie_word_embeddings = get_bool(map, "tie_word_embeddings")?.unwrap_or(false);
+        let (attention_bias, o_bias) = match arch {
+            // Qwen2 always has q/k/v biases and never an output bias.
+            Arch::Qwen2 => (true, false),
+            Arch::Llama => {
+                let b = get_bool(map, "attention_bias")?.unwrap_or(false);
+                (b, b)
+            }
+            Arch::Mistral => (false, false),
+        };
+        let sliding_window = match arch {
+            Arch::Mistral => get_usize(map, "sliding_window")?
+                .map(|w| bounded("sliding_window", w, usize::MAX))
+                .transpose()?,
+            Arch::Qwen2 => {
+                if get_bool(map, "use_sliding_window")?.unwrap_or(false) {
+                    return Err(err(
+                        "`use_sliding_window` = true is not supported for qwen2",
+                    ));
+                }
+                None
+            }
+            Arch::Llama => None,
+        };
+
+        let config = ModelConfig {
+            arch,
+            hidden_size,
+            intermediate_size,
+            n_layers,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            vocab_size,
+            rms_norm_eps: rms_norm_eps as f32,
+            rope_theta,
+            rope_scaling,
+            max_position_embeddings,
+            tie_word_embeddings,
+            attention_bias,
+            o_bias,
+            sliding_window,
+            architectures,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the invariants the forward pass relies on. Loaders that build a
+    /// config by hand (GGUF) call this too.
+    pub fn validate(&self) -> Result<()> {
+        bounded("hidden_size", self.hidden_size, MAX_HIDDEN)?;
+        bounded(
+            "intermediate_size",
+            self.intermediate_size,
+            MAX_INTERMEDIATE,
+        )?;
+        bounded("num_hidden_layers", self.n_layers, MAX_LAYERS)?;
+        bounded("num_attention_heads", self.n_heads, MAX_HEADS)?;
+        bounded("num_key_value_heads", self.n_kv_heads, MAX_HEADS)?;
+        bounded("head_dim", self.head_dim, MAX_HEAD_DIM)?;
+        bounded("vocab_size", self.vocab_size, MAX_VOCAB)?;
+        bounded(
+            "max_position_embeddings",
+            self.max_position_embeddings,
+            MAX_POSITIONS,
+        )?;
+        if self.n_heads % self.n_kv_heads != 0 {
+            return Err(err(format!(
+                "`num_attention_heads` ({}) must be a multiple of `num_key_value_heads` ({})",
+                self.n_heads, self.n_kv_heads
+            )));
+        }
+        if self.head_dim % 2 != 0 {
+            return Err(err(format!(
+                "head dimension {} must be even",
+                self.head_dim
+            )));
+        }
+        if self.rms_norm_eps.is_nan()
+            || self.rms_norm_eps <= 0.0
+            || !self.rope_theta.is_finite()
+            || self.rope_theta <= 1.0
+        {
+            return Err(err(
+                "`rms_norm_eps` must be positive and `rope_theta` finite and > 1",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Width of the query projection output (`n_heads * head_dim`).
+    pub fn q_dim(&self) -> usize {
+        self.n_heads * self.head_dim
+    }
+
+    /// Width of the key/value projection outputs (`n_kv_heads * head_dim`).
+    pub fn kv_dim(&self) -> usize {
+        self.n_kv_heads * self.head_dim
+    }
+
+    /// Rotary inverse frequencies, one per rotated pair (`head_dim / 2`).
+    pub fn rope_inv_freq(&self) -> Vec<f64> {
+        let d = self.head_dim as f64;
+        let base: Vec<f64> = (0..self.head_dim / 2)
+            .map(|i| self.rope_theta.powf(-(2.0 * i as f64) / d))
+            .collect();
+        match self.rope_scaling {
+            RopeScaling::None => base,
+            RopeScaling::Llama3 {
+                factor,
+                low_freq_factor,
+                high_freq_factor,
+                original_max_position_embeddings,
+            } => {
+                // Long wavelengths are slowed by `factor`, short ones kept, and
+                // the band between interpolated smoothly.
+                let old = original_max_position_embeddings as f64;
+                let low_wavelen = old / low_freq_factor;
+                let high_wavelen = old / high_freq_factor;
+                base.into_iter()
+                    .map(|f| {
+                        let wavelen = 2.0 * std::f64::consts::PI / f;
+                        if wavelen < high_wavelen {
+                            f
+                        } else if wavelen > low_wavelen {
+                            f / factor
+                        } else {
+                            let smooth = (old / wavelen - low_freq_factor)
+                                / (high_freq_factor - low_freq_factor);
+                            (1.0 - smooth) * f / factor + smooth * f
+                        }
+                    })
+                    .collect()
+            }
+        }
+    }
+}

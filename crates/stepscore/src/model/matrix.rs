@@ -1,0 +1,330 @@
+//! Weight matrices and the one product the decoder needs: `out = x · Wᵀ` for
+//! a batch of token rows. Every storage kind (f32 now, quantized blocks later)
+//! is a variant of [`Matrix`] behind the same `matmul`, so the forward pass
+//! never looks at how a weight is stored.
+
+use crate::error::{Error, Result};
+
+/// A `rows × cols` weight matrix, row-major: row `r` maps an input vector of
+/// length `cols` to output element `r` (the PyTorch `Linear.weight` layout).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Matrix {
+    F32 {
+        rows: usize,
+        cols: usize,
+        data: Vec<f32>,
+    },
+}
+
+/// Below this many multiply-adds a product runs on the calling thread:
+/// spawning costs more than it saves.
+const PARALLEL_MIN_WORK: usize = 1 << 18;
+
+impl Matrix {
+    /// An f32 matrix; `data.len()` must equal `rows * cols`.
+    pub fn from_f32(rows: usize, cols: usize, data: Vec<f32>) -> Result<Matrix> {
+        let n = rows
+            .checked_mul(cols)
+            .ok_or_else(|| Error::InvalidArgument(format!("matrix {rows}x{cols} is too large")))?;
+        if n != data.len() {
+            return Err(Error::InvalidArgument(format!(
+                "matrix {rows}x{cols} needs {n} values, got {}",
+                data.len()
+            )));
+        }
+        Ok(Matrix::F32 { rows, cols, data })
+    }
+
+    pub fn rows(&self) -> usize {
+        match self {
+            Matrix::F32 { rows, .. } => *rows,
+        }
+    }
+
+    pub fn cols(&self) -> usize {
+        match self {
+            Matrix::F32 { cols, .. } => *cols,
+        }
+    }
+
+    /// Copies row `r` as f32 into `out` (length `cols`): the embedding gather.
+    pub fn gather_row(&self, r: usize, out: &mut [f32]) -> Result<()> {
+        match self {
+            Matrix::F32 { rows, cols, data } => {
+                let src = (r < *rows)
+                    .then(|| data.get(r * cols..(r + 1) * cols))
+                    .flatten()
+                    .ok_or_else(|| {
+                        Error::InvalidArgument(format!("row {r} out of range for {rows} rows"))
+                    })?;
+                if out.len() != *cols {
+                    return Err(Error::InvalidArgument(format!(
+                        "gather_row: output holds {} values, row has {cols}",
+                        out.len()
+                    )));
+                }
+                out.copy_from_slice(src);
+                Ok(())
+            }
+        }
+    }
+
+    /// A new f32 matrix made of the listed rows, in order (LM-head PRMs need
+    /// two vocabulary rows, not all of them).
+    pub fn select_rows(&self, rows: &[u32]) -> Result<Matrix> {
+        let cols = self.cols();
+        let len = rows
+            .len()
+            .checked_mul(cols)
+            .ok_or_else(|| Error::InvalidArgument("too many rows selected".into()))?;
+        let mut data = vec![0.0f32; len];
+        for (dst, &r) in data.chunks_exact_mut(cols.max(1)).zip(rows) {
+            self.gather_row(r as usize, dst)?;
+        }
+        Matrix::from_f32(rows.len(), cols, data)
+    }
+
+    /// `out[t * rows + r] = Σ_c W[r, c] · x[t * cols + c]` for `n_tokens` rows
+    /// of `x`, split over up to `threads` threads by weight rows.
+    pub fn matmul(
+        &self,
+        x: &[f32],
+        n_tokens: usize,
+        out: &mut [f32],
+        threads: usize,
+    ) -> Result<()> {
+        let (rows, cols) = (self.rows(), self.cols());
+        if Some(x.len()) != n_tokens.checked_mul(cols)
+            || Some(out.len()) != n_tokens.checked_mul(rows)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "matmul: weight {rows}x{cols}, {n_tokens} tokens, but input holds {} and output {} values",
+                x.len(),
+                out.len()
+            )));
+        }
+        if n_tokens == 0 || rows == 0 {
+            return Ok(());
+        }
+        let work = rows.saturating_mul(cols).saturating_mul(n_tokens);
+        let threads = effective_threads(threads)
+            .min(rows)
+            .min(work / PARALLEL_MIN_WORK + 1);
+        match self {
+            Matrix::F32 { data, .. } => {
+                if threads <= 1 {
+                    f32_rows_block(data, cols, 0..rows, x, n_tokens, out, rows);
+                    return Ok(());
+                }
+                // Each thread owns a band of weight rows and writes a private
+                // [n_tokens × band] block; the bands are then interleaved into
+                // the token-major output.
+                let band = rows.div_ceil(threads);
+                let blocks: Vec<(usize, Vec<f32>)> = std::thread::scope(|s| {
+                    let handles: Vec<_> = (0..rows)
+                        .step_by(band)
+                        .map(|start| {
+                            let end = (start + band).min(rows);
+                            s.spawn(move || {
+                                let mut local = vec![0.0f32; n_tokens * (end - start)];
+                                f32_rows_block(
+                                    data,
+                                    cols,
+                                    start..end,
+                                    x,
+                                    n_tokens,
+                                    &mut local,
+                                    end - start,
+                                );
+                                (start, local)
+                            })
+                        })
+                        .collect();
+                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                });
+                let mut covered = 0;
+                for (start, local) in blocks {
+                    let width = local.len() / n_tokens;
+                    covered += width;
+                    for (t, src) in local.chunks_exact(width).enumerate() {
+                        out[t * rows + start..t * rows + start + width].copy_from_slice(src);
+                    }
+                }
+                if covered != rows {
+                    return Err(Error::InvalidArgument(
+                        "matmul: a worker thread failed".into(),
+                    ));
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Threads actually used: one on wasm32 (no thread spawning there).
+pub(crate) fn effective_threads(requested: usize) -> usize {
+    if cfg!(target_arch = "wasm32") {
+        1
+    } else {
+        requested.max(1)
+    }
+}
+
+/// Computes weight rows `range` for all tokens into `out`, whose rows are
+/// `out_stride` wide and whose column 0 is weight row `range.start`.
+fn f32_rows_block(
+    w: &[f32],
+    cols: usize,
+    range: std::ops::Range<usize>,
+    x: &[f32],
+    n_tokens: usize,
+    out: &mut [f32],
+    out_stride: usize,
+) {
+    // Four tokens per pass over a weight row: the row is read from memory once
+    // for four dot products.
+    let mut t = 0;
+    while t + 4 <= n_tokens {
+        let xs = [
+            &x[t * cols..(t + 1) * cols],
+            &x[(t + 1) * cols..(t + 2) * cols],
+            &x[(t + 2) * cols..(t + 3) * cols],
+            &x[(t + 3) * cols..(t + 4) * cols],
+        ];
+        for (j, r) in range.clone().enumerate() {
+            let d = dot4(&w[r * cols..(r + 1) * cols], xs);
+            for (k, v) in d.into_iter().enumerate() {
+                out[(t + k) * out_stride + j] = v;
+            }
+        }
+        t += 4;
+    }
+    while t < n_tokens {
+        let xt = &x[t * cols..(t + 1) * cols];
+        for (j, r) in range.clone().enumerate() {
+            out[t * out_stride + j] = dot(&w[r * cols..(r + 1) * cols], xt);
+        }
+        t += 1;
+    }
+}
+
+const LANES: usize = 8;
+
+/// Dot product with eight independent accumulators so LLVM can keep them in
+/// one SIMD register and skip the serial dependency of a plain fold.
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0.0f32; LANES];
+    let ca = a.chunks_exact(LANES);
+    let cb = b.chunks_exact(LANES);
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (pa, pb) in ca.zip(cb) {
+        for i in 0..LANES {
+            acc[i] += pa[i] * pb[i];
+        }
+    }
+    let mut tail = 0.0f32;
+    for (p, q) in ra.iter().zip(rb) {
+        tail += p * q;
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+fn dot4(w: &[f32], xs: [&[f32]; 4]) -> [f32; 4] {
+    let mut acc = [[0.0f32; LANES]; 4];
+    let n = w.len() / LANES * LANES;
+    let mut i = 0;
+    while i < n {
+        let wc = &w[i..i + LANES];
+        for (k, xk) in xs.iter().enumerate() {
+            let xc = &xk[i..i + LANES];
+            for l in 0..LANES {
+                acc[k][l] += wc[l] * xc[l];
+            }
+        }
+        i += LANES;
+    }
+    let mut res = [0.0f32; 4];
+    for k in 0..4 {
+        let mut tail = 0.0f32;
+        for j in n..w.len() {
+            tail += w[j] * xs[k][j];
+        }
+        res[k] = acc[k].iter().sum::<f32>() + tail;
+    }
+    res
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn naive(w: &[f32], rows: usize, cols: usize, x: &[f32], n: usize) -> Vec<f32> {
+        let mut out = vec![0.0f32; n * rows];
+        for t in 0..n {
+            for r in 0..rows {
+                let mut s = 0.0f64;
+                for c in 0..cols {
+                    s += w[r * cols + c] as f64 * x[t * cols + c] as f64;
+                }
+                out[t * rows + r] = s as f32;
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hand_worked_2x3() {
+        // W = [[1,2,3],[4,5,6]], x = [1,0,-1] -> [1-3, 4-6] = [-2, -2]
+        let m = Matrix::from_f32(2, 3, vec![1., 2., 3., 4., 5., 6.]).unwrap();
+        let mut out = [0.0f32; 2];
+        m.matmul(&[1., 0., -1.], 1, &mut out, 1).unwrap();
+        assert_eq!(out, [-2.0, -2.0]);
+    }
+
+    #[test]
+    fn shape_mismatch_is_an_error() {
+        let m = Matrix::from_f32(2, 3, vec![0.0; 6]).unwrap();
+        let mut out = [0.0f32; 2];
+        assert!(m.matmul(&[1., 0.], 1, &mut out, 1).is_err());
+        assert!(Matrix::from_f32(2, 3, vec![0.0; 5]).is_err());
+        assert!(m.gather_row(2, &mut [0.0; 3]).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn matches_naive_for_any_shape_and_threads(
+            rows in 1usize..40, cols in 1usize..70, n in 1usize..11, threads in 1usize..5, seed in 0u64..1000
+        ) {
+            let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let mut next = || { s = s.wrapping_mul(6364136223846793005).wrapping_add(1); ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5 };
+            let w: Vec<f32> = (0..rows * cols).map(|_| next()).collect();
+            let x: Vec<f32> = (0..n * cols).map(|_| next()).collect();
+            let m = Matrix::from_f32(rows, cols, w.clone()).unwrap();
+            let mut out = vec![0.0f32; n * rows];
+            m.matmul(&x, n, &mut out, threads).unwrap();
+            let want = naive(&w, rows, cols, &x, n);
+            for (a, b) in out.iter().zip(&want) {
+                prop_assert!((a - b).abs() < 1e-4, "{a} vs {b}");
+            }
+        }
+    }
+
+    #[test]
+    fn threaded_large_matches_single() {
+        // Large enough to cross PARALLEL_MIN_WORK so threads really run.
+        let (rows, cols, n) = (257, 129, 9);
+        let w: Vec<f32> = (0..rows * cols)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0)
+            .collect();
+        let x: Vec<f32> = (0..n * cols)
+            .map(|i| ((i * 11 % 23) as f32 - 11.0) / 11.0)
+            .collect();
+        let m = Matrix::from_f32(rows, cols, w).unwrap();
+        let mut a = vec![0.0f32; n * rows];
+        let mut b = vec![0.0f32; n * rows];
+        m.matmul(&x, n, &mut a, 1).unwrap();
+        m.matmul(&x, n, &mut b, 3).unwrap();
+        assert_eq!(a, b);
+    }
+}

@@ -1,0 +1,13 @@
+//! Decoder models on the CPU: configuration, weight storage, the forward
+//! pass, and loaders (Hugging Face safetensors here; GGUF plugs in by building
+//! the same [`Transformer`] from its own tensors).
+
+pub mod config;
+pub mod hf;
+pub mod matrix;
+pub mod transformer;
+
+pub use config::{Arch, ModelConfig, RopeScaling};
+pub use hf::{HfCheckpoint, TensorF32};
+pub use matrix::Matrix;
+pub use transformer::{Hidden, KvCache, Layer, LmHead, RopeStyle, Transformer};

@@ -1,0 +1,567 @@
+//! The Llama-family decoder forward pass (Llama, Qwen2, Mistral): embedding
+//! gather, pre-norm blocks of grouped-query causal attention with rotary
+//! positions and a SwiGLU MLP, and a final RMSNorm. It stops at the normed
+//! hidden states: the vocabulary projection is a separate, optional step
+//! because score-head PRMs never need it.
+
+use super::config::ModelConfig;
+use super::matrix::{effective_threads, Matrix};
+use crate::error::{Error, Result};
+
+/// Which elements RoPE rotates together.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Hugging Face `rotate_half`: element `i` pairs with `i + head_dim/2`.
+    /// Right for weights exactly as HF checkpoints store them.
+    HalfSplit,
+    /// Element `2i` pairs with `2i + 1`. Right for GGUF files, whose q/k
+    /// weights llama.cpp's converter permuted for this rotation.
+    AdjacentPairs,
+}
+
+/// One decoder block's weights. Vectors are per-channel (norm gains, biases).
+#[derive(Debug, Clone)]
+pub struct Layer {
+    pub attn_norm: Vec<f32>,
+    pub q: Matrix,
+    pub k: Matrix,
+    pub v: Matrix,
+    pub o: Matrix,
+    pub q_bias: Option<Vec<f32>>,
+    pub k_bias: Option<Vec<f32>>,
+    pub v_bias: Option<Vec<f32>>,
+    pub o_bias: Option<Vec<f32>>,
+    pub mlp_norm: Vec<f32>,
+    pub gate: Matrix,
+    pub up: Matrix,
+    pub down: Matrix,
+}
+
+/// Where the vocabulary projection comes from.
+#[derive(Debug, Clone)]
+pub enum LmHead {
+    /// Reuse the embedding matrix (`tie_word_embeddings`).
+    Tied,
+    Separate(Matrix),
+    /// The checkpoint has none (e.g. `Qwen2ForProcessRewardModel`); only
+    /// hidden states are available.
+    Absent,
+}
+
+/// Final-normed hidden states, token-major: row `t` is `data[t*width..(t+1)*width]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hidden {
+    pub n_tokens: usize,
+    pub width: usize,
+    pub data: Vec<f32>,
+}
+
+impl Hidden {
+    /// Row `t`, or `None` past the end.
+    pub fn row(&self, t: usize) -> Option<&[f32]> {
+        (t < self.n_tokens)
+            .then(|| self.data.get(t * self.width..(t + 1) * self.width))
+            .flatten()
+    }
+}
+
+/// Keys and values of every position processed so far, per layer, so a later
+/// `forward` can append tokens after a prefix without recomputing it.
+#[derive(Debug, Clone)]
+pub struct KvCache {
+    kv_dim: usize,
+    len: usize,
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
+}
+
+impl KvCache {
+    /// Positions held.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Keeps only the first `n` positions (no-op when `n >= len`).
+    pub fn truncate(&mut self, n: usize) {
+        if n < self.len {
+            self.len = n;
+            for buf in self.k.iter_mut().chain(self.v.iter_mut()) {
+                buf.truncate(n * self.kv_dim);
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.truncate(0);
+    }
+}
+
+/// A loaded decoder, ready to run.
+#[derive(Debug, Clone)]
+pub struct Transformer {
+    config: ModelConfig,
+    rope_style: RopeStyle,
+    inv_freq: Vec<f64>,
+    embed: Matrix,
+    layers: Vec<Layer>,
+    norm: Vec<f32>,
+    lm_head: LmHead,
+    threads: usize,
+}
+
+fn shape_err(what: &str, want: (usize, usize), got: (usize, usize)) -> Error {
+    Error::model(
+        "transformer",
+        format!(
+            "{what}: expected shape [{}, {}], got [{}, {}]",
+            want.0, want.1, got.0, got.1
+        ),
+    )
+}
+
+fn check_matrix(what: &str, m: &Matrix, rows: usize, cols: usize) -> Result<()> {
+    if (m.rows(), m.cols()) != (rows, cols) {
+        return Err(shape_err(what, (rows, cols), (m.rows(), m.cols())));
+    }
+    Ok(())
+}
+
+fn check_vec(what: &str, v: Option<&Vec<f32>>, len: usize, required: bool) -> Result<()> {
+    match v {
+        Some(v) if v.len() != len => Err(Error::model(
+            "transformer",
+            format!("{what}: expected {len} values, got {}", v.len()),
+        )),
+        None if required => Err(Error::model("transformer", format!("{what}: missing"))),
+        _ => Ok(()),
+    }
+}
+
+impl Transformer {
+    /// Assembles a decoder, checking every weight's shape against `config`.
+    pub fn new(
+        config: ModelConfig,
+        rope_style: RopeStyle,
+        embed: Matrix,
+        layers: Vec<Layer>,
+        norm: Vec<f32>,
+        lm_head: LmHead,
+    ) -> Result<Transformer> {
+        config.validate()?;
+        let (h, q, kv, ff) = (
+            config.hidden_size,
+            config.q_dim(),
+            config.kv_dim(),
+            config.intermediate_size,
+        );
+        check_matrix("embed_tokens", &embed, config.vocab_size, h)?;
+        if layers.len() != config.n_layers {
+            return Err(Error::model(
+                "transformer",
+                format!(
+                    "config has {} layers, weights have {}",
+                    config.n_layers,
+                    layers.len()
+                ),
+            ));
+        }
+        for (i, l) in layers.iter().enumerate() {
+            let p = |s: &str| format!("layer {i} {s}");
+            check_vec(&p("input_layernorm"), Some(&l.attn_norm), h, true)?;
+            check_matrix(&p("q_proj"), &l.q, q, h)?;
+            check_matrix(&p("k_proj"), &l.k, kv, h)?;
+            check_matrix(&p("v_proj"), &l.v, kv, h)?;
+            check_matrix(&p("o_proj"), &l.o, h, q)?;
+            check_vec(
+                &p("q_proj.bias"),
+                l.q_bias.as_ref(),
+                q,
+                config.attention_bias,
+            )?;
+            check_vec(
+                &p("k_proj.bias"),
+                l.k_bias.as_ref(),
+                kv,
+                config.attention_bias,
+            )?;
+            check_vec(
+                &p("v_proj.bias"),
+                l.v_bias.as_ref(),
+                kv,
+                config.attention_bias,
+            )?;
+            check_vec(&p("o_proj.bias"), l.o_bias.as_ref(), h, config.o_bias)?;
+            check_vec(&p("post_attention_layernorm"), Some(&l.mlp_norm), h, true)?;
+            check_matrix(&p("gate_proj"), &l.gate, ff, h)?;
+            check_matrix(&p("up_proj"), &l.up, ff, h)?;
+            check_matrix(&p("down_proj"), &l.down, h, ff)?;
+        }
+        check_vec("norm", Some(&norm), h, true)?;
+        if let LmHead::Separate(m) = &lm_head {
+            check_matrix("lm_head", m, config.vocab_size, h)?;
+        }
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1);
+        Ok(Transformer {
+            inv_freq: config.rope_inv_freq(),
+            config,
+            rope_style,
+            embed,
+            layers,
+            norm,
+            lm_head,
+            threads,
+        })
+    }
+
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    pub fn rope_style(&self) -> RopeStyle {
+        self.rope_style
+    }
+
+    /// Threads used by matmuls and attention (at least 1; always 1 on wasm32).
+    pub fn set_threads(&mut self, threads: usize) {
+        self.threads = effective_threads(threads);
+    }
+
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// Whether [`Transformer::logits_for`] can run.
+    pub fn has_lm_head(&self) -> bool {
+        !matches!(self.lm_head, LmHead::Absent)
+    }
+
+    /// An empty cache shaped for this model.
+    pub fn new_cache(&self) -> KvCache {
+        KvCache {
+            kv_dim: self.config.kv_dim(),
+            len: 0,
+            k: vec![Vec::new(); self.config.n_layers],
+            v: vec![Vec::new(); self.config.n_layers],
+        }
+    }
+
+    /// Runs `tokens` through the decoder and returns their final-normed hidden
+    /// states. With a cache, the tokens continue the sequence it holds and
+    /// their keys/values are appended to it; without one they start at
+    /// position 0.
+    pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden> {
+        let mut scratch;
+        let cache = match cache {
+            Some(c) => c,
+            None => {
+                scratch = self.new_cache();
+                &mut scratch
+            }
+        };
+        if cache.k.len() != self.config.n_layers || cache.kv_dim != self.config.kv_dim() {
+            return Err(Error::InvalidArgument(
+                "KV cache was made for a different model".into(),
+            ));
+        }
+        if let Some((i, &t)) = tokens
+            .iter()
+            .enumerate()
+            .find(|(_, &t)| t as usize >= self.config.vocab_size)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "token id {t} at position {i} is out of range for vocabulary size {}",
+                self.config.vocab_size
+            )));
+        }
+        let start = cache.len;
+        let total = start.saturating_add(tokens.len());
+        if total > self.config.max_position_embeddings {
+            return Err(Error::InvalidArgument(format!(
+                "sequence of {total} tokens exceeds max_position_embeddings {}",
+                self.config.max_position_embeddings
+            )));
+        }
+        let result = self.forward_inner(tokens, cache, start);
+        // Leave the cache as it was if anything failed part-way.
+        match result {
+            Ok(h) => {
+                cache.len = total;
+                Ok(h)
+            }
+            Err(e) => {
+                for buf in cache.k.iter_mut().chain(cache.v.iter_mut()) {
+                    buf.truncate(start * cache.kv_dim);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn forward_inner(&self, tokens: &[u32], cache: &mut KvCache, start: usize) -> Result<Hidden> {
+        let c = &self.config;
+        let n = tokens.len();
+        let (h, qd, kvd, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
+        let threads = self.threads;
+
+        let mut x = vec![0.0f32; n * h];
+        for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
+            self.embed.gather_row(t as usize, row)?;
+        }
+        if n == 0 {
+            return Ok(Hidden {
+                n_tokens: 0,
+                width: h,
+                data: x,
+            });
+        }
+        let (cos, sin) = self.rope_tables(start, n);
+
+        let mut xn = vec![0.0f32; n * h];
+        let mut q = vec![0.0f32; n * qd];
+        let mut k = vec![0.0f32; n * kvd];
+        let mut v = vec![0.0f32; n * kvd];
+        let mut attn = vec![0.0f32; n * qd];
+        let mut proj = vec![0.0f32; n * h];
+        let mut gate = vec![0.0f32; n * ff];
+        let mut up = vec![0.0f32; n * ff];
+
+        for (li, layer) in self.layers.iter().enumerate() {
+            rms_norm(&x, &layer.attn_norm, c.rms_norm_eps, &mut xn);
+            layer.q.matmul(&xn, n, &mut q, threads)?;
+            layer.k.matmul(&xn, n, &mut k, threads)?;
+            layer.v.matmul(&xn, n, &mut v, threads)?;
+            add_bias(&mut q, layer.q_bias.as_deref());
+            add_bias(&mut k, layer.k_bias.as_deref());
+            add_bias(&mut v, layer.v_bias.as_deref());
+            self.apply_rope(&mut q, c.n_heads, &cos, &sin);
+            self.apply_rope(&mut k, c.n_kv_heads, &cos, &sin);
+
+            let (ck, cv) = match (cache.k.get_mut(li), cache.v.get_mut(li)) {
+                (Some(ck), Some(cv)) => (ck, cv),
+                _ => return Err(Error::InvalidArgument("KV cache has too few layers".into())),
+            };
+            ck.truncate(start * kvd);
+            cv.truncate(start * kvd);
+            ck.extend_from_slice(&k);
+            cv.extend_from_slice(&v);
+            self.attention(&q, ck, cv, start, n, &mut attn);
+
+            layer.o.matmul(&attn, n, &mut proj, threads)?;
+            add_bias(&mut proj, layer.o_bias.as_deref());
+            for (a, b) in x.iter_mut().zip(&proj) {
+                *a += b;
+            }
+
+            rms_norm(&x, &layer.mlp_norm, c.rms_norm_eps, &mut xn);
+            layer.gate.matmul(&xn, n, &mut gate, threads)?;
+            layer.up.matmul(&xn, n, &mut up, threads)?;
+            for (g, u) in gate.iter_mut().zip(&up) {
+                // SiLU(g) * u
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            layer.down.matmul(&gate, n, &mut proj, threads)?;
+            for (a, b) in x.iter_mut().zip(&proj) {
+                *a += b;
+            }
+        }
+        rms_norm(&x, &self.norm, c.rms_norm_eps, &mut xn);
+        Ok(Hidden {
+            n_tokens: n,
+            width: h,
+            data: xn,
+        })
+    }
+
+    /// Logits for the rows of `hidden` (any number of `hidden_size`-wide rows):
+    /// over the whole vocabulary, or only the listed vocabulary rows, in order.
+    /// Returns `[n_rows × (rows.len() or vocab_size)]`.
+    pub fn logits_for(&self, hidden: &[f32], rows: Option<&[u32]>) -> Result<Vec<f32>> {
+        let h = self.config.hidden_size;
+        if hidden.len() % h != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "hidden rows hold {} values, not a multiple of hidden_size {h}",
+                hidden.len()
+            )));
+        }
+        let n = hidden.len() / h;
+        let head = match &self.lm_head {
+            LmHead::Tied => &self.embed,
+            LmHead::Separate(m) => m,
+            LmHead::Absent => {
+                return Err(Error::InvalidArgument(
+                    "this checkpoint has no lm_head; only hidden states are available".into(),
+                ))
+            }
+        };
+        match rows {
+            None => {
+                let mut out = vec![0.0f32; n * head.rows()];
+                head.matmul(hidden, n, &mut out, self.threads)?;
+                Ok(out)
+            }
+            Some(rows) => {
+                if let Some(&r) = rows.iter().find(|&&r| r as usize >= self.config.vocab_size) {
+                    return Err(Error::InvalidArgument(format!(
+                        "vocabulary row {r} is out of range for vocabulary size {}",
+                        self.config.vocab_size
+                    )));
+                }
+                let sub = head.select_rows(rows)?;
+                let mut out = vec![0.0f32; n * rows.len()];
+                sub.matmul(hidden, n, &mut out, self.threads)?;
+                Ok(out)
+            }
+        }
+    }
+
+    /// cos/sin of every (token, frequency) pair, token-major.
+    fn rope_tables(&self, start: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
+        let half = self.inv_freq.len();
+        let mut cos = Vec::with_capacity(n * half);
+        let mut sin = Vec::with_capacity(n * half);
+        for t in 0..n {
+            let pos = (start + t) as f64;
+            for f in &self.inv_freq {
+                let (s, c) = (pos * f).sin_cos();
+                cos.push(c as f32);
+                sin.push(s as f32);
+            }
+        }
+        (cos, sin)
+    }
+
+    /// Rotates each head of each token row of `x` (`n_heads * head_dim` wide).
+    fn apply_rope(&self, x: &mut [f32], n_heads: usize, cos: &[f32], sin: &[f32]) {
+        let hd = self.config.head_dim;
+        let half = hd / 2;
+        for (row, (c, s)) in x
+            .chunks_exact_mut(n_heads * hd)
+            .zip(cos.chunks_exact(half).zip(sin.chunks_exact(half)))
+        {
+            for head in row.chunks_exact_mut(hd) {
+                match self.rope_style {
+                    RopeStyle::HalfSplit => {
+                        let (lo, hi) = head.split_at_mut(half);
+                        for i in 0..half {
+                            let (a, b) = (lo[i], hi[i]);
+                            lo[i] = a * c[i] - b * s[i];
+                            hi[i] = b * c[i] + a * s[i];
+                        }
+                    }
+                    RopeStyle::AdjacentPairs => {
+                        for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                            let (a, b) = (pair[0], pair[1]);
+                            pair[0] = a * c[i] - b * s[i];
+                            pair[1] = b * c[i] + a * s[i];
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Causal grouped-query attention of `n` new queries (absolute positions
+    /// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
+    /// Work is split over threads by interleaved blocks of query tokens, since
+    /// later tokens attend to more keys.
+    fn attention(
+        &self,
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        start: usize,
+        n: usize,
+        out: &mut [f32],
+    ) {
+        let c = &self.config;
+        let qd = c.q_dim();
+        let threads = effective_threads(self.threads).min(n);
+        let block = n.div_ceil(threads * 4).max(1);
+        let mut jobs: Vec<Vec<(usize, &mut [f32])>> = (0..threads).map(|_| Vec::new()).collect();
+        for (bi, chunk) in out.chunks_mut(block * qd).enumerate() {
+            if let Some(list) = jobs.get_mut(bi % threads) {
+                list.push((bi * block, chunk));
+            }
+        }
+        let run = |list: Vec<(usize, &mut [f32])>| {
+            for (t0, chunk) in list {
+                for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
+                    let t = t0 + dt;
+                    self.attend_one(&q[t * qd..(t + 1) * qd], keys, values, start + t, orow);
+                }
+            }
+        };
+        if threads <= 1 {
+            jobs.into_iter().for_each(run);
+        } else {
+            std::thread::scope(|s| {
+                for list in jobs {
+                    s.spawn(|| run(list));
+                }
+            });
+        }
+    }
+
+    /// One query token at absolute position `pos`, all heads.
+    fn attend_one(&self, q: &[f32], keys: &[f32], values: &[f32], pos: usize, out: &mut [f32]) {
+        let c = &self.config;
+        let (hd, kvd) = (c.head_dim, c.kv_dim());
+        let group = c.n_heads / c.n_kv_heads;
+        let scale = 1.0 / (hd as f32).sqrt();
+        let first = match c.sliding_window {
+            Some(w) => (pos + 1).saturating_sub(w),
+            None => 0,
+        };
+        let mut scores = vec![0.0f32; pos + 1 - first];
+        for (h, (qh, oh)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
+            let off = (h / group) * hd;
+            let mut max = f32::NEG_INFINITY;
+            for (s, j) in scores.iter_mut().zip(first..=pos) {
+                let kj = &keys[j * kvd + off..j * kvd + off + hd];
+                *s = super::matrix::dot(qh, kj) * scale;
+                max = max.max(*s);
+            }
+            let mut sum = 0.0f32;
+            for s in scores.iter_mut() {
+                *s = (*s - max).exp();
+                sum += *s;
+            }
+            oh.fill(0.0);
+            for (s, j) in scores.iter().zip(first..=pos) {
+                let p = s / sum;
+                let vj = &values[j * kvd + off..j * kvd + off + hd];
+                for (o, v) in oh.iter_mut().zip(vj) {
+                    *o += p * v;
+                }
+            }
+        }
+    }
+}
+
+/// `out = x / sqrt(mean(x²) + eps) * weight`, per row.
+fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
+    let h = weight.len();
+    for (xr, or) in x.chunks_exact(h).zip(out.chunks_exact_mut(h)) {
+        let ms = super::matrix::dot(xr, xr) / h as f32;
+        let inv = 1.0 / (ms + eps).sqrt();
+        for ((o, &a), &w) in or.iter_mut().zip(xr).zip(weight) {
+            *o = a * inv * w;
+        }
+    }
+}
+
+fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {
+    if let Some(b) = bias {
+        for row in x.chunks_exact_mut(b.len()) {
+            for (a, c) in row.iter_mut().zip(b) {
+                *a += c;
+            }
+        }
+    }
+}

@@ -1,0 +1,388 @@
+//! The decoder forward pass against an independent float64 numpy reference
+//! (scripts/model_reference.py), on tiny checkpoints with the real HF layouts:
+//! Qwen2 (biases, untied, F32, sharded), Llama (tied, BF16, llama3 rope
+//! scaling) and Mistral (F16, sliding window 4).
+//!
+//! Tolerance: |rust - numpy| <= 1e-4 * max(1, |numpy|). The reference runs in
+//! float64 on exactly the stored weights, so the gap is only our f32
+//! arithmetic; the tied Llama logits reach ~38, hence the relative part.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use stepscore::model::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
+
+const TOL: f32 = 1e-4;
+const FIXTURES: [&str; 3] = [
+    "qwen2-tiny-f32-sharded",
+    "llama-tiny-bf16",
+    "mistral-tiny-f16",
+];
+
+fn fixture_dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/models")
+        .join(name)
+}
+
+struct Case {
+    tokens: Vec<u32>,
+    hidden: Vec<f32>,
+    logits: Vec<f32>,
+}
+
+fn reference(name: &str) -> Vec<Case> {
+    let text = std::fs::read_to_string(fixture_dir(name).join("reference.json")).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let floats = |x: &serde_json::Value| -> Vec<f32> {
+        x.as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_f64().unwrap() as f32)
+            .collect()
+    };
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| Case {
+            tokens: c["tokens"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t.as_u64().unwrap() as u32)
+                .collect(),
+            hidden: floats(&c["hidden"]),
+            logits: floats(&c["logits"]),
+        })
+        .collect()
+}
+
+fn assert_close(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let mut worst = (0.0f32, 0usize);
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        let err = (a - b).abs() / b.abs().max(1.0);
+        if err > worst.0 || err.is_nan() {
+            worst = (err, i);
+        }
+    }
+    assert!(
+        worst.0 <= tol,
+        "{what}: worst relative error {} at {} (got {}, want {})",
+        worst.0,
+        worst.1,
+        got[worst.1],
+        want[worst.1]
+    );
+}
+
+/// Absolute comparison, for results that differ only by evaluation order.
+fn assert_abs(what: &str, got: &[f32], want: &[f32], tol: f32) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    let worst = got
+        .iter()
+        .zip(want)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst <= tol, "{what}: max abs error {worst} > {tol}");
+}
+
+fn load(name: &str) -> Transformer {
+    HfCheckpoint::open_dir(fixture_dir(name))
+        .unwrap()
+        .transformer()
+        .unwrap()
+}
+
+#[test]
+fn hidden_states_and_logits_match_numpy() {
+    for name in FIXTURES {
+        let model = load(name);
+        for case in reference(name) {
+            let what = format!("{name} tokens {:?}", case.tokens);
+            let hidden = model.forward(&case.tokens, None).unwrap();
+            assert_eq!(hidden.n_tokens, case.tokens.len());
+            assert_close(&format!("{what} hidden"), &hidden.data, &case.hidden, TOL);
+            let logits = model.logits_for(&hidden.data, None).unwrap();
+            assert_close(&format!("{what} logits"), &logits, &case.logits, TOL);
+        }
+    }
+}
+
+#[test]
+fn logits_for_a_subset_of_rows_picks_those_columns() {
+    let model = load("qwen2-tiny-f32-sharded");
+    let case = &reference("qwen2-tiny-f32-sharded")[1];
+    let hidden = model.forward(&case.tokens, None).unwrap();
+    let rows = [299u32, 0, 42];
+    let sub = model.logits_for(&hidden.data, Some(&rows)).unwrap();
+    let vocab = model.config().vocab_size;
+    let want: Vec<f32> = (0..case.tokens.len())
+        .flat_map(|t| rows.iter().map(move |&r| (t, r)))
+        .map(|(t, r)| case.logits[t * vocab + r as usize])
+        .collect();
+    assert_close("subset logits", &sub, &want, TOL);
+    // A single hidden row works too (the LM-head PRM path).
+    let one = model
+        .logits_for(hidden.row(3).unwrap(), Some(&rows[..2]))
+        .unwrap();
+    assert_close(
+        "one row",
+        &one,
+        &[case.logits[3 * vocab + 299], case.logits[3 * vocab]],
+        TOL,
+    );
+}
+
+#[test]
+fn incremental_forward_with_cache_matches_full_forward() {
+    for name in FIXTURES {
+        let model = load(name);
+        for case in reference(name).into_iter().filter(|c| c.tokens.len() >= 2) {
+            let full = model.forward(&case.tokens, None).unwrap();
+            let h = full.width;
+            for split in [1, case.tokens.len() / 2, case.tokens.len() - 1] {
+                let mut cache = model.new_cache();
+                let a = model
+                    .forward(&case.tokens[..split], Some(&mut cache))
+                    .unwrap();
+                assert_eq!(cache.len(), split);
+                let b = model
+                    .forward(&case.tokens[split..], Some(&mut cache))
+                    .unwrap();
+                assert_eq!(cache.len(), case.tokens.len());
+                let joined: Vec<f32> = a.data.iter().chain(&b.data).copied().collect();
+                assert_abs(&format!("{name} split {split}"), &joined, &full.data, 1e-5);
+
+                // Rewind to the prefix and continue differently, then back.
+                cache.truncate(split);
+                let other: Vec<u32> = case.tokens[split..].iter().map(|t| (t + 1) % 300).collect();
+                model.forward(&other, Some(&mut cache)).unwrap();
+                cache.truncate(split);
+                let again = model
+                    .forward(&case.tokens[split..], Some(&mut cache))
+                    .unwrap();
+                assert_abs(
+                    &format!("{name} rewind {split}"),
+                    &again.data,
+                    &full.data[split * h..],
+                    1e-5,
+                );
+            }
+            // Token by token.
+            let mut cache = model.new_cache();
+            for (t, &tok) in case.tokens.iter().enumerate() {
+                let r = model.forward(&[tok], Some(&mut cache)).unwrap();
+                assert_abs(
+                    &format!("{name} step {t}"),
+                    &r.data,
+                    &full.data[t * h..(t + 1) * h],
+                    1e-5,
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn thread_count_does_not_change_results() {
+    let mut model = load("mistral-tiny-f16");
+    let case = &reference("mistral-tiny-f16")[3];
+    model.set_threads(1);
+    let one = model.forward(&case.tokens, None).unwrap();
+    model.set_threads(3);
+    let three = model.forward(&case.tokens, None).unwrap();
+    assert_eq!(one, three);
+}
+
+#[test]
+fn from_bytes_matches_open_dir() {
+    let name = "qwen2-tiny-f32-sharded";
+    let files = files_of(name);
+    let model = HfCheckpoint::from_bytes(files)
+        .unwrap()
+        .transformer()
+        .unwrap();
+    let case = &reference(name)[0];
+    let hidden = model.forward(&case.tokens, None).unwrap();
+    assert_close("from_bytes", &hidden.data, &case.hidden, TOL);
+}
+
+#[test]
+fn extra_tensors_are_kept_and_fetchable() {
+    let ckpt = HfCheckpoint::open_dir(fixture_dir("qwen2-tiny-f32-sharded")).unwrap();
+    assert_eq!(
+        ckpt.config().architectures,
+        vec!["Qwen2ForCausalLM".to_string()]
+    );
+    let head = ckpt.tensor_f32("v_head.summary.weight").unwrap();
+    assert_eq!(head.shape, vec![1, 64]);
+    assert!(head.data.iter().any(|&x| x != 0.0));
+    assert!(ckpt.tensor_names().any(|n| n == "lm_head.weight"));
+    let err = ckpt.tensor_f32("score.0.weight").unwrap_err().to_string();
+    assert!(err.contains("score.0.weight"), "{err}");
+}
+
+/// llama.cpp's converter permutes each head's q/k rows so that HF pair
+/// (i, i + d/2) lands on (2i, 2i + 1); RoPE on adjacent pairs over permuted
+/// weights must then equal rotate_half RoPE over the originals. This is the
+/// contract the GGUF loader relies on, checked with hand-built layers.
+#[test]
+fn adjacent_pair_rope_on_permuted_weights_equals_half_split() {
+    let name = "qwen2-tiny-f32-sharded";
+    let ckpt = HfCheckpoint::open_dir(fixture_dir(name)).unwrap();
+    let c = ckpt.config().clone();
+    let (h, hd) = (c.hidden_size, c.head_dim);
+    let t = |n: &str| ckpt.tensor_f32(n).unwrap().data;
+    // New row 2i takes old row i, new row 2i+1 takes old row i + hd/2, per head.
+    let permute_rows = |data: Vec<f32>, heads: usize, cols: usize| -> Vec<f32> {
+        let mut out = vec![0.0; data.len()];
+        for head in 0..heads {
+            for i in 0..hd / 2 {
+                for (dst, src) in [(2 * i, i), (2 * i + 1, i + hd / 2)] {
+                    let (d, s) = ((head * hd + dst) * cols, (head * hd + src) * cols);
+                    out[d..d + cols].copy_from_slice(&data[s..s + cols]);
+                }
+            }
+        }
+        out
+    };
+    let m = |d: Vec<f32>, r: usize, cc: usize| Matrix::from_f32(r, cc, d).unwrap();
+    let layers: Vec<Layer> = (0..c.n_layers)
+        .map(|i| {
+            let p = |s: &str| format!("model.layers.{i}.{s}");
+            Layer {
+                attn_norm: t(&p("input_layernorm.weight")),
+                q: m(
+                    permute_rows(t(&p("self_attn.q_proj.weight")), c.n_heads, h),
+                    c.q_dim(),
+                    h,
+                ),
+                k: m(
+                    permute_rows(t(&p("self_attn.k_proj.weight")), c.n_kv_heads, h),
+                    c.kv_dim(),
+                    h,
+                ),
+                v: m(t(&p("self_attn.v_proj.weight")), c.kv_dim(), h),
+                o: m(t(&p("self_attn.o_proj.weight")), h, c.q_dim()),
+                q_bias: Some(permute_rows(t(&p("self_attn.q_proj.bias")), c.n_heads, 1)),
+                k_bias: Some(permute_rows(
+                    t(&p("self_attn.k_proj.bias")),
+                    c.n_kv_heads,
+                    1,
+                )),
+                v_bias: Some(t(&p("self_attn.v_proj.bias"))),
+                o_bias: None,
+                mlp_norm: t(&p("post_attention_layernorm.weight")),
+                gate: m(t(&p("mlp.gate_proj.weight")), c.intermediate_size, h),
+                up: m(t(&p("mlp.up_proj.weight")), c.intermediate_size, h),
+                down: m(t(&p("mlp.down_proj.weight")), h, c.intermediate_size),
+            }
+        })
+        .collect();
+    let embed = m(t("model.embed_tokens.weight"), c.vocab_size, h);
+    let head = LmHead::Separate(m(t("lm_head.weight"), c.vocab_size, h));
+    let norm = t("model.norm.weight");
+    let permuted = Transformer::new(
+        c.clone(),
+        RopeStyle::AdjacentPairs,
+        embed.clone(),
+        layers.clone(),
+        norm.clone(),
+        head.clone(),
+    )
+    .unwrap();
+    let case = &reference(name)[3];
+    let hidden = permuted.forward(&case.tokens, None).unwrap();
+    assert_close("adjacent rope", &hidden.data, &case.hidden, TOL);
+
+    // The check has teeth: the same permuted weights under rotate_half differ.
+    let wrong = Transformer::new(c, RopeStyle::HalfSplit, embed, layers, norm, head).unwrap();
+    let bad = wrong.forward(&case.tokens, None).unwrap();
+    let max_diff = bad
+        .data
+        .iter()
+        .zip(&case.hidden)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(
+        max_diff > 1e-2,
+        "rope style made no difference ({max_diff})"
+    );
+}
+
+fn files_of(name: &str) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(fixture_dir(name))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| {
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn with_config_edit(name: &str, edit: impl FnOnce(&mut serde_json::Value)) -> Transformer {
+    let mut files = files_of(name);
+    let mut cfg: serde_json::Value = serde_json::from_slice(&files["config.json"]).unwrap();
+    edit(&mut cfg);
+    files.insert("config.json".into(), serde_json::to_vec(&cfg).unwrap());
+    HfCheckpoint::from_bytes(files)
+        .unwrap()
+        .transformer()
+        .unwrap()
+}
+
+fn max_abs_diff(a: &[f32], b: &[f32]) -> f32 {
+    a.iter()
+        .zip(b)
+        .map(|(x, y)| (x - y).abs())
+        .fold(0.0, f32::max)
+}
+
+/// The fixtures exercise what they claim: dropping Mistral's sliding window or
+/// Llama's llama3 rope scaling moves the long sequence far outside tolerance.
+#[test]
+fn sliding_window_and_rope_scaling_are_exercised() {
+    let long = &reference("mistral-tiny-f16")[3];
+    let no_window = with_config_edit("mistral-tiny-f16", |c| {
+        c["sliding_window"] = serde_json::Value::Null
+    });
+    let h = no_window.forward(&long.tokens, None).unwrap();
+    // The first 4 positions see at most 4 keys either way, so they agree.
+    let w = h.width;
+    assert_close(
+        "window prefix",
+        &h.data[..4 * w],
+        &long.hidden[..4 * w],
+        TOL,
+    );
+    assert!(max_abs_diff(&h.data, &long.hidden) > 1e-2);
+
+    let long = &reference("llama-tiny-bf16")[3];
+    let plain = with_config_edit("llama-tiny-bf16", |c| {
+        c["rope_scaling"] = serde_json::Value::Null
+    });
+    let h = plain.forward(&long.tokens, None).unwrap();
+    assert!(max_abs_diff(&h.data, &long.hidden) > 1e-2);
+}
+
+#[test]
+fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
+    // Llama fixture has no lm_head.weight; claiming untied embeddings leaves
+    // the model without a vocabulary projection (like Qwen2ForProcessRewardModel).
+    let model = with_config_edit("llama-tiny-bf16", |c| {
+        c["tie_word_embeddings"] = false.into()
+    });
+    assert!(!model.has_lm_head());
+    let case = &reference("llama-tiny-bf16")[0];
+    let hidden = model.forward(&case.tokens, None).unwrap();
+    assert_close("hidden without head", &hidden.data, &case.hidden, TOL);
+    let err = model
+        .logits_for(&hidden.data, None)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("lm_head"), "{err}");
+}
