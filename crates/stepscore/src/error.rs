@@ -46,6 +46,11 @@ pub enum Error {
     #[error("{file}: {message}")]
     Model { file: String, message: String },
 
+    /// A trace needs more tokens than the model's context or the set limit.
+    #[error("the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens); \
+             shorten it, raise the limit, or choose truncation to score only the steps that fit")]
+    TraceTooLong { tokens: usize, limit: usize },
+
     /// A tokenizer could not be built or could not encode the text.
     #[error("tokenizer: {0}")]
     Tokenizer(String),

@@ -12,6 +12,7 @@ pub mod ggml;
 pub mod io;
 pub mod metrics;
 pub mod model;
+pub mod prm;
 pub mod reward;
 pub mod segment;
 pub mod select;

@@ -1,0 +1,12 @@
+//! Process reward models: the families' prompt protocols, their heads, and
+//! the `Scorer` that runs a checkpoint over traces.
+
+pub mod chat;
+pub mod family;
+pub mod head;
+pub mod scorer;
+pub mod template;
+
+pub use family::Family;
+pub use head::StepConfidence;
+pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};

@@ -1,0 +1,241 @@
+//! The `Scorer`: load a PRM checkpoint once, then score traces.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::chat::ChatFormat;
+use super::family::Family;
+use super::head::{Head, StepConfidence};
+use super::template::{encode, Encoded, Protocol};
+use crate::error::{Error, Result};
+use crate::model::{HfCheckpoint, Transformer};
+use crate::tokenizer::Tokenizer;
+use crate::trace::Trace;
+
+/// What to do with a trace longer than the token limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Truncation {
+    /// Refuse it with [`Error::TraceTooLong`].
+    #[default]
+    Error,
+    /// Score only the leading steps that fit; the rest get no score and the
+    /// result says how many were dropped.
+    DropSteps,
+}
+
+/// How to load a scorer.
+#[derive(Debug, Clone, Default)]
+pub struct ScorerOptions {
+    /// The PRM family; detected from the checkpoint when `None`.
+    pub family: Option<Family>,
+    /// Worker threads for the CPU engine; 0 means all available cores.
+    pub threads: usize,
+    /// Token limit per trace; the model's context length when `None`
+    /// (a smaller limit always wins).
+    pub max_tokens: Option<usize>,
+    pub truncation: Truncation,
+}
+
+/// Per-step scores of one trace.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TraceScore {
+    /// One entry per step; `None` for steps dropped by truncation.
+    pub step_scores: Vec<Option<f64>>,
+    /// Tokens the engine processed.
+    pub tokens: usize,
+    /// Steps dropped because the trace was over the token limit.
+    pub truncated_steps: usize,
+    /// Confidence-family statistics per scored step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Vec<StepConfidence>>,
+}
+
+/// A loaded PRM: decoder, tokenizer, prompt protocol and head.
+#[derive(Debug)]
+pub struct Scorer {
+    model: Transformer,
+    tokenizer: Tokenizer,
+    protocol: Protocol,
+    head: Head,
+    max_tokens: usize,
+    truncation: Truncation,
+}
+
+/// The parts of `tokenizer_config.json` the prompt layout uses.
+#[derive(Debug, Default, Deserialize)]
+struct TokenizerConfig {
+    #[serde(default)]
+    bos_token: Option<TokenText>,
+    #[serde(default)]
+    chat_template: Option<ChatTemplate>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum TokenText {
+    Plain(String),
+    Added { content: String },
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ChatTemplate {
+    One(String),
+    Named(Vec<NamedTemplate>),
+}
+
+#[derive(Debug, Deserialize)]
+struct NamedTemplate {
+    name: String,
+    template: String,
+}
+
+impl TokenizerConfig {
+    fn parse(bytes: &[u8]) -> Result<Self> {
+        serde_json::from_slice(bytes).map_err(|e| Error::model("tokenizer_config.json", e.to_string()))
+    }
+
+    fn bos(&self) -> Option<String> {
+        self.bos_token.as_ref().map(|t| match t {
+            TokenText::Plain(s) => s.clone(),
+            TokenText::Added { content } => content.clone(),
+        })
+    }
+
+    fn chat_format(&self) -> Option<ChatFormat> {
+        match self.chat_template.as_ref()? {
+            ChatTemplate::One(t) => ChatFormat::from_template(t),
+            ChatTemplate::Named(list) => list
+                .iter()
+                .find(|t| t.name == "default")
+                .or(list.first())
+                .and_then(|t| ChatFormat::from_template(&t.template)),
+        }
+    }
+}
+
+impl Scorer {
+    /// Loads a Hugging Face checkpoint directory: config.json, safetensors
+    /// (single or sharded), tokenizer.json and, when present,
+    /// tokenizer_config.json.
+    pub fn from_hf_dir(dir: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
+        let dir = dir.as_ref();
+        let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name).display().to_string(), e));
+        let checkpoint = HfCheckpoint::open_dir(dir)?;
+        let tokenizer_json = read("tokenizer.json")?;
+        let tokenizer_config = dir.join("tokenizer_config.json").exists().then(|| read("tokenizer_config.json")).transpose()?;
+        Self::from_hf(&checkpoint, &tokenizer_json, tokenizer_config.as_deref(), options)
+    }
+
+    /// Builds a scorer from an opened checkpoint and tokenizer files (the
+    /// wasm path: everything arrives as bytes).
+    pub fn from_hf(
+        checkpoint: &HfCheckpoint,
+        tokenizer_json: &[u8],
+        tokenizer_config: Option<&[u8]>,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        let tok_config = tokenizer_config.map(TokenizerConfig::parse).transpose()?.unwrap_or_default();
+        let mut tokenizer = Tokenizer::from_json_bytes(tokenizer_json)?;
+        let bos_text = tok_config.bos();
+        if let Some(bos) = bos_text.as_deref().and_then(|b| tokenizer.token_to_id(b)) {
+            let eos = tokenizer.eos_id();
+            tokenizer = tokenizer.with_bos_eos(Some(bos), eos)?;
+        }
+        let config = checkpoint.config();
+        let family = options.family.unwrap_or_else(|| {
+            Family::detect(&config.architectures, |t| checkpoint.has_tensor(t), |t| tokenizer.token_to_id(t).is_some())
+        });
+        let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
+        let lookup = |name: &str| -> Result<Option<(Vec<usize>, Vec<f32>)>> {
+            if !checkpoint.has_tensor(name) {
+                return Ok(None);
+            }
+            let t = checkpoint.tensor_f32(name)?;
+            Ok(Some((t.shape, t.data)))
+        };
+        let head = Head::load(&protocol, config.hidden_size, &lookup)?;
+        let mut model = checkpoint.transformer()?;
+        if family.needs_lm_head() && !model.has_lm_head() {
+            return Err(Error::model("lm_head.weight", format!("the {family} family needs the vocabulary projection")));
+        }
+        model.set_threads(options.threads);
+        Self::assemble(model, tokenizer, protocol, head, options)
+    }
+
+    fn assemble(model: Transformer, tokenizer: Tokenizer, protocol: Protocol, head: Head, options: &ScorerOptions) -> Result<Scorer> {
+        let context = model.config().max_position_embeddings;
+        let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
+        if max_tokens == 0 {
+            return Err(Error::InvalidArgument("max_tokens must be at least 1".into()));
+        }
+        Ok(Scorer { model, tokenizer, protocol, head, max_tokens, truncation: options.truncation })
+    }
+
+    pub fn family(&self) -> Family {
+        self.protocol.family
+    }
+
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.tokenizer
+    }
+
+    pub fn model(&self) -> &Transformer {
+        &self.model
+    }
+
+    pub fn max_tokens(&self) -> usize {
+        self.max_tokens
+    }
+
+    /// The token ids and marker positions the scorer would run for a trace.
+    pub fn encode(&self, problem: &str, steps: &[&str]) -> Result<Encoded> {
+        encode(&self.protocol, &self.tokenizer, problem, steps)
+    }
+
+    /// Scores every step of `trace`.
+    pub fn score(&self, trace: &Trace) -> Result<TraceScore> {
+        let steps: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
+        self.score_steps(&trace.problem, &steps)
+    }
+
+    /// Scores `steps` as the response to `problem`.
+    pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
+        let mut enc = self.encode(problem, steps)?;
+        let truncated_steps = self.fit(&mut enc)?;
+        let hidden = self.model.forward(&enc.tokens, None)?;
+        let out = self.head.apply(&self.model, &hidden, &enc)?;
+        let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
+        step_scores.resize(steps.len(), None);
+        Ok(TraceScore { step_scores, tokens: enc.tokens.len(), truncated_steps, confidence: out.confidence })
+    }
+
+    /// Applies the token limit: an error, or the leading steps whose tokens
+    /// all fit. Returns how many steps were dropped.
+    fn fit(&self, enc: &mut Encoded) -> Result<usize> {
+        let limit = self.max_tokens;
+        if enc.tokens.len() <= limit {
+            return Ok(0);
+        }
+        if self.truncation == Truncation::Error {
+            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+        }
+        let keep = enc
+            .markers
+            .iter()
+            .zip(&enc.step_tokens)
+            .take_while(|(&m, r)| m < limit && r.end <= limit)
+            .count();
+        if keep == 0 {
+            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+        }
+        let dropped = enc.markers.len() - keep;
+        enc.markers.truncate(keep);
+        enc.step_tokens.truncate(keep);
+        let end = enc.markers.iter().copied().max().unwrap_or(0).max(enc.step_tokens.last().map_or(0, |r| r.end.saturating_sub(1)));
+        enc.tokens.truncate(end + 1);
+        Ok(dropped)
+    }
+}
