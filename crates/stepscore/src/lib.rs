@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod error;
+pub mod format;
 pub mod ggml;
 pub mod io;
 pub mod metrics;
