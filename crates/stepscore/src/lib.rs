@@ -15,6 +15,7 @@ pub mod metrics;
 pub mod reward;
 pub mod segment;
 pub mod select;
+pub mod tokenizer;
 pub mod trace;
 
 pub use error::{Error, Location, Result};
