@@ -27,7 +27,9 @@ py="$(command -v python3 || command -v python)"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 echo "fetching llama-cpp-python==$version sdist for: ${missing[*]}"
-"$py" -m pip download --quiet --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$tmp"
+# Only this package as a source distribution; its build requirements may come
+# as wheels (pip prepares the sdist's metadata, which needs them).
+"$py" -m pip download --quiet --no-deps --no-binary llama-cpp-python "llama-cpp-python==$version" -d "$tmp"
 sdist="$(ls "$tmp"/llama_cpp_python-"$version".tar.gz)"
 prefix="llama_cpp_python-$version/vendor/llama.cpp/models"
 members=()
