@@ -13,7 +13,9 @@ fn models_dir() -> Option<PathBuf> {
     let root = std::env::var_os("STEPSCORE_TEST_DATA")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.cache/test-data"));
+        .unwrap_or_else(|| {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../.cache/test-data")
+        });
     let dir = root.join("llama.cpp-models");
     dir.is_dir().then_some(dir)
 }
@@ -37,10 +39,22 @@ fn read_cases(inp: &str, out: &str) -> Vec<(String, Vec<u32>)> {
     }
     let outputs: Vec<Vec<u32>> = out
         .lines()
-        .map(|l| l.split_whitespace().map(|t| t.parse().expect("id in .out")).collect())
+        .map(|l| {
+            l.split_whitespace()
+                .map(|t| t.parse().expect("id in .out"))
+                .collect()
+        })
         .collect();
-    assert_eq!(inputs.len(), outputs.len(), "input and output files have different numbers of tests");
-    inputs.into_iter().map(str::to_string).zip(outputs).collect()
+    assert_eq!(
+        inputs.len(),
+        outputs.len(),
+        "input and output files have different numbers of tests"
+    );
+    inputs
+        .into_iter()
+        .map(str::to_string)
+        .zip(outputs)
+        .collect()
 }
 
 fn check_vocab(name: &str) {
@@ -49,7 +63,8 @@ fn check_vocab(name: &str) {
         return;
     };
     let gguf_path = dir.join(format!("ggml-vocab-{name}.gguf"));
-    let read = |ext: &str| std::fs::read_to_string(dir.join(format!("ggml-vocab-{name}.gguf{ext}")));
+    let read =
+        |ext: &str| std::fs::read_to_string(dir.join(format!("ggml-vocab-{name}.gguf{ext}")));
     let (Ok(inp), Ok(out)) = (read(".inp"), read(".out")) else {
         eprintln!("SKIPPED {name}: test vectors missing in {}", dir.display());
         return;
@@ -65,13 +80,27 @@ fn check_vocab(name: &str) {
             failures.push(format!("{text:?}\n   want {want:?}\n    got {got:?}"));
         }
         // Byte-level BPE is lossless.
-        assert_eq!(&tok.decode(&got, false).unwrap(), text, "{name}: decode(encode(x)) != x");
+        assert_eq!(
+            &tok.decode(&got, false).unwrap(),
+            text,
+            "{name}: decode(encode(x)) != x"
+        );
         // Offsets tile the input.
         let enc = tok.encode_with_offsets(text, false).unwrap();
         assert_eq!(enc.offsets.len(), enc.ids.len());
     }
-    eprintln!("{name}: {} cases, {} mismatches", cases.len(), failures.len());
-    assert!(failures.is_empty(), "{name}: {} of {} cases differ:\n{}", failures.len(), cases.len(), failures.join("\n"));
+    eprintln!(
+        "{name}: {} cases, {} mismatches",
+        cases.len(),
+        failures.len()
+    );
+    assert!(
+        failures.is_empty(),
+        "{name}: {} of {} cases differ:\n{}",
+        failures.len(),
+        cases.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

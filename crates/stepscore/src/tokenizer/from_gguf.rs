@@ -43,20 +43,28 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
 
     let tokens = g.get_str_array("tokenizer.ggml.tokens").map_err(meta)?;
     if tokens.is_empty() || tokens.len() > u32::MAX as usize {
-        return Err(err(format!("tokenizer.ggml.tokens has {} entries", tokens.len())));
+        return Err(err(format!(
+            "tokenizer.ggml.tokens has {} entries",
+            tokens.len()
+        )));
     }
     let n = tokens.len();
     let types = g.opt_i32_array("tokenizer.ggml.token_type").map_err(meta)?;
     if let Some(t) = types {
         if t.len() != n {
-            return Err(err(format!("tokenizer.ggml.token_type has {} entries for {n} tokens", t.len())));
+            return Err(err(format!(
+                "tokenizer.ggml.token_type has {} entries for {n} tokens",
+                t.len()
+            )));
         }
     }
 
     let mut vocab = Vocab::with_capacity(n);
     for (id, tok) in tokens.iter().enumerate() {
         if let Some(first) = vocab.insert(tok.clone(), id as u32) {
-            return Err(err(format!("token {tok:?} appears twice in tokenizer.ggml.tokens (ids {first} and {id})")));
+            return Err(err(format!(
+                "token {tok:?} appears twice in tokenizer.ggml.tokens (ids {first} and {id})"
+            )));
         }
     }
 
@@ -65,14 +73,22 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     for (rank, m) in merges_raw.iter().enumerate() {
         // Split at the first space after the first character, as llama.cpp
         // does, so a merge whose left side is itself a space still parses.
-        let split = m.char_indices().skip(1).find(|&(_, c)| c == ' ').map(|(i, _)| i);
+        let split = m
+            .char_indices()
+            .skip(1)
+            .find(|&(_, c)| c == ' ')
+            .map(|(i, _)| i);
         let Some(i) = split else {
-            return Err(err(format!("tokenizer.ggml.merges[{rank}] = {m:?} is not two tokens separated by a space")));
+            return Err(err(format!(
+                "tokenizer.ggml.merges[{rank}] = {m:?} is not two tokens separated by a space"
+            )));
         };
         let (left, right) = (&m[..i], &m[i + 1..]);
         for side in [left, right] {
             if !vocab.contains_key(side) {
-                return Err(err(format!("tokenizer.ggml.merges[{rank}] = {m:?}: {side:?} is not in the vocabulary")));
+                return Err(err(format!(
+                    "tokenizer.ggml.merges[{rank}] = {m:?}: {side:?} is not in the vocabulary"
+                )));
             }
         }
         merges.push((left.to_string(), right.to_string()));
@@ -86,8 +102,12 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
 
     let mut splits: Vec<PreTokenizerWrapper> = Vec::new();
     for re in pre.regexes() {
-        let s = Split::new(SplitPattern::Regex((*re).to_string()), SplitDelimiterBehavior::Isolated, false)
-            .map_err(|e| err(format!("compiling the `{pre_name}` split regex: {e}")))?;
+        let s = Split::new(
+            SplitPattern::Regex((*re).to_string()),
+            SplitDelimiterBehavior::Isolated,
+            false,
+        )
+        .map_err(|e| err(format!("compiling the `{pre_name}` split regex: {e}")))?;
         splits.push(s.into());
     }
     // Bytes to the GPT-2 printable alphabet, after the regex splits.
@@ -110,21 +130,39 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
                 _ => {}
             }
         }
-        inner.add_special_tokens(special).map_err(|e| err(format!("adding control tokens: {e}")))?;
-        inner.add_tokens(user).map_err(|e| err(format!("adding user-defined tokens: {e}")))?;
+        inner
+            .add_special_tokens(special)
+            .map_err(|e| err(format!("adding control tokens: {e}")))?;
+        inner
+            .add_tokens(user)
+            .map_err(|e| err(format!("adding user-defined tokens: {e}")))?;
     }
 
     let id_key = |key: &str| -> Result<Option<u32>> {
         match g.opt_u32(key).map_err(meta)? {
-            Some(id) if id as usize >= n => Err(err(format!("{key} = {id} is outside the vocabulary of {n} tokens"))),
+            Some(id) if id as usize >= n => Err(err(format!(
+                "{key} = {id} is outside the vocabulary of {n} tokens"
+            ))),
             other => Ok(other),
         }
     };
     let bos = id_key("tokenizer.ggml.bos_token_id")?;
     let eos = id_key("tokenizer.ggml.eos_token_id")?;
     // llama.cpp's defaults when the keys are absent: BOS for Llama 3 names.
-    let add_bos = g.opt_bool("tokenizer.ggml.add_bos_token").map_err(meta)?.unwrap_or(pre == PreTokenizer::Llama3);
-    let add_eos = g.opt_bool("tokenizer.ggml.add_eos_token").map_err(meta)?.unwrap_or(false);
+    let add_bos = g
+        .opt_bool("tokenizer.ggml.add_bos_token")
+        .map_err(meta)?
+        .unwrap_or(pre == PreTokenizer::Llama3);
+    let add_eos = g
+        .opt_bool("tokenizer.ggml.add_eos_token")
+        .map_err(meta)?
+        .unwrap_or(false);
 
-    Ok(Tokenizer { inner, bos, eos, add_bos, add_eos })
+    Ok(Tokenizer {
+        inner,
+        bos,
+        eos,
+        add_bos,
+        add_eos,
+    })
 }

@@ -38,14 +38,31 @@ impl Tokenizer {
     /// Reads a HF `tokenizer.json`. BOS/EOS are taken from what its
     /// post-processor adds around a text (override with [`Self::with_bos_eos`]).
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Self> {
-        let inner = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| tok_err("invalid tokenizer.json", e))?;
-        let mut t = Tokenizer { inner, bos: None, eos: None, add_bos: false, add_eos: false };
+        let inner = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| tok_err("invalid tokenizer.json", e))?;
+        let mut t = Tokenizer {
+            inner,
+            bos: None,
+            eos: None,
+            add_bos: false,
+            add_eos: false,
+        };
         // Encode a probe with and without special tokens: what appears before
         // the plain ids is the BOS, what appears after is the EOS.
-        let plain = t.inner.encode("a", false).map_err(|e| tok_err("probing tokenizer.json", e))?;
-        let full = t.inner.encode("a", true).map_err(|e| tok_err("probing tokenizer.json", e))?;
+        let plain = t
+            .inner
+            .encode("a", false)
+            .map_err(|e| tok_err("probing tokenizer.json", e))?;
+        let full = t
+            .inner
+            .encode("a", true)
+            .map_err(|e| tok_err("probing tokenizer.json", e))?;
         let (p, f) = (plain.get_ids(), full.get_ids());
-        if let Some(at) = f.windows(p.len().max(1)).position(|w| w == p).filter(|_| !p.is_empty()) {
+        if let Some(at) = f
+            .windows(p.len().max(1))
+            .position(|w| w == p)
+            .filter(|_| !p.is_empty())
+        {
             if at == 1 {
                 t.bos = f.first().copied();
             }
@@ -75,7 +92,10 @@ impl Tokenizer {
         if (id as usize) < self.vocab_size() {
             Ok(())
         } else {
-            Err(Error::Tokenizer(format!("token id {id} is outside the vocabulary of {} tokens", self.vocab_size())))
+            Err(Error::Tokenizer(format!(
+                "token id {id} is outside the vocabulary of {} tokens",
+                self.vocab_size()
+            )))
         }
     }
 
@@ -118,7 +138,9 @@ impl Tokenizer {
         for &id in ids {
             self.check_id(id)?;
         }
-        self.inner.decode(ids, skip_special).map_err(|e| tok_err("decoding", e))
+        self.inner
+            .decode(ids, skip_special)
+            .map_err(|e| tok_err("decoding", e))
     }
 
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
