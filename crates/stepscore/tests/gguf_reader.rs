@@ -500,3 +500,27 @@ proptest! {
         let _ = GgufFile::parse(&bytes[..cut], FILE);
     }
 }
+
+#[test]
+fn model_bytes_map_and_own_the_same_bytes() {
+    use stepscore::format::ModelBytes;
+    let bytes = sample_writer().to_bytes().unwrap();
+    let path =
+        std::env::temp_dir().join(format!("stepscore-gguf-test-{}.gguf", std::process::id()));
+    std::fs::write(&path, &bytes).unwrap();
+    let mapped = ModelBytes::open(&path).unwrap();
+    let owned = ModelBytes::from_vec(bytes.clone());
+    assert_eq!(mapped.as_slice(), owned.as_slice());
+    assert_eq!(mapped.len(), bytes.len());
+    let f = GgufFile::parse(mapped.as_slice(), &path.display().to_string()).unwrap();
+    assert_eq!(
+        f.tensor_data(mapped.as_slice(), f.tensor("q8").unwrap())
+            .unwrap(),
+        [7; 34]
+    );
+    std::fs::remove_file(&path).unwrap();
+    match ModelBytes::open(&path) {
+        Err(Error::Io { path: p, .. }) => assert!(p.contains("stepscore-gguf-test")),
+        other => panic!("expected an Io error, got {other:?}"),
+    }
+}

@@ -69,11 +69,7 @@ fn check(tok: &Tokenizer, fx: &Fixture) {
             );
             assert!(case.text.is_char_boundary(s) && case.text.is_char_boundary(e));
             // Tokens holding pieces of one character share its range.
-            assert!(
-                s == covered || s < covered,
-                "{:?}: gap before ({s}, {e})",
-                case.text
-            );
+            assert!(s <= covered, "{:?}: gap before ({s}, {e})", case.text);
             covered = covered.max(e);
         }
         assert_eq!(

@@ -36,7 +36,15 @@ const TOOL: u32 = 262;
 
 fn tokens() -> Vec<String> {
     let mut t: Vec<String> = byte_chars().into_iter().map(String::from).collect();
-    for s in ["he", "12", "Ġt", "Ġthe", "<|im_start|>", "<|im_end|>", "<tool>"] {
+    for s in [
+        "he",
+        "12",
+        "Ġt",
+        "Ġthe",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<tool>",
+    ] {
         t.push(s.to_string());
     }
     t
@@ -179,7 +187,9 @@ fn tokenizer_err(meta: &[(&str, GgufValue)]) -> String {
     }
 }
 
-fn with(key: &str, value: Option<GgufValue>) -> Vec<(&'static str, GgufValue)> {
+type Meta = Vec<(&'static str, GgufValue)>;
+
+fn with(key: &str, value: Option<GgufValue>) -> Meta {
     let mut m = metadata("qwen2");
     let pos = m.iter().position(|(k, _)| *k == key);
     match (pos, value) {
@@ -200,7 +210,7 @@ fn bad_gguf_metadata_is_a_clear_tokenizer_error() {
             v.iter().map(|x| x.to_string()).collect(),
         )))
     };
-    let cases: Vec<(Vec<(&str, GgufValue)>, &[&str])> = vec![
+    let cases: Vec<(Meta, &[&str])> = vec![
         (
             with("tokenizer.ggml.model", None),
             &["vocab.gguf", "missing", "tokenizer.ggml.model"],
