@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod error;
+pub mod format;
 pub mod ggml;
 pub mod io;
 pub mod metrics;
@@ -16,6 +17,7 @@ pub mod prm;
 pub mod reward;
 pub mod segment;
 pub mod select;
+pub mod tokenizer;
 pub mod trace;
 
 pub use error::{Error, Location, Result};

@@ -1,0 +1,36 @@
+//! Model file formats: where model bytes live (a memory map natively, an
+//! owned buffer in wasm) and how GGUF lays out metadata and tensors.
+
+pub mod gguf;
+pub mod storage;
+
+use std::path::PathBuf;
+
+pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, GgufWriter, TensorInfo};
+pub use storage::ModelBytes;
+
+/// File name of the SmolLM2-135M-Instruct Q4_1 checkpoint in the cache.
+pub const SMOLLM2_GGUF_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The directory stepscore caches model files in:
+/// `$XDG_CACHE_HOME/stepscore` when `XDG_CACHE_HOME` is set and non-empty,
+/// otherwise `$HOME/.cache/stepscore`. `None` when neither variable is set
+/// (e.g. in wasm, where there is no file system to cache in).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(xdg).join("stepscore"));
+    }
+    non_empty("HOME").map(|home| PathBuf::from(home).join(".cache").join("stepscore"))
+}
+
+/// Where the SmolLM2 GGUF is expected: `$STEPSCORE_SMOLLM2_GGUF` when set,
+/// otherwise [`SMOLLM2_GGUF_FILE`] inside [`default_cache_dir`]. Returns the
+/// path only if a file exists there.
+pub fn find_smollm2_gguf() -> Option<PathBuf> {
+    let candidate = match std::env::var_os("STEPSCORE_SMOLLM2_GGUF").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => default_cache_dir()?.join(SMOLLM2_GGUF_FILE),
+    };
+    candidate.is_file().then_some(candidate)
+}

@@ -1,0 +1,178 @@
+//! Text to token ids and back, for byte-level BPE vocabularies read from a
+//! HF `tokenizer.json` or from GGUF metadata. Built on the `tokenizers`
+//! crate with its pure-Rust regex backend, so native and wasm builds split
+//! text identically.
+
+mod from_gguf;
+pub mod pretok;
+
+use crate::error::{Error, Result};
+use crate::format::gguf::GgufFile;
+
+/// Token ids with the byte range of the input each one covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Encoding {
+    pub ids: Vec<u32>,
+    /// `offsets[i]` is the byte range `start..end` of the input text that
+    /// `ids[i]` came from; added BOS/EOS tokens get an empty range at the
+    /// start/end. A token holding part of a multi-byte character covers the
+    /// whole character.
+    pub offsets: Vec<(usize, usize)>,
+}
+
+pub struct Tokenizer {
+    inner: tokenizers::Tokenizer,
+    bos: Option<u32>,
+    eos: Option<u32>,
+    /// Whether `encode(_, true)` adds BOS/EOS itself (GGUF vocabularies);
+    /// tokenizer.json files carry their own post-processor instead.
+    add_bos: bool,
+    add_eos: bool,
+}
+
+fn tok_err(context: &str, e: impl std::fmt::Display) -> Error {
+    Error::Tokenizer(format!("{context}: {e}"))
+}
+
+impl Tokenizer {
+    /// Reads a HF `tokenizer.json`. BOS/EOS are taken from what its
+    /// post-processor adds around a text (override with [`Self::with_bos_eos`]).
+    pub fn from_json_bytes(bytes: &[u8]) -> Result<Self> {
+        let inner = tokenizers::Tokenizer::from_bytes(bytes)
+            .map_err(|e| tok_err("invalid tokenizer.json", e))?;
+        let mut t = Tokenizer {
+            inner,
+            bos: None,
+            eos: None,
+            add_bos: false,
+            add_eos: false,
+        };
+        // Encode a probe with and without special tokens: what appears before
+        // the plain ids is the BOS, what appears after is the EOS.
+        let plain = t
+            .inner
+            .encode("a", false)
+            .map_err(|e| tok_err("probing tokenizer.json", e))?;
+        let full = t
+            .inner
+            .encode("a", true)
+            .map_err(|e| tok_err("probing tokenizer.json", e))?;
+        let (p, f) = (plain.get_ids(), full.get_ids());
+        if let Some(at) = f
+            .windows(p.len().max(1))
+            .position(|w| w == p)
+            .filter(|_| !p.is_empty())
+        {
+            if at == 1 {
+                t.bos = f.first().copied();
+            }
+            if f.len() == at + p.len() + 1 {
+                t.eos = f.last().copied();
+            }
+        }
+        Ok(t)
+    }
+
+    /// Builds the tokenizer a GGUF file describes (`tokenizer.ggml.*`).
+    pub fn from_gguf(gguf: &GgufFile) -> Result<Self> {
+        from_gguf::build(gguf)
+    }
+
+    /// Overrides the BOS and EOS ids (e.g. from `tokenizer_config.json`).
+    pub fn with_bos_eos(mut self, bos: Option<u32>, eos: Option<u32>) -> Result<Self> {
+        for id in [bos, eos].into_iter().flatten() {
+            self.check_id(id)?;
+        }
+        self.bos = bos;
+        self.eos = eos;
+        Ok(self)
+    }
+
+    fn check_id(&self, id: u32) -> Result<()> {
+        if (id as usize) < self.vocab_size() {
+            Ok(())
+        } else {
+            Err(Error::Tokenizer(format!(
+                "token id {id} is outside the vocabulary of {} tokens",
+                self.vocab_size()
+            )))
+        }
+    }
+
+    /// Token ids for `text`. Special tokens written in the text (e.g.
+    /// `<|im_start|>`) become their ids; `add_special` adds BOS/EOS as the
+    /// vocabulary asks.
+    pub fn encode(&self, text: &str, add_special: bool) -> Result<Vec<u32>> {
+        Ok(self.encode_with_offsets(text, add_special)?.ids)
+    }
+
+    /// As [`Self::encode`], with the byte range of `text` behind each token.
+    pub fn encode_with_offsets(&self, text: &str, add_special: bool) -> Result<Encoding> {
+        let enc = self
+            .inner
+            .encode(text, add_special)
+            .map_err(|e| tok_err(&format!("encoding {} bytes of text", text.len()), e))?;
+        let mut ids = Vec::with_capacity(enc.len() + 2);
+        let mut offsets = Vec::with_capacity(enc.len() + 2);
+        if add_special && self.add_bos {
+            if let Some(bos) = self.bos {
+                ids.push(bos);
+                offsets.push((0, 0));
+            }
+        }
+        ids.extend_from_slice(enc.get_ids());
+        offsets.extend_from_slice(enc.get_offsets());
+        if add_special && self.add_eos {
+            if let Some(eos) = self.eos {
+                ids.push(eos);
+                offsets.push((text.len(), text.len()));
+            }
+        }
+        Ok(Encoding { ids, offsets })
+    }
+
+    /// Text for `ids`; `skip_special` drops special tokens. Ids outside the
+    /// vocabulary are an error. Byte sequences that are not valid UTF-8
+    /// (a multi-byte character cut between tokens) decode to U+FFFD.
+    pub fn decode(&self, ids: &[u32], skip_special: bool) -> Result<String> {
+        for &id in ids {
+            self.check_id(id)?;
+        }
+        self.inner
+            .decode(ids, skip_special)
+            .map_err(|e| tok_err("decoding", e))
+    }
+
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.inner.token_to_id(token)
+    }
+
+    pub fn id_to_token(&self, id: u32) -> Option<String> {
+        self.inner.id_to_token(id)
+    }
+
+    /// Number of ids, added tokens included.
+    pub fn vocab_size(&self) -> usize {
+        self.inner.get_vocab_size(true)
+    }
+
+    pub fn bos_id(&self) -> Option<u32> {
+        self.bos
+    }
+
+    pub fn eos_id(&self) -> Option<u32> {
+        self.eos
+    }
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("vocab_size", &self.vocab_size())
+            .field("bos", &self.bos)
+            .field("eos", &self.eos)
+            .field("add_bos", &self.add_bos)
+            .field("add_eos", &self.add_eos)
+            .finish()
+    }
+}
