@@ -23,6 +23,7 @@ tokenization and heads, each written from the family's public reference code.
 import json
 import math
 import os
+import struct
 import sys
 
 import numpy as np
@@ -558,12 +559,80 @@ def confidence(rng):
     write_fixture("confidence-tiny", cfg, tok, llama3_tok_config(tok, None), lambda p: save_file(w32, p), ref)
 
 
+# ---------------------------------------------------------------- read-back check
+
+
+def read_safetensors_f64(path):
+    """Any F32/BF16 safetensors file as float64 arrays, parsed by hand."""
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        lo, hi = e["data_offsets"]
+        raw = data[lo:hi]
+        if e["dtype"] == "F32":
+            a = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+        elif e["dtype"] == "BF16":
+            a = mr.bf16_bits_to_f64(np.frombuffer(raw, dtype="<u2"))
+        else:
+            raise ValueError(f"{path}: {name} has dtype {e['dtype']}")
+        out[name] = a.reshape(e["shape"])
+    return out
+
+
+def verify(name):
+    """Re-derive each case's ids from the files on disk, and re-score one case
+    from the reloaded weights, so the fixture is self-consistent."""
+    d = os.path.join(ROOT, name)
+    tok = Tokenizer.from_file(os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, "reference.json")) as f:
+        ref = json.load(f)
+    with open(os.path.join(d, "config.json")) as f:
+        cfg = json.load(f)
+    w = read_safetensors_f64(os.path.join(d, "model.safetensors"))
+    assert ("lm_head.weight" in w) == (not cfg["tie_word_embeddings"] and ref["family"] != "score-head"), name
+    for case in ref["cases"]:
+        if "prompt_text" in case:
+            specials = ref["family"] == "math-shepherd"
+            assert tok.encode(case["prompt_text"], add_special_tokens=specials).ids == case["input_ids"], name
+        else:  # ids built piece by piece: value head and confidence
+            enc = lambda text, sp=False: tok.encode(text, add_special_tokens=sp).ids  # noqa: E731
+            if ref["family"] == "value-head":
+                ids = enc(ref["bos_token"] + case["problem"] + "\n")
+                ids += [t for step in case["steps"] for t in enc(step) + [enc("\n")[-1]]]
+            else:
+                ids = enc(case["problem"] + "\n\n", True)
+                ids += [t for step in case["steps"] for t in enc(step) + enc("\n\n")]
+            assert ids == case["input_ids"], name
+        assert len(case["marker_positions"]) == len(case["steps"]) == len(case["step_scores"]), name
+    case = ref["cases"][0]
+    ids, m = case["input_ids"], case["marker_positions"]
+    fam = ref["family"]
+    if fam == "score-head":
+        z = np.maximum(hidden_states(cfg, w, ids)[m] @ w["score.0.weight"].T + w["score.0.bias"], 0.0)
+        got = np.exp(log_softmax(z @ w["score.2.weight"].T + w["score.2.bias"]))[:, 1]
+    elif fam == "value-head":
+        got = sigmoid(hidden_states(cfg, w, ids)[m] @ w["v_head.summary.weight"][0] + w["v_head.summary.bias"][0])
+    elif fam in ("math-shepherd", "rlhflow"):
+        got = np.exp(log_softmax(logits_of(cfg, w, ids)[m][:, ref["candidate_token_ids"]]))[:, 0]
+    else:
+        logp = log_softmax(logits_of(cfg, w, ids))
+        got = [math.exp(np.mean([logp[j - 1][ids[j]] for j in range(lo, hi)])) for lo, hi in case["step_token_spans"]]
+    assert np.allclose(got, case["step_scores"], rtol=1e-12, atol=1e-15), (name, got, case["step_scores"])
+
+
 def main():
     qwen2_prm(np.random.default_rng(101))
     skywork_prm(np.random.default_rng(202))
     math_shepherd(np.random.default_rng(303))
     rlhflow(np.random.default_rng(404))
     confidence(np.random.default_rng(505))
+    for name in ["qwen2-prm-tiny", "skywork-prm-tiny", "math-shepherd-tiny", "rlhflow-tiny", "confidence-tiny"]:
+        verify(name)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)
         if os.path.isdir(d):
