@@ -32,6 +32,7 @@ from safetensors.numpy import save_file
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import processors, trainers
 
+sys.dont_write_bytecode = True  # importing model_reference must not leave scripts/__pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_reference as mr  # noqa: E402
 
