@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, eval, fetch, segment, select};
+use commands::{aggregate, eval, fetch, score, segment, select};
 
 #[derive(Parser)]
 #[command(
@@ -32,6 +32,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Score every step of every trace with a PRM (GGUF or Hugging Face checkpoint).
+    Score(score::Args),
     /// Split responses into steps, keeping each step's byte span.
     Segment(segment::Args),
     /// Combine per-step scores into trace scores and find the first error.
@@ -66,6 +68,7 @@ impl From<stepscore::Error> for Failure {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Score(args) => score::run(args),
         Command::Segment(args) => segment::run(args),
         Command::Aggregate(args) => aggregate::run(args),
         Command::Select(args) => select::run(args),

@@ -3,5 +3,6 @@
 pub mod aggregate;
 pub mod eval;
 pub mod fetch;
+pub mod score;
 pub mod segment;
 pub mod select;

@@ -117,6 +117,16 @@ impl TokenizerConfig {
 }
 
 impl Scorer {
+    /// Loads a model: a Hugging Face checkpoint directory, or a GGUF file.
+    pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
+        let path = path.as_ref();
+        if path.is_dir() {
+            Self::from_hf_dir(path, options)
+        } else {
+            Self::from_gguf_file(path, options)
+        }
+    }
+
     /// Loads a Hugging Face checkpoint directory: config.json, safetensors
     /// (single or sharded), tokenizer.json and, when present,
     /// tokenizer_config.json.

@@ -1,0 +1,189 @@
+//! `stepscore score`: run a PRM over traces and write per-step scores.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::prm::{Family, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::Trace;
+
+use crate::commands::fetch;
+use crate::input::{finish, for_each_trace, InputArgs};
+use crate::output::{clip, jsonl, num, OutputMode};
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+#[command(after_help = "Output (JSONL) is each input trace in stepscore's format with `score` set on \
+    every step, and `metadata.stepscore` holding the family, token count, truncation and (for the \
+    confidence family) per-step log-probability statistics; pipe it into `stepscore aggregate`, \
+    `select` or `eval`.\n\
+    Without --model, the default model is used (fetched into the cache on first use).\n\
+    Example:\n  stepscore score examples/traces.jsonl --output table")]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// A GGUF file or a Hugging Face checkpoint directory.
+    #[arg(long, short)]
+    pub model: Option<PathBuf>,
+
+    /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence
+    /// (detected from the checkpoint when omitted).
+    #[arg(long)]
+    pub family: Option<Family>,
+
+    /// CPU threads (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Token limit per trace (the model's context length at most).
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
+
+    /// Score only the leading steps that fit the token limit instead of
+    /// rejecting longer traces (dropped steps are reported).
+    #[arg(long)]
+    pub truncate: bool,
+
+    /// Aggregation shown in the table.
+    #[arg(long, short, default_value = "min")]
+    pub aggregation: Aggregation,
+
+    /// A step scoring below this is marked as the first error in the table.
+    #[arg(long, default_value_t = 0.5)]
+    pub threshold: f64,
+
+    /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub output: OutputMode,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let (path, default_family) = match &args.model {
+        Some(p) => (p.clone(), None),
+        None => {
+            let dir = fetch::cache_dir(None)?;
+            (fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &dir, false)?, Some(Family::Confidence))
+        }
+    };
+    let options = ScorerOptions {
+        family: args.family.or(default_family),
+        threads: args.threads,
+        max_tokens: args.max_tokens,
+        truncation: if args.truncate { Truncation::DropSteps } else { Truncation::Error },
+    };
+    let started = Instant::now();
+    let scorer = Scorer::open(&path, &options).map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
+    eprintln!(
+        "stepscore: {} ({} family, {} layers, hidden {}) loaded in {:.2}s",
+        path.display(),
+        scorer.family(),
+        scorer.model().config().n_layers,
+        scorer.model().config().hidden_size,
+        started.elapsed().as_secs_f64()
+    );
+
+    let progress = progress_bar(&args.input);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let as_table = args.output.table();
+    let mut failed = 0usize;
+    let mut index = 0usize;
+    let (mut tokens, started) = (0usize, Instant::now());
+    let bad = for_each_trace(&args.input, |mut trace| {
+        let i = index;
+        index += 1;
+        progress.inc(1);
+        let name = trace.id.clone().unwrap_or_else(|| format!("#{i}"));
+        match scorer.score(&trace) {
+            Ok(result) => {
+                tokens += result.tokens;
+                attach(&mut trace, &result, scorer.family());
+                if as_table {
+                    progress.suspend(|| write_table(&mut out, &name, &trace, &result, &args))
+                } else {
+                    jsonl(&mut out, &trace)
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                progress.suspend(|| eprintln!("error: trace {name} (record {}): {e}", i + 1));
+                Ok(())
+            }
+        }
+    })?;
+    progress.finish_and_clear();
+    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "stepscore: scored {} traces, {tokens} tokens in {secs:.2}s ({:.0} tokens/s)",
+        index - failed,
+        tokens as f64 / secs.max(1e-9)
+    );
+    finish(bad + failed)
+}
+
+/// Writes the scores into the trace, and what produced them into its metadata.
+fn attach(trace: &mut Trace, result: &TraceScore, family: Family) {
+    for (step, score) in trace.steps.iter_mut().zip(&result.step_scores) {
+        step.score = *score;
+    }
+    let mut info = serde_json::json!({
+        "family": family.name(),
+        "tokens": result.tokens,
+        "truncated_steps": result.truncated_steps,
+    });
+    if let Some(conf) = &result.confidence {
+        info["confidence"] = serde_json::to_value(conf).unwrap_or_default();
+    }
+    trace.metadata.insert("stepscore".to_string(), info);
+}
+
+fn progress_bar(input: &InputArgs) -> ProgressBar {
+    if !std::io::stderr().is_terminal() || input.input.as_os_str() == "-" {
+        return ProgressBar::hidden();
+    }
+    // A quick pass counting lines gives the bar its length.
+    let total = std::fs::read(&input.input).map(|b| b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).count()).unwrap_or(0);
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} traces  {per_sec}  eta {eta}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
+}
+
+/// Eighths of a block, for bars with sub-character resolution.
+const BAR_WIDTH: usize = 20;
+
+fn bar(score: f64) -> String {
+    if !score.is_finite() {
+        return " ".repeat(BAR_WIDTH);
+    }
+    let eighths = (score.clamp(0.0, 1.0) * (BAR_WIDTH * 8) as f64).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    const PARTS: [&str; 8] = ["", "▏", "▎", "▍", "▌", "▋", "▊", "▉"];
+    s.push_str(PARTS[eighths % 8]);
+    let used = eighths / 8 + usize::from(eighths % 8 > 0);
+    s.push_str(&" ".repeat(BAR_WIDTH.saturating_sub(used)));
+    s
+}
+
+fn write_table(out: &mut impl Write, name: &str, trace: &Trace, result: &TraceScore, args: &Args) -> Result<(), Failure> {
+    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
+    let scores: Vec<f64> = result.step_scores.iter().map(|s| s.unwrap_or(f64::NAN)).collect();
+    let scored = &scores[..scores.len() - result.truncated_steps];
+    let first = first_error(scored, args.threshold);
+    for (i, step) in trace.steps.iter().enumerate() {
+        let s = result.step_scores.get(i).copied().flatten();
+        let mark = if first == Some(i) { "  <- first error" } else { "" };
+        writeln!(out, "  {i:>3}  {}  {:>6}  {}{mark}", bar(s.unwrap_or(f64::NAN)), num(s, 3), clip(&step.text, 60)).map_err(io)?;
+    }
+    let agg = aggregate(scored, args.aggregation);
+    let truncated = if result.truncated_steps > 0 { format!(", {} steps past the token limit unscored", result.truncated_steps) } else { String::new() };
+    writeln!(out, "  {} = {}, {} tokens{truncated}\n", args.aggregation, num(agg, 3), result.tokens).map_err(io)?;
+    Ok(())
+}

@@ -1,0 +1,172 @@
+//! Each PRM family on a tiny checkpoint with the real layout, against step
+//! scores from the independent Python reference (scripts/prm_reference.py:
+//! HF `tokenizers`, jinja2 chat templates, a float64 numpy forward).
+//!
+//! Tolerance: |Δscore| ≤ 1e-4 (the engine computes in f32; the reference in
+//! f64). Token ids and marker positions must match exactly.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
+use stepscore::{Error, Step, Trace};
+
+#[derive(Deserialize)]
+struct Reference {
+    family: String,
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    problem: String,
+    steps: Vec<String>,
+    input_ids: Vec<u32>,
+    marker_positions: Vec<usize>,
+    step_scores: Vec<f64>,
+    #[serde(default)]
+    mean_logprob: Option<Vec<f64>>,
+    #[serde(default)]
+    min_logprob: Option<Vec<f64>>,
+    #[serde(default)]
+    mean_entropy: Option<Vec<f64>>,
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm").join(name)
+}
+
+fn reference(name: &str) -> Reference {
+    let text = std::fs::read_to_string(fixture(name).join("reference.json")).expect("reference.json");
+    serde_json::from_str(&text).expect("reference.json parses")
+}
+
+/// Loads the fixture with its family detected (or given), checks the
+/// detection, and compares every case.
+fn check(name: &str, explicit: Option<Family>) {
+    let reference = reference(name);
+    let options = ScorerOptions { family: explicit, threads: 2, ..Default::default() };
+    let scorer = Scorer::open(fixture(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(scorer.family().name(), reference.family, "{name}: family");
+    for (k, case) in reference.cases.iter().enumerate() {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let enc = scorer.encode(&case.problem, &steps).unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
+        assert_eq!(enc.tokens, case.input_ids, "{name} case {k}: token ids");
+        assert_eq!(enc.markers, case.marker_positions, "{name} case {k}: marker positions");
+        let got = scorer.score_steps(&case.problem, &steps).unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
+        assert_eq!(got.step_scores.len(), case.step_scores.len());
+        for (i, (g, want)) in got.step_scores.iter().zip(&case.step_scores).enumerate() {
+            let g = g.expect("every step scored");
+            // Confidence scores are tiny probabilities of a random model:
+            // compare those relatively.
+            let tol = if reference.family == "confidence" { 1e-4 * want.abs() } else { 1e-4 };
+            assert!((g - want).abs() <= tol, "{name} case {k} step {i}: {g} vs reference {want}");
+        }
+        if let (Some(conf), Some(mean), Some(min), Some(ent)) =
+            (&got.confidence, &case.mean_logprob, &case.min_logprob, &case.mean_entropy)
+        {
+            for i in 0..conf.len() {
+                assert!((conf[i].mean_logprob - mean[i]).abs() < 1e-4, "{name} case {k} step {i}: mean log-prob");
+                assert!((conf[i].min_logprob - min[i]).abs() < 1e-4, "{name} case {k} step {i}: min log-prob");
+                assert!((conf[i].mean_entropy - ent[i]).abs() < 1e-4, "{name} case {k} step {i}: entropy");
+            }
+        }
+    }
+}
+
+#[test]
+fn score_head_qwen2_prm() {
+    check("qwen2-prm-tiny", None);
+}
+
+#[test]
+fn value_head_skywork() {
+    check("skywork-prm-tiny", None);
+}
+
+#[test]
+fn lm_head_math_shepherd() {
+    check("math-shepherd-tiny", None);
+}
+
+#[test]
+fn lm_head_rlhflow() {
+    // Nothing in an RLHFlow checkpoint names its protocol: it is chosen.
+    check("rlhflow-tiny", Some(Family::Rlhflow));
+}
+
+#[test]
+fn confidence_family() {
+    check("confidence-tiny", Some(Family::Confidence));
+}
+
+#[test]
+fn confidence_has_per_step_statistics() {
+    let scorer = Scorer::open(fixture("confidence-tiny"), &ScorerOptions { family: Some(Family::Confidence), ..Default::default() }).unwrap();
+    let r = scorer.score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."]).unwrap();
+    let conf = r.confidence.expect("confidence statistics");
+    assert_eq!(conf.len(), 2);
+    for c in &conf {
+        assert!(c.min_logprob <= c.mean_logprob && c.mean_logprob <= 0.0);
+        assert!(c.mean_entropy >= 0.0 && c.tokens > 0);
+    }
+}
+
+#[test]
+fn scoring_a_trace_uses_its_steps() {
+    let reference = reference("skywork-prm-tiny");
+    let case = &reference.cases[0];
+    let scorer = Scorer::open(fixture("skywork-prm-tiny"), &ScorerOptions::default()).unwrap();
+    let trace = Trace {
+        problem: case.problem.clone(),
+        steps: case.steps.iter().map(Step::new).collect(),
+        ..Default::default()
+    };
+    let r = scorer.score(&trace).unwrap();
+    assert!((r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4);
+}
+
+#[test]
+fn over_long_traces_error_or_truncate() {
+    let reference = reference("skywork-prm-tiny");
+    let case = &reference.cases[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    // A limit that fits the first step's marker but not the whole trace.
+    let limit = case.marker_positions[0] + 1;
+    let strict = Scorer::open(fixture("skywork-prm-tiny"), &ScorerOptions { max_tokens: Some(limit), ..Default::default() }).unwrap();
+    match strict.score_steps(&case.problem, &steps) {
+        Err(Error::TraceTooLong { tokens, limit: l }) => {
+            assert_eq!(tokens, case.input_ids.len());
+            assert_eq!(l, limit);
+        }
+        other => panic!("expected TraceTooLong, got {other:?}"),
+    }
+    let lenient = Scorer::open(
+        fixture("skywork-prm-tiny"),
+        &ScorerOptions { max_tokens: Some(limit), truncation: Truncation::DropSteps, ..Default::default() },
+    )
+    .unwrap();
+    let r = lenient.score_steps(&case.problem, &steps).unwrap();
+    assert_eq!(r.truncated_steps, steps.len() - 1);
+    assert!((r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4, "a step's score depends only on what precedes it");
+    assert!(r.step_scores[1..].iter().all(Option::is_none));
+}
+
+#[test]
+fn steps_holding_the_marker_are_refused() {
+    let scorer = Scorer::open(fixture("qwen2-prm-tiny"), &ScorerOptions::default()).unwrap();
+    let err = scorer.score_steps("p", &["a <extra_0> b"]).unwrap_err();
+    assert!(err.to_string().contains("step 0"), "{err}");
+    let err = scorer.score_steps("p", &[]).unwrap_err();
+    assert!(err.to_string().contains("at least one step"), "{err}");
+}
+
+#[test]
+fn wrong_family_for_the_checkpoint_is_a_clear_error() {
+    // The score-head checkpoint has no lm_head: an LM-head family cannot run on it.
+    let err = Scorer::open(fixture("qwen2-prm-tiny"), &ScorerOptions { family: Some(Family::Confidence), ..Default::default() }).unwrap_err();
+    assert!(err.to_string().contains("lm_head"), "{err}");
+    // The value head is missing from a plain causal LM.
+    let err = Scorer::open(fixture("confidence-tiny"), &ScorerOptions { family: Some(Family::ValueHead), ..Default::default() }).unwrap_err();
+    assert!(err.to_string().contains("v_head.summary.weight") || err.to_string().contains("BOS"), "{err}");
+}
