@@ -140,7 +140,8 @@ static void quant_case(const char * name, uint32_t type_id, size_t blk_elems, si
                        quant_fn fn) {
     size_t n = blk_elems * n_blocks;
     float * x = malloc(n * sizeof(float));
-    uint8_t * q = malloc(blk_bytes * n_blocks);
+    // calloc: quantize_row_q8_K_ref leaves bsums untouched for all-zero blocks
+    uint8_t * q = calloc(n_blocks, blk_bytes);
     fill_activations(x, n, blk_elems);
     fn(x, q, (int64_t) n);
     FILE * f = open_fixture(name, 2, type_id, (uint32_t) n);

@@ -11,6 +11,7 @@ pub mod error;
 pub mod ggml;
 pub mod io;
 pub mod metrics;
+pub mod quant;
 pub mod reward;
 pub mod segment;
 pub mod select;
