@@ -9,8 +9,9 @@
 use proptest::prelude::*;
 use stepscore::ggml::GgmlType;
 use stepscore::quant::{
-    dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, matmul, matmul_quantized, matmul_rows, matmul_with,
-    quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, Backend, QMatrix, QuantizedActs,
+    dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, matmul, matmul_quantized, matmul_rows,
+    matmul_with, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, Backend,
+    QMatrix, QuantizedActs,
 };
 use stepscore::Error;
 
@@ -74,15 +75,25 @@ fn random_weights(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<
     let n = rows * cols;
     match ty {
         GgmlType::F32 => (0..n).flat_map(|_| rng.sym().to_le_bytes()).collect(),
-        GgmlType::F16 => (0..n).flat_map(|_| f32_to_f16(rng.sym()).to_le_bytes()).collect(),
-        GgmlType::BF16 => (0..n).flat_map(|_| f32_to_bf16(rng.sym()).to_le_bytes()).collect(),
+        GgmlType::F16 => (0..n)
+            .flat_map(|_| f32_to_f16(rng.sym()).to_le_bytes())
+            .collect(),
+        GgmlType::BF16 => (0..n)
+            .flat_map(|_| f32_to_bf16(rng.sym()).to_le_bytes())
+            .collect(),
         _ => {
             let bb = ty.block_bytes();
-            let mut data: Vec<u8> = (0..n / ty.block_elems() * bb).map(|_| rng.u64() as u8).collect();
+            let mut data: Vec<u8> = (0..n / ty.block_elems() * bb)
+                .map(|_| rng.u64() as u8)
+                .collect();
             for blk in data.chunks_exact_mut(bb) {
                 for (k, &off) in half_fields(ty).iter().enumerate() {
                     let mag = 10f32.powf(-4.0 + 3.0 * rng.unit());
-                    let v = if k == 0 && rng.u64() & 1 == 1 { -mag } else { mag };
+                    let v = if k == 0 && rng.u64() & 1 == 1 {
+                        -mag
+                    } else {
+                        mag
+                    };
                     blk[off..off + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes());
                 }
             }
@@ -108,7 +119,10 @@ fn act_reference(ty: GgmlType, x: &[f32], cols: usize) -> (Vec<f32>, Vec<f32>) {
     let deq = match vec_dot_type(ty).unwrap() {
         GgmlType::F32 => x.to_vec(),
         GgmlType::F16 => x.iter().map(|&v| f16_to_f32(f32_to_f16(v))).collect(),
-        GgmlType::BF16 => x.iter().map(|&v| f32::from_bits((f32_to_bf16(v) as u32) << 16)).collect(),
+        GgmlType::BF16 => x
+            .iter()
+            .map(|&v| f32::from_bits((f32_to_bf16(v) as u32) << 16))
+            .collect(),
         at => {
             let mut q = vec![0u8; x.len() / at.block_elems() * at.block_bytes()];
             match at {
@@ -136,7 +150,15 @@ fn act_reference(ty: GgmlType, x: &[f32], cols: usize) -> (Vec<f32>, Vec<f32>) {
 /// Checks `got` (n_tokens x rows) against the f64 reference with tolerance
 /// 1e-5 * sum|w a| (f32 accumulation) plus, for Q4_1/Q5_1, sum_b |m_b| *
 /// |s_b - d_b sum q_b| (ggml stores the activation block sum in f16).
-fn check_against_reference(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: &[f32], n_tokens: usize, got: &[f32]) {
+fn check_against_reference(
+    ty: GgmlType,
+    w: &[u8],
+    rows: usize,
+    cols: usize,
+    x: &[f32],
+    n_tokens: usize,
+    got: &[f32],
+) {
     let wd = dequant_rows(ty, w, rows, cols);
     let (xd, sums_err) = act_reference(ty, x, cols);
     let nb = cols / ty.block_elems();
@@ -146,7 +168,11 @@ fn check_against_reference(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: 
             let wr = &wd[r * cols..(r + 1) * cols];
             let xr = &xd[t * cols..(t + 1) * cols];
             let exact: f64 = wr.iter().zip(xr).map(|(&a, &b)| a as f64 * b as f64).sum();
-            let mag: f64 = wr.iter().zip(xr).map(|(&a, &b)| (a as f64 * b as f64).abs()).sum();
+            let mag: f64 = wr
+                .iter()
+                .zip(xr)
+                .map(|(&a, &b)| (a as f64 * b as f64).abs())
+                .sum();
             let mut tol = 1e-5 * mag + 1e-30;
             if !sums_err.is_empty() {
                 for b in 0..nb {
@@ -167,19 +193,24 @@ fn check_against_reference(ty: GgmlType, w: &[u8], rows: usize, cols: usize, x: 
 }
 
 fn backends() -> Vec<Backend> {
-    [Backend::Portable, Backend::Avx2].into_iter().filter(|b| b.is_available()).collect()
+    [Backend::Portable, Backend::Avx2]
+        .into_iter()
+        .filter(|b| b.is_available())
+        .collect()
 }
 
 #[test]
 fn every_weight_type_matches_the_dequantized_reference() {
     let mut rng = Rng(42);
-    // 7 rows and 6 tokens: one full 4-token tile plus remainders.
-    let (rows, n_tokens) = (7, 6);
+    // 7 rows and 11 tokens: one full 8-token tile plus single-token remainders.
+    let (rows, n_tokens) = (7, 11);
     for ty in WEIGHT_TYPES {
         let cols = cols_for(ty, 3);
         let w = random_weights(ty, rows, cols, &mut rng);
         let m = QMatrix::new(ty, rows, cols, &w).unwrap();
-        let x: Vec<f32> = (0..n_tokens * cols).map(|i| rng.sym() * if i % 13 == 0 { 20.0 } else { 1.0 }).collect();
+        let x: Vec<f32> = (0..n_tokens * cols)
+            .map(|i| rng.sym() * if i % 13 == 0 { 20.0 } else { 1.0 })
+            .collect();
         let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
         for backend in backends() {
             for threads in [1, 3] {
@@ -198,22 +229,30 @@ fn every_weight_type_matches_the_dequantized_reference() {
 #[test]
 fn small_integer_cases_are_exact() {
     let mut rng = Rng(7);
-    let (rows, n_tokens) = (5, 5);
+    let (rows, n_tokens) = (5, 10);
     for ty in WEIGHT_TYPES {
         let cols = match ty.block_elems() {
             1 => 37,
             be => 2 * be,
         };
         let mut w = match ty {
-            GgmlType::F32 => (0..rows * cols).flat_map(|_| (rng.int(-9, 9) as f32).to_le_bytes()).collect(),
-            GgmlType::F16 => (0..rows * cols).flat_map(|_| f32_to_f16(rng.int(-9, 9) as f32).to_le_bytes()).collect(),
-            GgmlType::BF16 => {
-                (0..rows * cols).flat_map(|_| f32_to_bf16(rng.int(-9, 9) as f32).to_le_bytes()).collect()
-            }
+            GgmlType::F32 => (0..rows * cols)
+                .flat_map(|_| (rng.int(-9, 9) as f32).to_le_bytes())
+                .collect(),
+            GgmlType::F16 => (0..rows * cols)
+                .flat_map(|_| f32_to_f16(rng.int(-9, 9) as f32).to_le_bytes())
+                .collect(),
+            GgmlType::BF16 => (0..rows * cols)
+                .flat_map(|_| f32_to_bf16(rng.int(-9, 9) as f32).to_le_bytes())
+                .collect(),
             _ => random_weights(ty, rows, cols, &mut rng),
         };
         if ty.block_elems() > 1 {
-            let min = if matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_1) { 2.0 } else { 1.0 };
+            let min = if matches!(ty, GgmlType::Q4_1 | GgmlType::Q5_1) {
+                2.0
+            } else {
+                1.0
+            };
             for blk in w.chunks_exact_mut(ty.block_bytes()) {
                 for (k, &off) in half_fields(ty).iter().enumerate() {
                     let v = if k == 0 { 1.0 } else { min };
@@ -222,8 +261,15 @@ fn small_integer_cases_are_exact() {
             }
         }
         let be = vec_dot_type(ty).unwrap().block_elems().max(32);
-        let x: Vec<f32> =
-            (0..n_tokens * cols).map(|i| if i % be == 0 && cols % be == 0 { 127.0 } else { rng.int(-3, 3) as f32 }).collect();
+        let x: Vec<f32> = (0..n_tokens * cols)
+            .map(|i| {
+                if i % be == 0 && cols % be == 0 {
+                    127.0
+                } else {
+                    rng.int(-3, 3) as f32
+                }
+            })
+            .collect();
         let wd = dequant_rows(ty, &w, rows, cols);
         let m = QMatrix::new(ty, rows, cols, &w).unwrap();
         for backend in backends() {
@@ -232,10 +278,19 @@ fn small_integer_cases_are_exact() {
             matmul_with(&m, None, &acts, &mut out, 2, backend).unwrap();
             for t in 0..n_tokens {
                 for r in 0..rows {
-                    let exact: i64 = (0..cols).map(|c| wd[r * cols + c] as i64 * x[t * cols + c] as i64).sum();
-                    assert!(wd[r * cols..(r + 1) * cols].iter().all(|v| v.fract() == 0.0));
+                    let exact: i64 = (0..cols)
+                        .map(|c| wd[r * cols + c] as i64 * x[t * cols + c] as i64)
+                        .sum();
+                    assert!(wd[r * cols..(r + 1) * cols]
+                        .iter()
+                        .all(|v| v.fract() == 0.0));
                     assert!(exact.abs() < 1 << 24);
-                    assert_eq!(out[t * rows + r], exact as f32, "{} {backend:?} token {t} row {r}", ty.name());
+                    assert_eq!(
+                        out[t * rows + r],
+                        exact as f32,
+                        "{} {backend:?} token {t} row {r}",
+                        ty.name()
+                    );
                 }
             }
         }
@@ -262,7 +317,13 @@ fn hand_worked_q4_0_times_q8_0() {
 #[test]
 fn row_subsets_thread_counts_and_reused_activations_agree_exactly() {
     let mut rng = Rng(99);
-    for ty in [GgmlType::Q4_1, GgmlType::Q8_0, GgmlType::Q4K, GgmlType::Q6K, GgmlType::F16] {
+    for ty in [
+        GgmlType::Q4_1,
+        GgmlType::Q8_0,
+        GgmlType::Q4K,
+        GgmlType::Q6K,
+        GgmlType::F16,
+    ] {
         let (rows, cols, n_tokens) = (23, cols_for(ty, 2), 9);
         let w = random_weights(ty, rows, cols, &mut rng);
         let m = QMatrix::new(ty, rows, cols, &w).unwrap();
@@ -283,7 +344,12 @@ fn row_subsets_thread_counts_and_reused_activations_agree_exactly() {
         matmul_rows(&m, &sel, &x, n_tokens, &mut sub, 2).unwrap();
         for t in 0..n_tokens {
             for (i, &r) in sel.iter().enumerate() {
-                assert_eq!(sub[t * sel.len() + i], full[t * rows + r], "{} row {r} token {t}", ty.name());
+                assert_eq!(
+                    sub[t * sel.len() + i],
+                    full[t * rows + r],
+                    "{} row {r} token {t}",
+                    ty.name()
+                );
             }
         }
     }

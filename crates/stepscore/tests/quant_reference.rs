@@ -7,7 +7,8 @@ use std::path::PathBuf;
 
 use stepscore::ggml::GgmlType;
 use stepscore::quant::{
-    dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k,
+    dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, quantize_row_q8_0, quantize_row_q8_1,
+    quantize_row_q8_k,
 };
 use stepscore::Error;
 
@@ -20,29 +21,58 @@ struct Fixture {
 }
 
 fn load(name: &str) -> Fixture {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/quant").join(format!("{name}.bin"));
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/quant")
+        .join(format!("{name}.bin"));
     let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    assert!(bytes.len() >= 20 && &bytes[0..4] == b"SSQF", "{}: not a quant fixture", path.display());
+    assert!(
+        bytes.len() >= 20 && &bytes[0..4] == b"SSQF",
+        "{}: not a quant fixture",
+        path.display()
+    );
     let word = |i: usize| u32::from_le_bytes(bytes[4 * i..4 * i + 4].try_into().unwrap());
     assert_eq!(word(1), 1, "{}: fixture version", path.display());
-    Fixture { name: name.to_string(), kind: word(2), ty: word(3), n: word(4) as usize, body: bytes[20..].to_vec() }
+    Fixture {
+        name: name.to_string(),
+        kind: word(2),
+        ty: word(3),
+        n: word(4) as usize,
+        body: bytes[20..].to_vec(),
+    }
 }
 
 fn f32s(b: &[u8]) -> Vec<f32> {
-    b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// Fails listing the first mismatches by index, value and bits.
 fn assert_bits_eq(what: &str, got: &[f32], want: &[f32]) {
     assert_eq!(got.len(), want.len(), "{what}: length");
-    let bad: Vec<usize> = (0..got.len()).filter(|&i| got[i].to_bits() != want[i].to_bits()).collect();
+    let bad: Vec<usize> = (0..got.len())
+        .filter(|&i| got[i].to_bits() != want[i].to_bits())
+        .collect();
     if !bad.is_empty() {
         let shown: Vec<String> = bad
             .iter()
             .take(8)
-            .map(|&i| format!("[{i}] got {} ({:#010x}) want {} ({:#010x})", got[i], got[i].to_bits(), want[i], want[i].to_bits()))
+            .map(|&i| {
+                format!(
+                    "[{i}] got {} ({:#010x}) want {} ({:#010x})",
+                    got[i],
+                    got[i].to_bits(),
+                    want[i],
+                    want[i].to_bits()
+                )
+            })
             .collect();
-        panic!("{what}: {} of {} values differ from llama.cpp:\n{}", bad.len(), got.len(), shown.join("\n"));
+        panic!(
+            "{what}: {} of {} values differ from llama.cpp:\n{}",
+            bad.len(),
+            got.len(),
+            shown.join("\n")
+        );
     }
 }
 
@@ -117,9 +147,10 @@ fn q8_k_quantizer_is_bit_exact_with_llama_cpp() {
 
 #[test]
 fn f32_to_half_conversions_are_bit_exact_with_llama_cpp() {
-    for (name, conv) in
-        [("convert_f32_to_F16", f32_to_f16 as fn(f32) -> u16), ("convert_f32_to_BF16", f32_to_bf16 as fn(f32) -> u16)]
-    {
+    for (name, conv) in [
+        ("convert_f32_to_F16", f32_to_f16 as fn(f32) -> u16),
+        ("convert_f32_to_BF16", f32_to_bf16 as fn(f32) -> u16),
+    ] {
         let fx = load(name);
         assert_eq!(fx.kind, 3, "{name}: header");
         let (bits, want) = fx.body.split_at(4 * fx.n);
@@ -127,7 +158,12 @@ fn f32_to_half_conversions_are_bit_exact_with_llama_cpp() {
             let x = f32::from_bits(u32::from_le_bytes(b.try_into().unwrap()));
             let w = u16::from_le_bytes(w.try_into().unwrap());
             let g = conv(x);
-            assert_eq!(g, w, "{name}[{i}]: {x:e} ({:#010x}) -> got {g:#06x}, llama.cpp {w:#06x}", x.to_bits());
+            assert_eq!(
+                g,
+                w,
+                "{name}[{i}]: {x:e} ({:#010x}) -> got {g:#06x}, llama.cpp {w:#06x}",
+                x.to_bits()
+            );
         }
     }
 }
@@ -170,8 +206,16 @@ fn half_conversions_agree_with_the_half_crate() {
             assert!(f16_to_f32(f32_to_f16(x)).is_nan());
             continue;
         }
-        assert_eq!(f32_to_f16(x), half::f16::from_f32(x).to_bits(), "f16 of {x:e}");
-        assert_eq!(f32_to_bf16(x), half::bf16::from_f32(x).to_bits(), "bf16 of {x:e}");
+        assert_eq!(
+            f32_to_f16(x),
+            half::f16::from_f32(x).to_bits(),
+            "f16 of {x:e}"
+        );
+        assert_eq!(
+            f32_to_bf16(x),
+            half::bf16::from_f32(x).to_bits(),
+            "bf16 of {x:e}"
+        );
     }
 }
 

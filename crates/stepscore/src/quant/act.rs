@@ -154,7 +154,11 @@ pub fn quantize_row_q8_1(x: &[f32], dst: &mut [u8]) -> Result<()> {
 /// `quantize_row_q8_K_ref`: writes ggml Q8_K blocks (292 bytes each).
 pub fn quantize_row_q8_k(x: &[f32], dst: &mut [u8]) -> Result<()> {
     check_quant_args("quantize_row_q8_k", GgmlType::Q8K, x, dst)?;
-    let mut blk = BlockQ8K { qs: [0; 256], bsums: [0; 16], d: 0.0 };
+    let mut blk = BlockQ8K {
+        qs: [0; 256],
+        bsums: [0; 16],
+        d: 0.0,
+    };
     for (xb, ob) in x.chunks_exact(256).zip(dst.chunks_exact_mut(292)) {
         q8_k_block(xb, &mut blk);
         ob[0..4].copy_from_slice(&blk.d.to_le_bytes());
@@ -178,7 +182,9 @@ pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
         GgmlType::BF16 => GgmlType::BF16,
         GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => GgmlType::Q8_0,
         GgmlType::Q4_1 | GgmlType::Q5_1 => GgmlType::Q8_1,
-        GgmlType::Q2K | GgmlType::Q3K | GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => GgmlType::Q8K,
+        GgmlType::Q2K | GgmlType::Q3K | GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K => {
+            GgmlType::Q8K
+        }
         GgmlType::Q8_1 | GgmlType::Q8K => return None,
     })
 }
@@ -253,13 +259,21 @@ impl QuantizedActs {
                 )))
             }
         };
-        Ok(QuantizedActs { ty, n_tokens, cols, data })
+        Ok(QuantizedActs {
+            ty,
+            n_tokens,
+            cols,
+            data,
+        })
     }
 
     /// Converts `x` to the vec_dot_type of `weight`.
     pub fn for_weight(weight: GgmlType, x: &[f32], n_tokens: usize, cols: usize) -> Result<Self> {
         let ty = vec_dot_type(weight).ok_or_else(|| {
-            Error::InvalidArgument(format!("{} is not a weight type with a CPU dot product", weight.name()))
+            Error::InvalidArgument(format!(
+                "{} is not a weight type with a CPU dot product",
+                weight.name()
+            ))
         })?;
         Self::new(ty, x, n_tokens, cols)
     }

@@ -85,7 +85,13 @@ pub(crate) struct KBlock {
 
 impl KBlock {
     pub fn new() -> Self {
-        KBlock { q: [0; 256], sc: [0; 16], mn: [0; 16], d: 0.0, dmin: 0.0 }
+        KBlock {
+            q: [0; 256],
+            sc: [0; 16],
+            mn: [0; 16],
+            d: 0.0,
+            dmin: 0.0,
+        }
     }
 }
 
@@ -98,7 +104,10 @@ fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {
-        ((s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4), (s[j + 4] >> 4) | ((s[j] >> 6) << 4))
+        (
+            (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4),
+            (s[j + 4] >> 4) | ((s[j] >> 6) << 4),
+        )
     }
 }
 
@@ -117,9 +126,9 @@ pub(crate) fn unpack_k(ty: GgmlType, b: &[u8], k: &mut KBlock) {
                     }
                 }
             }
-            for g in 0..16 {
-                k.sc[g] = (b[g] & 0xF) as i16;
-                k.mn[g] = (b[g] >> 4) as i16;
+            for ((sc, mn), &byte) in k.sc.iter_mut().zip(k.mn.iter_mut()).zip(&b[0..16]) {
+                *sc = (byte & 0xF) as i16;
+                *mn = (byte >> 4) as i16;
             }
             k.d = le_f16(b, 80);
             k.dmin = le_f16(b, 82);
@@ -153,7 +162,11 @@ pub(crate) fn unpack_k(ty: GgmlType, b: &[u8], k: &mut KBlock) {
         }
         GgmlType::Q4K | GgmlType::Q5K => {
             let s = &b[4..16];
-            let (qs, qh) = if ty == GgmlType::Q4K { (&b[16..144], None) } else { (&b[48..176], Some(&b[16..48])) };
+            let (qs, qh) = if ty == GgmlType::Q4K {
+                (&b[16..144], None)
+            } else {
+                (&b[48..176], Some(&b[16..48]))
+            };
             for c in 0..4 {
                 for l in 0..32 {
                     let byte = qs[32 * c + l];
@@ -215,5 +228,13 @@ pub(crate) fn unpack_k(ty: GgmlType, b: &[u8], k: &mut KBlock) {
 
 /// Whether `ty` is a K-quant (256-element super-blocks).
 pub(crate) fn is_k(ty: GgmlType) -> bool {
-    matches!(ty, GgmlType::Q2K | GgmlType::Q3K | GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K | GgmlType::Q8K)
+    matches!(
+        ty,
+        GgmlType::Q2K
+            | GgmlType::Q3K
+            | GgmlType::Q4K
+            | GgmlType::Q5K
+            | GgmlType::Q6K
+            | GgmlType::Q8K
+    )
 }

@@ -50,7 +50,9 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
     let be = ty.block_elems();
     let blocks = src.chunks_exact(bb).zip(dst.chunks_exact_mut(be));
     match ty {
-        GgmlType::F32 => blocks.for_each(|(s, d)| d[0] = f32::from_le_bytes([s[0], s[1], s[2], s[3]])),
+        GgmlType::F32 => {
+            blocks.for_each(|(s, d)| d[0] = f32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        }
         GgmlType::F16 => blocks.for_each(|(s, d)| d[0] = f16_to_f32(le_u16(s, 0))),
         GgmlType::BF16 => blocks.for_each(|(s, d)| d[0] = bf16_to_f32(le_u16(s, 0))),
         GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 | GgmlType::Q8_1 => {
@@ -76,7 +78,11 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
             let mut k = KBlock::new();
             for (s, out) in blocks {
                 unpack_k(ty, s, &mut k);
-                for ((o, q), g) in out.chunks_exact_mut(16).zip(k.q.chunks_exact(16)).zip(0..16) {
+                for ((o, q), g) in out
+                    .chunks_exact_mut(16)
+                    .zip(k.q.chunks_exact(16))
+                    .zip(0..16)
+                {
                     let dl = k.d * k.sc[g] as f32;
                     let ml = k.dmin * k.mn[g] as f32;
                     for (o, &v) in o.iter_mut().zip(q) {
@@ -89,7 +95,11 @@ pub fn dequantize_row(ty: GgmlType, src: &[u8], dst: &mut [f32]) -> Result<()> {
             let mut k = KBlock::new();
             for (s, out) in blocks {
                 unpack_k(ty, s, &mut k);
-                for ((o, q), g) in out.chunks_exact_mut(16).zip(k.q.chunks_exact(16)).zip(0..16) {
+                for ((o, q), g) in out
+                    .chunks_exact_mut(16)
+                    .zip(k.q.chunks_exact(16))
+                    .zip(0..16)
+                {
                     let dl = k.d * k.sc[g] as f32;
                     for (o, &v) in o.iter_mut().zip(q) {
                         *o = dl * v as f32;

@@ -19,7 +19,11 @@ pub fn f16_to_f32(h: u16) -> f32 {
     let magic_mask: u32 = 126 << 23;
     let denormalized = f32::from_bits((two_w >> 17) | magic_mask) - 0.5;
     let cutoff: u32 = 1 << 27;
-    let bits = if two_w < cutoff { denormalized.to_bits() } else { normalized.to_bits() };
+    let bits = if two_w < cutoff {
+        denormalized.to_bits()
+    } else {
+        normalized.to_bits()
+    };
     f32::from_bits(sign | bits)
 }
 
@@ -43,7 +47,11 @@ pub fn f32_to_f16(f: f32) -> u16 {
     let exp_bits = (bits >> 13) & 0x7C00;
     let mantissa_bits = bits & 0x0FFF;
     let nonsign = exp_bits + mantissa_bits;
-    let r = if shl1_w > 0xFF00_0000 { 0x7E00 } else { nonsign };
+    let r = if shl1_w > 0xFF00_0000 {
+        0x7E00
+    } else {
+        nonsign
+    };
     ((sign >> 16) | r) as u16
 }
 

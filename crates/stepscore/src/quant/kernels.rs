@@ -23,20 +23,36 @@ pub(crate) struct RowK<'a> {
     pub dmin: &'a [f32],
 }
 
-/// Exact integer dot of two int8 runs.
+/// A slice as consecutive fixed-size arrays (lengths here are always whole
+/// multiples of N, so nothing is dropped).
 #[inline(always)]
-pub(crate) fn idot(a: &[i8], b: &[i8]) -> i32 {
-    a.iter().zip(b).map(|(&x, &y)| x as i32 * y as i32).sum()
+fn arrays<const N: usize>(s: &[i8]) -> impl Iterator<Item = &[i8; N]> {
+    s.chunks_exact(N).filter_map(|c| c.try_into().ok())
+}
+
+/// Exact integer dot of two int8 runs of N (even) values: products fit i16 (|w| <= 128, |a| <= 127) and
+/// pairs of them too, so LLVM can use pairwise multiply-add instructions.
+#[inline(always)]
+fn idot<const N: usize>(a: &[i8; N], b: &[i8; N]) -> i32 {
+    let mut lanes = [0i32; 16];
+    for l in 0..N / 2 {
+        lanes[l] = a[2 * l] as i16 as i32 * b[2 * l] as i16 as i32
+            + a[2 * l + 1] as i16 as i32 * b[2 * l + 1] as i16 as i32;
+    }
+    lanes.iter().sum()
 }
 
 /// sum over blocks of (d_w * d_a) * isum (+ m_w * s_a when `MIN`).
 #[inline(always)]
-pub(crate) fn dot32<const T: usize, const MIN: bool>(w: &Row32, acts: &[&[BlockQ8]; T]) -> [f32; T] {
+pub(crate) fn dot32<const T: usize, const MIN: bool>(
+    w: &Row32,
+    acts: &[&[BlockQ8]; T],
+) -> [f32; T] {
     let mut acc = [0.0f32; T];
-    for (b, ((q, &d), &m)) in w.q.chunks_exact(32).zip(w.d).zip(w.m).enumerate() {
+    for (b, ((q, &d), &m)) in arrays::<32>(w.q).zip(w.d).zip(w.m).enumerate() {
         for t in 0..T {
             let a = &acts[t][b];
-            let isum = idot(q, &a.qs);
+            let isum = idot::<32>(q, &a.qs);
             acc[t] += (d * a.d) * isum as f32;
             if MIN {
                 acc[t] += m * a.s;
@@ -49,20 +65,30 @@ pub(crate) fn dot32<const T: usize, const MIN: bool>(w: &Row32, acts: &[&[BlockQ
 /// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g
 /// - (dmin_w * d_a) * sum_g mn[g] * bsums[g].
 #[inline(always)]
-pub(crate) fn dot_k<const T: usize, const MIN: bool>(w: &RowK, acts: &[&[BlockQ8K]; T]) -> [f32; T] {
+pub(crate) fn dot_k<const T: usize, const MIN: bool>(
+    w: &RowK,
+    acts: &[&[BlockQ8K]; T],
+) -> [f32; T] {
     let mut acc = [0.0f32; T];
-    let blocks = w.q.chunks_exact(256).zip(w.sc.chunks_exact(16)).zip(w.mn.chunks_exact(16));
+    let blocks =
+        w.q.chunks_exact(256)
+            .zip(w.sc.chunks_exact(16))
+            .zip(w.mn.chunks_exact(16));
     for (b, ((q, sc), mn)) in blocks.enumerate() {
         let (d, dmin) = (w.d[b], w.dmin[b]);
         for t in 0..T {
             let a = &acts[t][b];
             let mut isum = 0i32;
-            for ((qg, ag), &s) in q.chunks_exact(16).zip(a.qs.chunks_exact(16)).zip(sc) {
-                isum += s as i32 * idot(qg, ag);
+            for ((qg, ag), &s) in arrays::<16>(q).zip(arrays::<16>(&a.qs)).zip(sc) {
+                isum += s as i32 * idot::<16>(qg, ag);
             }
             acc[t] += (d * a.d) * isum as f32;
             if MIN {
-                let summ: i32 = mn.iter().zip(&a.bsums).map(|(&m, &s)| m as i32 * s as i32).sum();
+                let summ: i32 = mn
+                    .iter()
+                    .zip(&a.bsums)
+                    .map(|(&m, &s)| m as i32 * s as i32)
+                    .sum();
                 acc[t] -= (dmin * a.d) * summ as f32;
             }
         }

@@ -5,7 +5,7 @@
 //! with exact integer sums scaled per block. Weight rows are unpacked in
 //! chunks into a uniform int8 layout (so one kernel serves every format and
 //! the unpacking is paid once per row, not once per token), and each
-//! unpacked row is multiplied with tiles of 4 tokens while those tokens'
+//! unpacked row is multiplied with tiles of 8 tokens while those tokens'
 //! activations sit in L1. Threads split the rows.
 
 use super::act::{vec_dot_type, ActData, BlockQ8, BlockQ8K, QuantizedActs};
@@ -30,10 +30,14 @@ impl<'a> QMatrix<'a> {
     /// exactly `rows` rows of `cols` elements.
     pub fn new(ty: GgmlType, rows: usize, cols: usize, data: &'a [u8]) -> Result<Self> {
         if vec_dot_type(ty).is_none() {
-            return Err(Error::InvalidArgument(format!("QMatrix: {} is not a weight type", ty.name())));
+            return Err(Error::InvalidArgument(format!(
+                "QMatrix: {} is not a weight type",
+                ty.name()
+            )));
         }
-        let row_bytes = usize::try_from(ty.bytes_for(cols as u64)?)
-            .map_err(|_| Error::InvalidArgument(format!("QMatrix: {cols} {} columns overflow", ty.name())))?;
+        let row_bytes = usize::try_from(ty.bytes_for(cols as u64)?).map_err(|_| {
+            Error::InvalidArgument(format!("QMatrix: {cols} {} columns overflow", ty.name()))
+        })?;
         let need = row_bytes.checked_mul(rows);
         if need != Some(data.len()) {
             return Err(Error::InvalidArgument(format!(
@@ -43,7 +47,12 @@ impl<'a> QMatrix<'a> {
                 data.len()
             )));
         }
-        Ok(QMatrix { ty, rows, cols, data })
+        Ok(QMatrix {
+            ty,
+            rows,
+            cols,
+            data,
+        })
     }
 
     /// Bytes per row.
@@ -55,7 +64,10 @@ impl<'a> QMatrix<'a> {
     pub fn row(&self, r: usize) -> Result<&'a [u8]> {
         let rb = self.row_bytes();
         if r >= self.rows {
-            return Err(Error::InvalidArgument(format!("row {r} out of range for a matrix of {} rows", self.rows)));
+            return Err(Error::InvalidArgument(format!(
+                "row {r} out of range for a matrix of {} rows",
+                self.rows
+            )));
         }
         Ok(&self.data[r * rb..(r + 1) * rb])
     }
@@ -95,7 +107,13 @@ impl Backend {
 /// `out[t * w.rows + r] = dot(row r of w, row t of x)` for all rows and the
 /// `n_tokens` rows of `x` (`n_tokens` x `w.cols`, row-major).
 /// `threads` of 0 or 1 runs on the calling thread (always so on wasm32).
-pub fn matmul(w: &QMatrix, x: &[f32], n_tokens: usize, out: &mut [f32], threads: usize) -> Result<()> {
+pub fn matmul(
+    w: &QMatrix,
+    x: &[f32],
+    n_tokens: usize,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
     let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
     matmul_quantized(w, &acts, out, threads)
 }
@@ -116,7 +134,12 @@ pub fn matmul_rows(
 
 /// [`matmul`] with activations already converted (reuse them across
 /// matrices that share an input).
-pub fn matmul_quantized(w: &QMatrix, acts: &QuantizedActs, out: &mut [f32], threads: usize) -> Result<()> {
+pub fn matmul_quantized(
+    w: &QMatrix,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
     run(w, RowSel::All, acts, out, threads, Backend::detect())
 }
 
@@ -142,9 +165,18 @@ pub fn matmul_with(
     backend: Backend,
 ) -> Result<()> {
     if !backend.is_available() {
-        return Err(Error::InvalidArgument(format!("{backend:?} kernels are not supported on this CPU")));
+        return Err(Error::InvalidArgument(format!(
+            "{backend:?} kernels are not supported on this CPU"
+        )));
     }
-    run(w, rows.map_or(RowSel::All, RowSel::List), acts, out, threads, backend)
+    run(
+        w,
+        rows.map_or(RowSel::All, RowSel::List),
+        acts,
+        out,
+        threads,
+        backend,
+    )
 }
 
 #[derive(Clone, Copy)]
@@ -166,7 +198,7 @@ impl RowSel<'_> {
 /// Minimum multiply-adds before another thread is worth its start-up cost.
 const WORK_PER_THREAD: usize = 1 << 18;
 /// Tokens per tile: a weight row is read once per tile.
-const TILE: usize = 4;
+const TILE: usize = 8;
 
 fn run(
     w: &QMatrix,
@@ -176,8 +208,9 @@ fn run(
     threads: usize,
     backend: Backend,
 ) -> Result<()> {
-    let want = vec_dot_type(w.ty)
-        .ok_or_else(|| Error::InvalidArgument(format!("matmul: {} is not a weight type", w.ty.name())))?;
+    let want = vec_dot_type(w.ty).ok_or_else(|| {
+        Error::InvalidArgument(format!("matmul: {} is not a weight type", w.ty.name()))
+    })?;
     if acts.ty != want {
         return Err(Error::InvalidArgument(format!(
             "matmul: {} weights need {} activations, got {}",
@@ -346,7 +379,9 @@ fn worker(
 /// Kernel flavour of a weight type: (has a min term, unpacked quants can be negative).
 fn flavour(ty: GgmlType) -> (bool, bool) {
     match ty {
-        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q2K | GgmlType::Q4K | GgmlType::Q5K => (true, false),
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q2K | GgmlType::Q4K | GgmlType::Q5K => {
+            (true, false)
+        }
         _ => (false, true),
     }
 }
@@ -365,7 +400,8 @@ fn tile<const T: usize>(
     for j in 0..buf.n {
         let res: [f32; T] = match &acts.data {
             ActData::F32(x) => {
-                let a: [&[f32]; T] = std::array::from_fn(|k| &x[(t0 + k) * cols..(t0 + k + 1) * cols]);
+                let a: [&[f32]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * cols..(t0 + k + 1) * cols]);
                 let wr = &buf.f[j * cols..(j + 1) * cols];
                 match backend {
                     #[cfg(target_arch = "x86_64")]
@@ -375,7 +411,8 @@ fn tile<const T: usize>(
             }
             ActData::Q8(x) => {
                 let nb = cols / 32;
-                let a: [&[BlockQ8]; T] = std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
+                let a: [&[BlockQ8]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
                 let row = Row32 {
                     q: &buf.q[j * cols..(j + 1) * cols],
                     d: &buf.d[j * nb..(j + 1) * nb],
@@ -385,7 +422,8 @@ fn tile<const T: usize>(
             }
             ActData::Q8K(x) => {
                 let nb = cols / 256;
-                let a: [&[BlockQ8K]; T] = std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
+                let a: [&[BlockQ8K]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
                 let row = RowK {
                     q: &buf.q[j * cols..(j + 1) * cols],
                     sc: &buf.sc[j * nb * 16..(j + 1) * nb * 16],
@@ -403,7 +441,13 @@ fn tile<const T: usize>(
 }
 
 #[inline(always)]
-fn dispatch32<const T: usize>(row: &Row32, a: &[&[BlockQ8]; T], min: bool, signed: bool, backend: Backend) -> [f32; T] {
+fn dispatch32<const T: usize>(
+    row: &Row32,
+    a: &[&[BlockQ8]; T],
+    min: bool,
+    signed: bool,
+    backend: Backend,
+) -> [f32; T] {
     match backend {
         // SAFETY: Avx2 is only chosen when the CPU has AVX2 and FMA (Backend::detect /
         // matmul_with check), and `tile` slices every row and token to `nb` blocks.
@@ -427,7 +471,13 @@ fn dispatch32<const T: usize>(row: &Row32, a: &[&[BlockQ8]; T], min: bool, signe
 }
 
 #[inline(always)]
-fn dispatch_k<const T: usize>(row: &RowK, a: &[&[BlockQ8K]; T], min: bool, signed: bool, backend: Backend) -> [f32; T] {
+fn dispatch_k<const T: usize>(
+    row: &RowK,
+    a: &[&[BlockQ8K]; T],
+    min: bool,
+    signed: bool,
+    backend: Backend,
+) -> [f32; T] {
     match backend {
         // SAFETY: as in dispatch32.
         #[cfg(target_arch = "x86_64")]

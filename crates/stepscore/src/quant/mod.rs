@@ -20,8 +20,11 @@ mod matmul;
 mod x86;
 
 pub use act::{
-    quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K, QuantizedActs,
+    quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K,
+    QuantizedActs,
 };
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, Backend, QMatrix};
+pub use matmul::{
+    matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, Backend, QMatrix,
+};

@@ -69,7 +69,9 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
     acts: &[&[BlockQ8K]; T],
 ) -> [f32; T] {
     let nb = w.d.len();
-    debug_assert!(w.q.len() == nb * 256 && w.sc.len() == nb * 16 && acts.iter().all(|a| a.len() == nb));
+    debug_assert!(
+        w.q.len() == nb * 256 && w.sc.len() == nb * 16 && acts.iter().all(|a| a.len() == nb)
+    );
     let mut acc = [_mm256_setzero_ps(); T];
     let mut accm = [_mm256_setzero_ps(); T];
     let qp = w.q.as_ptr();
@@ -83,10 +85,21 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
         let sc = w.sc.as_ptr().add(16 * b);
         for c in 0..8 {
             wv[c] = _mm256_loadu_si256(qp.add(256 * b + 32 * c) as *const __m256i);
-            aw[c] = if SIGNED { _mm256_sign_epi8(wv[c], wv[c]) } else { wv[c] };
-            sv[c] = _mm256_set_m128i(_mm_set1_epi16(*sc.add(2 * c + 1)), _mm_set1_epi16(*sc.add(2 * c)));
+            aw[c] = if SIGNED {
+                _mm256_sign_epi8(wv[c], wv[c])
+            } else {
+                wv[c]
+            };
+            sv[c] = _mm256_set_m128i(
+                _mm_set1_epi16(*sc.add(2 * c + 1)),
+                _mm_set1_epi16(*sc.add(2 * c)),
+            );
         }
-        let mnv = if MIN { _mm256_loadu_si256(w.mn.as_ptr().add(16 * b) as *const __m256i) } else { _mm256_setzero_si256() };
+        let mnv = if MIN {
+            _mm256_loadu_si256(w.mn.as_ptr().add(16 * b) as *const __m256i)
+        } else {
+            _mm256_setzero_si256()
+        };
         let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
         for t in 0..T {
             let blk = acts[t].get_unchecked(b);
