@@ -365,6 +365,21 @@ fn bad_shapes_and_types_are_invalid_arguments() {
     assert!(QMatrix::new(GgmlType::Q8K, 1, 256, &[0u8; 292]).is_err());
     let m = QMatrix::new(GgmlType::Q4_1, 2, 32, &w).unwrap();
     assert!(m.row(2).is_err());
+    // a hand-built matrix with inconsistent fields is rejected, not indexed
+    let forged = QMatrix {
+        ty: GgmlType::Q4_1,
+        rows: 3,
+        cols: 32,
+        data: &w,
+    };
+    assert!(forged.row(2).is_err());
+    assert!(is_invalid(matmul(
+        &forged,
+        &[0.5f32; 32],
+        1,
+        &mut [0.0f32; 3],
+        1
+    )));
     let x = vec![0.5f32; 64];
     let mut out = vec![0.0f32; 4];
     assert!(is_invalid(matmul(&m, &x, 2, &mut out[..3], 1)));

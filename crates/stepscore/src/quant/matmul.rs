@@ -69,7 +69,12 @@ impl<'a> QMatrix<'a> {
                 self.rows
             )));
         }
-        Ok(&self.data[r * rb..(r + 1) * rb])
+        self.data.get(r * rb..(r + 1) * rb).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "row {r}: matrix data of {} bytes is too short",
+                self.data.len()
+            ))
+        })
     }
 
     /// Dequantizes row `r` into `dst` (`cols` values), e.g. an embedding lookup.
@@ -208,6 +213,8 @@ fn run(
     threads: usize,
     backend: Backend,
 ) -> Result<()> {
+    // The fields are public: re-check a hand-built matrix before indexing it.
+    QMatrix::new(w.ty, w.rows, w.cols, w.data)?;
     let want = vec_dot_type(w.ty).ok_or_else(|| {
         Error::InvalidArgument(format!("matmul: {} is not a weight type", w.ty.name()))
     })?;
@@ -461,6 +468,7 @@ fn dispatch32<const T: usize>(
             }
         },
         _ => {
+            let _ = signed; // the portable kernels multiply signed values directly
             if min {
                 kernels::dot32::<T, true>(row, a)
             } else {
@@ -490,6 +498,7 @@ fn dispatch_k<const T: usize>(
             }
         },
         _ => {
+            let _ = signed;
             if min {
                 kernels::dot_k::<T, true>(row, a)
             } else {
