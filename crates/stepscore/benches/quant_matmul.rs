@@ -51,8 +51,10 @@ fn bench(c: &mut Criterion) {
                 });
             }
         }
-        // activation quantization is paid once per input, shared by q/k/v
-        g.bench_function(format!("quantize_acts_q8_1/{cols}"), |b| {
+        // activation quantization is paid once per input, shared by q/k/v;
+        // its throughput is in activation values
+        g.throughput(Throughput::Elements((n_tokens * cols) as u64));
+        g.bench_function(format!("quantize_acts_q8_1/{rows}x{cols}"), |b| {
             b.iter(|| QuantizedActs::for_weight(GgmlType::Q4_1, &x, n_tokens, cols).unwrap())
         });
     }

@@ -43,14 +43,31 @@ fn c_max(a: f32, b: f32) -> f32 {
 /// Scale (as f32, before f16 rounding) and quants of one Q8_0/Q8_1 block.
 #[inline]
 fn q8_32(x: &[f32], qs: &mut [i8; 32]) -> f32 {
-    let amax = x.iter().fold(0.0f32, |m, v| c_max(m, v.abs()));
+    // Eight running maxima so the loop vectorizes; the maximum of a set does
+    // not depend on the order it is taken in (NaN inputs aside).
+    let mut lanes = [0.0f32; 8];
+    for c in x.chunks_exact(8) {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = c_max(*m, v.abs());
+        }
+    }
+    let amax = lanes.iter().fold(0.0f32, |m, &v| c_max(m, v));
     let d = amax / 127.0;
     let id = if d != 0.0 { 1.0 / d } else { 0.0 };
     for (q, &v) in qs.iter_mut().zip(x) {
-        // roundf: half away from zero, which f32::round also does
-        *q = (v * id).round() as i8;
+        *q = round_half_away(v * id) as i8;
     }
     d
+}
+
+/// C's `roundf` (ties away from zero) for |v| < 2^23 without a libm call
+/// (f32::round is one on baseline x86_64, and this loop is per activation):
+/// v - trunc(v) is exact in that range, so the tie test is exact too.
+#[inline(always)]
+fn round_half_away(v: f32) -> i32 {
+    let t = v as i32;
+    let frac = v - t as f32;
+    t + (frac >= 0.5) as i32 - (frac <= -0.5) as i32
 }
 
 /// Q8_0 block: (f16 bits of d, quants).
