@@ -14,6 +14,7 @@ pub mod io;
 pub mod metrics;
 pub mod model;
 pub mod prm;
+pub mod quant;
 pub mod reward;
 pub mod segment;
 pub mod select;

@@ -3,7 +3,56 @@
 //! is a variant of [`Matrix`] behind the same `matmul`, so the forward pass
 //! never looks at how a weight is stored.
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
+use crate::format::ModelBytes;
+use crate::ggml::GgmlType;
+use crate::quant::{self, QMatrix};
+
+/// A byte range of a shared model file: quantized weights stay where the
+/// file (or its memory map) holds them.
+#[derive(Clone)]
+pub struct SharedBytes {
+    file: Arc<ModelBytes>,
+    start: usize,
+    len: usize,
+}
+
+impl SharedBytes {
+    /// The range `start..start + len` of `file`; an error if it runs past the end.
+    pub fn new(file: Arc<ModelBytes>, start: usize, len: usize) -> Result<Self> {
+        match start.checked_add(len) {
+            Some(end) if end <= file.len() => Ok(SharedBytes { file, start, len }),
+            _ => Err(Error::InvalidArgument(format!(
+                "byte range {start}+{len} is past the end of a {}-byte file",
+                file.len()
+            ))),
+        }
+    }
+
+    /// Owned bytes (e.g. rows copied out of a larger matrix).
+    pub fn owned(bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        SharedBytes { file: Arc::new(ModelBytes::from_vec(bytes)), start: 0, len }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        &self.file.as_slice()[self.start..self.start + self.len]
+    }
+}
+
+impl std::fmt::Debug for SharedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedBytes({} bytes at {})", self.len, self.start)
+    }
+}
+
+impl PartialEq for SharedBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
 
 /// A `rows × cols` weight matrix, row-major: row `r` maps an input vector of
 /// length `cols` to output element `r` (the PyTorch `Linear.weight` layout).
@@ -13,6 +62,14 @@ pub enum Matrix {
         rows: usize,
         cols: usize,
         data: Vec<f32>,
+    },
+    /// ggml blocks (quantized, or f16/bf16/f32 rows), multiplied without
+    /// expanding the matrix: see [`crate::quant::matmul`].
+    Quant {
+        ty: GgmlType,
+        rows: usize,
+        cols: usize,
+        bytes: SharedBytes,
     },
 }
 
@@ -35,15 +92,36 @@ impl Matrix {
         Ok(Matrix::F32 { rows, cols, data })
     }
 
+    /// A ggml-block matrix over `bytes`, which must hold exactly `rows` rows.
+    pub fn quant(ty: GgmlType, rows: usize, cols: usize, bytes: SharedBytes) -> Result<Matrix> {
+        QMatrix::new(ty, rows, cols, bytes.as_slice())?;
+        Ok(Matrix::Quant { ty, rows, cols, bytes })
+    }
+
     pub fn rows(&self) -> usize {
         match self {
-            Matrix::F32 { rows, .. } => *rows,
+            Matrix::F32 { rows, .. } | Matrix::Quant { rows, .. } => *rows,
         }
     }
 
     pub fn cols(&self) -> usize {
         match self {
-            Matrix::F32 { cols, .. } => *cols,
+            Matrix::F32 { cols, .. } | Matrix::Quant { cols, .. } => *cols,
+        }
+    }
+
+    /// The storage type's name, for reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Matrix::F32 { .. } => "F32",
+            Matrix::Quant { ty, .. } => ty.name(),
+        }
+    }
+
+    fn qmatrix(&self) -> Result<Option<QMatrix<'_>>> {
+        match self {
+            Matrix::F32 { .. } => Ok(None),
+            Matrix::Quant { ty, rows, cols, bytes } => Ok(Some(QMatrix::new(*ty, *rows, *cols, bytes.as_slice())?)),
         }
     }
 
@@ -66,12 +144,33 @@ impl Matrix {
                 out.copy_from_slice(src);
                 Ok(())
             }
+            Matrix::Quant { .. } => {
+                let q = self.qmatrix()?.ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
+                if r >= q.rows || out.len() != q.cols {
+                    return Err(Error::InvalidArgument(format!(
+                        "gather_row: row {r} of {} rows into {} values (row has {})",
+                        q.rows,
+                        out.len(),
+                        q.cols
+                    )));
+                }
+                q.dequantize_row(r, out)
+            }
         }
     }
 
     /// A new f32 matrix made of the listed rows, in order (LM-head PRMs need
     /// two vocabulary rows, not all of them).
     pub fn select_rows(&self, rows: &[u32]) -> Result<Matrix> {
+        if let Some(q) = self.qmatrix()? {
+            // Copy the blocks, not dequantized values: the product then runs
+            // with the same quantized arithmetic as the full matrix.
+            let mut bytes = Vec::with_capacity(rows.len().saturating_mul(q.row_bytes()));
+            for &r in rows {
+                bytes.extend_from_slice(q.row(r as usize)?);
+            }
+            return Matrix::quant(q.ty, rows.len(), q.cols, SharedBytes::owned(bytes));
+        }
         let cols = self.cols();
         let len = rows
             .len()
@@ -111,6 +210,10 @@ impl Matrix {
             .min(rows)
             .min(work / PARALLEL_MIN_WORK + 1);
         match self {
+            Matrix::Quant { .. } => {
+                let q = self.qmatrix()?.ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
+                quant::matmul(&q, x, n_tokens, out, threads)
+            }
             Matrix::F32 { data, .. } => {
                 if threads <= 1 {
                     f32_rows_block(data, cols, 0..rows, x, n_tokens, out, rows);

@@ -3,11 +3,13 @@
 //! the same [`Transformer`] from its own tensors).
 
 pub mod config;
+pub mod gguf;
 pub mod hf;
 pub mod matrix;
 pub mod transformer;
 
 pub use config::{Arch, ModelConfig, RopeScaling};
+pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};
-pub use matrix::Matrix;
+pub use matrix::{Matrix, SharedBytes};
 pub use transformer::{Hidden, KvCache, Layer, LmHead, RopeStyle, Transformer};

@@ -9,7 +9,8 @@ use super::family::Family;
 use super::head::{Head, StepConfidence};
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
-use crate::model::{HfCheckpoint, Transformer};
+use crate::format::ModelBytes;
+use crate::model::{GgufModel, HfCheckpoint, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
 
@@ -171,7 +172,32 @@ impl Scorer {
         if family.needs_lm_head() && !model.has_lm_head() {
             return Err(Error::model("lm_head.weight", format!("the {family} family needs the vocabulary projection")));
         }
-        model.set_threads(options.threads);
+        model.set_threads(resolve_threads(options.threads));
+        Self::assemble(model, tokenizer, protocol, head, options)
+    }
+
+    /// Loads a GGUF file: decoder, tokenizer and chat template from its
+    /// metadata; PRM head tensors, when the family needs them, from the same file.
+    pub fn from_gguf_file(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
+        let path = path.as_ref();
+        let bytes = ModelBytes::open(path)?;
+        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+        Self::from_gguf(GgufModel::parse(bytes, &name)?, options)
+    }
+
+    /// Builds a scorer from a parsed GGUF model (the wasm path).
+    pub fn from_gguf(gguf: GgufModel, options: &ScorerOptions) -> Result<Scorer> {
+        let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
+        let chat = gguf.file.opt_str("tokenizer.chat_template")?.and_then(ChatFormat::from_template);
+        let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
+        let config = gguf.config()?;
+        let family = options.family.unwrap_or_else(|| {
+            Family::detect(&config.architectures, |t| gguf.file.tensor(t).is_some(), |t| tokenizer.token_to_id(t).is_some())
+        });
+        let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
+        let head = Head::load(&protocol, config.hidden_size, &|name| gguf.tensor_f32(name))?;
+        let mut model = gguf.transformer()?;
+        model.set_threads(resolve_threads(options.threads));
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -247,5 +273,14 @@ impl Scorer {
         let end = enc.markers.iter().copied().max().unwrap_or(0).max(enc.step_tokens.last().map_or(0, |r| r.end.saturating_sub(1)));
         enc.tokens.truncate(end + 1);
         Ok(dropped)
+    }
+}
+
+/// 0 means every core the platform reports.
+fn resolve_threads(requested: usize) -> usize {
+    if requested > 0 {
+        requested
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
     }
 }

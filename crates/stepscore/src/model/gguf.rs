@@ -1,0 +1,169 @@
+//! Building the decoder from a GGUF file: hyper-parameters from its metadata,
+//! weights left in their ggml blocks inside the (memory-mapped) file.
+
+use std::sync::Arc;
+
+use super::config::{Arch, ModelConfig, RopeScaling};
+use super::matrix::{Matrix, SharedBytes};
+use super::transformer::{Layer, LmHead, RopeStyle, Transformer};
+use crate::error::{Error, Result};
+use crate::format::{GgufFile, ModelBytes, TensorInfo};
+use crate::ggml::GgmlType;
+use crate::quant::dequantize_row;
+
+/// A parsed GGUF file together with its bytes.
+pub struct GgufModel {
+    pub file: GgufFile,
+    pub bytes: Arc<ModelBytes>,
+}
+
+impl GgufModel {
+    /// Parses `bytes` (a memory map natively, a buffer in wasm).
+    pub fn parse(bytes: ModelBytes, file_name: &str) -> Result<GgufModel> {
+        let file = GgufFile::parse(bytes.as_slice(), file_name)?;
+        Ok(GgufModel { file, bytes: Arc::new(bytes) })
+    }
+
+    fn err(&self, message: impl Into<String>) -> Error {
+        Error::model(self.file.file_name.clone(), message)
+    }
+
+    /// The decoder's hyper-parameters, from `{arch}.*` metadata keys.
+    pub fn config(&self) -> Result<ModelConfig> {
+        let f = &self.file;
+        let name = f.architecture()?;
+        let arch = match name {
+            "llama" => Arch::Llama,
+            "qwen2" => Arch::Qwen2,
+            other => return Err(self.err(format!("architecture `{other}` is not supported (llama, qwen2)"))),
+        };
+        let key = |k: &str| format!("{name}.{k}");
+        let usize_of = |k: &str| -> Result<usize> {
+            let v = f.get_u64(&key(k))?;
+            usize::try_from(v).map_err(|_| self.err(format!("`{}` = {v} does not fit in memory", key(k))))
+        };
+        let hidden_size = usize_of("embedding_length")?;
+        let n_heads = usize_of("attention.head_count")?;
+        let vocab_size = match f.opt_u64(&key("vocab_size"))? {
+            Some(v) => v as usize,
+            None => f.get_str_array("tokenizer.ggml.tokens")?.len(),
+        };
+        let head_dim = match f.opt_u64(&key("rope.dimension_count"))? {
+            Some(d) => d as usize,
+            None if n_heads > 0 => hidden_size / n_heads,
+            None => 0,
+        };
+        let config = ModelConfig {
+            arch,
+            hidden_size,
+            intermediate_size: usize_of("feed_forward_length")?,
+            n_layers: usize_of("block_count")?,
+            n_heads,
+            n_kv_heads: match f.opt_u64(&key("attention.head_count_kv"))? {
+                Some(v) => v as usize,
+                None => n_heads,
+            },
+            head_dim,
+            vocab_size,
+            rms_norm_eps: f.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
+            rope_theta: f.opt_f32(&key("rope.freq_base"))?.unwrap_or(10_000.0) as f64,
+            rope_scaling: RopeScaling::None,
+            max_position_embeddings: usize_of("context_length")?,
+            tie_word_embeddings: f.tensor("output.weight").is_none(),
+            attention_bias: arch == Arch::Qwen2,
+            o_bias: false,
+            sliding_window: None,
+            architectures: vec![name.to_string()],
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    fn info(&self, name: &str) -> Result<&TensorInfo> {
+        self.file.tensor(name).ok_or_else(|| self.err(format!("missing tensor `{name}`")))
+    }
+
+    /// A weight matrix of `rows` x `cols`, kept in its blocks.
+    fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
+        let info = self.info(name)?;
+        if info.dims.len() != 2 || info.dims[0] != cols as u64 || info.dims[1] != rows as u64 {
+            return Err(self.err(format!("tensor `{name}` has dims {:?}, expected [{cols}, {rows}]", info.dims)));
+        }
+        let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
+        let start = data.as_ptr() as usize - self.bytes.as_slice().as_ptr() as usize;
+        let bytes = SharedBytes::new(self.bytes.clone(), start, data.len())?;
+        Matrix::quant(info.ggml_type, rows, cols, bytes).map_err(|e| self.err(format!("tensor `{name}`: {e}")))
+    }
+
+    /// A vector of `len` values (norm gains, biases), as f32.
+    fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+        let info = self.info(name)?;
+        if info.n_elements != len as u64 || info.dims.len() != 1 {
+            return Err(self.err(format!("tensor `{name}` has dims {:?}, expected [{len}]", info.dims)));
+        }
+        if !matches!(info.ggml_type, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
+            return Err(self.err(format!("vector tensor `{name}` is {}, expected a float type", info.ggml_type.name())));
+        }
+        let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
+        let mut out = vec![0.0f32; len];
+        dequantize_row(info.ggml_type, data, &mut out)?;
+        Ok(out)
+    }
+
+    /// Builds the decoder. llama.cpp's converter permutes Llama q/k rows for
+    /// adjacent-pair RoPE; Qwen2 keeps the HF layout (NEOX rotation).
+    pub fn transformer(&self) -> Result<Transformer> {
+        let c = self.config()?;
+        let (h, q, kv, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
+        let embed = self.matrix("token_embd.weight", c.vocab_size, h)?;
+        let mut layers = Vec::with_capacity(c.n_layers);
+        for i in 0..c.n_layers {
+            let p = |s: &str| format!("blk.{i}.{s}");
+            let bias = |s: &str, len: usize| -> Result<Option<Vec<f32>>> {
+                if c.attention_bias {
+                    Ok(Some(self.vector(&p(s), len)?))
+                } else {
+                    Ok(None)
+                }
+            };
+            layers.push(Layer {
+                attn_norm: self.vector(&p("attn_norm.weight"), h)?,
+                q: self.matrix(&p("attn_q.weight"), q, h)?,
+                k: self.matrix(&p("attn_k.weight"), kv, h)?,
+                v: self.matrix(&p("attn_v.weight"), kv, h)?,
+                o: self.matrix(&p("attn_output.weight"), h, q)?,
+                q_bias: bias("attn_q.bias", q)?,
+                k_bias: bias("attn_k.bias", kv)?,
+                v_bias: bias("attn_v.bias", kv)?,
+                o_bias: None,
+                mlp_norm: self.vector(&p("ffn_norm.weight"), h)?,
+                gate: self.matrix(&p("ffn_gate.weight"), ff, h)?,
+                up: self.matrix(&p("ffn_up.weight"), ff, h)?,
+                down: self.matrix(&p("ffn_down.weight"), h, ff)?,
+            });
+        }
+        let norm = self.vector("output_norm.weight", h)?;
+        let lm_head = if c.tie_word_embeddings {
+            LmHead::Tied
+        } else {
+            LmHead::Separate(self.matrix("output.weight", c.vocab_size, h)?)
+        };
+        let rope = if c.arch == Arch::Qwen2 { RopeStyle::HalfSplit } else { RopeStyle::AdjacentPairs };
+        Transformer::new(c, rope, embed, layers, norm, lm_head)
+    }
+
+    /// An extra tensor (a PRM head stored beside the decoder), as f32 with
+    /// its HF-order shape (`[rows, cols]`), or `None` when absent.
+    pub fn tensor_f32(&self, name: &str) -> Result<Option<(Vec<usize>, Vec<f32>)>> {
+        let Some(info) = self.file.tensor(name) else { return Ok(None) };
+        let n = usize::try_from(info.n_elements).map_err(|_| self.err(format!("tensor `{name}` is too large")))?;
+        if n > (1 << 28) {
+            return Err(self.err(format!("head tensor `{name}` has {n} elements, more than a head can have")));
+        }
+        let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
+        let mut out = vec![0.0f32; n];
+        dequantize_row(info.ggml_type, data, &mut out)?;
+        let shape = info.dims.iter().rev().map(|&d| d as usize).collect();
+        Ok(Some((shape, out)))
+    }
+}

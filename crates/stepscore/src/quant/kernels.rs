@@ -1,0 +1,119 @@
+//! Portable block dot products: one unpacked weight row against `T` tokens.
+//!
+//! Integer sums per block (exact), scaled per block in f32, like ggml's
+//! `ggml_vec_dot_*` kernels. Written as plain fixed-length loops so LLVM
+//! vectorizes them; `x86.rs` has AVX2 versions of the same three shapes.
+
+use super::act::{BlockQ8, BlockQ8K};
+
+/// Unpacked 32-element-block row: `q` (cols), `d`/`m` (one per block).
+pub(crate) struct Row32<'a> {
+    pub q: &'a [i8],
+    pub d: &'a [f32],
+    pub m: &'a [f32],
+}
+
+/// Unpacked K-quant row: `q` (cols), `sc`/`mn` (one per 16 values),
+/// `d`/`dmin` (one per 256).
+pub(crate) struct RowK<'a> {
+    pub q: &'a [i8],
+    pub sc: &'a [i16],
+    pub mn: &'a [i16],
+    pub d: &'a [f32],
+    pub dmin: &'a [f32],
+}
+
+/// A slice as consecutive fixed-size arrays (lengths here are always whole
+/// multiples of N, so nothing is dropped).
+#[inline(always)]
+fn arrays<const N: usize>(s: &[i8]) -> impl Iterator<Item = &[i8; N]> {
+    s.chunks_exact(N).filter_map(|c| c.try_into().ok())
+}
+
+/// Exact integer dot of two int8 runs of N (even) values: products fit i16 (|w| <= 128, |a| <= 127) and
+/// pairs of them too, so LLVM can use pairwise multiply-add instructions.
+#[inline(always)]
+fn idot<const N: usize>(a: &[i8; N], b: &[i8; N]) -> i32 {
+    let mut lanes = [0i32; 16];
+    for l in 0..N / 2 {
+        lanes[l] = a[2 * l] as i16 as i32 * b[2 * l] as i16 as i32
+            + a[2 * l + 1] as i16 as i32 * b[2 * l + 1] as i16 as i32;
+    }
+    lanes.iter().sum()
+}
+
+/// sum over blocks of (d_w * d_a) * isum (+ m_w * s_a when `MIN`).
+#[inline(always)]
+pub(crate) fn dot32<const T: usize, const MIN: bool>(
+    w: &Row32,
+    acts: &[&[BlockQ8]; T],
+) -> [f32; T] {
+    let mut acc = [0.0f32; T];
+    for (b, ((q, &d), &m)) in arrays::<32>(w.q).zip(w.d).zip(w.m).enumerate() {
+        for t in 0..T {
+            let a = &acts[t][b];
+            let isum = idot::<32>(q, &a.qs);
+            acc[t] += (d * a.d) * isum as f32;
+            if MIN {
+                acc[t] += m * a.s;
+            }
+        }
+    }
+    acc
+}
+
+/// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g
+/// - (dmin_w * d_a) * sum_g mn[g] * bsums[g].
+#[inline(always)]
+pub(crate) fn dot_k<const T: usize, const MIN: bool>(
+    w: &RowK,
+    acts: &[&[BlockQ8K]; T],
+) -> [f32; T] {
+    let mut acc = [0.0f32; T];
+    let blocks =
+        w.q.chunks_exact(256)
+            .zip(w.sc.chunks_exact(16))
+            .zip(w.mn.chunks_exact(16));
+    for (b, ((q, sc), mn)) in blocks.enumerate() {
+        let (d, dmin) = (w.d[b], w.dmin[b]);
+        for t in 0..T {
+            let a = &acts[t][b];
+            let mut isum = 0i32;
+            for ((qg, ag), &s) in arrays::<16>(q).zip(arrays::<16>(&a.qs)).zip(sc) {
+                isum += s as i32 * idot::<16>(qg, ag);
+            }
+            acc[t] += (d * a.d) * isum as f32;
+            if MIN {
+                let summ: i32 = mn
+                    .iter()
+                    .zip(&a.bsums)
+                    .map(|(&m, &s)| m as i32 * s as i32)
+                    .sum();
+                acc[t] -= (dmin * a.d) * summ as f32;
+            }
+        }
+    }
+    acc
+}
+
+/// Float rows: eight partial sums per token so the loop vectorizes.
+#[inline(always)]
+pub(crate) fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [f32; T] {
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        let mut lanes = [0.0f32; 8];
+        let (wc, wr) = (w.chunks_exact(8), w.chunks_exact(8).remainder());
+        let (ac, ar) = (acts[t].chunks_exact(8), acts[t].chunks_exact(8).remainder());
+        for (wv, av) in wc.zip(ac) {
+            for l in 0..8 {
+                lanes[l] += wv[l] * av[l];
+            }
+        }
+        let mut s: f32 = lanes.iter().sum();
+        for (x, y) in wr.iter().zip(ar) {
+            s += x * y;
+        }
+        out[t] = s;
+    }
+    out
+}

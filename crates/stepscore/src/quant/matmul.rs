@@ -1,0 +1,509 @@
+//! Quantized matrix x activations, the hot path of the CPU engine.
+//!
+//! Scheme (as ggml's CPU backend): activations are converted once to the
+//! weight type's vec_dot_type, then each output is a block-wise dot product
+//! with exact integer sums scaled per block. Weight rows are unpacked in
+//! chunks into a uniform int8 layout (so one kernel serves every format and
+//! the unpacking is paid once per row, not once per token), and each
+//! unpacked row is multiplied with tiles of 8 tokens while those tokens'
+//! activations sit in L1. Threads split the rows.
+
+use super::act::{vec_dot_type, ActData, BlockQ8, BlockQ8K, QuantizedActs};
+use super::blocks::{is_k, unpack32, unpack_k, KBlock};
+use super::dequant::dequantize_row;
+use super::kernels::{self, Row32, RowK};
+use crate::error::{Error, Result};
+use crate::ggml::GgmlType;
+
+/// A row-major matrix of `rows` x `cols` elements stored as ggml blocks
+/// (each row is `cols / block_elems` whole blocks), borrowed from a model file.
+#[derive(Debug, Clone, Copy)]
+pub struct QMatrix<'a> {
+    pub ty: GgmlType,
+    pub rows: usize,
+    pub cols: usize,
+    pub data: &'a [u8],
+}
+
+impl<'a> QMatrix<'a> {
+    /// Validates that `ty` has a CPU dot product and that `data` holds
+    /// exactly `rows` rows of `cols` elements.
+    pub fn new(ty: GgmlType, rows: usize, cols: usize, data: &'a [u8]) -> Result<Self> {
+        if vec_dot_type(ty).is_none() {
+            return Err(Error::InvalidArgument(format!(
+                "QMatrix: {} is not a weight type",
+                ty.name()
+            )));
+        }
+        let row_bytes = usize::try_from(ty.bytes_for(cols as u64)?).map_err(|_| {
+            Error::InvalidArgument(format!("QMatrix: {cols} {} columns overflow", ty.name()))
+        })?;
+        let need = row_bytes.checked_mul(rows);
+        if need != Some(data.len()) {
+            return Err(Error::InvalidArgument(format!(
+                "QMatrix: {rows} x {cols} {} needs {} bytes, got {}",
+                ty.name(),
+                need.map_or_else(|| "an overflowing number of".to_string(), |b| b.to_string()),
+                data.len()
+            )));
+        }
+        Ok(QMatrix {
+            ty,
+            rows,
+            cols,
+            data,
+        })
+    }
+
+    /// Bytes per row.
+    pub fn row_bytes(&self) -> usize {
+        self.cols / self.ty.block_elems() * self.ty.block_bytes()
+    }
+
+    /// The raw blocks of row `r`.
+    pub fn row(&self, r: usize) -> Result<&'a [u8]> {
+        let rb = self.row_bytes();
+        if r >= self.rows {
+            return Err(Error::InvalidArgument(format!(
+                "row {r} out of range for a matrix of {} rows",
+                self.rows
+            )));
+        }
+        self.data.get(r * rb..(r + 1) * rb).ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "row {r}: matrix data of {} bytes is too short",
+                self.data.len()
+            ))
+        })
+    }
+
+    /// Dequantizes row `r` into `dst` (`cols` values), e.g. an embedding lookup.
+    pub fn dequantize_row(&self, r: usize, dst: &mut [f32]) -> Result<()> {
+        dequantize_row(self.ty, self.row(r)?, dst)
+    }
+}
+
+/// Which dot-product kernels to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// Plain Rust, auto-vectorized; runs everywhere (wasm32 included).
+    Portable,
+    /// x86_64 AVX2 + FMA intrinsics.
+    Avx2,
+}
+
+impl Backend {
+    /// The fastest backend this CPU supports.
+    pub fn detect() -> Backend {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                return Backend::Avx2;
+            }
+        }
+        Backend::Portable
+    }
+
+    pub fn is_available(self) -> bool {
+        self == Backend::Portable || Backend::detect() == Backend::Avx2
+    }
+}
+
+/// `out[t * w.rows + r] = dot(row r of w, row t of x)` for all rows and the
+/// `n_tokens` rows of `x` (`n_tokens` x `w.cols`, row-major).
+/// `threads` of 0 or 1 runs on the calling thread (always so on wasm32).
+pub fn matmul(
+    w: &QMatrix,
+    x: &[f32],
+    n_tokens: usize,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    matmul_quantized(w, &acts, out, threads)
+}
+
+/// Like [`matmul`] for the listed rows only:
+/// `out[t * rows.len() + i] = dot(row rows[i] of w, row t of x)`.
+pub fn matmul_rows(
+    w: &QMatrix,
+    rows: &[usize],
+    x: &[f32],
+    n_tokens: usize,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    matmul_rows_quantized(w, rows, &acts, out, threads)
+}
+
+/// [`matmul`] with activations already converted (reuse them across
+/// matrices that share an input).
+pub fn matmul_quantized(
+    w: &QMatrix,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    run(w, RowSel::All, acts, out, threads, Backend::detect())
+}
+
+/// [`matmul_rows`] with activations already converted.
+pub fn matmul_rows_quantized(
+    w: &QMatrix,
+    rows: &[usize],
+    acts: &QuantizedActs,
+    out: &mut [f32],
+    threads: usize,
+) -> Result<()> {
+    run(w, RowSel::List(rows), acts, out, threads, Backend::detect())
+}
+
+/// Full control: an optional row list and an explicit backend (for tests and
+/// benchmarks comparing backends). Errors if the backend is not available.
+pub fn matmul_with(
+    w: &QMatrix,
+    rows: Option<&[usize]>,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+    threads: usize,
+    backend: Backend,
+) -> Result<()> {
+    if !backend.is_available() {
+        return Err(Error::InvalidArgument(format!(
+            "{backend:?} kernels are not supported on this CPU"
+        )));
+    }
+    run(
+        w,
+        rows.map_or(RowSel::All, RowSel::List),
+        acts,
+        out,
+        threads,
+        backend,
+    )
+}
+
+#[derive(Clone, Copy)]
+enum RowSel<'r> {
+    All,
+    List(&'r [usize]),
+}
+
+impl RowSel<'_> {
+    #[inline]
+    fn row(self, i: usize) -> usize {
+        match self {
+            RowSel::All => i,
+            RowSel::List(l) => l[i],
+        }
+    }
+}
+
+/// Minimum multiply-adds before another thread is worth its start-up cost.
+const WORK_PER_THREAD: usize = 1 << 18;
+/// Tokens per tile: a weight row is read once per tile.
+const TILE: usize = 8;
+
+fn run(
+    w: &QMatrix,
+    sel: RowSel,
+    acts: &QuantizedActs,
+    out: &mut [f32],
+    threads: usize,
+    backend: Backend,
+) -> Result<()> {
+    // The fields are public: re-check a hand-built matrix before indexing it.
+    QMatrix::new(w.ty, w.rows, w.cols, w.data)?;
+    let want = vec_dot_type(w.ty).ok_or_else(|| {
+        Error::InvalidArgument(format!("matmul: {} is not a weight type", w.ty.name()))
+    })?;
+    if acts.ty != want {
+        return Err(Error::InvalidArgument(format!(
+            "matmul: {} weights need {} activations, got {}",
+            w.ty.name(),
+            want.name(),
+            acts.ty.name()
+        )));
+    }
+    if acts.cols != w.cols {
+        return Err(Error::InvalidArgument(format!(
+            "matmul: activations have {} columns, the matrix {}",
+            acts.cols, w.cols
+        )));
+    }
+    let n_sel = match sel {
+        RowSel::All => w.rows,
+        RowSel::List(l) => {
+            if let Some(&r) = l.iter().find(|&&r| r >= w.rows) {
+                return Err(Error::InvalidArgument(format!(
+                    "matmul: row {r} out of range for a matrix of {} rows",
+                    w.rows
+                )));
+            }
+            l.len()
+        }
+    };
+    let n_tokens = acts.n_tokens;
+    if n_tokens.checked_mul(n_sel) != Some(out.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "matmul: output needs {n_tokens} tokens x {n_sel} rows, got {} values",
+            out.len()
+        )));
+    }
+    if out.is_empty() {
+        return Ok(());
+    }
+
+    let work = n_sel.saturating_mul(w.cols).saturating_mul(n_tokens);
+    let mut nt = threads.clamp(1, n_sel).min(work / WORK_PER_THREAD + 1);
+    if cfg!(target_arch = "wasm32") {
+        nt = 1;
+    }
+    let bounds: Vec<usize> = (0..=nt).map(|k| k * n_sel / nt).collect();
+    // Hand each thread, for every token, the slice of that token's output row
+    // covering its rows: disjoint borrows, no copying afterwards.
+    let mut parts: Vec<Vec<&mut [f32]>> = (0..nt).map(|_| Vec::with_capacity(n_tokens)).collect();
+    for tok_out in out.chunks_exact_mut(n_sel) {
+        let mut rest = tok_out;
+        for (k, part) in parts.iter_mut().enumerate() {
+            let (mine, tail) = rest.split_at_mut(bounds[k + 1] - bounds[k]);
+            part.push(mine);
+            rest = tail;
+        }
+    }
+    if nt == 1 {
+        if let Some(part) = parts.pop() {
+            worker(w, sel, 0, n_sel, acts, part, backend);
+        }
+        return Ok(());
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    std::thread::scope(|s| {
+        let mut parts = parts.into_iter().enumerate();
+        let first = parts.next();
+        for (k, part) in parts {
+            let (lo, hi) = (bounds[k], bounds[k + 1]);
+            s.spawn(move || worker(w, sel, lo, hi, acts, part, backend));
+        }
+        if let Some((_, part)) = first {
+            worker(w, sel, bounds[0], bounds[1], acts, part, backend);
+        }
+    });
+    Ok(())
+}
+
+/// Unpacked weight rows of one chunk, in the layouts `kernels` expects.
+#[derive(Default)]
+struct Unpacked {
+    n: usize,
+    q: Vec<i8>,
+    d: Vec<f32>,
+    m: Vec<f32>,
+    sc: Vec<i16>,
+    mn: Vec<i16>,
+    f: Vec<f32>,
+}
+
+impl Unpacked {
+    fn fill(&mut self, w: &QMatrix, rows: impl Iterator<Item = usize>) {
+        let cols = w.cols;
+        let rb = w.row_bytes();
+        let bb = w.ty.block_bytes();
+        self.n = 0;
+        self.q.clear();
+        self.d.clear();
+        self.m.clear();
+        self.sc.clear();
+        self.mn.clear();
+        self.f.clear();
+        let mut q32 = [0i8; 32];
+        let mut kb = KBlock::new();
+        for r in rows {
+            let row = &w.data[r * rb..(r + 1) * rb];
+            self.n += 1;
+            match w.ty {
+                GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => {
+                    let start = self.f.len();
+                    self.f.resize(start + cols, 0.0);
+                    // sizes were validated by QMatrix::new
+                    let _ = dequantize_row(w.ty, row, &mut self.f[start..]);
+                }
+                ty if is_k(ty) => {
+                    for blk in row.chunks_exact(bb) {
+                        unpack_k(ty, blk, &mut kb);
+                        self.q.extend_from_slice(&kb.q);
+                        self.sc.extend_from_slice(&kb.sc);
+                        self.mn.extend_from_slice(&kb.mn);
+                        self.d.push(kb.d);
+                        self.m.push(kb.dmin);
+                    }
+                }
+                ty => {
+                    for blk in row.chunks_exact(bb) {
+                        let (d, m) = unpack32(ty, blk, &mut q32);
+                        self.q.extend_from_slice(&q32);
+                        self.d.push(d);
+                        self.m.push(m);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Computes selection indices `lo..hi`; `outs[t][i - lo]` receives token t.
+fn worker(
+    w: &QMatrix,
+    sel: RowSel,
+    lo: usize,
+    hi: usize,
+    acts: &QuantizedActs,
+    mut outs: Vec<&mut [f32]>,
+    backend: Backend,
+) {
+    // Enough rows per chunk to amortize the act tile, few enough to stay in L1/L2.
+    let chunk = (16 * 1024 / w.cols.max(1)).clamp(1, 64);
+    let mut buf = Unpacked::default();
+    let n_tokens = acts.n_tokens;
+    let mut c0 = lo;
+    while c0 < hi {
+        let c1 = (c0 + chunk).min(hi);
+        buf.fill(w, (c0..c1).map(|i| sel.row(i)));
+        let mut t = 0;
+        while t + TILE <= n_tokens {
+            tile::<TILE>(w, &buf, acts, t, c0 - lo, &mut outs, backend);
+            t += TILE;
+        }
+        while t < n_tokens {
+            tile::<1>(w, &buf, acts, t, c0 - lo, &mut outs, backend);
+            t += 1;
+        }
+        c0 = c1;
+    }
+}
+
+/// Kernel flavour of a weight type: (has a min term, unpacked quants can be negative).
+fn flavour(ty: GgmlType) -> (bool, bool) {
+    match ty {
+        GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q2K | GgmlType::Q4K | GgmlType::Q5K => {
+            (true, false)
+        }
+        _ => (false, true),
+    }
+}
+
+fn tile<const T: usize>(
+    w: &QMatrix,
+    buf: &Unpacked,
+    acts: &QuantizedActs,
+    t0: usize,
+    local0: usize,
+    outs: &mut [&mut [f32]],
+    backend: Backend,
+) {
+    let cols = w.cols;
+    let (min, signed) = flavour(w.ty);
+    for j in 0..buf.n {
+        let res: [f32; T] = match &acts.data {
+            ActData::F32(x) => {
+                let a: [&[f32]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * cols..(t0 + k + 1) * cols]);
+                let wr = &buf.f[j * cols..(j + 1) * cols];
+                match backend {
+                    #[cfg(target_arch = "x86_64")]
+                    Backend::Avx2 => unsafe { super::x86::dot_f32::<T>(wr, &a) },
+                    _ => kernels::dot_f32::<T>(wr, &a),
+                }
+            }
+            ActData::Q8(x) => {
+                let nb = cols / 32;
+                let a: [&[BlockQ8]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
+                let row = Row32 {
+                    q: &buf.q[j * cols..(j + 1) * cols],
+                    d: &buf.d[j * nb..(j + 1) * nb],
+                    m: &buf.m[j * nb..(j + 1) * nb],
+                };
+                dispatch32::<T>(&row, &a, min, signed, backend)
+            }
+            ActData::Q8K(x) => {
+                let nb = cols / 256;
+                let a: [&[BlockQ8K]; T] =
+                    std::array::from_fn(|k| &x[(t0 + k) * nb..(t0 + k + 1) * nb]);
+                let row = RowK {
+                    q: &buf.q[j * cols..(j + 1) * cols],
+                    sc: &buf.sc[j * nb * 16..(j + 1) * nb * 16],
+                    mn: &buf.mn[j * nb * 16..(j + 1) * nb * 16],
+                    d: &buf.d[j * nb..(j + 1) * nb],
+                    dmin: &buf.m[j * nb..(j + 1) * nb],
+                };
+                dispatch_k::<T>(&row, &a, min, signed, backend)
+            }
+        };
+        for (k, v) in res.into_iter().enumerate() {
+            outs[t0 + k][local0 + j] = v;
+        }
+    }
+}
+
+#[inline(always)]
+fn dispatch32<const T: usize>(
+    row: &Row32,
+    a: &[&[BlockQ8]; T],
+    min: bool,
+    signed: bool,
+    backend: Backend,
+) -> [f32; T] {
+    match backend {
+        // SAFETY: Avx2 is only chosen when the CPU has AVX2 and FMA (Backend::detect /
+        // matmul_with check), and `tile` slices every row and token to `nb` blocks.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe {
+            match (min, signed) {
+                (true, false) => super::x86::dot32::<T, true, false>(row, a),
+                (true, true) => super::x86::dot32::<T, true, true>(row, a),
+                (false, false) => super::x86::dot32::<T, false, false>(row, a),
+                (false, true) => super::x86::dot32::<T, false, true>(row, a),
+            }
+        },
+        _ => {
+            let _ = signed; // the portable kernels multiply signed values directly
+            if min {
+                kernels::dot32::<T, true>(row, a)
+            } else {
+                kernels::dot32::<T, false>(row, a)
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn dispatch_k<const T: usize>(
+    row: &RowK,
+    a: &[&[BlockQ8K]; T],
+    min: bool,
+    signed: bool,
+    backend: Backend,
+) -> [f32; T] {
+    match backend {
+        // SAFETY: as in dispatch32.
+        #[cfg(target_arch = "x86_64")]
+        Backend::Avx2 => unsafe {
+            match (min, signed) {
+                (true, false) => super::x86::dot_k::<T, true, false>(row, a),
+                (true, true) => super::x86::dot_k::<T, true, true>(row, a),
+                (false, false) => super::x86::dot_k::<T, false, false>(row, a),
+                (false, true) => super::x86::dot_k::<T, false, true>(row, a),
+            }
+        },
+        _ => {
+            let _ = signed;
+            if min {
+                kernels::dot_k::<T, true>(row, a)
+            } else {
+                kernels::dot_k::<T, false>(row, a)
+            }
+        }
+    }
+}

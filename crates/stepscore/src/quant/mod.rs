@@ -1,0 +1,30 @@
+//! Quantized tensors on the CPU: ggml block formats.
+//!
+//! - [`dequantize_row`]: blocks -> f32, bit-exact with llama.cpp;
+//! - [`quantize_row_q8_0`], [`quantize_row_q8_1`], [`quantize_row_q8_k`]:
+//!   llama.cpp's reference activation quantizers, bit-exact;
+//! - [`matmul`] and friends: weight matrix x activations, computed the way
+//!   ggml's CPU backend does (activations in the weight's vec_dot_type,
+//!   integer block sums), multi-threaded, with AVX2 kernels on x86_64.
+//!
+//! Exactness is checked against fixtures generated from llama.cpp's own C
+//! code (scripts/quant-reference/, tests/fixtures/quant/).
+
+mod act;
+mod blocks;
+mod dequant;
+mod fp;
+mod kernels;
+mod matmul;
+#[cfg(target_arch = "x86_64")]
+mod x86;
+
+pub use act::{
+    quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K,
+    QuantizedActs,
+};
+pub use dequant::dequantize_row;
+pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+pub use matmul::{
+    matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, Backend, QMatrix,
+};

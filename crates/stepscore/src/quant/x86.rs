@@ -1,0 +1,151 @@
+//! AVX2 + FMA versions of the three dot shapes in `kernels.rs`.
+//!
+//! int8 x int8 products go through `maddubs` (u8 x i8 -> pairwise i16): the
+//! weight's magnitude is the unsigned operand and its sign is moved onto the
+//! activation with `sign_epi8` (a no-op for formats whose unpacked weights
+//! are never negative). No saturation is possible: |w| <= 128 and |a| <= 127
+//! (ggml's quantizers never emit -128), so a pair is at most 2*128*127.
+//!
+//! Safety: callers check `is_x86_feature_detected!("avx2")` and `"fma"`
+//! before calling, and pass rows whose slice lengths agree (`q` is 32
+//! (or 256) times the block count, every token slice has that block count),
+//! which the matmul driver guarantees by construction.
+
+use std::arch::x86_64::*;
+
+use super::act::{BlockQ8, BlockQ8K};
+use super::kernels::{Row32, RowK};
+
+#[inline(always)]
+unsafe fn hsum(v: __m256) -> f32 {
+    let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    let s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    _mm_cvtss_f32(s)
+}
+
+/// i8 x i8 -> 16 pairwise i16 sums; `aw` is |w| (or w when `SIGNED` is false).
+#[inline(always)]
+unsafe fn mul_pairs<const SIGNED: bool>(aw: __m256i, w: __m256i, a: __m256i) -> __m256i {
+    let sa = if SIGNED { _mm256_sign_epi8(a, w) } else { a };
+    _mm256_maddubs_epi16(aw, sa)
+}
+
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn dot32<const T: usize, const MIN: bool, const SIGNED: bool>(
+    w: &Row32,
+    acts: &[&[BlockQ8]; T],
+) -> [f32; T] {
+    let nb = w.d.len();
+    debug_assert!(w.q.len() == nb * 32 && w.m.len() == nb && acts.iter().all(|a| a.len() == nb));
+    let ones = _mm256_set1_epi16(1);
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut accm = [0.0f32; T];
+    let qp = w.q.as_ptr();
+    for b in 0..nb {
+        let wv = _mm256_loadu_si256(qp.add(32 * b) as *const __m256i);
+        let aw = if SIGNED { _mm256_sign_epi8(wv, wv) } else { wv };
+        let d = *w.d.get_unchecked(b);
+        for t in 0..T {
+            let blk = acts[t].get_unchecked(b);
+            let a = _mm256_loadu_si256(blk.qs.as_ptr() as *const __m256i);
+            let p = _mm256_madd_epi16(mul_pairs::<SIGNED>(aw, wv, a), ones);
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * blk.d), _mm256_cvtepi32_ps(p), acc[t]);
+            if MIN {
+                accm[t] += *w.m.get_unchecked(b) * blk.s;
+            }
+        }
+    }
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        out[t] = hsum(acc[t]) + accm[t];
+    }
+    out
+}
+
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
+    w: &RowK,
+    acts: &[&[BlockQ8K]; T],
+) -> [f32; T] {
+    let nb = w.d.len();
+    debug_assert!(
+        w.q.len() == nb * 256 && w.sc.len() == nb * 16 && acts.iter().all(|a| a.len() == nb)
+    );
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut accm = [_mm256_setzero_ps(); T];
+    let qp = w.q.as_ptr();
+    for b in 0..nb {
+        // Per 32-value chunk: the weights, their magnitudes, and a scale
+        // vector whose low half is group 2c's scale and high half group 2c+1's
+        // (maddubs lanes 0..8 cover values 0..16 of the chunk).
+        let mut wv = [_mm256_setzero_si256(); 8];
+        let mut aw = [_mm256_setzero_si256(); 8];
+        let mut sv = [_mm256_setzero_si256(); 8];
+        let sc = w.sc.as_ptr().add(16 * b);
+        for c in 0..8 {
+            wv[c] = _mm256_loadu_si256(qp.add(256 * b + 32 * c) as *const __m256i);
+            aw[c] = if SIGNED {
+                _mm256_sign_epi8(wv[c], wv[c])
+            } else {
+                wv[c]
+            };
+            sv[c] = _mm256_set_m128i(
+                _mm_set1_epi16(*sc.add(2 * c + 1)),
+                _mm_set1_epi16(*sc.add(2 * c)),
+            );
+        }
+        let mnv = if MIN {
+            _mm256_loadu_si256(w.mn.as_ptr().add(16 * b) as *const __m256i)
+        } else {
+            _mm256_setzero_si256()
+        };
+        let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
+        for t in 0..T {
+            let blk = acts[t].get_unchecked(b);
+            let ap = blk.qs.as_ptr();
+            let mut isum = _mm256_setzero_si256();
+            for c in 0..8 {
+                let a = _mm256_loadu_si256(ap.add(32 * c) as *const __m256i);
+                let p = mul_pairs::<SIGNED>(aw[c], wv[c], a);
+                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv[c]));
+            }
+            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * blk.d), _mm256_cvtepi32_ps(isum), acc[t]);
+            if MIN {
+                let bs = _mm256_loadu_si256(blk.bsums.as_ptr() as *const __m256i);
+                let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mnv));
+                accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * blk.d), m, accm[t]);
+            }
+        }
+    }
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        out[t] = hsum(acc[t]) - hsum(accm[t]);
+    }
+    out
+}
+
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [f32; T] {
+    let n = w.len();
+    debug_assert!(acts.iter().all(|a| a.len() == n));
+    let n8 = n / 8 * 8;
+    let mut acc = [_mm256_setzero_ps(); T];
+    let mut i = 0;
+    while i < n8 {
+        let wv = _mm256_loadu_ps(w.as_ptr().add(i));
+        for t in 0..T {
+            acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(acts[t].as_ptr().add(i)), acc[t]);
+        }
+        i += 8;
+    }
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        let mut s = hsum(acc[t]);
+        for j in n8..n {
+            s += w.get_unchecked(j) * acts[t].get_unchecked(j);
+        }
+        out[t] = s;
+    }
+    out
+}
