@@ -44,7 +44,11 @@ def main() -> None:
     out_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
         os.path.dirname(__file__), "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
     os.makedirs(out_dir, exist_ok=True)
-    llm = llama_cpp.Llama(model_path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False)
+    # F32 KV cache: the default F16 cache rounds keys and values to half
+    # precision, a choice of the runtime rather than of the model (it moves
+    # SmolLM2 logits by up to ~0.5); stepscore keeps K/V in f32.
+    llm = llama_cpp.Llama(model_path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False,
+                          type_k=0, type_v=0)
     records = []
     last_rows = []
     for text in PROMPTS:
