@@ -49,6 +49,10 @@ def main() -> None:
     # SmolLM2 logits by up to ~0.5); stepscore keeps K/V in f32.
     llm = llama_cpp.Llama(model_path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False,
                           type_k=0, type_v=0)
+    # The same runtime with its default F16 KV cache: how far llama.cpp moves
+    # from itself under a numerics choice is the scale any other engine's
+    # distance to it is judged on.
+    llm16 = llama_cpp.Llama(model_path, n_ctx=1024, n_threads=2, n_batch=512, logits_all=True, verbose=False)
     records = []
     last_rows = []
     for text in PROMPTS:
@@ -57,8 +61,15 @@ def main() -> None:
         llm.eval(tokens)
         logits = np.array(llm.scores[: len(tokens)], dtype=np.float32)
         top5 = np.argsort(-logits, axis=1, kind="stable")[:, :5]
+        llm16.reset()
+        llm16.eval(tokens)
+        logits16 = np.array(llm16.scores[: len(tokens)], dtype=np.float32)
+        diff = np.abs(logits16[-1] - logits[-1])
         records.append({
             "text": text,
+            "kv_f16_last_max_abs_diff": float(diff.max()),
+            "kv_f16_last_mean_abs_diff": float(diff.mean()),
+            "kv_f16_top1_agreement": float((logits16.argmax(1) == logits.argmax(1)).mean()),
             "tokens": tokens,
             "top5_ids": top5.tolist(),
             "top5_logits": np.take_along_axis(logits, top5, axis=1).tolist(),

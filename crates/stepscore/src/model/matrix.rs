@@ -110,6 +110,21 @@ impl Matrix {
         }
     }
 
+    /// The same matrix with every row expanded to f32 (reference runs and
+    /// tests; it multiplies the memory by up to 8).
+    pub fn to_f32(&self) -> Result<Matrix> {
+        if let Matrix::F32 { .. } = self {
+            return Ok(self.clone());
+        }
+        let (rows, cols) = (self.rows(), self.cols());
+        let n = rows.checked_mul(cols).ok_or_else(|| Error::InvalidArgument("matrix too large".into()))?;
+        let mut data = vec![0.0f32; n];
+        for (r, row) in data.chunks_exact_mut(cols.max(1)).enumerate() {
+            self.gather_row(r, row)?;
+        }
+        Matrix::from_f32(rows, cols, data)
+    }
+
     /// The storage type's name, for reports.
     pub fn type_name(&self) -> &'static str {
         match self {

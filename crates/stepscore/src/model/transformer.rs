@@ -237,6 +237,23 @@ impl Transformer {
     }
 
     /// Whether [`Transformer::logits_for`] can run.
+    /// A copy with every weight expanded to f32, so products run on exact
+    /// f32 activations instead of the quantized ones ggml's scheme uses: the
+    /// reference path for checking the forward pass on quantized checkpoints.
+    pub fn dequantized(&self) -> Result<Transformer> {
+        let mut t = self.clone();
+        t.embed = t.embed.to_f32()?;
+        for l in &mut t.layers {
+            for m in [&mut l.q, &mut l.k, &mut l.v, &mut l.o, &mut l.gate, &mut l.up, &mut l.down] {
+                *m = m.to_f32()?;
+            }
+        }
+        if let LmHead::Separate(m) = &mut t.lm_head {
+            *m = m.to_f32()?;
+        }
+        Ok(t)
+    }
+
     pub fn has_lm_head(&self) -> bool {
         !matches!(self.lm_head, LmHead::Absent)
     }
