@@ -203,3 +203,54 @@ fn every_command_has_help() {
         assert!(text(&out.stdout).contains("Usage: stepscore"), "{cmd}");
     }
 }
+
+#[test]
+fn score_writes_step_scores_from_a_checkpoint() {
+    // The tiny Skywork-layout checkpoint and the first case of its reference
+    // (scripts/prm_reference.py): scores must match within 1e-4.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
+    let case = &reference["cases"][0];
+    let row = serde_json::json!({"id": "t1", "problem": case["problem"], "steps": case["steps"], "label": -1});
+    let out = stepscore(&["score", "--model", dir.to_str().unwrap(), "--output", "jsonl"], Some(row.to_string().as_bytes()));
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON trace");
+    assert_eq!(scored["metadata"]["stepscore"]["family"], "value-head");
+    let want = case["step_scores"].as_array().unwrap();
+    let got = scored["steps"].as_array().unwrap();
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        let (g, w) = (g["score"].as_f64().unwrap(), w.as_f64().unwrap());
+        assert!((g - w).abs() < 1e-4, "{g} vs {w}");
+    }
+    // The output feeds straight into `aggregate`.
+    let agg = stepscore(&["aggregate", "--output", "jsonl"], Some(&out.stdout));
+    assert!(agg.status.success(), "stderr: {}", text(&agg.stderr));
+}
+
+#[test]
+fn score_rejects_traces_over_the_limit_unless_truncating() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let row = r#"{"problem":"What is 2 + 3?","steps":["2 + 3 = 5.","So the answer is 5.","Check: 5 - 3 = 2."]}"#;
+    let strict = stepscore(&["score", "--model", dir.to_str().unwrap(), "--max-tokens", "30", "--output", "jsonl"], Some(row.as_bytes()));
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(text(&strict.stderr).contains("over the limit of 30"), "{}", text(&strict.stderr));
+    let lenient = stepscore(
+        &["score", "--model", dir.to_str().unwrap(), "--max-tokens", "30", "--truncate", "--output", "jsonl"],
+        Some(row.as_bytes()),
+    );
+    assert!(lenient.status.success(), "stderr: {}", text(&lenient.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&lenient.stdout).unwrap();
+    assert!(v["metadata"]["stepscore"]["truncated_steps"].as_u64().unwrap() >= 1);
+}
+
+#[test]
+fn score_with_a_broken_model_file_is_a_clear_error() {
+    let tmp = std::env::temp_dir().join(format!("stepscore-bad-{}.gguf", std::process::id()));
+    std::fs::write(&tmp, b"GGUF\x03\x00\x00\x00truncated").unwrap();
+    let out = stepscore(&["score", "--model", tmp.to_str().unwrap()], Some(GOOD.as_bytes()));
+    let _ = std::fs::remove_file(&tmp);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("cannot load model"), "{}", text(&out.stderr));
+}

@@ -40,7 +40,6 @@ struct Prompt {
     kv_f16_last_mean_abs_diff: f32,
     tokens: Vec<u32>,
     top5_ids: Vec<Vec<u32>>,
-    top5_logits: Vec<Vec<f32>>,
 }
 
 fn fixtures() -> PathBuf {
