@@ -170,3 +170,28 @@ fn wrong_family_for_the_checkpoint_is_a_clear_error() {
     let err = Scorer::open(fixture("confidence-tiny"), &ScorerOptions { family: Some(Family::ValueHead), ..Default::default() }).unwrap_err();
     assert!(err.to_string().contains("v_head.summary.weight") || err.to_string().contains("BOS"), "{err}");
 }
+
+#[test]
+fn load_time_quantization_keeps_scores_close() {
+    // Q8_0 weights (with Q8_0 activations) against the f32 checkpoint: the
+    // scores move by quantization noise only. Bound: 0.05 absolute, measured
+    // well below that on this fixture.
+    let reference = reference("qwen2-prm-tiny");
+    let case = &reference.cases[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    let q = Scorer::open(
+        fixture("qwen2-prm-tiny"),
+        &ScorerOptions { quantize: Some(stepscore::ggml::GgmlType::Q8_0), ..Default::default() },
+    )
+    .unwrap();
+    let got = q.score_steps(&case.problem, &steps).unwrap();
+    for (g, w) in got.step_scores.iter().zip(&case.step_scores) {
+        let g = g.unwrap();
+        assert!((g - w).abs() < 0.05, "{g} vs {w}");
+    }
+    let bad = Scorer::open(
+        fixture("qwen2-prm-tiny"),
+        &ScorerOptions { quantize: Some(stepscore::ggml::GgmlType::Q6K), ..Default::default() },
+    );
+    assert!(bad.is_err());
+}

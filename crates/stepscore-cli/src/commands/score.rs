@@ -7,6 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::prm::{Family, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::ggml::GgmlType;
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -47,6 +48,10 @@ pub struct Args {
     #[arg(long)]
     pub truncate: bool,
 
+    /// Quantize a Hugging Face checkpoint's weights at load: q8_0 or q4_0.
+    #[arg(long, value_parser = parse_quant)]
+    pub quantize: Option<GgmlType>,
+
     /// Aggregation shown in the table.
     #[arg(long, short, default_value = "min")]
     pub aggregation: Aggregation,
@@ -73,6 +78,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         threads: args.threads,
         max_tokens: args.max_tokens,
         truncation: if args.truncate { Truncation::DropSteps } else { Truncation::Error },
+        quantize: args.quantize,
     };
     let started = Instant::now();
     let scorer = Scorer::open(&path, &options).map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
@@ -186,4 +192,12 @@ fn write_table(out: &mut impl Write, name: &str, trace: &Trace, result: &TraceSc
     let truncated = if result.truncated_steps > 0 { format!(", {} steps past the token limit unscored", result.truncated_steps) } else { String::new() };
     writeln!(out, "  {} = {}, {} tokens{truncated}\n", args.aggregation, num(agg, 3), result.tokens).map_err(io)?;
     Ok(())
+}
+
+fn parse_quant(s: &str) -> Result<GgmlType, String> {
+    match s.to_ascii_lowercase().as_str() {
+        "q8_0" | "q8" => Ok(GgmlType::Q8_0),
+        "q4_0" | "q4" => Ok(GgmlType::Q4_0),
+        _ => Err(format!("`{s}`: load-time quantization supports q8_0 and q4_0")),
+    }
 }

@@ -125,6 +125,18 @@ impl Matrix {
         Matrix::from_f32(rows, cols, data)
     }
 
+    /// The same matrix quantized to `ty` (Q8_0 or Q4_0) from its f32 values;
+    /// block matrices are left as they are.
+    pub fn quantized(&self, ty: GgmlType) -> Result<Matrix> {
+        match self {
+            Matrix::F32 { rows, cols, data } => {
+                let bytes = quant::quantize_weights(ty, data, *rows, *cols)?;
+                Matrix::quant(ty, *rows, *cols, SharedBytes::owned(bytes))
+            }
+            Matrix::Quant { .. } => Ok(self.clone()),
+        }
+    }
+
     /// The storage type's name, for reports.
     pub fn type_name(&self) -> &'static str {
         match self {

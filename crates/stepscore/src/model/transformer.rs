@@ -7,6 +7,7 @@
 use super::config::ModelConfig;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
+use crate::ggml::GgmlType;
 
 /// Which elements RoPE rotates together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -252,6 +253,29 @@ impl Transformer {
             *m = m.to_f32()?;
         }
         Ok(t)
+    }
+
+    /// Quantizes every f32 weight matrix to `ty` (Q8_0 or Q4_0), as llama.cpp's
+    /// converter would: the Hugging Face path's optional load-time quantization.
+    pub fn quantize_weights(&mut self, ty: GgmlType) -> Result<()> {
+        self.embed = self.embed.quantized(ty)?;
+        for l in &mut self.layers {
+            for m in [&mut l.q, &mut l.k, &mut l.v, &mut l.o, &mut l.gate, &mut l.up, &mut l.down] {
+                *m = m.quantized(ty)?;
+            }
+        }
+        if let LmHead::Separate(m) = &mut self.lm_head {
+            *m = m.quantized(ty)?;
+        }
+        Ok(())
+    }
+
+    /// Frees the vocabulary projection when the head never needs it (score
+    /// and value heads): for a 1.5B Qwen2 that is ~230M parameters.
+    pub fn drop_lm_head(&mut self) {
+        if let LmHead::Separate(_) = self.lm_head {
+            self.lm_head = LmHead::Absent;
+        }
     }
 
     pub fn has_lm_head(&self) -> bool {

@@ -10,6 +10,7 @@ use super::head::{Head, StepConfidence};
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
+use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
@@ -37,6 +38,9 @@ pub struct ScorerOptions {
     /// (a smaller limit always wins).
     pub max_tokens: Option<usize>,
     pub truncation: Truncation,
+    /// Quantize a Hugging Face checkpoint's weights at load (Q8_0 or Q4_0);
+    /// GGUF files keep the types they were written with.
+    pub quantize: Option<GgmlType>,
 }
 
 /// Per-step scores of one trace.
@@ -171,6 +175,12 @@ impl Scorer {
         let mut model = checkpoint.transformer()?;
         if family.needs_lm_head() && !model.has_lm_head() {
             return Err(Error::model("lm_head.weight", format!("the {family} family needs the vocabulary projection")));
+        }
+        if !family.needs_lm_head() {
+            model.drop_lm_head();
+        }
+        if let Some(ty) = options.quantize {
+            model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
         Self::assemble(model, tokenizer, protocol, head, options)

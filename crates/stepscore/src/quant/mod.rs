@@ -16,6 +16,7 @@ mod dequant;
 mod fp;
 mod kernels;
 mod matmul;
+mod weights;
 #[cfg(target_arch = "x86_64")]
 mod x86;
 
@@ -24,6 +25,7 @@ pub use act::{
     QuantizedActs,
 };
 pub use dequant::dequantize_row;
+pub use weights::{quantize_weights, LOAD_TIME_TYPES};
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{
     matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, Backend, QMatrix,
