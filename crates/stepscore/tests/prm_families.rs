@@ -195,3 +195,54 @@ fn load_time_quantization_keeps_scores_close() {
     );
     assert!(bad.is_err());
 }
+
+/// Appending steps one at a time gives the scores of scoring the whole trace
+/// (within 1e-4), on every family, while running each token about once.
+#[test]
+fn incremental_sessions_match_full_scoring() {
+    for (name, family) in [
+        ("qwen2-prm-tiny", None),
+        ("skywork-prm-tiny", None),
+        ("math-shepherd-tiny", None),
+        ("rlhflow-tiny", Some(Family::Rlhflow)),
+        ("confidence-tiny", Some(Family::Confidence)),
+    ] {
+        let reference = reference(name);
+        let scorer = Scorer::open(fixture(name), &ScorerOptions { family, ..Default::default() }).unwrap();
+        for (k, case) in reference.cases.iter().enumerate() {
+            let mut session = scorer.session(&case.problem);
+            for (i, step) in case.steps.iter().enumerate() {
+                let got = session.append(step).unwrap_or_else(|e| panic!("{name} case {k} step {i}: {e}"));
+                let want = case.step_scores[i];
+                let tol = if family == Some(Family::Confidence) { 1e-4 * want.abs() } else { 1e-4 };
+                assert!((got - want).abs() <= tol, "{name} case {k} step {i}: incremental {got} vs full {want}");
+            }
+            // Each token runs once, plus at most two per step re-run at the
+            // boundary (the previous marker, a chat turn's closing tokens).
+            let total = case.input_ids.len();
+            assert!(
+                session.computed_tokens() <= total + 3 * case.steps.len(),
+                "{name} case {k}: {} tokens computed for a {total}-token trace",
+                session.computed_tokens()
+            );
+        }
+    }
+}
+
+#[test]
+fn candidates_share_the_prompt_and_match_full_scoring() {
+    let reference = reference("qwen2-prm-tiny");
+    let scorer = Scorer::open(fixture("qwen2-prm-tiny"), &ScorerOptions::default()).unwrap();
+    // Cases 0 and 1 as two candidates for case 0's problem: each must equal
+    // scoring it alone.
+    let problem = &reference.cases[0].problem;
+    let candidates: Vec<Vec<&str>> =
+        reference.cases[..2].iter().map(|c| c.steps.iter().map(String::as_str).collect()).collect();
+    let got = scorer.score_candidates(problem, &candidates).unwrap();
+    for (cand, scores) in candidates.iter().zip(&got) {
+        let alone = scorer.score_steps(problem, cand).unwrap();
+        for (a, b) in scores.iter().zip(&alone.step_scores) {
+            assert!((a - b.unwrap()).abs() < 1e-4, "{a} vs {b:?}");
+        }
+    }
+}

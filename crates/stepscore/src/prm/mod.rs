@@ -5,8 +5,10 @@ pub mod chat;
 pub mod family;
 pub mod head;
 pub mod scorer;
+pub mod session;
 pub mod template;
 
 pub use family::Family;
 pub use head::StepConfidence;
 pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};
+pub use session::Session;

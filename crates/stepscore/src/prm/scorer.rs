@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::chat::ChatFormat;
 use super::family::Family;
 use super::head::{Head, StepConfidence};
+use super::session::Session;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
@@ -234,6 +235,32 @@ impl Scorer {
 
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    pub(crate) fn head(&self) -> &Head {
+        &self.head
+    }
+
+    /// Starts scoring a trace step by step (see [`Session::append`]).
+    pub fn session(&self, problem: &str) -> Session<'_> {
+        Session::new(self, problem)
+    }
+
+    /// Scores N candidate step lists for one problem, running the tokens
+    /// they share (system prompt and problem) once.
+    pub fn score_candidates(&self, problem: &str, candidates: &[Vec<&str>]) -> Result<Vec<Vec<f64>>> {
+        let mut base = self.session(problem);
+        base.prime()?;
+        candidates
+            .iter()
+            .map(|steps| {
+                let mut s = base.clone();
+                for step in steps {
+                    s.append(step)?;
+                }
+                Ok(s.scores().to_vec())
+            })
+            .collect()
     }
 
     /// The token ids and marker positions the scorer would run for a trace.

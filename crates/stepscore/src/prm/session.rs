@@ -1,0 +1,143 @@
+//! Incremental scoring: score each step as it arrives, reusing the KV cache of
+//! everything before it, so a trace being generated costs its new tokens, not
+//! its whole prefix again; and N candidates for one problem that share the
+//! prompt's prefix.
+//!
+//! Every append re-encodes the whole trace (cheap next to the forward pass)
+//! and checks that the cached tokens are a prefix of the new encoding; only
+//! the tokens past the cache run through the model. Where a family's layout
+//! puts text after the last step marker (a chat turn's end), the cache is
+//! kept only up to that marker, so the layout stays exact. If a tokenizer
+//! ever merged across the boundary, the session notices the mismatch and
+//! recomputes from the longest matching prefix: results never depend on the
+//! cache.
+
+use super::head::StepConfidence;
+use super::scorer::Scorer;
+use super::template::Encoded;
+use crate::error::{Error, Result};
+use crate::model::KvCache;
+
+/// A trace being scored step by step.
+#[derive(Debug, Clone)]
+pub struct Session<'a> {
+    scorer: &'a Scorer,
+    problem: String,
+    steps: Vec<String>,
+    scores: Vec<f64>,
+    confidence: Vec<StepConfidence>,
+    /// Tokens whose keys and values the cache holds.
+    cached: Vec<u32>,
+    cache: KvCache,
+    /// Tokens run through the model so far, over the session's life.
+    computed: usize,
+}
+
+impl<'a> Session<'a> {
+    pub(crate) fn new(scorer: &'a Scorer, problem: &str) -> Self {
+        Session {
+            scorer,
+            problem: problem.to_string(),
+            steps: Vec::new(),
+            scores: Vec::new(),
+            confidence: Vec::new(),
+            cached: Vec::new(),
+            cache: scorer.model().new_cache(),
+            computed: 0,
+        }
+    }
+
+    /// Runs the tokens that precede the first step (system prompt, problem)
+    /// so candidates cloned from this session share them.
+    pub fn prime(&mut self) -> Result<()> {
+        if !self.steps.is_empty() || !self.cached.is_empty() {
+            return Ok(());
+        }
+        // Any step text shows where the problem's tokens end.
+        let probe = self.scorer.encode(&self.problem, &["0"])?;
+        let end = probe.step_tokens.first().map_or(0, |r| r.start).min(probe.markers[0]);
+        self.extend_cache(&probe.tokens[..end])?;
+        Ok(())
+    }
+
+    /// Appends a step and returns its score.
+    pub fn append(&mut self, step: &str) -> Result<f64> {
+        let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
+        steps.push(step);
+        let enc = self.scorer.encode(&self.problem, &steps)?;
+        let limit = self.scorer.max_tokens();
+        if enc.tokens.len() > limit {
+            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+        }
+        let k = steps.len() - 1;
+        let marker = enc.markers[k];
+        let first_needed = enc.step_tokens[k].start.saturating_sub(1).min(marker);
+        // Reuse the cache as far as it agrees with the new encoding and stays
+        // before every position the new step's head reads.
+        let keep = self
+            .cached
+            .iter()
+            .zip(&enc.tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(first_needed);
+        self.cache.truncate(keep);
+        self.cached.truncate(keep);
+        let hidden = self.scorer.model().forward(&enc.tokens[keep..], Some(&mut self.cache))?;
+        self.computed += enc.tokens.len() - keep;
+        self.cached.extend_from_slice(&enc.tokens[keep..]);
+        let local = Encoded {
+            tokens: enc.tokens[keep..].to_vec(),
+            markers: vec![marker - keep],
+            step_tokens: vec![enc.step_tokens[k].start.saturating_sub(keep)..enc.step_tokens[k].end.saturating_sub(keep)],
+        };
+        let out = self.scorer.head().apply(self.scorer.model(), &hidden, &local)?;
+        let score = *out.scores.first().ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))?;
+        // Keep the cache only through this step's marker and tokens: what
+        // follows (a turn's end) changes when the next step arrives.
+        let stable = (marker + 1).max(enc.step_tokens[k].end);
+        self.cache.truncate(stable);
+        self.cached.truncate(stable);
+        self.steps.push(step.to_string());
+        self.scores.push(score);
+        if let Some(c) = out.confidence.and_then(|c| c.into_iter().next()) {
+            self.confidence.push(c);
+        }
+        Ok(score)
+    }
+
+    fn extend_cache(&mut self, tokens: &[u32]) -> Result<()> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
+        self.scorer.model().forward(tokens, Some(&mut self.cache))?;
+        self.computed += tokens.len();
+        self.cached.extend_from_slice(tokens);
+        Ok(())
+    }
+
+    /// Scores of the steps appended so far.
+    pub fn scores(&self) -> &[f64] {
+        &self.scores
+    }
+
+    /// Confidence-family statistics of the steps so far (empty for other families).
+    pub fn confidence(&self) -> &[StepConfidence] {
+        &self.confidence
+    }
+
+    /// The steps appended so far.
+    pub fn steps(&self) -> &[String] {
+        &self.steps
+    }
+
+    /// Tokens the model has processed over this session's life (cache hits excluded).
+    pub fn computed_tokens(&self) -> usize {
+        self.computed
+    }
+
+    /// Tokens currently held in the KV cache.
+    pub fn cached_tokens(&self) -> usize {
+        self.cached.len()
+    }
+}
