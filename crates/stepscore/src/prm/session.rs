@@ -89,6 +89,7 @@ impl<'a> Session<'a> {
         let local = Encoded {
             tokens: enc.tokens[keep..].to_vec(),
             markers: vec![marker - keep],
+            #[allow(clippy::single_range_in_vec_init)]
             step_tokens: vec![enc.step_tokens[k].start.saturating_sub(keep)..enc.step_tokens[k].end.saturating_sub(keep)],
         };
         let out = self.scorer.head().apply(self.scorer.model(), &hidden, &local)?;
