@@ -120,35 +120,30 @@ fn download(model: &PackagedModel, dir: &Path, staging: &Path, target: &Path) ->
     Ok(())
 }
 
+/// Streams `src` into `dst`, returning the sha256 of what was copied.
 fn copy_hashing(src: &mut impl Read, dst: &Path) -> std::io::Result<String> {
     let mut out = File::create(dst)?;
+    let hash = hash_stream(src, &mut out)?;
+    out.sync_all()?;
+    Ok(hash)
+}
+
+/// The sha256 of a file, as lowercase hex.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    hash_stream(&mut File::open(path)?, &mut std::io::sink())
+}
+
+fn hash_stream(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
     let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
         let n = src.read(&mut buf)?;
         if n == 0 {
-            break;
+            return Ok(hex(&hasher.finalize()));
         }
         hasher.update(&buf[..n]);
-        out.write_all(&buf[..n])?;
+        dst.write_all(&buf[..n])?;
     }
-    out.sync_all()?;
-    Ok(hex(&hasher.finalize()))
-}
-
-/// The sha256 of a file, as lowercase hex.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    let mut file = File::open(path)?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = file.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        hasher.update(&buf[..n]);
-    }
-    Ok(hex(&hasher.finalize()))
 }
 
 fn hex(bytes: &[u8]) -> String {
