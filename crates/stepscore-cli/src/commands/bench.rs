@@ -265,7 +265,11 @@ fn time(
 
 /// A `kB` field of /proc/self/status (Linux); `None` elsewhere.
 fn proc_status_kib(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status_field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// The value of a `Name:   1234 kB` line of a /proc status text.
+fn status_field_kib(status: &str, field: &str) -> Option<u64> {
     status.lines().find_map(|line| {
         let rest = line.strip_prefix(field)?.strip_prefix(':')?;
         rest.trim().trim_end_matches("kB").trim().parse().ok()
@@ -374,14 +378,29 @@ mod tests {
     }
 
     #[test]
-    fn reads_proc_status_fields() {
-        if cfg!(target_os = "linux") {
-            let hwm = proc_status_kib("VmHWM").unwrap_or(0);
-            let rss = proc_status_kib("VmRSS").unwrap_or(0);
-            // The high-water mark is never below the current RSS, and a
-            // running test binary occupies well over 100 KiB.
-            assert!(rss > 100 && hwm >= rss, "VmRSS {rss} VmHWM {hwm}");
+    fn parses_status_fields() {
+        let text =
+            "Name:\tstepscore\nVmPeak:\t  300000 kB\nVmHWM:\t   212000 kB\nVmRSS:\t   27000 kB\n";
+        assert_eq!(status_field_kib(text, "VmHWM"), Some(212_000));
+        assert_eq!(status_field_kib(text, "VmRSS"), Some(27_000));
+        // A prefix of another field's name is not that field.
+        assert_eq!(status_field_kib(text, "Vm"), None);
+        assert_eq!(status_field_kib(text, "Name"), None);
+        assert_eq!(status_field_kib(text, "VmSwap"), None);
+    }
+
+    #[test]
+    fn reads_this_process_high_water_mark() {
+        if !cfg!(target_os = "linux") {
+            return;
         }
-        assert_eq!(proc_status_kib("NoSuchField"), None);
+        // One snapshot: the kernel reports VmHWM as at least the RSS of the
+        // same moment, and a running test binary occupies well over 100 KiB.
+        let Ok(text) = std::fs::read_to_string("/proc/self/status") else {
+            panic!("/proc/self/status is unreadable on Linux");
+        };
+        let hwm = status_field_kib(&text, "VmHWM").unwrap_or(0);
+        let rss = status_field_kib(&text, "VmRSS").unwrap_or(0);
+        assert!(rss > 100 && hwm >= rss, "VmRSS {rss} VmHWM {hwm}");
     }
 }
