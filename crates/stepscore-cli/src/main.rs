@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, eval, fetch, score, segment, select};
+use commands::{aggregate, bench, eval, fetch, score, segment, select};
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +44,8 @@ enum Command {
     Eval(eval::Args),
     /// Download the default model into the local cache and verify its sha256.
     Fetch(fetch::Args),
+    /// Time prefill and scoring on a synthetic trace of an exact token length.
+    Bench(bench::Args),
 }
 
 /// What ended a command early.
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
         Command::Select(args) => select::run(args),
         Command::Eval(args) => eval::run(args),
         Command::Fetch(args) => fetch::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! One module per subcommand.
 
 pub mod aggregate;
+pub mod bench;
 pub mod eval;
 pub mod fetch;
 pub mod score;

@@ -1,0 +1,406 @@
+//! `stepscore bench`: prefill and scoring throughput of the CPU engine on a
+//! synthetic trace of an exact token length.
+//!
+//! Three timings, so each can be set beside the matching llama.cpp figure
+//! (scripts/bench_vs_llama_cpp.sh):
+//! - `prefill`: `Transformer::forward` only (final-normed hidden states, no
+//!   vocabulary projection), like llama.cpp's prompt eval with logits for the
+//!   last token only;
+//! - `logits_all`: `forward` plus full-vocabulary logits for every position,
+//!   like llama.cpp with `logits_all=True`;
+//! - `score`: `Scorer::score_steps` end to end (tokenization, forward, the
+//!   family's head; for `confidence`, full-vocabulary logits of every step
+//!   token plus log-softmax and entropy).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
+use stepscore::quant::Backend;
+
+use crate::commands::fetch;
+use crate::output::Table;
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Without --model, the cached SmolLM2-135M-Instruct Q4_1 GGUF is used \
+    (run `stepscore fetch` first). Peak RSS is the process high-water mark (VmHWM), \
+    load included.\n\
+    Example:\n  stepscore bench --tokens 512 --threads 2 --repeats 5 --json"
+)]
+pub struct Args {
+    /// A GGUF file or a Hugging Face checkpoint directory.
+    #[arg(long, short)]
+    pub model: Option<PathBuf>,
+
+    /// PRM family used for the `score` timing.
+    #[arg(long, default_value = "confidence")]
+    pub family: Family,
+
+    /// Length of the synthetic trace, in tokens (exact).
+    #[arg(long, default_value_t = 512)]
+    pub tokens: usize,
+
+    /// CPU threads.
+    #[arg(long, default_value_t = 2)]
+    pub threads: usize,
+
+    /// Timed runs of each measurement (best and median are reported).
+    #[arg(long, default_value_t = 3)]
+    pub repeats: usize,
+
+    /// Untimed runs before the timed ones.
+    #[arg(long, default_value_t = 1)]
+    pub warmup: usize,
+
+    /// Print one JSON object instead of a table.
+    #[arg(long)]
+    pub json: bool,
+
+    /// Write the trace's token ids (and its text) as JSON to this file, so
+    /// another runtime can be timed on exactly the same input.
+    #[arg(long)]
+    pub dump_tokens: Option<PathBuf>,
+}
+
+/// Timings of one measurement, in seconds.
+struct Timing {
+    best: f64,
+    median: f64,
+}
+
+impl Timing {
+    fn of(mut secs: Vec<f64>) -> Timing {
+        secs.sort_by(f64::total_cmp);
+        let best = secs.first().copied().unwrap_or(f64::NAN);
+        let median = match secs.len() {
+            0 => f64::NAN,
+            n if n % 2 == 1 => secs[n / 2],
+            n => (secs[n / 2 - 1] + secs[n / 2]) / 2.0,
+        };
+        Timing { best, median }
+    }
+
+    fn json(&self, tokens: usize) -> serde_json::Value {
+        serde_json::json!({
+            "best_s": self.best,
+            "median_s": self.median,
+            "best_tokens_per_s": tokens as f64 / self.best,
+            "median_tokens_per_s": tokens as f64 / self.median,
+        })
+    }
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    if args.repeats == 0 {
+        return Err(Failure::Usage("--repeats must be at least 1".into()));
+    }
+    if args.threads == 0 {
+        return Err(Failure::Usage(
+            "--threads must be at least 1 (the benchmark pins a thread count)".into(),
+        ));
+    }
+    let path = model_path(&args)?;
+    let options = ScorerOptions {
+        family: Some(args.family),
+        threads: args.threads,
+        max_tokens: None,
+        truncation: Truncation::Error,
+    };
+    let rss_before_load = proc_status_kib("VmRSS");
+    let started = Instant::now();
+    let scorer = Scorer::open(&path, &options)
+        .map_err(|e| Failure::Usage(format!("cannot load {}: {e}", path.display())))?;
+    let load_s = started.elapsed().as_secs_f64();
+    let rss_after_load = proc_status_kib("VmRSS");
+    if args.tokens < 8 || args.tokens > scorer.max_tokens() {
+        return Err(Failure::Usage(format!(
+            "--tokens {} is outside 8..={} (the model's context)",
+            args.tokens,
+            scorer.max_tokens()
+        )));
+    }
+
+    let trace = SyntheticTrace::build(&scorer, args.tokens)?;
+    let steps: Vec<&str> = trace.steps.iter().map(String::as_str).collect();
+    let enc = scorer.encode(&trace.problem, &steps)?;
+    let logit_rows: usize = enc.step_tokens.iter().map(|r| r.len()).sum();
+    if let Some(file) = &args.dump_tokens {
+        let dump = serde_json::json!({
+            "tokens": enc.tokens,
+            "problem": trace.problem,
+            "steps": trace.steps,
+            "family": scorer.family().name(),
+        });
+        std::fs::write(file, dump.to_string())
+            .map_err(|e| Failure::Io(format!("{}: {e}", file.display())))?;
+    }
+
+    let model = scorer.model();
+    let n = enc.tokens.len();
+    let prefill = time(args.warmup, args.repeats, || {
+        model.forward(&enc.tokens, None).map(|_| ())
+    })?;
+    let logits_all = time(args.warmup, args.repeats, || {
+        let hidden = model.forward(&enc.tokens, None)?;
+        model.logits_for(&hidden.data, None).map(|_| ())
+    })?;
+    let score = time(args.warmup, args.repeats, || {
+        scorer.score_steps(&trace.problem, &steps).map(|_| ())
+    })?;
+    let peak_rss = proc_status_kib("VmHWM");
+
+    let backend = format!("{:?}", Backend::detect()).to_lowercase();
+    let cfg = model.config();
+    if args.json {
+        let value = serde_json::json!({
+            "runtime": "stepscore",
+            "model": path.display().to_string(),
+            "family": scorer.family().name(),
+            "adapter": "cpu",
+            "simd": backend,
+            "threads": model.threads(),
+            "tokens": n,
+            "steps": steps.len(),
+            "logit_rows_score": logit_rows,
+            "vocab_size": cfg.vocab_size,
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "load_s": load_s,
+            "prefill": prefill.json(n),
+            "logits_all": logits_all.json(n),
+            "score": score.json(n),
+            "rss_before_load_kib": rss_before_load,
+            "rss_after_load_kib": rss_after_load,
+            "peak_rss_kib": peak_rss,
+        });
+        println!("{value}");
+        return Ok(());
+    }
+
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    writeln!(
+        out,
+        "stepscore bench: {} ({} family), cpu/{backend}, {} threads, {n} tokens ({} steps, {logit_rows} scored tokens), \
+         {} warmup + {} timed runs",
+        path.display(),
+        scorer.family(),
+        model.threads(),
+        steps.len(),
+        args.warmup,
+        args.repeats
+    )
+    .map_err(io)?;
+    let mut table = Table::new(&["measurement", "best tok/s", "median tok/s", "best ms"]);
+    for (name, t) in [
+        ("prefill (hidden states)", &prefill),
+        ("prefill + logits, all rows", &logits_all),
+        ("score_steps end to end", &score),
+    ] {
+        table.row(vec![
+            name.to_string(),
+            format!("{:.1}", n as f64 / t.best),
+            format!("{:.1}", n as f64 / t.median),
+            format!("{:.1}", t.best * 1e3),
+        ]);
+    }
+    table.write(&mut out)?;
+    let mib = |k: Option<u64>| {
+        k.map_or_else(
+            || "n/a".to_string(),
+            |k| format!("{:.1} MiB", k as f64 / 1024.0),
+        )
+    };
+    writeln!(
+        out,
+        "load {:.3}s; RSS before load {}, after load {}, peak {}",
+        load_s,
+        mib(rss_before_load),
+        mib(rss_after_load),
+        mib(peak_rss)
+    )
+    .map_err(io)?;
+    Ok(())
+}
+
+/// The model to time: `--model`, else the cached SmolLM2 GGUF.
+fn model_path(args: &Args) -> Result<PathBuf, Failure> {
+    if let Some(p) = &args.model {
+        return Ok(p.clone());
+    }
+    if let Some(p) = stepscore::format::find_smollm2_gguf() {
+        return Ok(p);
+    }
+    let cached = fetch::cache_dir(None)?.join(fetch::SMOLLM2_135M_Q4_1.file_name);
+    if cached.is_file() {
+        return Ok(cached);
+    }
+    Err(Failure::Usage(format!(
+        "no model: {} is not there; run `stepscore fetch` first, or pass --model",
+        cached.display()
+    )))
+}
+
+/// Runs `f` `warmup` times untimed, then `repeats` times timed.
+fn time(
+    warmup: usize,
+    repeats: usize,
+    mut f: impl FnMut() -> stepscore::Result<()>,
+) -> Result<Timing, Failure> {
+    for _ in 0..warmup {
+        f()?;
+    }
+    let mut secs = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let t = Instant::now();
+        f()?;
+        secs.push(t.elapsed().as_secs_f64());
+    }
+    Ok(Timing::of(secs))
+}
+
+/// A `kB` field of /proc/self/status (Linux); `None` elsewhere.
+fn proc_status_kib(field: &str) -> Option<u64> {
+    status_field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// The value of a `Name:   1234 kB` line of a /proc status text.
+fn status_field_kib(status: &str, field: &str) -> Option<u64> {
+    status.lines().find_map(|line| {
+        let rest = line.strip_prefix(field)?.strip_prefix(':')?;
+        rest.trim().trim_end_matches("kB").trim().parse().ok()
+    })
+}
+
+/// A made-up but plausible worked solution whose encoding is exactly the
+/// requested number of tokens.
+struct SyntheticTrace {
+    problem: String,
+    steps: Vec<String>,
+}
+
+/// Deterministic numbers for the step text (a 64-bit LCG; quality is irrelevant).
+struct Numbers(u64);
+
+impl Numbers {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % below.max(1)
+    }
+}
+
+fn step_text(i: usize, nums: &mut Numbers) -> String {
+    let (a, b, c) = (nums.next(90) + 10, nums.next(90) + 10, nums.next(40) + 2);
+    match i % 4 {
+        0 => format!("Step {}: The crate holds {a} apples and {b} pears, so there are {a} + {b} = {} fruits in total.", i + 1, a + b),
+        1 => format!("Step {}: Each of the {c} shelves takes {a} items, which gives {c} x {a} = {} items altogether.", i + 1, c * a),
+        2 => format!("Step {}: Removing the {b} damaged ones leaves {} - {b} = {} items.", i + 1, a * c + b, a * c),
+        _ => format!("Step {}: Splitting {} items evenly among {c} buyers gives {} items each, with no remainder.", i + 1, a * c, a),
+    }
+}
+
+impl SyntheticTrace {
+    fn build(scorer: &Scorer, target: usize) -> Result<SyntheticTrace, Failure> {
+        let problem = "A grocer receives crates of fruit every morning, stacks them on shelves, throws away the \
+            damaged pieces and sells the rest to a fixed number of buyers. Work out, step by step, how many \
+            pieces each buyer gets."
+            .to_string();
+        let count = |steps: &[String]| -> Result<usize, Failure> {
+            let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+            Ok(scorer.encode(&problem, &refs)?.tokens.len())
+        };
+        let mut nums = Numbers(0x5eed);
+        let mut steps: Vec<String> = Vec::new();
+        // Whole steps while they fit; each step is far shorter than any
+        // context, so this stops after about target / 25 steps.
+        loop {
+            steps.push(step_text(steps.len(), &mut nums));
+            if count(&steps)? > target {
+                break;
+            }
+        }
+        // Cut the last step to a prefix that lands exactly on `target`; a
+        // few alternative last steps cover the rare case where a merge
+        // jumps over it.
+        let i = steps.len() - 1;
+        for _ in 0..16 {
+            let full = step_text(i, &mut nums);
+            let cuts: Vec<usize> = full
+                .char_indices()
+                .map(|(b, _)| b)
+                .skip(1)
+                .chain([full.len()])
+                .collect();
+            let at = |k: usize, steps: &mut Vec<String>| -> Result<usize, Failure> {
+                steps[i] = full[..cuts[k]].to_string();
+                count(steps)
+            };
+            // Largest cut with count <= target (counts grow with the prefix
+            // almost monotonically; the exact check below is what matters).
+            let (mut lo, mut hi) = (0usize, cuts.len());
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if at(mid, &mut steps)? <= target {
+                    lo = mid + 1;
+                } else {
+                    hi = mid;
+                }
+            }
+            for k in lo.saturating_sub(3)..(lo + 3).min(cuts.len()) {
+                if at(k, &mut steps)? == target {
+                    return Ok(SyntheticTrace { problem, steps });
+                }
+            }
+        }
+        Err(Failure::Usage(format!(
+            "could not build a trace of exactly {target} tokens with this tokenizer"
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timing_best_and_median() {
+        let t = Timing::of(vec![3.0, 1.0, 2.0]);
+        assert_eq!((t.best, t.median), (1.0, 2.0));
+        let t = Timing::of(vec![4.0, 1.0, 3.0, 2.0]);
+        assert_eq!((t.best, t.median), (1.0, 2.5));
+    }
+
+    #[test]
+    fn parses_status_fields() {
+        let text =
+            "Name:\tstepscore\nVmPeak:\t  300000 kB\nVmHWM:\t   212000 kB\nVmRSS:\t   27000 kB\n";
+        assert_eq!(status_field_kib(text, "VmHWM"), Some(212_000));
+        assert_eq!(status_field_kib(text, "VmRSS"), Some(27_000));
+        // A prefix of another field's name is not that field.
+        assert_eq!(status_field_kib(text, "Vm"), None);
+        assert_eq!(status_field_kib(text, "Name"), None);
+        assert_eq!(status_field_kib(text, "VmSwap"), None);
+    }
+
+    #[test]
+    fn reads_this_process_high_water_mark() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        // One snapshot: the kernel reports VmHWM as at least the RSS of the
+        // same moment, and a running test binary occupies well over 100 KiB.
+        let Ok(text) = std::fs::read_to_string("/proc/self/status") else {
+            panic!("/proc/self/status is unreadable on Linux");
+        };
+        let hwm = status_field_kib(&text, "VmHWM").unwrap_or(0);
+        let rss = status_field_kib(&text, "VmRSS").unwrap_or(0);
+        assert!(rss > 100 && hwm >= rss, "VmRSS {rss} VmHWM {hwm}");
+    }
+}
