@@ -108,6 +108,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         threads: args.threads,
         max_tokens: None,
         truncation: Truncation::Error,
+        quantize: None,
     };
     let rss_before_load = proc_status_kib("VmRSS");
     let started = Instant::now();
