@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # Fetches llama.cpp's tokenizer test vectors (vocab-only GGUFs with .inp/.out
-# files) for the qwen2, gpt-2 and llama-bpe vocabularies into
+# files) for the qwen2, gpt-2, llama-bpe and llama-spm vocabularies into
 # .cache/test-data/llama.cpp-models/ (git-ignored). They ship inside the
 # llama-cpp-python 0.3.36 source distribution on PyPI. Idempotent: does
-# nothing when all nine files are already there.
+# nothing when all the files are already there.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${STEPSCORE_TEST_DATA:-$root/.cache/test-data}/llama.cpp-models"
 version="0.3.36"
 files=()
-for vocab in qwen2 gpt-2 llama-bpe; do
+for vocab in qwen2 gpt-2 llama-bpe llama-spm; do
   for ext in "" .inp .out; do files+=("ggml-vocab-$vocab.gguf$ext"); done
 done
 

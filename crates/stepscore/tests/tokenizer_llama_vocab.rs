@@ -117,3 +117,8 @@ fn gpt2_matches_llama_cpp() {
 fn llama_bpe_matches_llama_cpp() {
     check_vocab("llama-bpe");
 }
+
+#[test]
+fn llama_spm_matches_llama_cpp() {
+    check_vocab("llama-spm");
+}

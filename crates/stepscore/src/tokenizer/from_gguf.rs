@@ -30,9 +30,12 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     };
 
     let model = g.get_str("tokenizer.ggml.model").map_err(meta)?;
+    if model == "llama" {
+        return super::spm::build(g);
+    }
     if model != "gpt2" {
         return Err(err(format!(
-            "tokenizer.ggml.model `{model}` is not supported (only byte-level BPE, `gpt2`)"
+            "tokenizer.ggml.model `{model}` is not supported (byte-level BPE `gpt2`, SentencePiece `llama`)"
         )));
     }
     let pre_name = g

@@ -4,6 +4,7 @@
 //! text identically.
 
 mod from_gguf;
+mod spm;
 pub mod pretok;
 
 use crate::error::{Error, Result};
