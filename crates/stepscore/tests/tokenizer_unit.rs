@@ -216,8 +216,13 @@ fn bad_gguf_metadata_is_a_clear_tokenizer_error() {
             &["vocab.gguf", "missing", "tokenizer.ggml.model"],
         ),
         (
+            with("tokenizer.ggml.model", s("bert")),
+            &["`bert`", "not supported"],
+        ),
+        (
+            // A SentencePiece vocabulary needs its scores to rank merges.
             with("tokenizer.ggml.model", s("llama")),
-            &["`llama`", "not supported"],
+            &["vocab.gguf", "tokenizer.ggml.scores"],
         ),
         (
             with("tokenizer.ggml.model", Some(GgufValue::U32(1))),
