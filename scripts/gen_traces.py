@@ -235,7 +235,8 @@ def slip(v: Fraction, rng: Random) -> Fraction:
 def plausible(final: Fraction, answer: Fraction, changed: dict[Fraction, Fraction]) -> bool:
     """A wrong final answer a solver could write: no negative quantities,
     not absurdly far from the right one."""
-    if final == answer or final < 0 or any(v < 0 for v in changed.values()):
+    # Compared as written: a value that rounds to the reference is not wrong.
+    if fmt(final) == fmt(answer) or final < 0 or any(v < 0 for v in changed.values()):
         return False
     return abs(final) <= 100 * max(abs(answer), 1)
 
