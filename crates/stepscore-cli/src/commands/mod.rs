@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod eval;
+pub mod features;
 pub mod fetch;
 pub mod score;
 pub mod segment;
