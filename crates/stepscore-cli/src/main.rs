@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, bench, eval, fetch, score, segment, select};
+use commands::{aggregate, bench, eval, features, fetch, score, segment, select};
 
 #[derive(Parser)]
 #[command(
@@ -42,6 +42,8 @@ enum Command {
     Select(select::Args),
     /// ProcessBench F1, step AUROC and calibration of scored, labelled traces.
     Eval(eval::Args),
+    /// Per-step hidden-state features (and confidence statistics) for training a head.
+    Features(features::Args),
     /// Download the default model into the local cache and verify its sha256.
     Fetch(fetch::Args),
     /// Time prefill and scoring on a synthetic trace of an exact token length.
@@ -77,6 +79,7 @@ fn main() -> ExitCode {
         Command::Eval(args) => eval::run(args),
         Command::Fetch(args) => fetch::run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Features(args) => features::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

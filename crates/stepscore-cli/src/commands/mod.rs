@@ -3,6 +3,7 @@
 pub mod aggregate;
 pub mod bench;
 pub mod eval;
+pub mod features;
 pub mod fetch;
 pub mod score;
 pub mod segment;

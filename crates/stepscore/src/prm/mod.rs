@@ -3,12 +3,14 @@
 
 pub mod chat;
 pub mod family;
+pub mod features;
 pub mod head;
 pub mod scorer;
 pub mod session;
 pub mod template;
 
 pub use family::Family;
+pub use features::StepFeatures;
 pub use head::StepConfidence;
 pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};
 pub use session::Session;

@@ -12,7 +12,7 @@ use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
-use crate::model::{GgufModel, HfCheckpoint, Transformer};
+use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
 
@@ -64,9 +64,27 @@ pub struct Scorer {
     model: Transformer,
     tokenizer: Tokenizer,
     protocol: Protocol,
-    head: Head,
+    /// `None` for a backbone opened for feature extraction only.
+    head: Option<Head>,
     max_tokens: usize,
     truncation: Truncation,
+}
+
+/// Whether loading reads the family's head tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum HeadMode {
+    Load,
+    /// Backbone only (feature extraction): no head tensors needed, and the
+    /// vocabulary projection is kept when the checkpoint has one.
+    Skip,
+}
+
+/// One run of the engine over a trace: what every head and the feature
+/// extractor read from.
+pub(super) struct Forward {
+    pub enc: Encoded,
+    pub hidden: Hidden,
+    pub truncated_steps: usize,
 }
 
 /// The parts of `tokenizer_config.json` the prompt layout uses.
@@ -125,11 +143,16 @@ impl TokenizerConfig {
 impl Scorer {
     /// Loads a model: a Hugging Face checkpoint directory, or a GGUF file.
     pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        let path = path.as_ref();
+        Self::open_with(path.as_ref(), options, HeadMode::Load)
+    }
+
+    pub(super) fn open_with(path: &Path, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
         if path.is_dir() {
-            Self::from_hf_dir(path, options)
+            Self::hf_dir(path, options, mode)
         } else {
-            Self::from_gguf_file(path, options)
+            let bytes = ModelBytes::open(path)?;
+            let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            Self::gguf(GgufModel::parse(bytes, &name)?, options, mode)
         }
     }
 
@@ -137,12 +160,15 @@ impl Scorer {
     /// (single or sharded), tokenizer.json and, when present,
     /// tokenizer_config.json.
     pub fn from_hf_dir(dir: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        let dir = dir.as_ref();
+        Self::hf_dir(dir.as_ref(), options, HeadMode::Load)
+    }
+
+    fn hf_dir(dir: &Path, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
         let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name).display().to_string(), e));
         let checkpoint = HfCheckpoint::open_dir(dir)?;
         let tokenizer_json = read("tokenizer.json")?;
         let tokenizer_config = dir.join("tokenizer_config.json").exists().then(|| read("tokenizer_config.json")).transpose()?;
-        Self::from_hf(&checkpoint, &tokenizer_json, tokenizer_config.as_deref(), options)
+        Self::hf(&checkpoint, &tokenizer_json, tokenizer_config.as_deref(), options, mode)
     }
 
     /// Builds a scorer from an opened checkpoint and tokenizer files (the
@@ -152,6 +178,16 @@ impl Scorer {
         tokenizer_json: &[u8],
         tokenizer_config: Option<&[u8]>,
         options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        Self::hf(checkpoint, tokenizer_json, tokenizer_config, options, HeadMode::Load)
+    }
+
+    fn hf(
+        checkpoint: &HfCheckpoint,
+        tokenizer_json: &[u8],
+        tokenizer_config: Option<&[u8]>,
+        options: &ScorerOptions,
+        mode: HeadMode,
     ) -> Result<Scorer> {
         let tok_config = tokenizer_config.map(TokenizerConfig::parse).transpose()?.unwrap_or_default();
         let mut tokenizer = Tokenizer::from_json_bytes(tokenizer_json)?;
@@ -172,12 +208,15 @@ impl Scorer {
             let t = checkpoint.tensor_f32(name)?;
             Ok(Some((t.shape, t.data)))
         };
-        let head = Head::load(&protocol, config.hidden_size, &lookup)?;
+        let head = match mode {
+            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &lookup)?),
+            HeadMode::Skip => None,
+        };
         let mut model = checkpoint.transformer()?;
-        if family.needs_lm_head() && !model.has_lm_head() {
+        if mode == HeadMode::Load && family.needs_lm_head() && !model.has_lm_head() {
             return Err(Error::model("lm_head.weight", format!("the {family} family needs the vocabulary projection")));
         }
-        if !family.needs_lm_head() {
+        if mode == HeadMode::Load && !family.needs_lm_head() {
             model.drop_lm_head();
         }
         if let Some(ty) = options.quantize {
@@ -190,14 +229,15 @@ impl Scorer {
     /// Loads a GGUF file: decoder, tokenizer and chat template from its
     /// metadata; PRM head tensors, when the family needs them, from the same file.
     pub fn from_gguf_file(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        let path = path.as_ref();
-        let bytes = ModelBytes::open(path)?;
-        let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
-        Self::from_gguf(GgufModel::parse(bytes, &name)?, options)
+        Self::open_with(path.as_ref(), options, HeadMode::Load)
     }
 
     /// Builds a scorer from a parsed GGUF model (the wasm path).
     pub fn from_gguf(gguf: GgufModel, options: &ScorerOptions) -> Result<Scorer> {
+        Self::gguf(gguf, options, HeadMode::Load)
+    }
+
+    fn gguf(gguf: GgufModel, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
         let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
         let chat = gguf.file.opt_str("tokenizer.chat_template")?.and_then(ChatFormat::from_template);
         let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
@@ -206,13 +246,16 @@ impl Scorer {
             Family::detect(&config.architectures, |t| gguf.file.tensor(t).is_some(), |t| tokenizer.token_to_id(t).is_some())
         });
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
-        let head = Head::load(&protocol, config.hidden_size, &|name| gguf.tensor_f32(name))?;
+        let head = match mode {
+            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &|name| gguf.tensor_f32(name))?),
+            HeadMode::Skip => None,
+        };
         let mut model = gguf.transformer()?;
         model.set_threads(resolve_threads(options.threads));
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
-    fn assemble(model: Transformer, tokenizer: Tokenizer, protocol: Protocol, head: Head, options: &ScorerOptions) -> Result<Scorer> {
+    fn assemble(model: Transformer, tokenizer: Tokenizer, protocol: Protocol, head: Option<Head>, options: &ScorerOptions) -> Result<Scorer> {
         let context = model.config().max_position_embeddings;
         let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
         if max_tokens == 0 {
@@ -237,8 +280,14 @@ impl Scorer {
         self.max_tokens
     }
 
-    pub(crate) fn head(&self) -> &Head {
-        &self.head
+    /// The head; an error for a backbone opened without one.
+    pub(crate) fn head(&self) -> Result<&Head> {
+        self.head.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "this {} model was opened as a backbone for feature extraction, without a head: it cannot score",
+                self.protocol.family
+            ))
+        })
     }
 
     /// Starts scoring a trace step by step (see [`Session::append`]).
@@ -276,13 +325,21 @@ impl Scorer {
 
     /// Scores `steps` as the response to `problem`.
     pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
-        let mut enc = self.encode(problem, steps)?;
-        let truncated_steps = self.fit(&mut enc)?;
-        let hidden = self.model.forward(&enc.tokens, None)?;
-        let out = self.head.apply(&self.model, &hidden, &enc)?;
+        let head = self.head()?;
+        let Forward { enc, hidden, truncated_steps } = self.forward_steps(problem, steps)?;
+        let out = head.apply(&self.model, &hidden, &enc)?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
         Ok(TraceScore { step_scores, tokens: enc.tokens.len(), truncated_steps, confidence: out.confidence })
+    }
+
+    /// Encodes, applies the token limit and runs the decoder: the one path
+    /// shared by scoring and feature extraction.
+    pub(super) fn forward_steps(&self, problem: &str, steps: &[&str]) -> Result<Forward> {
+        let mut enc = self.encode(problem, steps)?;
+        let truncated_steps = self.fit(&mut enc)?;
+        let hidden = self.model.forward(&enc.tokens, None)?;
+        Ok(Forward { enc, hidden, truncated_steps })
     }
 
     /// Applies the token limit: an error, or the leading steps whose tokens

@@ -92,7 +92,7 @@ impl<'a> Session<'a> {
             #[allow(clippy::single_range_in_vec_init)]
             step_tokens: vec![enc.step_tokens[k].start.saturating_sub(keep)..enc.step_tokens[k].end.saturating_sub(keep)],
         };
-        let out = self.scorer.head().apply(self.scorer.model(), &hidden, &local)?;
+        let out = self.scorer.head()?.apply(self.scorer.model(), &hidden, &local)?;
         let score = *out.scores.first().ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))?;
         // Keep the cache only through this step's marker and tokens: what
         // follows (a turn's end) changes when the next step arrives.

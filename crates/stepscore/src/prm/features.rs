@@ -1,0 +1,99 @@
+//! Step features for training heads: the final-normed hidden state at the
+//! position a family's head reads for each step, taken from the same
+//! encode + forward path that scoring runs, so a head trained on them sees
+//! at training time exactly what it sees at inference.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::head::{Head, StepConfidence};
+use super::scorer::{Forward, HeadMode, Scorer, ScorerOptions};
+use crate::error::{Error, Result};
+
+/// Features of one trace's scored steps.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepFeatures {
+    /// Hidden size: the length of every row of `hidden`.
+    pub width: usize,
+    /// One final-normed hidden state per scored step, read at the step's
+    /// marker (the position the family's head reads). Steps dropped by
+    /// truncation have no row.
+    pub hidden: Vec<Vec<f32>>,
+    /// Per scored step, the log-probability statistics of the step's own
+    /// tokens under the model's LM head, when asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confidence: Option<Vec<StepConfidence>>,
+    /// Tokens the engine processed.
+    pub tokens: usize,
+    /// Steps dropped because the trace was over the token limit.
+    pub truncated_steps: usize,
+}
+
+impl Scorer {
+    /// Opens a model as a backbone for feature extraction: the family gives
+    /// the prompt layout and marker positions, but its head tensors are not
+    /// read (a checkpoint without `v_head.*` or `score.*` loads), and the
+    /// vocabulary projection is kept when present so confidence statistics
+    /// can be computed. Such a scorer cannot score.
+    pub fn open_backbone(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
+        Scorer::open_with(path.as_ref(), options, HeadMode::Skip)
+    }
+
+    /// The hidden state at each step's marker.
+    pub fn step_features(&self, problem: &str, steps: &[&str]) -> Result<StepFeatures> {
+        self.features(problem, steps, false)
+    }
+
+    /// [`Scorer::step_features`] plus the confidence statistics of each
+    /// step's tokens; the model must have its vocabulary projection.
+    pub fn step_features_with_confidence(
+        &self,
+        problem: &str,
+        steps: &[&str],
+    ) -> Result<StepFeatures> {
+        self.features(problem, steps, true)
+    }
+
+    fn features(&self, problem: &str, steps: &[&str], confidence: bool) -> Result<StepFeatures> {
+        if confidence && !self.model().has_lm_head() {
+            return Err(Error::model(
+                "lm_head.weight",
+                "confidence features need the vocabulary projection, which this model does not carry",
+            ));
+        }
+        let Forward {
+            enc,
+            hidden,
+            truncated_steps,
+        } = self.forward_steps(problem, steps)?;
+        let rows = enc
+            .markers
+            .iter()
+            .enumerate()
+            .map(|(i, &p)| {
+                hidden.row(p).map(<[f32]>::to_vec).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "the marker of step {i} (position {p}) is past the prompt"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let confidence = if confidence {
+            // The confidence head's own statistics, over this family's
+            // prompt layout (its step token ranges).
+            Head::Confidence
+                .apply(self.model(), &hidden, &enc)?
+                .confidence
+        } else {
+            None
+        };
+        Ok(StepFeatures {
+            width: hidden.width,
+            hidden: rows,
+            confidence,
+            tokens: enc.tokens.len(),
+            truncated_steps,
+        })
+    }
+}
