@@ -254,3 +254,12 @@ fn score_with_a_broken_model_file_is_a_clear_error() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("cannot load model"), "{}", text(&out.stderr));
 }
+
+#[test]
+fn gzipped_inputs_stream() {
+    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/gsm_symbolic_val.jsonl.gz");
+    let out = stepscore(&["segment", data.to_str().unwrap(), "--output", "jsonl"], None);
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    // data/README.md: the validation split has 500 rows.
+    assert_eq!(text(&out.stdout).lines().count(), 500);
+}

@@ -571,6 +571,7 @@ fn json_message(e: &serde_json::Error) -> String {
 
 /// Opens `path` (or stdin for `-`) as a [`TraceReader`]. The options' source
 /// name, if left at its default, becomes the path or `<stdin>`.
+/// Files ending in `.gz` are decompressed on the fly.
 pub fn open_traces(path: &Path, mut opts: ReadOptions) -> Result<TraceReader<Box<dyn BufRead>>> {
     let is_stdin = path.as_os_str() == "-";
     if opts.source_name.is_empty() || opts.source_name == DEFAULT_SOURCE {
@@ -584,7 +585,12 @@ pub fn open_traces(path: &Path, mut opts: ReadOptions) -> Result<TraceReader<Box
         Box::new(std::io::stdin().lock())
     } else {
         let file = File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?;
-        Box::new(BufReader::with_capacity(1 << 16, file))
+        if path.extension().is_some_and(|e| e == "gz") {
+            // Gzipped JSON/JSONL (the committed datasets) is decompressed as it streams.
+            Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file)))
+        } else {
+            Box::new(BufReader::with_capacity(1 << 16, file))
+        }
     };
     Ok(TraceReader::new(reader, opts))
 }
