@@ -10,7 +10,7 @@ const WORDS: u32 = 36u;
 const XV: u32 = 64u;
 
 fn scale_byte(wi: u32, k: u32) -> u32 {
-    return (w[wi + 1u + k / 4u] >> (8u * (k % 4u))) & 0xFFu;
+    return (wl(wi + 1u + k / 4u) >> (8u * (k % 4u))) & 0xFFu;
 }
 
 // (scale, min) of sub-block j.
@@ -24,7 +24,7 @@ fn scale_min(wi: u32, j: u32) -> vec2<f32> {
 }
 
 fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
-    let dd = unpack2x16float(w[wi]);
+    let dd = unpack2x16float(wl(wi));
     var s = vec4<f32>(0.0);
     for (var j = 0u; j < 4u; j++) {
         let a = scale_min(wi, 2u * j);
@@ -34,7 +34,7 @@ fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
         let d2 = dd.x * b.x;
         let m2 = dd.y * b.y;
         for (var i = 0u; i < 8u; i++) {
-            let q = bytes4(w[wi + 4u + 8u * j + i]);
+            let q = bytes4(wl(wi + 4u + 8u * j + i));
             let lo = d1 * vec4<f32>(q & vec4<u32>(0xFu)) - m1;
             let hi = d2 * vec4<f32>(q >> vec4<u32>(4u)) - m2;
             s += dot4(lo, xb, xo + 16u * j + i) + dot4(hi, xb, xo + 16u * j + 8u + i);

@@ -14,18 +14,18 @@ const XV: u32 = 64u;
 
 // Signed scale k (0..15).
 fn scale(wi: u32, k: u32) -> f32 {
-    let word = w[wi + 48u + k / 4u];
+    let word = wl(wi + 48u + k / 4u);
     return f32(bitcast<i32>(word << (24u - 8u * (k % 4u))) >> 24u);
 }
 
 fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
-    let d = unpack2x16float(w[wi + 52u]).x;
+    let d = unpack2x16float(wl(wi + 52u)).x;
     var s = vec4<f32>(0.0);
     for (var h = 0u; h < 2u; h++) {
         for (var i = 0u; i < 8u; i++) {
-            let a = bytes4(w[wi + 16u * h + i]);
-            let b = bytes4(w[wi + 16u * h + 8u + i]);
-            let qh = bytes4(w[wi + 32u + 8u * h + i]);
+            let a = bytes4(wl(wi + 16u * h + i));
+            let b = bytes4(wl(wi + 16u * h + 8u + i));
+            let qh = bytes4(wl(wi + 32u + 8u * h + i));
             let three = vec4<u32>(3u);
             let q0 = vec4<i32>((a & vec4<u32>(0xFu)) | ((qh & three) << vec4<u32>(4u))) - 32;
             let q1 = vec4<i32>((b & vec4<u32>(0xFu)) | (((qh >> vec4<u32>(2u)) & three) << vec4<u32>(4u))) - 32;

@@ -3,12 +3,14 @@
 //   const WORDS: u32   u32 words per (repacked) block,
 //   const XV: u32      vec4s of x covered by one block (block elements / 4),
 //   fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32>
-// which dequantizes the block starting at word wi of `w` and returns its dot
-// product with the four token rows of x (vec4 indices xb + xo + ...).
+// which dequantizes the block starting at word wi of this row (read with
+// wl) and returns its dot product with the four token rows of x (vec4
+// indices xb + xo + ...).
 //
 // y[t * out_stride + row_offset + r] = sum_k W[r, k] * x[t * cols + k].
-// Weights stay in ggml block form (padded to 4-byte multiples at upload,
-// see src/gpu/repack.rs) and are dequantized here; activations are f32.
+// Weights stay in ggml block form (padded to 4-byte multiples and
+// interleaved by row at upload, see src/gpu/repack.rs) and are dequantized
+// here; activations are f32.
 // Tiling as in matmul_f32.wgsl: an invocation owns 1 row x 4 tokens.
 
 struct Params {
@@ -28,6 +30,16 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 const TT: u32 = 4u;
+
+// This invocation's row. Weights are interleaved by row (see repack.rs):
+// word j of row r's blocks sits at w[j * rows + r], so neighbouring
+// invocations read neighbouring words.
+var<private> row: u32;
+
+// Word j of this row's blocks.
+fn wl(j: u32) -> u32 {
+    return w[j * p.rows + row];
+}
 
 // Dot products of one vec4 of weights with the same 4 columns of each token.
 fn dot4(wv: vec4<f32>, xb: vec4<u32>, i: u32) -> vec4<f32> {
@@ -51,7 +63,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let cols4 = p.cols / 4u;
     let xb = vec4<u32>(t0, min(t0 + 1u, last), min(t0 + 2u, last), min(t0 + 3u, last)) * cols4;
     let nb = cols4 / XV;
-    var wi = r * nb * WORDS;
+    row = r;
+    var wi = 0u;
     var acc = vec4<f32>(0.0);
     for (var b = 0u; b < nb; b++) {
         acc += block_dot(wi, b * XV, xb);

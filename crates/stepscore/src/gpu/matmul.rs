@@ -314,8 +314,36 @@ fn chunk_words(m: &Matrix, first: usize, n: usize) -> Result<Vec<u32>> {
                     }
                     Ok(out.iter().map(|v| v.to_bits()).collect())
                 }
-                _ => repack_blocks(*ty, src),
+                _ => Ok(interleave_rows(&repack_blocks(*ty, src)?, n)),
             }
         }
+    }
+}
+
+/// Row-major words of `n` rows -> word-interleaved: word j of row r moves to
+/// `j * n + r`, so the invocations of a workgroup (consecutive rows) read
+/// consecutive words.
+fn interleave_rows(words: &[u32], n: usize) -> Vec<u32> {
+    let per_row = words.len().checked_div(n).unwrap_or(0);
+    let mut out = vec![0u32; words.len()];
+    for (r, row) in words.chunks_exact(per_row.max(1)).enumerate() {
+        for (j, &v) in row.iter().enumerate() {
+            out[j * n + r] = v;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::interleave_rows;
+
+    #[test]
+    fn interleaving_puts_word_j_of_row_r_at_j_times_rows_plus_r() {
+        // 3 rows of 2 words: r0 = [a0 a1], r1 = [b0 b1], r2 = [c0 c1].
+        let words = [10, 11, 20, 21, 30, 31];
+        assert_eq!(interleave_rows(&words, 3), vec![10, 20, 30, 11, 21, 31]);
+        assert_eq!(interleave_rows(&words, 1), words.to_vec());
+        assert!(interleave_rows(&[], 0).is_empty());
     }
 }

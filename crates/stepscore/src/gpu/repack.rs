@@ -6,6 +6,11 @@
 //! are copied as they are. Every other field keeps its ggml position, so the
 //! shaders read the layouts documented in quant/dequant.rs, shifted by the
 //! padding. f16 scales are read in the shader with `unpack2x16float`.
+//!
+//! The upload then interleaves the padded rows word by word (word j of row r
+//! at `j * rows + r`, see `interleave_rows` in matmul.rs) so the invocations
+//! of a workgroup, one row each, read neighbouring words (coalesced loads on
+//! GPUs). The shaders' `wl(j)` reads word j of the invocation's row.
 
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
