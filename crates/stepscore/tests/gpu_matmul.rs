@@ -346,3 +346,21 @@ fn adapters_are_listed_with_features_and_limits() {
     }
     assert!(!ctx.adapter().reason.is_empty());
 }
+
+#[test]
+fn a_lost_device_is_an_error_on_every_later_call_not_a_panic() {
+    let Some(ctx) = open(GpuOptions::default()) else {
+        return;
+    };
+    let mut rng = Rng(61);
+    let w = random_matrix(&mut rng, GgmlType::Q8_0, 8, 32);
+    let g = GpuMatrix::upload(&ctx, &w).unwrap();
+    let x: Vec<f32> = (0..32).map(|_| rng.f()).collect();
+    assert_eq!(g.matmul_slice(&ctx, &x, 1).unwrap().len(), 8);
+    ctx.destroy_device();
+    for _ in 0..2 {
+        let err = g.matmul_slice(&ctx, &x, 1).unwrap_err().to_string();
+        assert!(err.contains("lost"), "{err}");
+    }
+    assert!(GpuMatrix::upload(&ctx, &w).is_err());
+}

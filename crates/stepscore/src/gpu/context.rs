@@ -181,6 +181,17 @@ impl GpuContext {
         self.pipelines.len()
     }
 
+    /// Destroys the device now, as a driver reset would: every later call
+    /// on this context fails with [`Error::Gpu`] naming the loss. (Tests of
+    /// the loss path; recovering means creating a new context.)
+    pub fn destroy_device(&self) {
+        self.device.destroy();
+        // wgpu reports the loss only from a later poll; record it now.
+        lock(&self.errors)
+            .lost
+            .get_or_insert_with(|| "Destroyed: destroy_device was called".into());
+    }
+
     /// Fails if the device was lost, or reports (and clears) the first error
     /// the device raised since the last check.
     pub fn check(&self) -> Result<()> {
@@ -248,12 +259,14 @@ impl GpuContext {
         let (tx, rx) = oneshot();
         dst.map_async(wgpu::MapMode::Read, 0..bytes, move |r| tx.send(r));
         #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
+        if let Err(e) = self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        }) {
+            // A recorded loss or error explains a failed wait better.
+            self.check()?;
+            return Err(Error::Gpu(format!("waiting for the device: {e}")));
+        }
         #[cfg(target_arch = "wasm32")]
         let _ = index;
         match rx.await {
