@@ -54,6 +54,11 @@ pub enum Error {
     /// A tokenizer could not be built or could not encode the text.
     #[error("tokenizer: {0}")]
     Tokenizer(String),
+
+    /// The GPU engine failed: no adapter, device creation or loss, a
+    /// validation error, a shape over the adapter's limits, a failed readback.
+    #[error("gpu: {0}")]
+    Gpu(String),
 }
 
 impl Error {

@@ -10,6 +10,8 @@ pub mod answer;
 pub mod error;
 pub mod format;
 pub mod ggml;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 pub mod io;
 pub mod metrics;
 pub mod model;

@@ -1,0 +1,315 @@
+//! The device: adapter choice, device creation, error capture, and the
+//! submit/readback primitives the kernels share.
+
+use std::sync::{Arc, Mutex};
+
+use super::adapter::{choose, AdapterReport, ADAPTER_ENV};
+use super::pipeline::PipelineCache;
+use super::pool::{Pool, PoolStats, PooledBuffer, Usage};
+use super::readback::oneshot;
+use super::shaders::Shader;
+use crate::error::{Error, Result};
+
+/// How to pick and set up the device.
+#[derive(Debug, Clone, Default)]
+pub struct GpuOptions {
+    /// A case-insensitive substring of the adapter name; overrides
+    /// `STEPSCORE_ADAPTER`.
+    pub adapter: Option<String>,
+    /// Backends to consider (default: all compiled in).
+    pub backends: Option<wgpu::Backends>,
+    /// Splits weights as if the adapter's max storage binding size were this
+    /// (only ever lowers it; tests of the split path).
+    pub max_storage_binding_size: Option<u64>,
+    /// Ignore `STEPSCORE_ADAPTER`.
+    pub ignore_env: bool,
+}
+
+/// Errors the device reported outside any call (validation, out of memory)
+/// and its loss, captured by callbacks instead of wgpu's default panic.
+#[derive(Default)]
+struct DeviceErrors {
+    first: Option<String>,
+    lost: Option<String>,
+}
+
+/// A wgpu device ready for the engine's kernels.
+pub struct GpuContext {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    report: AdapterReport,
+    limits: wgpu::Limits,
+    binding_limit: u64,
+    pub(crate) pool: Pool,
+    pipelines: PipelineCache,
+    errors: Arc<Mutex<DeviceErrors>>,
+}
+
+fn lock(m: &Mutex<DeviceErrors>) -> std::sync::MutexGuard<'_, DeviceErrors> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+async fn all_adapters(backends: wgpu::Backends) -> (wgpu::Instance, Vec<wgpu::Adapter>) {
+    let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
+    desc.backends = backends;
+    let instance = wgpu::Instance::new(desc);
+    let mut adapters = instance.enumerate_adapters(backends).await;
+    if adapters.is_empty() {
+        // Browsers expose one adapter through request_adapter only.
+        if let Ok(a) = instance
+            .request_adapter(&wgpu::RequestAdapterOptions {
+                power_preference: wgpu::PowerPreference::HighPerformance,
+                ..Default::default()
+            })
+            .await
+        {
+            adapters.push(a);
+        }
+    }
+    (instance, adapters)
+}
+
+impl GpuContext {
+    /// Every adapter wgpu finds, with its features and limits.
+    pub async fn adapters_async(backends: Option<wgpu::Backends>) -> Vec<AdapterReport> {
+        let (_instance, adapters) = all_adapters(backends.unwrap_or(wgpu::Backends::all())).await;
+        adapters.iter().map(AdapterReport::from_adapter).collect()
+    }
+
+    /// Picks an adapter (see [`GpuOptions`]) and creates its device, with
+    /// SHADER_F16 and SUBGROUP enabled when the adapter has them.
+    pub async fn new_async(options: GpuOptions) -> Result<GpuContext> {
+        let (_instance, adapters) =
+            all_adapters(options.backends.unwrap_or(wgpu::Backends::all())).await;
+        let reports: Vec<AdapterReport> =
+            adapters.iter().map(AdapterReport::from_adapter).collect();
+        let env = if options.ignore_env {
+            None
+        } else {
+            std::env::var(ADAPTER_ENV).ok()
+        };
+        let filter = options.adapter.clone().or(env);
+        let (i, reason) = choose(&reports, filter.as_deref())?;
+        let (adapter, mut report) = match (adapters.get(i), reports.get(i)) {
+            (Some(a), Some(r)) => (a, r.clone()),
+            _ => return Err(Error::Gpu("adapter index out of range".into())),
+        };
+        report.reason = reason;
+
+        let mut features = wgpu::Features::empty();
+        for f in [wgpu::Features::SHADER_F16, wgpu::Features::SUBGROUP] {
+            if adapter.features().contains(f) {
+                features |= f;
+            }
+        }
+        let limits = adapter.limits();
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("stepscore"),
+                required_features: features,
+                required_limits: limits.clone(),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| Error::Gpu(format!("creating a device on {}: {e}", report.name)))?;
+
+        let errors = Arc::new(Mutex::new(DeviceErrors::default()));
+        let sink = errors.clone();
+        device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
+            let mut s = lock(&sink);
+            if s.first.is_none() {
+                s.first = Some(e.to_string());
+            }
+        }));
+        let sink = errors.clone();
+        device.set_device_lost_callback(move |reason, message| {
+            lock(&sink).lost = Some(format!("{reason:?}: {message}"));
+        });
+
+        let mut binding_limit = limits
+            .max_storage_buffer_binding_size
+            .min(limits.max_buffer_size);
+        if let Some(l) = options.max_storage_binding_size {
+            binding_limit = binding_limit.min(l);
+        }
+        let pool = Pool::new(device.clone(), limits.max_buffer_size);
+        Ok(GpuContext {
+            device,
+            queue,
+            report,
+            limits,
+            binding_limit,
+            pool,
+            pipelines: PipelineCache::default(),
+            errors,
+        })
+    }
+
+    /// What was chosen and why.
+    pub fn adapter(&self) -> &AdapterReport {
+        &self.report
+    }
+
+    pub fn limits(&self) -> &wgpu::Limits {
+        &self.limits
+    }
+
+    /// The largest weight chunk the kernels bind (the adapter's storage
+    /// binding limit, or the lower test override).
+    pub fn binding_limit(&self) -> u64 {
+        self.binding_limit
+    }
+
+    /// The adapter's own storage binding limit (activation tensors).
+    pub fn adapter_binding_limit(&self) -> u64 {
+        self.limits
+            .max_storage_buffer_binding_size
+            .min(self.limits.max_buffer_size)
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Frees pooled buffers that are not in use.
+    pub fn trim_pool(&self) {
+        self.pool.trim()
+    }
+
+    /// Number of compiled pipelines.
+    pub fn pipeline_count(&self) -> usize {
+        self.pipelines.len()
+    }
+
+    /// Destroys the device now, as a driver reset would: every later call
+    /// on this context fails with [`Error::Gpu`] naming the loss. (Tests of
+    /// the loss path; recovering means creating a new context.)
+    pub fn destroy_device(&self) {
+        self.device.destroy();
+        // wgpu reports the loss only from a later poll; record it now.
+        lock(&self.errors)
+            .lost
+            .get_or_insert_with(|| "Destroyed: destroy_device was called".into());
+    }
+
+    /// Fails if the device was lost, or reports (and clears) the first error
+    /// the device raised since the last check.
+    pub fn check(&self) -> Result<()> {
+        let mut e = lock(&self.errors);
+        if let Some(lost) = &e.lost {
+            return Err(Error::Gpu(format!(
+                "device {} lost ({lost})",
+                self.report.name
+            )));
+        }
+        match e.first.take() {
+            Some(msg) => Err(Error::Gpu(format!("{}: {msg}", self.report.name))),
+            None => Ok(()),
+        }
+    }
+
+    pub(crate) fn pipeline(
+        &self,
+        shader: &Shader,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<wgpu::ComputePipeline> {
+        if let Some(p) = self.pipelines.get(shader, entry, constants) {
+            return Ok(p);
+        }
+        self.check()?;
+        let p = self.pipelines.build(&self.device, shader, entry, constants);
+        if let Err(e) = self.check() {
+            self.pipelines.forget_module(shader);
+            return Err(Error::Gpu(format!(
+                "building shader {} entry {entry}: {e}",
+                shader.name
+            )));
+        }
+        self.pipelines.insert(shader, entry, constants, p.clone());
+        Ok(p)
+    }
+
+    /// A storage buffer holding `data`.
+    pub(crate) fn upload_storage(&self, data: &[u8]) -> Result<PooledBuffer> {
+        let buf = self.pool.acquire(Usage::Storage, data.len() as u64)?;
+        if !data.is_empty() {
+            self.queue.write_buffer(buf.buffer()?, 0, data);
+        }
+        Ok(buf)
+    }
+
+    /// Copies the first `bytes` of `src` back to the host. The async core of
+    /// every readback: in browsers the map callback is driven by the event
+    /// loop; natively `device.poll` drives it here.
+    pub(crate) async fn read_bytes_async(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        self.check()?;
+        if bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.pool.acquire(Usage::Readback, bytes)?;
+        let dst = staging.buffer()?;
+        let mut enc = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                label: Some("readback"),
+            });
+        enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        let index = self.queue.submit([enc.finish()]);
+        let (tx, rx) = oneshot();
+        dst.map_async(wgpu::MapMode::Read, 0..bytes, move |r| tx.send(r));
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Err(e) = self.device.poll(wgpu::PollType::Wait {
+            submission_index: Some(index),
+            timeout: None,
+        }) {
+            // A recorded loss or error explains a failed wait better.
+            self.check()?;
+            return Err(Error::Gpu(format!("waiting for the device: {e}")));
+        }
+        #[cfg(target_arch = "wasm32")]
+        let _ = index;
+        match rx.await {
+            Some(Ok(())) => {}
+            Some(Err(e)) => {
+                self.check()?;
+                return Err(Error::Gpu(format!("mapping a readback buffer: {e}")));
+            }
+            None => {
+                return Err(Error::Gpu(
+                    "the readback was dropped before the buffer mapped".into(),
+                ))
+            }
+        }
+        // Unmap before any early return so the staging buffer goes back to
+        // the pool usable.
+        let out = dst
+            .get_mapped_range(0..bytes)
+            .map(|view| view.to_vec())
+            .map_err(|e| Error::Gpu(format!("reading a mapped buffer: {e}")));
+        dst.unmap();
+        self.check()?;
+        out
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+impl GpuContext {
+    /// Blocking [`GpuContext::new_async`].
+    pub fn new(options: GpuOptions) -> Result<GpuContext> {
+        pollster::block_on(Self::new_async(options))
+    }
+
+    /// Blocking [`GpuContext::adapters_async`].
+    pub fn adapters(backends: Option<wgpu::Backends>) -> Vec<AdapterReport> {
+        pollster::block_on(Self::adapters_async(backends))
+    }
+
+    /// Waits until all submitted work has finished.
+    pub fn wait_idle(&self) -> Result<()> {
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Gpu(format!("waiting for the device: {e}")))?;
+        self.check()
+    }
+}

@@ -1,0 +1,26 @@
+//! The WGSL engine's runtime: a wgpu device with pooled buffers, cached
+//! pipelines and async readback, and the matmul kernels over f32 and ggml
+//! block weights (shaders/ at the repository root).
+//!
+//! Everything that waits on the device has an async core (the same code runs
+//! in browsers) and, natively, a blocking wrapper. Nothing here panics on a
+//! missing adapter or a lost device: those surface as [`Error::Gpu`].
+//!
+//! [`Error::Gpu`]: crate::error::Error::Gpu
+
+mod adapter;
+mod context;
+mod matmul;
+mod pipeline;
+mod pool;
+mod readback;
+mod repack;
+mod shaders;
+mod tensor;
+
+pub use adapter::{AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV};
+pub use context::{GpuContext, GpuOptions};
+pub use matmul::GpuMatrix;
+pub use pool::PoolStats;
+pub use repack::{gpu_weight_layout, repack_blocks, GpuWeightLayout};
+pub use tensor::GpuTensor;

@@ -1,0 +1,119 @@
+//! Weight layouts on the device. ggml blocks are not all 4-byte multiples
+//! (Q4_0 is 18 bytes, Q8_0 34, Q6_K 210), and WGSL storage buffers are read
+//! as u32 words, so blocks are padded at upload to a whole number of words:
+//! two zero bytes after the f16 scale for Q4_0 and Q8_0 (so the quants start
+//! word-aligned), two at the end for Q6_K. Q4_1 (20 bytes) and Q4_K (144)
+//! are copied as they are. Every other field keeps its ggml position, so the
+//! shaders read the layouts documented in quant/dequant.rs, shifted by the
+//! padding. f16 scales are read in the shader with `unpack2x16float`.
+//!
+//! The upload then interleaves the padded rows word by word (word j of row r
+//! at `j * rows + r`, see `interleave_rows` in matmul.rs) so the invocations
+//! of a workgroup, one row each, read neighbouring words (coalesced loads on
+//! GPUs). The shaders' `wl(j)` reads word j of the invocation's row.
+
+use crate::error::{Error, Result};
+use crate::ggml::GgmlType;
+
+/// How one weight type sits in device memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GpuWeightLayout {
+    pub ty: GgmlType,
+    /// Bytes of a ggml block.
+    pub block_bytes: usize,
+    /// u32 words of a block on the device.
+    pub block_words: usize,
+    /// Where the zero padding goes (byte offset in the ggml block).
+    pub pad_at: usize,
+}
+
+/// The device layout of `ty`, or `None` when there is no kernel for it.
+pub fn gpu_weight_layout(ty: GgmlType) -> Option<GpuWeightLayout> {
+    let (pad_at, block_words) = match ty {
+        GgmlType::Q8_0 => (2, 9),
+        GgmlType::Q4_0 => (2, 5),
+        GgmlType::Q4_1 => (20, 5),
+        GgmlType::Q4K => (144, 36),
+        GgmlType::Q6K => (210, 53),
+        _ => return None,
+    };
+    Some(GpuWeightLayout {
+        ty,
+        block_bytes: ty.block_bytes(),
+        block_words,
+        pad_at,
+    })
+}
+
+/// Repacks whole ggml blocks of `ty` into device words (little endian).
+pub fn repack_blocks(ty: GgmlType, src: &[u8]) -> Result<Vec<u32>> {
+    let layout = gpu_weight_layout(ty)
+        .ok_or_else(|| Error::Gpu(format!("no GPU weight layout for {} blocks", ty.name())))?;
+    let bb = layout.block_bytes;
+    if src.len() % bb != 0 {
+        return Err(Error::InvalidArgument(format!(
+            "{} weights: {} bytes is not a whole number of {bb}-byte blocks",
+            ty.name(),
+            src.len()
+        )));
+    }
+    let pad = layout.block_words * 4 - bb;
+    let mut out = Vec::with_capacity(src.len() / bb * layout.block_words);
+    let mut block = vec![0u8; layout.block_words * 4];
+    for b in src.chunks_exact(bb) {
+        let (head, tail) = b.split_at(layout.pad_at);
+        block[..head.len()].copy_from_slice(head);
+        block[head.len()..head.len() + pad].fill(0);
+        block[head.len() + pad..].copy_from_slice(tail);
+        out.extend(
+            block
+                .chunks_exact(4)
+                .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]])),
+        );
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_are_whole_words_with_at_most_three_pad_bytes() {
+        for ty in [
+            GgmlType::Q8_0,
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q4K,
+            GgmlType::Q6K,
+        ] {
+            let l = gpu_weight_layout(ty).unwrap();
+            let pad = l.block_words * 4 - l.block_bytes;
+            assert!(pad < 4, "{ty:?}");
+            assert!(l.pad_at <= l.block_bytes);
+        }
+        assert!(gpu_weight_layout(GgmlType::Q5K).is_none());
+    }
+
+    #[test]
+    fn q8_0_scale_stays_in_word_0_and_quants_start_at_word_1() {
+        // d = 0x3C00 (1.0 in f16), quants 1..=32.
+        let mut b = vec![0x00, 0x3C];
+        b.extend(1..=32u8);
+        let w = repack_blocks(GgmlType::Q8_0, &b).unwrap();
+        assert_eq!(w.len(), 9);
+        assert_eq!(w[0], 0x3C00);
+        assert_eq!(w[1], u32::from_le_bytes([1, 2, 3, 4]));
+        assert_eq!(w[8], u32::from_le_bytes([29, 30, 31, 32]));
+    }
+
+    #[test]
+    fn q6_k_pads_at_the_end_and_rejects_partial_blocks() {
+        let b: Vec<u8> = (0..210u32).map(|i| i as u8).collect();
+        let w = repack_blocks(GgmlType::Q6K, &b).unwrap();
+        assert_eq!(w.len(), 53);
+        assert_eq!(w[0], u32::from_le_bytes([0, 1, 2, 3]));
+        assert_eq!(w[52], u32::from_le_bytes([208, 209, 0, 0]));
+        assert!(repack_blocks(GgmlType::Q6K, &b[..209]).is_err());
+    }
+}

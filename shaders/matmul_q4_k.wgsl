@@ -1,0 +1,44 @@
+// Q4_K super-block of 256 elements, 36 words as stored by ggml (144 bytes):
+// word 0 = d, dmin (f16 pair); words 1..3 = scales[12] (eight 6-bit scales
+// and eight 6-bit mins, packed as in ggml's get_scale_min_k4); words 4..35 =
+// qs[128]. Sub-block pair j (0..3) covers elements 64j..64j+63 from qs bytes
+// 32j..32j+31: element 64j + l is the low nibble of byte 32j + l (sub-block
+// 2j), element 64j + 32 + l its high nibble (sub-block 2j + 1).
+// value = d * sc * q - dmin * m.
+
+const WORDS: u32 = 36u;
+const XV: u32 = 64u;
+
+fn scale_byte(wi: u32, k: u32) -> u32 {
+    return (wl(wi + 1u + k / 4u) >> (8u * (k % 4u))) & 0xFFu;
+}
+
+// (scale, min) of sub-block j.
+fn scale_min(wi: u32, j: u32) -> vec2<f32> {
+    if (j < 4u) {
+        return vec2<f32>(f32(scale_byte(wi, j) & 63u), f32(scale_byte(wi, j + 4u) & 63u));
+    }
+    let sc = (scale_byte(wi, j + 4u) & 0xFu) | ((scale_byte(wi, j - 4u) >> 6u) << 4u);
+    let mn = (scale_byte(wi, j + 4u) >> 4u) | ((scale_byte(wi, j) >> 6u) << 4u);
+    return vec2<f32>(f32(sc), f32(mn));
+}
+
+fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+    let dd = unpack2x16float(wl(wi));
+    var s = vec4<f32>(0.0);
+    for (var j = 0u; j < 4u; j++) {
+        let a = scale_min(wi, 2u * j);
+        let b = scale_min(wi, 2u * j + 1u);
+        let d1 = dd.x * a.x;
+        let m1 = dd.y * a.y;
+        let d2 = dd.x * b.x;
+        let m2 = dd.y * b.y;
+        for (var i = 0u; i < 8u; i++) {
+            let q = bytes4(wl(wi + 4u + 8u * j + i));
+            let lo = d1 * vec4<f32>(q & vec4<u32>(0xFu)) - m1;
+            let hi = d2 * vec4<f32>(q >> vec4<u32>(4u)) - m2;
+            s += dot4(lo, xb, xo + 16u * j + i) + dot4(hi, xb, xo + 16u * j + 8u + i);
+        }
+    }
+    return s;
+}
