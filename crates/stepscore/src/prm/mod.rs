@@ -11,4 +11,4 @@ pub mod template;
 pub use family::Family;
 pub use head::StepConfidence;
 pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};
-pub use session::Session;
+pub use session::{Session, SessionOf};
