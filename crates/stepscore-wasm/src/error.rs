@@ -55,7 +55,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
 
     pub fn invalid_argument(message: impl Into<String>) -> Self {
@@ -69,7 +72,9 @@ impl Error {
     /// An error raised while building a scorer from model files.
     pub fn from_load(e: stepscore::Error) -> Self {
         let code = match &e {
-            stepscore::Error::Model { file, .. } if file.starts_with("tokenizer") => Code::TokenizerInvalid,
+            stepscore::Error::Model { file, .. } if file.starts_with("tokenizer") => {
+                Code::TokenizerInvalid
+            }
             stepscore::Error::Model { .. } | stepscore::Error::Input { .. } => Code::ModelInvalid,
             stepscore::Error::Tokenizer(_) => Code::TokenizerInvalid,
             stepscore::Error::InvalidArgument(_) => Code::InvalidArgument,
@@ -86,7 +91,9 @@ impl Error {
             stepscore::Error::Tokenizer(_) => Code::TokenizeFailed,
             // At scoring time the only argument is the trace: no steps, an
             // empty step, a step holding the family's marker token.
-            stepscore::Error::InvalidArgument(_) | stepscore::Error::Input { .. } => Code::TraceInvalid,
+            stepscore::Error::InvalidArgument(_) | stepscore::Error::Input { .. } => {
+                Code::TraceInvalid
+            }
             stepscore::Error::Model { .. } => Code::ModelInvalid,
             stepscore::Error::Io { .. } => Code::Io,
         };
@@ -105,16 +112,44 @@ mod tests {
         assert_eq!(tok.message, "tokenizer_config.json: bad json");
         let weights = Error::from_load(stepscore::Error::model("model.safetensors", "truncated"));
         assert_eq!(weights.code, Code::ModelInvalid);
-        assert_eq!(Error::from_load(stepscore::Error::Tokenizer("x".into())).code, Code::TokenizerInvalid);
+        assert_eq!(
+            Error::from_load(stepscore::Error::Tokenizer("x".into())).code,
+            Code::TokenizerInvalid
+        );
     }
 
     #[test]
     fn score_errors_keep_the_core_message_and_say_which_trace() {
-        let e = Error::from_score("traces[3]", stepscore::Error::TraceTooLong { tokens: 9000, limit: 8192 });
+        let e = Error::from_score(
+            "traces[3]",
+            stepscore::Error::TraceTooLong {
+                tokens: 9000,
+                limit: 8192,
+            },
+        );
         assert_eq!(e.code, Code::TraceTooLong);
-        assert!(e.message.starts_with("traces[3]: the trace is 9000 tokens, over the limit of 8192"), "{}", e.message);
-        assert_eq!(Error::from_score("trace", stepscore::Error::Tokenizer("x".into())).code.as_str(), "TOKENIZE_FAILED");
-        let empty = Error::from_score("trace", stepscore::Error::InvalidArgument("step 1 is empty".into()));
-        assert_eq!((empty.code, empty.message.as_str()), (Code::TraceInvalid, "trace: invalid argument: step 1 is empty"));
+        assert!(
+            e.message
+                .starts_with("traces[3]: the trace is 9000 tokens, over the limit of 8192"),
+            "{}",
+            e.message
+        );
+        assert_eq!(
+            Error::from_score("trace", stepscore::Error::Tokenizer("x".into()))
+                .code
+                .as_str(),
+            "TOKENIZE_FAILED"
+        );
+        let empty = Error::from_score(
+            "trace",
+            stepscore::Error::InvalidArgument("step 1 is empty".into()),
+        );
+        assert_eq!(
+            (empty.code, empty.message.as_str()),
+            (
+                Code::TraceInvalid,
+                "trace: invalid argument: step 1 is empty"
+            )
+        );
     }
 }

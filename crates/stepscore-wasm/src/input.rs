@@ -35,7 +35,12 @@ fn opt_string(obj: &Map<String, Value>, keys: &[&str], what: &str) -> Result<Opt
         match obj.get(*key) {
             None | Some(Value::Null) => continue,
             Some(Value::String(s)) => return Ok(Some(s.clone())),
-            Some(other) => return Err(Error::trace(format!("{what}.{key} must be a string, got {}", kind(other)))),
+            Some(other) => {
+                return Err(Error::trace(format!(
+                    "{what}.{key} must be a string, got {}",
+                    kind(other)
+                )))
+            }
         }
     }
     Ok(None)
@@ -46,7 +51,10 @@ fn opt_score(v: Option<&Value>, what: &str) -> Result<Option<f64>> {
         // serde-wasm-bindgen turns NaN into null: both mean "no usable score".
         None | Some(Value::Null) => Ok(None),
         Some(Value::Number(n)) => Ok(n.as_f64()),
-        Some(other) => Err(Error::trace(format!("{what} must be a number, got {}", kind(other)))),
+        Some(other) => Err(Error::trace(format!(
+            "{what} must be a number, got {}",
+            kind(other)
+        ))),
     }
 }
 
@@ -56,31 +64,57 @@ fn step(v: &Value, what: &str) -> Result<Step> {
         Value::Object(obj) => {
             let text = match obj.get("text") {
                 Some(Value::String(s)) => s.clone(),
-                Some(other) => return Err(Error::trace(format!("{what}.text must be a string, got {}", kind(other)))),
+                Some(other) => {
+                    return Err(Error::trace(format!(
+                        "{what}.text must be a string, got {}",
+                        kind(other)
+                    )))
+                }
                 None => return Err(Error::trace(format!("{what} has no `text`"))),
             };
             let label = match obj.get("label") {
                 None | Some(Value::Null) => None,
                 Some(Value::Bool(b)) => Some(*b),
-                Some(other) => return Err(Error::trace(format!("{what}.label must be a boolean, got {}", kind(other)))),
+                Some(other) => {
+                    return Err(Error::trace(format!(
+                        "{what}.label must be a boolean, got {}",
+                        kind(other)
+                    )))
+                }
             };
             let score = opt_score(obj.get("score"), &format!("{what}.score"))?;
-            Ok(Step { text, label, score, ..Step::default() })
+            Ok(Step {
+                text,
+                label,
+                score,
+                ..Step::default()
+            })
         }
-        other => Err(Error::trace(format!("{what} must be a string or an object with `text`, got {}", kind(other)))),
+        other => Err(Error::trace(format!(
+            "{what} must be a string or an object with `text`, got {}",
+            kind(other)
+        ))),
     }
 }
 
 /// Reads one trace; `what` names it in messages (`trace`, `traces[3]`).
 pub fn parse_trace(v: &Value, what: &str, purpose: Purpose) -> Result<Trace> {
-    let obj = v
-        .as_object()
-        .ok_or_else(|| Error::trace(format!("{what} must be an object like {{problem, steps}}, got {}", kind(v))))?;
+    let obj = v.as_object().ok_or_else(|| {
+        Error::trace(format!(
+            "{what} must be an object like {{problem, steps}}, got {}",
+            kind(v)
+        ))
+    })?;
     let problem = match (obj.get("problem"), purpose) {
         (Some(Value::String(s)), _) => s.clone(),
         (None | Some(Value::Null), Purpose::Select) => String::new(),
         (None, Purpose::Score) => return Err(Error::trace(format!("{what} has no `problem`"))),
-        (Some(other), _) => return Err(Error::trace(format!("{what}.problem must be a string, got {}", kind(other)))),
+        (Some(other), _) => {
+            return Err(Error::trace(format!(
+                "{what}.problem must be a string, got {}",
+                kind(other)
+            )))
+        }
     };
     let steps = match obj.get("steps") {
         Some(Value::Array(items)) => items
@@ -88,7 +122,12 @@ pub fn parse_trace(v: &Value, what: &str, purpose: Purpose) -> Result<Trace> {
             .enumerate()
             .map(|(i, s)| step(s, &format!("{what}.steps[{i}]")))
             .collect::<Result<Vec<_>>>()?,
-        Some(other) => return Err(Error::trace(format!("{what}.steps must be an array, got {}", kind(other)))),
+        Some(other) => {
+            return Err(Error::trace(format!(
+                "{what}.steps must be an array, got {}",
+                kind(other)
+            )))
+        }
         None => return Err(Error::trace(format!("{what} has no `steps`"))),
     };
     let mut trace = Trace {
@@ -101,7 +140,11 @@ pub fn parse_trace(v: &Value, what: &str, purpose: Purpose) -> Result<Trace> {
         metadata: Map::new(),
     };
     if purpose == Purpose::Select {
-        apply_scores(&mut trace, obj.get("scores").or_else(|| obj.get("stepScores")), what)?;
+        apply_scores(
+            &mut trace,
+            obj.get("scores").or_else(|| obj.get("stepScores")),
+            what,
+        )?;
     }
     Ok(trace)
 }
@@ -112,7 +155,12 @@ fn apply_scores(trace: &mut Trace, scores: Option<&Value>, what: &str) -> Result
     let items = match scores {
         None | Some(Value::Null) => return Ok(()),
         Some(Value::Array(items)) => items,
-        Some(other) => return Err(Error::trace(format!("{what}.scores must be an array, got {}", kind(other)))),
+        Some(other) => {
+            return Err(Error::trace(format!(
+                "{what}.scores must be an array, got {}",
+                kind(other)
+            )))
+        }
     };
     if items.len() != trace.steps.len() {
         return Err(Error::trace(format!(
@@ -129,9 +177,12 @@ fn apply_scores(trace: &mut Trace, scores: Option<&Value>, what: &str) -> Result
 
 /// Reads an array of traces (`traces[i]` in messages).
 pub fn parse_traces(v: &Value, what: &str, purpose: Purpose) -> Result<Vec<Trace>> {
-    let items = v
-        .as_array()
-        .ok_or_else(|| Error::trace(format!("{what} must be an array of traces, got {}", kind(v))))?;
+    let items = v.as_array().ok_or_else(|| {
+        Error::trace(format!(
+            "{what} must be an array of traces, got {}",
+            kind(v)
+        ))
+    })?;
     items
         .iter()
         .enumerate()
@@ -156,41 +207,86 @@ mod tests {
         assert_eq!(t.problem, "2+2?");
         assert_eq!(t.steps.len(), 2);
         assert_eq!(t.steps[0].text, "2+2=4");
-        assert_eq!((t.steps[1].label, t.steps[1].score), (Some(true), Some(0.5)));
+        assert_eq!(
+            (t.steps[1].label, t.steps[1].score),
+            (Some(true), Some(0.5))
+        );
     }
 
     #[test]
     fn messages_name_the_field_at_fault() {
         let cases = [
-            (json!("text"), "trace must be an object like {problem, steps}, got a string"),
+            (
+                json!("text"),
+                "trace must be an object like {problem, steps}, got a string",
+            ),
             (json!({"steps": []}), "trace has no `problem`"),
-            (json!({"problem": 3, "steps": []}), "trace.problem must be a number"),
+            (
+                json!({"problem": 3, "steps": []}),
+                "trace.problem must be a number",
+            ),
             (json!({"problem": "p"}), "trace has no `steps`"),
-            (json!({"problem": "p", "steps": "a"}), "trace.steps must be an array, got a string"),
-            (json!({"problem": "p", "steps": ["a", 7]}), "trace.steps[1] must be a string or an object with `text`, got a number"),
-            (json!({"problem": "p", "steps": [{"txt": "a"}]}), "trace.steps[0] has no `text`"),
-            (json!({"problem": "p", "steps": [{"text": "a", "label": "yes"}]}), "trace.steps[0].label must be a boolean"),
-            (json!({"problem": "p", "steps": ["a"], "finalAnswer": 4}), "trace.finalAnswer must be a string"),
+            (
+                json!({"problem": "p", "steps": "a"}),
+                "trace.steps must be an array, got a string",
+            ),
+            (
+                json!({"problem": "p", "steps": ["a", 7]}),
+                "trace.steps[1] must be a string or an object with `text`, got a number",
+            ),
+            (
+                json!({"problem": "p", "steps": [{"txt": "a"}]}),
+                "trace.steps[0] has no `text`",
+            ),
+            (
+                json!({"problem": "p", "steps": [{"text": "a", "label": "yes"}]}),
+                "trace.steps[0].label must be a boolean",
+            ),
+            (
+                json!({"problem": "p", "steps": ["a"], "finalAnswer": 4}),
+                "trace.finalAnswer must be a string",
+            ),
         ];
         for (v, want) in cases {
             let e = parse_trace(&v, "trace", Purpose::Score).unwrap_err();
             assert_eq!(e.code, Code::TraceInvalid);
             // One case's message says "must be a string"; the rest match as written.
             let want = want.replace("must be a number", "must be a string, got a number");
-            assert!(e.message.starts_with(&want), "{v}: got {:?}, want {want:?}", e.message);
+            assert!(
+                e.message.starts_with(&want),
+                "{v}: got {:?}, want {want:?}",
+                e.message
+            );
         }
     }
 
     #[test]
     fn selection_reads_a_scores_array_and_checks_its_length() {
-        let t = parse_trace(&json!({"steps": ["a", "b"], "scores": [0.9, null]}), "c", Purpose::Select).unwrap();
+        let t = parse_trace(
+            &json!({"steps": ["a", "b"], "scores": [0.9, null]}),
+            "c",
+            Purpose::Select,
+        )
+        .unwrap();
         assert_eq!(t.problem, "");
         assert_eq!(t.steps[0].score, Some(0.9));
         assert_eq!(t.steps[1].score, None);
-        let e = parse_trace(&json!({"steps": ["a", "b"], "scores": [0.9]}), "c", Purpose::Select).unwrap_err();
+        let e = parse_trace(
+            &json!({"steps": ["a", "b"], "scores": [0.9]}),
+            "c",
+            Purpose::Select,
+        )
+        .unwrap_err();
         assert_eq!(e.message, "c.scores has 1 entries for 2 steps");
-        let e = parse_traces(&json!([{"steps": ["a"]}, {"steps": ["a"], "scores": ["x"]}]), "candidates", Purpose::Select)
-            .unwrap_err();
-        assert_eq!(e.message, "candidates[1].scores[0] must be a number, got a string");
+        let e = parse_traces(
+            &json!([{"steps": ["a"]}, {"steps": ["a"], "scores": ["x"]}]),
+            "candidates",
+            Purpose::Select,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.message,
+            "candidates[1].scores[0] must be a number, got a string"
+        );
     }
 }

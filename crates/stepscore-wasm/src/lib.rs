@@ -40,7 +40,11 @@ fn js_error(e: Error) -> JsValue {
     let err = js_sys::Error::new(&e.message);
     err.set_name("StepscoreError");
     // Setting a property on a fresh Error object cannot fail.
-    let _ = js_sys::Reflect::set(&err, &JsValue::from_str("code"), &JsValue::from_str(e.code.as_str()));
+    let _ = js_sys::Reflect::set(
+        &err,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(e.code.as_str()),
+    );
     err.into()
 }
 
@@ -49,18 +53,26 @@ type JsResult<T> = std::result::Result<T, JsValue>;
 fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
     value
         .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
-        .map_err(|e| js_error(Error::invalid_argument(format!("internal: result not representable in JS: {e}"))))
+        .map_err(|e| {
+            js_error(Error::invalid_argument(format!(
+                "internal: result not representable in JS: {e}"
+            )))
+        })
 }
 
 /// Any JS value as JSON-like data; `code` is the error code if it is not.
 fn from_js(value: JsValue, what: &str, code: Code) -> JsResult<Value> {
-    serde_wasm_bindgen::from_value(value).map_err(|e| js_error(Error::new(code, format!("{what}: {e}"))))
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| js_error(Error::new(code, format!("{what}: {e}"))))
 }
 
 fn string_arg(value: &JsValue, what: &str, code: Code) -> JsResult<String> {
-    value
-        .as_string()
-        .ok_or_else(|| js_error(Error::new(code, format!("{what} must be a string, got {}", type_name(value)))))
+    value.as_string().ok_or_else(|| {
+        js_error(Error::new(
+            code,
+            format!("{what} must be a string, got {}", type_name(value)),
+        ))
+    })
 }
 
 fn type_name(v: &JsValue) -> String {
@@ -69,7 +81,9 @@ fn type_name(v: &JsValue) -> String {
     } else if js_sys::Array::is_array(v) {
         "an array".into()
     } else {
-        v.js_typeof().as_string().unwrap_or_else(|| "a value".into())
+        v.js_typeof()
+            .as_string()
+            .unwrap_or_else(|| "a value".into())
     }
 }
 
@@ -81,7 +95,10 @@ fn scores_arg(value: &JsValue) -> JsResult<Vec<f64>> {
         return Ok(typed.to_vec());
     }
     if !js_sys::Array::is_array(value) {
-        return Err(bad(format!("scores must be an array of numbers, got {}", type_name(value))));
+        return Err(bad(format!(
+            "scores must be an array of numbers, got {}",
+            type_name(value)
+        )));
     }
     let array = js_sys::Array::from(value);
     array
@@ -91,7 +108,12 @@ fn scores_arg(value: &JsValue) -> JsResult<Vec<f64>> {
             if v.is_null() || v.is_undefined() {
                 Ok(f64::NAN)
             } else {
-                v.as_f64().ok_or_else(|| bad(format!("scores[{i}] must be a number, got {}", type_name(&v))))
+                v.as_f64().ok_or_else(|| {
+                    bad(format!(
+                        "scores[{i}] must be a number, got {}",
+                        type_name(&v)
+                    ))
+                })
             }
         })
         .collect()
@@ -137,7 +159,9 @@ impl WasmScorer {
     /// Loads a GGUF file's bytes; `name` names it in error messages.
     #[wasm_bindgen(js_name = fromGguf)]
     pub fn from_gguf(bytes: Vec<u8>, name: String, options: JsValue) -> JsResult<WasmScorer> {
-        let options = load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?).map_err(js_error)?;
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
         let loaded = load::load_gguf(bytes, &name, &options).map_err(js_error)?;
         Ok(WasmScorer { loaded })
     }
@@ -145,28 +169,47 @@ impl WasmScorer {
     /// Loads a Hugging Face checkpoint from its files (taken out of `files`).
     #[wasm_bindgen(js_name = fromHf)]
     pub fn from_hf(files: &mut HfFiles, options: JsValue) -> JsResult<WasmScorer> {
-        let options = load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?).map_err(js_error)?;
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
         let loaded = load::load_hf(std::mem::take(&mut files.files), &options).map_err(js_error)?;
         Ok(WasmScorer { loaded })
     }
 
     /// Scores every step of one trace: `{stepScores, tokens, truncatedSteps, confidence?}`.
     pub fn score(&self, trace: JsValue) -> JsResult<JsValue> {
-        let trace = parse_trace(&from_js(trace, "trace", Code::TraceInvalid)?, "trace", Purpose::Score).map_err(js_error)?;
-        let score = self.loaded.scorer.score(&trace).map_err(|e| js_error(Error::from_score("trace", e)))?;
+        let trace = parse_trace(
+            &from_js(trace, "trace", Code::TraceInvalid)?,
+            "trace",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
+        let score = self
+            .loaded
+            .scorer
+            .score(&trace)
+            .map_err(|e| js_error(Error::from_score("trace", e)))?;
         to_js(&Score::from(score))
     }
 
     /// Scores several traces; all are checked before any is scored.
     #[wasm_bindgen(js_name = scoreMany)]
     pub fn score_many(&self, traces: JsValue) -> JsResult<JsValue> {
-        let traces =
-            parse_traces(&from_js(traces, "traces", Code::TraceInvalid)?, "traces", Purpose::Score).map_err(js_error)?;
+        let traces = parse_traces(
+            &from_js(traces, "traces", Code::TraceInvalid)?,
+            "traces",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
         let scores = traces
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                self.loaded.scorer.score(t).map(Score::from).map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))
+                self.loaded
+                    .scorer
+                    .score(t)
+                    .map(Score::from)
+                    .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))
             })
             .collect::<JsResult<Vec<_>>>()?;
         to_js(&scores)
@@ -175,7 +218,9 @@ impl WasmScorer {
     /// Starts an incremental session for `problem`.
     pub fn session(&self, problem: JsValue) -> JsResult<WasmSession> {
         let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
-        Ok(WasmSession { inner: SessionOf::new(Rc::clone(&self.loaded.scorer), &problem) })
+        Ok(WasmSession {
+            inner: SessionOf::new(Rc::clone(&self.loaded.scorer), &problem),
+        })
     }
 
     /// Model facts: family, format, dimensions, context, bytes loaded.
@@ -196,7 +241,9 @@ impl WasmSession {
     pub fn append(&mut self, step: JsValue) -> JsResult<f64> {
         let what = format!("step {}", self.inner.steps().len());
         let step = string_arg(&step, &what, Code::TraceInvalid)?;
-        self.inner.append(&step).map_err(|e| js_error(Error::from_score(&what, e)))
+        self.inner
+            .append(&step)
+            .map_err(|e| js_error(Error::from_score(&what, e)))
     }
 
     pub fn scores(&self) -> Vec<f64> {
@@ -209,7 +256,12 @@ impl WasmSession {
 
     /// Confidence-family statistics per step (empty for other families).
     pub fn confidence(&self) -> JsResult<JsValue> {
-        let c: Vec<Confidence> = self.inner.confidence().iter().map(Confidence::from).collect();
+        let c: Vec<Confidence> = self
+            .inner
+            .confidence()
+            .iter()
+            .map(Confidence::from)
+            .collect();
         to_js(&c)
     }
 
@@ -245,7 +297,10 @@ pub fn segment(text: JsValue, segmenter: JsValue) -> JsResult<JsValue> {
 /// when any score is NaN or missing.
 #[wasm_bindgen]
 pub fn aggregate(scores: JsValue, how: JsValue) -> JsResult<Option<f64>> {
-    Ok(aggregate_scores(&scores_arg(&scores)?, aggregation_arg(&how)?))
+    Ok(aggregate_scores(
+        &scores_arg(&scores)?,
+        aggregation_arg(&how)?,
+    ))
 }
 
 /// The index of the first step scoring below `threshold` (0.5 by default;
@@ -263,7 +318,9 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
     };
     match first_error(&scores, threshold) {
         None => Ok(-1),
-        Some(i) => i32::try_from(i).map_err(|_| js_error(Error::invalid_argument("too many scores"))),
+        Some(i) => {
+            i32::try_from(i).map_err(|_| js_error(Error::invalid_argument("too many scores")))
+        }
     }
 }
 
@@ -271,13 +328,21 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
 #[wasm_bindgen(js_name = selectBest)]
 pub fn select_best(candidates: JsValue, how: JsValue) -> JsResult<JsValue> {
     let how = aggregation_arg(&how)?;
-    let traces = parse_traces(&from_js(candidates, "candidates", Code::TraceInvalid)?, "candidates", Purpose::Select)
-        .map_err(js_error)?;
+    let traces = parse_traces(
+        &from_js(candidates, "candidates", Code::TraceInvalid)?,
+        "candidates",
+        Purpose::Select,
+    )
+    .map_err(js_error)?;
     to_js(&SelectionOut::from(stepscore::select::select(&traces, how)))
 }
 
 /// The final answer a response states (`\boxed{}`, "the answer is ..."), if any.
 #[wasm_bindgen(js_name = extractAnswer)]
 pub fn extract_answer(text: JsValue) -> JsResult<Option<String>> {
-    Ok(stepscore::answer::extract_answer(&string_arg(&text, "text", Code::InvalidArgument)?))
+    Ok(stepscore::answer::extract_answer(&string_arg(
+        &text,
+        "text",
+        Code::InvalidArgument,
+    )?))
 }

@@ -16,7 +16,10 @@ use crate::output::ModelInfo;
 
 /// `{ family?, maxTokens?, truncation?: 'error' | 'drop-steps', quantize?: 'q8_0' | 'q4_0' }`.
 pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
-    let mut options = ScorerOptions { threads: 1, ..ScorerOptions::default() };
+    let mut options = ScorerOptions {
+        threads: 1,
+        ..ScorerOptions::default()
+    };
     let obj = match v {
         Value::Null => return Ok(options),
         Value::Object(obj) => obj,
@@ -26,11 +29,16 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
         match obj.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(Error::invalid_argument(format!("option `{key}` must be a string"))),
+            Some(_) => Err(Error::invalid_argument(format!(
+                "option `{key}` must be a string"
+            ))),
         }
     };
     if let Some(f) = text("family")? {
-        options.family = Some(f.parse::<Family>().map_err(|e| Error::invalid_argument(format!("option `family`: {e}")))?);
+        options.family = Some(
+            f.parse::<Family>()
+                .map_err(|e| Error::invalid_argument(format!("option `family`: {e}")))?,
+        );
     }
     match obj.get("maxTokens") {
         None | Some(Value::Null) => {}
@@ -39,7 +47,11 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
                 .as_u64()
                 .filter(|&n| n >= 1)
                 .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| Error::invalid_argument(format!("option `maxTokens` must be a positive integer, got {v}")))?;
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "option `maxTokens` must be a positive integer, got {v}"
+                    ))
+                })?;
             options.max_tokens = Some(n);
         }
     }
@@ -57,7 +69,9 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
         Some("q8_0") => Some(GgmlType::Q8_0),
         Some("q4_0") => Some(GgmlType::Q4_0),
         Some(other) => {
-            return Err(Error::invalid_argument(format!("option `quantize` must be 'q8_0' or 'q4_0', got '{other}'")))
+            return Err(Error::invalid_argument(format!(
+                "option `quantize` must be 'q8_0' or 'q4_0', got '{other}'"
+            )))
         }
     };
     Ok(options)
@@ -99,7 +113,11 @@ pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<
     let model_bytes = bytes.len();
     let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
     let scorer = Scorer::from_gguf(gguf, options).map_err(Error::from_load)?;
-    Ok(Loaded { scorer: Rc::new(scorer), format: "gguf", model_bytes })
+    Ok(Loaded {
+        scorer: Rc::new(scorer),
+        format: "gguf",
+        model_bytes,
+    })
 }
 
 /// Loads a Hugging Face checkpoint from its files by name: `config.json`,
@@ -107,14 +125,26 @@ pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<
 /// optionally `tokenizer_config.json`.
 pub fn load_hf(mut files: BTreeMap<String, Vec<u8>>, options: &ScorerOptions) -> Result<Loaded> {
     let model_bytes = files.values().map(Vec::len).sum();
-    let tokenizer_json = files
-        .remove("tokenizer.json")
-        .ok_or_else(|| Error::new(crate::error::Code::TokenizerInvalid, "tokenizer.json: file not provided"))?;
+    let tokenizer_json = files.remove("tokenizer.json").ok_or_else(|| {
+        Error::new(
+            crate::error::Code::TokenizerInvalid,
+            "tokenizer.json: file not provided",
+        )
+    })?;
     let tokenizer_config = files.remove("tokenizer_config.json");
     let checkpoint = HfCheckpoint::from_bytes(files).map_err(Error::from_load)?;
-    let scorer =
-        Scorer::from_hf(&checkpoint, &tokenizer_json, tokenizer_config.as_deref(), options).map_err(Error::from_load)?;
-    Ok(Loaded { scorer: Rc::new(scorer), format: "hf", model_bytes })
+    let scorer = Scorer::from_hf(
+        &checkpoint,
+        &tokenizer_json,
+        tokenizer_config.as_deref(),
+        options,
+    )
+    .map_err(Error::from_load)?;
+    Ok(Loaded {
+        scorer: Rc::new(scorer),
+        format: "hf",
+        model_bytes,
+    })
 }
 
 #[cfg(test)]
@@ -125,11 +155,18 @@ mod tests {
     use std::path::PathBuf;
 
     fn fixture_files(name: &str) -> BTreeMap<String, Vec<u8>> {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm").join(name);
-        ["config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
-            .iter()
-            .map(|f| (f.to_string(), std::fs::read(dir.join(f)).unwrap()))
-            .collect()
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/prm")
+            .join(name);
+        [
+            "config.json",
+            "model.safetensors",
+            "tokenizer.json",
+            "tokenizer_config.json",
+        ]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(dir.join(f)).unwrap()))
+        .collect()
     }
 
     #[test]
@@ -137,10 +174,23 @@ mod tests {
         let o = parse_options(&json!({"family": "rlhflow", "maxTokens": 64, "truncation": "drop-steps", "quantize": "Q8_0"}))
             .unwrap();
         assert_eq!(o.family, Some(Family::Rlhflow));
-        assert_eq!((o.max_tokens, o.truncation, o.quantize), (Some(64), Truncation::DropSteps, Some(GgmlType::Q8_0)));
+        assert_eq!(
+            (o.max_tokens, o.truncation, o.quantize),
+            (Some(64), Truncation::DropSteps, Some(GgmlType::Q8_0))
+        );
         assert_eq!(o.threads, 1);
-        for bad in [json!({"family": "nope"}), json!({"maxTokens": 0}), json!({"maxTokens": 1.5}), json!({"truncation": "cut"}), json!(3)] {
-            assert_eq!(parse_options(&bad).unwrap_err().code, Code::InvalidArgument, "{bad}");
+        for bad in [
+            json!({"family": "nope"}),
+            json!({"maxTokens": 0}),
+            json!({"maxTokens": 1.5}),
+            json!({"truncation": "cut"}),
+            json!(3),
+        ] {
+            assert_eq!(
+                parse_options(&bad).unwrap_err().code,
+                Code::InvalidArgument,
+                "{bad}"
+            );
         }
     }
 
@@ -150,14 +200,20 @@ mod tests {
         let total: usize = files.values().map(Vec::len).sum();
         let loaded = load_hf(files, &parse_options(&Value::Null).unwrap()).unwrap();
         let info = loaded.info();
-        assert_eq!((info.family, info.format, info.model_bytes, info.hidden_size), ("value-head", "hf", total, 32));
+        assert_eq!(
+            (info.family, info.format, info.model_bytes, info.hidden_size),
+            ("value-head", "hf", total, 32)
+        );
     }
 
     #[test]
     fn broken_files_get_their_codes() {
         let mut files = fixture_files("skywork-prm-tiny");
         files.insert("tokenizer.json".into(), b"{not json".to_vec());
-        assert_eq!(load_hf(files, &ScorerOptions::default()).unwrap_err().code, Code::TokenizerInvalid);
+        assert_eq!(
+            load_hf(files, &ScorerOptions::default()).unwrap_err().code,
+            Code::TokenizerInvalid
+        );
 
         let mut files = fixture_files("skywork-prm-tiny");
         let st = files.get_mut("model.safetensors").unwrap();
@@ -166,7 +222,12 @@ mod tests {
         assert_eq!(e.code, Code::ModelInvalid, "{}", e.message);
         assert!(e.message.contains("model.safetensors"), "{}", e.message);
 
-        let e = load_gguf(b"GGUF\x03\x00\x00\x00garbage".to_vec(), "bad.gguf", &ScorerOptions::default()).unwrap_err();
+        let e = load_gguf(
+            b"GGUF\x03\x00\x00\x00garbage".to_vec(),
+            "bad.gguf",
+            &ScorerOptions::default(),
+        )
+        .unwrap_err();
         assert_eq!(e.code, Code::ModelInvalid);
         assert!(e.message.contains("bad.gguf"), "{}", e.message);
     }

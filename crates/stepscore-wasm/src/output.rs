@@ -20,7 +20,12 @@ pub struct Confidence {
 
 impl From<&StepConfidence> for Confidence {
     fn from(c: &StepConfidence) -> Self {
-        Confidence { tokens: c.tokens, mean_logprob: c.mean_logprob, min_logprob: c.min_logprob, mean_entropy: c.mean_entropy }
+        Confidence {
+            tokens: c.tokens,
+            mean_logprob: c.mean_logprob,
+            min_logprob: c.min_logprob,
+            mean_entropy: c.mean_entropy,
+        }
     }
 }
 
@@ -41,7 +46,9 @@ impl From<TraceScore> for Score {
             step_scores: s.step_scores,
             tokens: s.tokens,
             truncated_steps: s.truncated_steps,
-            confidence: s.confidence.map(|c| c.iter().map(Confidence::from).collect()),
+            confidence: s
+                .confidence
+                .map(|c| c.iter().map(Confidence::from).collect()),
         }
     }
 }
@@ -63,9 +70,11 @@ pub struct SegmentStep {
 pub fn segment_steps(text: &str, steps: Vec<Step>) -> Result<Vec<SegmentStep>> {
     let (mut byte, mut unit) = (0usize, 0usize);
     let mut advance = |to: usize| -> Result<usize> {
-        let piece = text
-            .get(byte..to)
-            .ok_or_else(|| Error::invalid_argument(format!("internal: step span {byte}..{to} is not on char boundaries")))?;
+        let piece = text.get(byte..to).ok_or_else(|| {
+            Error::invalid_argument(format!(
+                "internal: step span {byte}..{to} is not on char boundaries"
+            ))
+        })?;
         unit += piece.encode_utf16().count();
         byte = to;
         Ok(unit)
@@ -73,10 +82,18 @@ pub fn segment_steps(text: &str, steps: Vec<Step>) -> Result<Vec<SegmentStep>> {
     steps
         .into_iter()
         .map(|s| {
-            let span = s.span.ok_or_else(|| Error::invalid_argument("internal: a segmented step has no span"))?;
+            let span = s
+                .span
+                .ok_or_else(|| Error::invalid_argument("internal: a segmented step has no span"))?;
             let start = advance(span.start)?;
             let end = advance(span.end)?;
-            Ok(SegmentStep { text: s.text, start, end, role: s.role.map(|r| r.as_str()), tool: s.tool })
+            Ok(SegmentStep {
+                text: s.text,
+                start,
+                end,
+                role: s.role.map(|r| r.as_str()),
+                tool: s.tool,
+            })
         })
         .collect()
 }
@@ -93,7 +110,13 @@ pub struct VoteOut {
 
 impl From<Vote> for VoteOut {
     fn from(v: Vote) -> Self {
-        VoteOut { answer: v.answer, display: v.display, count: v.count, weight: v.weight, members: v.members }
+        VoteOut {
+            answer: v.answer,
+            display: v.display,
+            count: v.count,
+            weight: v.weight,
+            members: v.members,
+        }
     }
 }
 
@@ -125,7 +148,13 @@ impl From<Selection> for SelectionOut {
             candidates: s
                 .candidates
                 .into_iter()
-                .map(|c| CandidateOut { index: c.index, id: c.id, answer: c.answer, raw_answer: c.raw_answer, score: c.score })
+                .map(|c| CandidateOut {
+                    index: c.index,
+                    id: c.id,
+                    answer: c.answer,
+                    raw_answer: c.raw_answer,
+                    score: c.score,
+                })
                 .collect(),
             majority: s.majority.map(VoteOut::from),
             weighted: s.weighted.map(VoteOut::from),
@@ -180,6 +209,9 @@ mod tests {
         let text = "User: hi\nTool result (calc): 4";
         let out = segment_steps(text, Segmenter::ChatTurns.segment(text)).unwrap();
         assert_eq!(out[0].role, Some("user"));
-        assert_eq!((out[1].role, out[1].tool.as_deref()), (Some("tool_result"), Some("calc")));
+        assert_eq!(
+            (out[1].role, out[1].tool.as_deref()),
+            (Some("tool_result"), Some("calc"))
+        );
     }
 }
