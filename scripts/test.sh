@@ -15,3 +15,16 @@ target/debug/stepscore fetch || echo "warning: default model unavailable; tests 
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
+
+echo "== wasm package (pkg/): build, Node tests, types"
+# Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    (apt-get update -qq && apt-get install -y nodejs npm) || true
+fi
+node_major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
+if [ "$node_major" -lt 20 ]; then
+    echo "test.sh: the npm package's tests need Node 20 or newer (found: $(node --version 2>/dev/null || echo none))" >&2
+    exit 1
+fi
+scripts/build-wasm.sh
+(cd pkg && npm test && npm run --silent typecheck)

@@ -11,7 +11,6 @@ use super::transformer::{Layer, LmHead, RopeStyle, Transformer};
 use crate::error::{Error, Result};
 use safetensors::tensor::{Dtype, Metadata, SafeTensors};
 use std::collections::BTreeMap;
-#[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
 
 pub const CONFIG_FILE: &str = "config.json";
@@ -140,14 +139,20 @@ fn open_shard(name: String, blob: Blob) -> Result<Shard> {
 }
 
 impl HfCheckpoint {
-    /// Opens a checkpoint directory.
-    #[cfg(not(target_arch = "wasm32"))]
+    /// Opens a checkpoint directory (memory-mapped natively; read into
+    /// memory on wasm32, where there is no mmap).
     pub fn open_dir(dir: impl AsRef<Path>) -> Result<HfCheckpoint> {
         let dir = dir.as_ref();
         let read_text = |name: &str| -> Result<String> {
             let p = dir.join(name);
             std::fs::read_to_string(&p).map_err(|e| Error::io(p.display().to_string(), e))
         };
+        #[cfg(target_arch = "wasm32")]
+        let open = |name: &str| -> Result<Blob> {
+            let p = dir.join(name);
+            std::fs::read(&p).map(Blob::Owned).map_err(|e| Error::io(p.display().to_string(), e))
+        };
+        #[cfg(not(target_arch = "wasm32"))]
         let open = |name: &str| -> Result<Blob> {
             let p = dir.join(name);
             let file =

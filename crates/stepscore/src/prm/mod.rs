@@ -13,4 +13,4 @@ pub use family::Family;
 pub use features::StepFeatures;
 pub use head::StepConfidence;
 pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};
-pub use session::Session;
+pub use session::{Session, SessionOf};

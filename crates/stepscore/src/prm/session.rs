@@ -11,6 +11,12 @@
 //! ever merged across the boundary, the session notices the mismatch and
 //! recomputes from the longest matching prefix: results never depend on the
 //! cache.
+//!
+//! A session holds its scorer through any pointer (`SessionOf<S>`): borrowed
+//! (`Session<'a>`, from [`Scorer::session`]) or shared (`Rc`/`Arc`), for
+//! callers such as the JS bindings whose sessions cannot borrow.
+
+use std::ops::Deref;
 
 use super::head::StepConfidence;
 use super::scorer::Scorer;
@@ -18,10 +24,10 @@ use super::template::Encoded;
 use crate::error::{Error, Result};
 use crate::model::KvCache;
 
-/// A trace being scored step by step.
+/// A trace being scored step by step, holding its scorer through `S`.
 #[derive(Debug, Clone)]
-pub struct Session<'a> {
-    scorer: &'a Scorer,
+pub struct SessionOf<S> {
+    scorer: S,
     problem: String,
     steps: Vec<String>,
     scores: Vec<f64>,
@@ -33,16 +39,21 @@ pub struct Session<'a> {
     computed: usize,
 }
 
-impl<'a> Session<'a> {
-    pub(crate) fn new(scorer: &'a Scorer, problem: &str) -> Self {
-        Session {
+/// A session borrowing its scorer.
+pub type Session<'a> = SessionOf<&'a Scorer>;
+
+impl<S: Deref<Target = Scorer>> SessionOf<S> {
+    /// Starts a session on `scorer`, any pointer to one (`&Scorer`, `Rc<Scorer>`, `Arc<Scorer>`).
+    pub fn new(scorer: S, problem: &str) -> Self {
+        let cache = scorer.model().new_cache();
+        SessionOf {
             scorer,
             problem: problem.to_string(),
             steps: Vec::new(),
             scores: Vec::new(),
             confidence: Vec::new(),
             cached: Vec::new(),
-            cache: scorer.model().new_cache(),
+            cache,
             computed: 0,
         }
     }
@@ -140,5 +151,43 @@ impl<'a> Session<'a> {
     /// Tokens currently held in the KV cache.
     pub fn cached_tokens(&self) -> usize {
         self.cached.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::rc::Rc;
+
+    use super::*;
+    use crate::prm::ScorerOptions;
+
+    /// A session owning its scorer through `Rc` scores exactly like the
+    /// borrowing one, and both match the fixture's independent reference.
+    #[test]
+    fn owned_session_matches_borrowed_session_and_reference() {
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+        let reference: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("reference.json")).unwrap()).unwrap();
+        let case = &reference["cases"][0];
+        let problem = case["problem"].as_str().unwrap();
+        let steps: Vec<&str> = case["steps"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
+        let want: Vec<f64> = case["step_scores"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+
+        let scorer = Rc::new(Scorer::open(&dir, &ScorerOptions::default()).unwrap());
+        let mut owned = SessionOf::new(Rc::clone(&scorer), problem);
+        let mut borrowed = scorer.session(problem);
+        for (i, step) in steps.iter().enumerate() {
+            let a = owned.append(step).unwrap();
+            let b = borrowed.append(step).unwrap();
+            assert_eq!(a.to_bits(), b.to_bits(), "step {i}");
+            assert!((a - want[i]).abs() <= 1e-4, "step {i}: {a} vs reference {}", want[i]);
+        }
+        assert_eq!(owned.computed_tokens(), borrowed.computed_tokens());
+        // The session keeps the scorer alive on its own.
+        drop(borrowed);
+        drop(scorer);
+        assert_eq!(owned.scores().len(), steps.len());
+        assert!(owned.append("One more step.").unwrap().is_finite());
     }
 }

@@ -1,0 +1,348 @@
+//! WebAssembly bindings of stepscore for the npm package in `pkg/`.
+//!
+//! This layer only converts: JS values in (through serde-wasm-bindgen, then
+//! checked by hand in [`input`] so messages name the field at fault), the
+//! core crate's results out as camelCase objects ([`output`]), and every
+//! error out as a JS `Error` with a stable `code` ([`error`]). Downloading,
+//! progress, aborting and backend choice live in the package's JS, which
+//! hands bytes to [`WasmScorer::from_gguf`] / [`WasmScorer::from_hf`].
+//!
+//! Nothing here panics on input; a panic hook is installed anyway so a bug
+//! shows its message in the console before the instance traps.
+
+pub mod error;
+pub mod input;
+pub mod load;
+pub mod output;
+
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde::Serialize;
+use serde_json::Value;
+use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
+use stepscore::prm::{Scorer, SessionOf};
+use stepscore::segment::Segmenter;
+use wasm_bindgen::prelude::*;
+
+use crate::error::{Code, Error};
+use crate::input::{parse_trace, parse_traces, Purpose};
+use crate::load::Loaded;
+use crate::output::{segment_steps, Confidence, Score, SelectionOut};
+
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+}
+
+/// The JS face of [`Error`]: an `Error` named `StepscoreError` with `code`.
+fn js_error(e: Error) -> JsValue {
+    let err = js_sys::Error::new(&e.message);
+    err.set_name("StepscoreError");
+    // Setting a property on a fresh Error object cannot fail.
+    let _ = js_sys::Reflect::set(
+        &err,
+        &JsValue::from_str("code"),
+        &JsValue::from_str(e.code.as_str()),
+    );
+    err.into()
+}
+
+type JsResult<T> = std::result::Result<T, JsValue>;
+
+fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
+    value
+        .serialize(&serde_wasm_bindgen::Serializer::json_compatible())
+        .map_err(|e| {
+            js_error(Error::invalid_argument(format!(
+                "internal: result not representable in JS: {e}"
+            )))
+        })
+}
+
+/// Any JS value as JSON-like data; `code` is the error code if it is not.
+fn from_js(value: JsValue, what: &str, code: Code) -> JsResult<Value> {
+    serde_wasm_bindgen::from_value(value)
+        .map_err(|e| js_error(Error::new(code, format!("{what}: {e}"))))
+}
+
+fn string_arg(value: &JsValue, what: &str, code: Code) -> JsResult<String> {
+    value.as_string().ok_or_else(|| {
+        js_error(Error::new(
+            code,
+            format!("{what} must be a string, got {}", type_name(value)),
+        ))
+    })
+}
+
+fn type_name(v: &JsValue) -> String {
+    if v.is_null() {
+        "null".into()
+    } else if js_sys::Array::is_array(v) {
+        "an array".into()
+    } else {
+        v.js_typeof()
+            .as_string()
+            .unwrap_or_else(|| "a value".into())
+    }
+}
+
+/// A list of step scores; `null` / `undefined` entries read as NaN (an
+/// unscored step, which aggregation and first-error treat as failing).
+fn scores_arg(value: &JsValue) -> JsResult<Vec<f64>> {
+    let bad = |m: String| js_error(Error::invalid_argument(m));
+    if let Some(typed) = value.dyn_ref::<js_sys::Float64Array>() {
+        return Ok(typed.to_vec());
+    }
+    if !js_sys::Array::is_array(value) {
+        return Err(bad(format!(
+            "scores must be an array of numbers, got {}",
+            type_name(value)
+        )));
+    }
+    let array = js_sys::Array::from(value);
+    array
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            if v.is_null() || v.is_undefined() {
+                Ok(f64::NAN)
+            } else {
+                v.as_f64().ok_or_else(|| {
+                    bad(format!(
+                        "scores[{i}] must be a number, got {}",
+                        type_name(&v)
+                    ))
+                })
+            }
+        })
+        .collect()
+}
+
+fn aggregation_arg(value: &JsValue) -> JsResult<Aggregation> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(Aggregation::default());
+    }
+    string_arg(value, "aggregation", Code::InvalidArgument)?
+        .parse()
+        .map_err(|e: stepscore::Error| js_error(Error::invalid_argument(e.to_string())))
+}
+
+/// Files of a Hugging Face checkpoint, collected by name before loading
+/// (each `add` copies the bytes into wasm memory once).
+#[wasm_bindgen]
+#[derive(Default)]
+pub struct HfFiles {
+    files: BTreeMap<String, Vec<u8>>,
+}
+
+#[wasm_bindgen]
+impl HfFiles {
+    #[wasm_bindgen(constructor)]
+    pub fn new() -> HfFiles {
+        HfFiles::default()
+    }
+
+    pub fn add(&mut self, name: String, bytes: Vec<u8>) {
+        self.files.insert(name, bytes);
+    }
+}
+
+/// A loaded PRM on the CPU engine.
+#[wasm_bindgen]
+pub struct WasmScorer {
+    loaded: Loaded,
+}
+
+#[wasm_bindgen]
+impl WasmScorer {
+    /// Loads a GGUF file's bytes; `name` names it in error messages.
+    #[wasm_bindgen(js_name = fromGguf)]
+    pub fn from_gguf(bytes: Vec<u8>, name: String, options: JsValue) -> JsResult<WasmScorer> {
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
+        let loaded = load::load_gguf(bytes, &name, &options).map_err(js_error)?;
+        Ok(WasmScorer { loaded })
+    }
+
+    /// Loads a Hugging Face checkpoint from its files (taken out of `files`).
+    #[wasm_bindgen(js_name = fromHf)]
+    pub fn from_hf(files: &mut HfFiles, options: JsValue) -> JsResult<WasmScorer> {
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
+        let loaded = load::load_hf(std::mem::take(&mut files.files), &options).map_err(js_error)?;
+        Ok(WasmScorer { loaded })
+    }
+
+    /// Scores every step of one trace: `{stepScores, tokens, truncatedSteps, confidence?}`.
+    pub fn score(&self, trace: JsValue) -> JsResult<JsValue> {
+        let trace = parse_trace(
+            &from_js(trace, "trace", Code::TraceInvalid)?,
+            "trace",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
+        let score = self
+            .loaded
+            .scorer
+            .score(&trace)
+            .map_err(|e| js_error(Error::from_score("trace", e)))?;
+        to_js(&Score::from(score))
+    }
+
+    /// Scores several traces; all are checked before any is scored.
+    #[wasm_bindgen(js_name = scoreMany)]
+    pub fn score_many(&self, traces: JsValue) -> JsResult<JsValue> {
+        let traces = parse_traces(
+            &from_js(traces, "traces", Code::TraceInvalid)?,
+            "traces",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
+        let scores = traces
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                self.loaded
+                    .scorer
+                    .score(t)
+                    .map(Score::from)
+                    .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))
+            })
+            .collect::<JsResult<Vec<_>>>()?;
+        to_js(&scores)
+    }
+
+    /// Starts an incremental session for `problem`.
+    pub fn session(&self, problem: JsValue) -> JsResult<WasmSession> {
+        let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
+        Ok(WasmSession {
+            inner: SessionOf::new(Rc::clone(&self.loaded.scorer), &problem),
+        })
+    }
+
+    /// Model facts: family, format, dimensions, context, bytes loaded.
+    pub fn info(&self) -> JsResult<JsValue> {
+        to_js(&self.loaded.info())
+    }
+}
+
+/// A trace scored step by step, reusing the KV cache of the steps before.
+#[wasm_bindgen]
+pub struct WasmSession {
+    inner: SessionOf<Rc<Scorer>>,
+}
+
+#[wasm_bindgen]
+impl WasmSession {
+    /// Appends a step and returns its score.
+    pub fn append(&mut self, step: JsValue) -> JsResult<f64> {
+        let what = format!("step {}", self.inner.steps().len());
+        let step = string_arg(&step, &what, Code::TraceInvalid)?;
+        self.inner
+            .append(&step)
+            .map_err(|e| js_error(Error::from_score(&what, e)))
+    }
+
+    pub fn scores(&self) -> Vec<f64> {
+        self.inner.scores().to_vec()
+    }
+
+    pub fn steps(&self) -> Vec<String> {
+        self.inner.steps().to_vec()
+    }
+
+    /// Confidence-family statistics per step (empty for other families).
+    pub fn confidence(&self) -> JsResult<JsValue> {
+        let c: Vec<Confidence> = self
+            .inner
+            .confidence()
+            .iter()
+            .map(Confidence::from)
+            .collect();
+        to_js(&c)
+    }
+
+    #[wasm_bindgen(js_name = computedTokens)]
+    pub fn computed_tokens(&self) -> usize {
+        self.inner.computed_tokens()
+    }
+
+    #[wasm_bindgen(js_name = cachedTokens)]
+    pub fn cached_tokens(&self) -> usize {
+        self.inner.cached_tokens()
+    }
+}
+
+/// Splits a response into steps: `[{text, start, end, role?, tool?}]`, with
+/// UTF-16 offsets. `segmenter`: blank-line (default), newline, step-marker,
+/// chat, or `regex:<pattern>`.
+#[wasm_bindgen]
+pub fn segment(text: JsValue, segmenter: JsValue) -> JsResult<JsValue> {
+    let text = string_arg(&text, "text", Code::InvalidArgument)?;
+    let seg: Segmenter = if segmenter.is_undefined() || segmenter.is_null() {
+        Segmenter::default()
+    } else {
+        string_arg(&segmenter, "segmenter", Code::InvalidArgument)?
+            .parse()
+            .map_err(|e: stepscore::Error| js_error(Error::invalid_argument(e.to_string())))?
+    };
+    let steps = segment_steps(&text, seg.segment(&text)).map_err(js_error)?;
+    to_js(&steps)
+}
+
+/// One score from step scores (`min` by default); `null` for no scores, NaN
+/// when any score is NaN or missing.
+#[wasm_bindgen]
+pub fn aggregate(scores: JsValue, how: JsValue) -> JsResult<Option<f64>> {
+    Ok(aggregate_scores(
+        &scores_arg(&scores)?,
+        aggregation_arg(&how)?,
+    ))
+}
+
+/// The index of the first step scoring below `threshold` (0.5 by default;
+/// a missing or NaN score counts as below), or -1 when every step passes.
+#[wasm_bindgen(js_name = firstError)]
+pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
+    let scores = scores_arg(&scores)?;
+    let threshold = if threshold.is_undefined() || threshold.is_null() {
+        0.5
+    } else {
+        threshold
+            .as_f64()
+            .filter(|t| t.is_finite())
+            .ok_or_else(|| js_error(Error::invalid_argument("threshold must be a finite number")))?
+    };
+    match first_error(&scores, threshold) {
+        None => Ok(-1),
+        Some(i) => {
+            i32::try_from(i).map_err(|_| js_error(Error::invalid_argument("too many scores")))
+        }
+    }
+}
+
+/// Best-of-N, majority and score-weighted vote over candidate responses.
+#[wasm_bindgen(js_name = selectBest)]
+pub fn select_best(candidates: JsValue, how: JsValue) -> JsResult<JsValue> {
+    let how = aggregation_arg(&how)?;
+    let traces = parse_traces(
+        &from_js(candidates, "candidates", Code::TraceInvalid)?,
+        "candidates",
+        Purpose::Select,
+    )
+    .map_err(js_error)?;
+    to_js(&SelectionOut::from(stepscore::select::select(&traces, how)))
+}
+
+/// The final answer a response states (`\boxed{}`, "the answer is ..."), if any.
+#[wasm_bindgen(js_name = extractAnswer)]
+pub fn extract_answer(text: JsValue) -> JsResult<Option<String>> {
+    Ok(stepscore::answer::extract_answer(&string_arg(
+        &text,
+        "text",
+        Code::InvalidArgument,
+    )?))
+}

@@ -1,0 +1,229 @@
+// Turning the `model` option into bytes: URLs through fetch with streamed
+// progress and AbortSignal, Blobs/Files, buffers, and objects of named files.
+
+import { StepscoreError } from './errors.js';
+
+const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
+// Above this a declared Content-Length is not trusted for preallocation.
+const MAX_PREALLOC = 2 ** 31;
+// HF shard names are flat file names; anything else could point outside the directory.
+const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
+
+export function throwIfAborted(signal) {
+  if (signal?.aborted) {
+    throw new StepscoreError('ABORTED', `loading was aborted: ${reasonText(signal.reason)}`, { cause: signal.reason });
+  }
+}
+
+function reasonText(reason) {
+  return reason?.message ?? (reason === undefined ? 'no reason given' : String(reason));
+}
+
+function isGguf(bytes) {
+  return bytes.length >= 4 && GGUF_MAGIC.every((b, i) => bytes[i] === b);
+}
+
+function asBytes(value, what) {
+  if (value instanceof Uint8Array) return value;
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (ArrayBuffer.isView(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (typeof value === 'string') return new TextEncoder().encode(value);
+  throw new StepscoreError('INVALID_ARGUMENT', `${what} must be a Blob, ArrayBuffer, typed array or string`);
+}
+
+function isBlob(value) {
+  return typeof Blob !== 'undefined' && value instanceof Blob;
+}
+
+async function blobBytes(blob, name, signal, onProgress) {
+  throwIfAborted(signal);
+  const bytes = new Uint8Array(await blob.arrayBuffer());
+  throwIfAborted(signal);
+  onProgress?.({ phase: 'download', file: name, loaded: bytes.length, total: bytes.length });
+  return bytes;
+}
+
+/**
+ * GETs `url` into one Uint8Array, reporting progress per chunk. Returns null
+ * for a 404 when `optional`.
+ */
+export async function fetchBytes(url, { signal, onProgress, file, optional = false } = {}) {
+  throwIfAborted(signal);
+  let response;
+  try {
+    response = await fetch(url, { signal });
+  } catch (e) {
+    throwIfAborted(signal);
+    throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}`, { cause: e });
+  }
+  if (response.status === 404 && optional) {
+    await response.body?.cancel();
+    return null;
+  }
+  if (!response.ok) {
+    await response.body?.cancel();
+    throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+  }
+  // A compressed body's Content-Length counts compressed bytes, not the ones we read.
+  const encoding = response.headers.get('content-encoding');
+  const declared = Number(response.headers.get('content-length'));
+  const total = (!encoding || encoding === 'identity') && Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
+  const report = (loaded) => onProgress?.({ phase: 'download', file, loaded, total });
+  try {
+    if (!response.body) {
+      const bytes = new Uint8Array(await response.arrayBuffer());
+      report(bytes.length);
+      return bytes;
+    }
+    return await readStream(response.body.getReader(), total, report);
+  } catch (e) {
+    throwIfAborted(signal);
+    if (e instanceof StepscoreError) throw e;
+    throw new StepscoreError('FETCH_FAILED', `GET ${url}: reading the body failed: ${e?.message ?? e}`, { cause: e });
+  }
+}
+
+async function readStream(reader, total, report) {
+  // With a trustworthy length, fill one buffer; otherwise (or if the server
+  // sends more than it declared) collect chunks and join them at the end.
+  let buffer = total !== null && total <= MAX_PREALLOC ? new Uint8Array(total) : null;
+  const chunks = [];
+  let loaded = 0;
+  report(0);
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    if (buffer && loaded + value.length <= buffer.length) {
+      buffer.set(value, loaded);
+    } else {
+      if (buffer) {
+        chunks.push(buffer.subarray(0, loaded));
+        buffer = null;
+      }
+      chunks.push(value);
+    }
+    loaded += value.length;
+    report(loaded);
+  }
+  if (buffer) return loaded === buffer.length ? buffer : buffer.subarray(0, loaded);
+  const out = new Uint8Array(loaded);
+  let at = 0;
+  for (const c of chunks) {
+    out.set(c, at);
+    at += c.length;
+  }
+  return out;
+}
+
+function lastSegment(url) {
+  const parts = url.pathname.split('/').filter(Boolean);
+  return decodeURIComponent(parts[parts.length - 1] ?? 'model.gguf');
+}
+
+function toUrl(model) {
+  try {
+    return new URL(model, globalThis.location?.href);
+  } catch {
+    throw new StepscoreError(
+      'INVALID_ARGUMENT',
+      `model URL ${JSON.stringify(String(model))} is not an absolute URL (and there is no page URL to resolve it against)`,
+    );
+  }
+}
+
+/** A Hugging Face checkpoint directory: config, weights (single or sharded), tokenizer files. */
+async function fetchDirectory(base, signal, onProgress) {
+  const files = new Map();
+  const get = async (name, optional = false) => {
+    const bytes = await fetchBytes(new URL(name, base).href, { signal, onProgress, file: name, optional });
+    if (bytes) files.set(name, bytes);
+    return bytes;
+  };
+  await get('config.json');
+  const single = await get('model.safetensors', true);
+  if (!single) {
+    const index = await get('model.safetensors.index.json', true);
+    if (!index) {
+      throw new StepscoreError(
+        'FETCH_FAILED',
+        `GET ${new URL('model.safetensors', base).href}: HTTP 404, and there is no model.safetensors.index.json either`,
+      );
+    }
+    for (const shard of shardNames(index)) await get(shard);
+  }
+  await get('tokenizer.json');
+  await get('tokenizer_config.json', true);
+  return files;
+}
+
+function shardNames(indexBytes) {
+  let index;
+  try {
+    index = JSON.parse(new TextDecoder().decode(indexBytes));
+  } catch (e) {
+    throw new StepscoreError('MODEL_INVALID', `model.safetensors.index.json: not valid JSON: ${e.message}`);
+  }
+  const map = index?.weight_map;
+  if (!map || typeof map !== 'object') {
+    throw new StepscoreError('MODEL_INVALID', 'model.safetensors.index.json: no `weight_map` object');
+  }
+  const names = [...new Set(Object.values(map))];
+  for (const n of names) {
+    if (typeof n !== 'string' || !SAFE_NAME.test(n)) {
+      throw new StepscoreError('MODEL_INVALID', `model.safetensors.index.json: shard name ${JSON.stringify(n)} is not a plain file name`);
+    }
+  }
+  return names;
+}
+
+/**
+ * Resolves the `model` option to `{ kind: 'gguf', name, bytes }` or
+ * `{ kind: 'hf', files: Map<name, Uint8Array> }`.
+ */
+export async function resolveModel(model, { signal, onProgress } = {}) {
+  throwIfAborted(signal);
+  if (model === undefined || model === null) {
+    throw new StepscoreError('INVALID_ARGUMENT', 'the `model` option is required');
+  }
+  if (typeof model === 'string' || model instanceof URL) {
+    const url = toUrl(model);
+    if (url.pathname.toLowerCase().endsWith('.gguf')) {
+      const name = lastSegment(url);
+      return { kind: 'gguf', name, bytes: await fetchBytes(url.href, { signal, onProgress, file: name }) };
+    }
+    const base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`);
+    return { kind: 'hf', files: await fetchDirectory(base, signal, onProgress) };
+  }
+  if (isBlob(model)) {
+    const name = typeof model.name === 'string' && model.name ? model.name : 'model.gguf';
+    const bytes = await blobBytes(model, name, signal, onProgress);
+    if (!isGguf(bytes)) {
+      throw new StepscoreError(
+        'MODEL_INVALID',
+        `${name}: a single file must be a GGUF model (it does not start with "GGUF"); pass a checkpoint's files as an object of named files`,
+      );
+    }
+    return { kind: 'gguf', name, bytes };
+  }
+  if (model instanceof ArrayBuffer || ArrayBuffer.isView(model)) {
+    return { kind: 'gguf', name: 'model.gguf', bytes: asBytes(model, 'model') };
+  }
+  if (typeof model === 'object') {
+    const entries = model instanceof Map ? [...model.entries()] : Object.entries(model);
+    if (entries.length === 0) throw new StepscoreError('INVALID_ARGUMENT', 'the `model` object names no files');
+    const files = new Map();
+    for (const [name, value] of entries) {
+      files.set(name, isBlob(value) ? await blobBytes(value, name, signal, onProgress) : asBytes(value, `model['${name}']`));
+    }
+    const ggufs = entries.filter(([name]) => name.toLowerCase().endsWith('.gguf'));
+    if (ggufs.length === 1 && entries.length === 1) {
+      const [name] = ggufs[0];
+      return { kind: 'gguf', name, bytes: files.get(name) };
+    }
+    return { kind: 'hf', files };
+  }
+  throw new StepscoreError(
+    'INVALID_ARGUMENT',
+    `the \`model\` option must be a URL, a File/Blob, an ArrayBuffer/Uint8Array or an object of named files, got ${typeof model}`,
+  );
+}

@@ -1,0 +1,216 @@
+// Types of the `stepscore` package (the same API in browsers and Node).
+
+/** Stable error codes carried by every StepscoreError. */
+export type ErrorCode =
+  | 'INVALID_ARGUMENT'
+  | 'MODEL_INVALID'
+  | 'TOKENIZER_INVALID'
+  | 'TOKENIZE_FAILED'
+  | 'TRACE_INVALID'
+  | 'TRACE_TOO_LONG'
+  | 'FETCH_FAILED'
+  | 'ABORTED'
+  | 'WEBGPU_UNAVAILABLE'
+  | 'NOT_IMPLEMENTED'
+  | 'DISPOSED'
+  | 'IO_ERROR'
+  | 'INTERNAL';
+
+export class StepscoreError extends Error {
+  readonly name: 'StepscoreError';
+  readonly code: ErrorCode;
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown });
+}
+
+export type Backend = 'auto' | 'webgpu' | 'cpu';
+export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence';
+export type Aggregation = 'min' | 'prod' | 'last' | 'mean' | 'geo_mean';
+
+/** One file of a checkpoint given in memory. Strings are the file's text. */
+export type FileSource = Blob | ArrayBuffer | ArrayBufferView | string;
+
+/**
+ * Where the model comes from:
+ * - a URL (string or URL) ending in `.gguf`: one GGUF file;
+ * - any other URL: a Hugging Face checkpoint directory holding config.json,
+ *   model.safetensors (or model.safetensors.index.json and its shards),
+ *   tokenizer.json and, optionally, tokenizer_config.json;
+ * - a File/Blob or ArrayBuffer/typed array: a GGUF file's bytes;
+ * - an object (or Map) of files by name: a checkpoint's files, or a single `*.gguf` entry.
+ */
+export type ModelSource =
+  | string
+  | URL
+  | Blob
+  | ArrayBuffer
+  | ArrayBufferView
+  | Record<string, FileSource>
+  | Map<string, FileSource>;
+
+export interface Progress {
+  /** 'download' while bytes arrive, then 'load' once while the engine builds the model. */
+  phase: 'download' | 'load';
+  /** The file being downloaded; null in the 'load' phase. */
+  file: string | null;
+  loaded: number;
+  /** Bytes expected, when the server says (null otherwise). */
+  total: number | null;
+}
+
+export interface LoadOptions {
+  model: ModelSource;
+  /** 'auto' (default) uses WebGPU when stepscore can, else the CPU engine, and says why in info(). */
+  backend?: Backend;
+  onProgress?: (progress: Progress) => void;
+  /** Aborting rejects the load with code 'ABORTED'. */
+  signal?: AbortSignal;
+  /** The PRM protocol; detected from the checkpoint when omitted ('rlhflow' must be given). */
+  family?: Family;
+  /** Token limit per trace; the model's context when omitted (a smaller limit always wins). */
+  maxTokens?: number;
+  /** Over the limit: reject with 'TRACE_TOO_LONG' (default), or score only the leading steps that fit. */
+  truncation?: 'error' | 'drop-steps';
+  /** Quantize a Hugging Face checkpoint's weights at load (GGUF keeps its own types). */
+  quantize?: 'q8_0' | 'q4_0';
+}
+
+export interface StepInput {
+  text: string;
+  score?: number | null;
+  label?: boolean | null;
+}
+
+export interface TraceInput {
+  problem: string;
+  steps: Array<string | StepInput>;
+  id?: string;
+  response?: string;
+  finalAnswer?: string;
+  referenceAnswer?: string;
+}
+
+export interface StepConfidence {
+  tokens: number;
+  meanLogprob: number;
+  minLogprob: number;
+  /** Mean entropy (nats) of the predictive distributions of the step's tokens. */
+  meanEntropy: number;
+}
+
+export interface TraceScore {
+  /** One per step; null for steps dropped by truncation. */
+  stepScores: Array<number | null>;
+  tokens: number;
+  truncatedSteps: number;
+  /** Only for the 'confidence' family. */
+  confidence?: StepConfidence[];
+}
+
+export interface ScorerInfo {
+  backend: 'cpu' | 'webgpu';
+  requestedBackend: Backend;
+  /** The GPU adapter's description when the backend is 'webgpu'; null on the CPU. */
+  adapter: string | null;
+  /** Why 'auto' did not pick WebGPU; null otherwise. */
+  fallbackReason: string | null;
+  family: Family;
+  format: 'gguf' | 'hf';
+  architectures: string[];
+  hiddenSize: number;
+  intermediateSize: number;
+  layers: number;
+  heads: number;
+  kvHeads: number;
+  headDim: number;
+  vocabSize: number;
+  contextLength: number;
+  maxTokens: number;
+  /** Bytes of model files handed to the engine. */
+  modelBytes: number;
+  files: Array<{ name: string; bytes: number }>;
+  /** Size of the wasm instance's memory now. */
+  wasmMemoryBytes: number | null;
+  threads: number;
+}
+
+export class Session {
+  private constructor();
+  /** Appends a step and resolves to its score. */
+  append(step: string): Promise<number>;
+  readonly scores: number[];
+  readonly steps: string[];
+  readonly confidence: StepConfidence[];
+  /** Tokens run through the model over the session's life; tokens held in its cache. */
+  readonly tokens: { computed: number; cached: number };
+  dispose(): void;
+}
+
+export class StepScorer {
+  private constructor();
+  static load(options: LoadOptions): Promise<StepScorer>;
+  score(trace: TraceInput): Promise<TraceScore>;
+  scoreMany(traces: TraceInput[]): Promise<TraceScore[]>;
+  session(problem: string): Session;
+  info(): ScorerInfo;
+  /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */
+  dispose(): void;
+}
+
+export interface SegmentStep {
+  text: string;
+  /** UTF-16 offsets: `input.slice(start, end) === text`. */
+  start: number;
+  end: number;
+  role?: 'system' | 'user' | 'assistant' | 'tool_call' | 'tool_result';
+  tool?: string;
+}
+
+/** `segmenter`: 'blank-line' (default), 'newline', 'step-marker', 'chat', or 'regex:<pattern>'. */
+export function segment(text: string, segmenter?: string): SegmentStep[];
+
+/** null for no scores; NaN when a score is NaN or missing (null). */
+export function aggregate(scores: ArrayLike<number | null> | Float64Array, how?: Aggregation): number | null;
+
+/** Index of the first step below `threshold` (default 0.5; a missing score counts as below), or -1. */
+export function firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
+
+export interface Candidate {
+  steps: Array<string | StepInput>;
+  /** Per-step scores (e.g. a TraceScore's stepScores); overrides the steps' own. */
+  scores?: Array<number | null>;
+  problem?: string;
+  id?: string;
+  response?: string;
+  finalAnswer?: string;
+  referenceAnswer?: string;
+}
+
+export interface Vote {
+  /** The normalized answer. */
+  answer: string;
+  /** The answer as its first member wrote it. */
+  display: string;
+  count: number;
+  weight: number;
+  members: number[];
+}
+
+export interface Selection {
+  aggregation: Aggregation;
+  /** Index of the candidate with the highest finite score, or null. */
+  best: number | null;
+  candidates: Array<{
+    index: number;
+    id: string | null;
+    answer: string | null;
+    rawAnswer: string | null;
+    score: number | null;
+  }>;
+  majority: Vote | null;
+  weighted: Vote | null;
+}
+
+export function selectBest(candidates: Candidate[], how?: Aggregation): Selection;
+
+/** The final answer a response states (`\boxed{...}`, "the answer is ..."), or null. */
+export function extractAnswer(text: string): string | null;

@@ -1,0 +1,69 @@
+// Every PRM family's tiny fixture, loaded from bytes, scored by the wasm CPU
+// engine against the independent float64 reference (reference.json), the way
+// the native tests do: |Δ| ≤ 1e-4 (relative for the confidence family).
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { StepScorer } from 'stepscore';
+import { FAMILIES, checkpointFiles, reference, tolerance } from './helpers.js';
+
+for (const [name, family] of FAMILIES) {
+  test(`${name}: score() matches the reference`, async () => {
+    const ref = reference(name);
+    const scorer = await StepScorer.load({ model: checkpointFiles(name), backend: 'cpu', family });
+    try {
+      const info = scorer.info();
+      assert.equal(info.family, ref.family);
+      assert.equal(info.backend, 'cpu');
+      for (const [k, c] of ref.cases.entries()) {
+        const got = await scorer.score({ problem: c.problem, steps: c.steps });
+        assert.equal(got.tokens, c.input_ids.length, `case ${k}: tokens`);
+        assert.equal(got.truncatedSteps, 0);
+        assert.equal(got.stepScores.length, c.step_scores.length);
+        for (const [i, want] of c.step_scores.entries()) {
+          const g = got.stepScores[i];
+          assert.ok(Math.abs(g - want) <= tolerance(ref.family, want), `case ${k} step ${i}: ${g} vs reference ${want}`);
+        }
+        if (c.mean_logprob) {
+          for (const [i, s] of got.confidence.entries()) {
+            assert.ok(Math.abs(s.meanLogprob - c.mean_logprob[i]) < 1e-4, `case ${k} step ${i}: mean log-prob`);
+            assert.ok(Math.abs(s.minLogprob - c.min_logprob[i]) < 1e-4, `case ${k} step ${i}: min log-prob`);
+            assert.ok(Math.abs(s.meanEntropy - c.mean_entropy[i]) < 1e-4, `case ${k} step ${i}: entropy`);
+          }
+        } else {
+          assert.equal(got.confidence, undefined);
+        }
+      }
+    } finally {
+      scorer.dispose();
+    }
+  });
+
+  test(`${name}: session.append and scoreMany equal full scoring`, async () => {
+    const ref = reference(name);
+    const scorer = await StepScorer.load({ model: checkpointFiles(name), family });
+    try {
+      const many = await scorer.scoreMany(ref.cases.map((c) => ({ problem: c.problem, steps: c.steps.map((text) => ({ text })) })));
+      assert.equal(many.length, ref.cases.length);
+      for (const [k, c] of ref.cases.entries()) {
+        const full = await scorer.score({ problem: c.problem, steps: c.steps });
+        assert.deepEqual(many[k], full, `case ${k}: scoreMany vs score`);
+        const session = scorer.session(c.problem);
+        for (const [i, step] of c.steps.entries()) {
+          const got = await session.append(step);
+          const want = full.stepScores[i];
+          assert.ok(Math.abs(got - want) <= tolerance(ref.family, want), `case ${k} step ${i}: incremental ${got} vs full ${want}`);
+        }
+        assert.deepEqual(session.steps, c.steps);
+        assert.equal(session.scores.length, c.steps.length);
+        // Each token runs about once (the native bound: total + 3 per step).
+        const { computed } = session.tokens;
+        assert.ok(computed <= c.input_ids.length + 3 * c.steps.length, `case ${k}: ${computed} tokens computed`);
+        assert.equal(session.confidence.length, ref.family === 'confidence' ? c.steps.length : 0);
+        session.dispose();
+      }
+    } finally {
+      scorer.dispose();
+    }
+  });
+}

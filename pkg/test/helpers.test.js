@@ -1,0 +1,98 @@
+// The model-free helpers, with values worked by hand.
+
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { aggregate, extractAnswer, firstError, segment, selectBest, StepscoreError } from 'stepscore';
+
+const throwsCode = (fn, code, pattern) =>
+  assert.throws(fn, (e) => {
+    assert.ok(e instanceof StepscoreError, `not a StepscoreError: ${e}`);
+    assert.equal(e.code, code, e.message);
+    if (pattern) assert.match(e.message, pattern);
+    return true;
+  });
+
+test('segment splits on blank lines with UTF-16 spans', () => {
+  // "é" is one UTF-16 unit, "𝑥" two (a surrogate pair): spans must count units.
+  const text = 'Step 1: é = 1\n\n  Step 2: 𝑥 + 1 = 2  \n\n\nSo ✓';
+  const steps = segment(text);
+  assert.deepEqual(
+    steps.map((s) => s.text),
+    ['Step 1: é = 1', 'Step 2: 𝑥 + 1 = 2', 'So ✓'],
+  );
+  for (const s of steps) assert.equal(text.slice(s.start, s.end), s.text);
+  // 'Step 1: é = 1' is 13 units; then "\n\n  " (4): step 2 starts at 17 and is
+  // 'Step 2: ' (8) + '𝑥' (2) + ' + 1 = 2' (8) = 18 units long.
+  assert.deepEqual([steps[1].start, steps[1].end], [17, 35]);
+  assert.deepEqual(segment(text, 'newline').length, 3);
+  assert.deepEqual(segment('a; b;c', 'regex:;\\s*').map((s) => s.text), ['a', 'b', 'c']);
+  const chat = segment('User: 2+2?\nAssistant: 4\nTool result (calc): 4', 'chat');
+  assert.deepEqual(chat.map((s) => [s.role, s.tool ?? null, s.text]), [
+    ['user', null, '2+2?'],
+    ['assistant', null, '4'],
+    ['tool_result', 'calc', '4'],
+  ]);
+  assert.deepEqual(segment(''), []);
+  throwsCode(() => segment(5), 'INVALID_ARGUMENT', /text must be a string/);
+  throwsCode(() => segment('a', 'paragraphs!'), 'INVALID_ARGUMENT', /unknown segmenter/);
+  throwsCode(() => segment('a', 'regex:('), 'INVALID_ARGUMENT', /bad regex/);
+});
+
+test('aggregate combines step scores', () => {
+  const s = [0.9, 0.5, 0.8];
+  assert.equal(aggregate(s), 0.5); // min is the default
+  assert.equal(aggregate(s, 'min'), 0.5);
+  assert.ok(Math.abs(aggregate(s, 'prod') - 0.36) < 1e-15);
+  assert.equal(aggregate(s, 'last'), 0.8);
+  assert.ok(Math.abs(aggregate(s, 'mean') - 2.2 / 3) < 1e-15);
+  // geometric mean: 0.36^(1/3) = 0.71137866...
+  assert.ok(Math.abs(aggregate(s, 'geo_mean') - Math.cbrt(0.36)) < 1e-12);
+  assert.equal(aggregate(new Float64Array(s), 'last'), 0.8);
+  assert.equal(aggregate([]), null);
+  // A missing score is never mistaken for a good one.
+  assert.ok(Number.isNaN(aggregate([0.9, null], 'mean')));
+  throwsCode(() => aggregate('0.5'), 'INVALID_ARGUMENT', /array of numbers/);
+  throwsCode(() => aggregate([0.5, '0.7']), 'INVALID_ARGUMENT', /scores\[1\] must be a number/);
+  throwsCode(() => aggregate([0.5], 'median'), 'INVALID_ARGUMENT', /unknown aggregation/);
+});
+
+test('firstError finds the first step below the threshold', () => {
+  assert.equal(firstError([0.9, 0.4, 0.2]), 1);
+  assert.equal(firstError([0.9, 0.4, 0.2], 0.3), 2);
+  assert.equal(firstError([0.9, 0.6]), -1);
+  assert.equal(firstError([]), -1);
+  assert.equal(firstError([0.9, null, 0.9]), 1);
+  throwsCode(() => firstError([0.9], Number.NaN), 'INVALID_ARGUMENT', /threshold/);
+});
+
+test('selectBest picks best-of-N and the votes', () => {
+  const candidates = [
+    { id: 'a', steps: ['2 + 2 = 4', 'The answer is \\boxed{4}'], scores: [0.9, 0.8] },
+    { id: 'b', steps: ['2 + 2 = 5', 'So \\boxed{5}'], scores: [0.3, 0.9] },
+    { id: 'c', steps: [{ text: '4', score: 0.6 }], finalAnswer: '4' },
+  ];
+  const sel = selectBest(candidates);
+  assert.equal(sel.aggregation, 'min');
+  // min scores: a 0.8, b 0.3, c 0.6.
+  assert.equal(sel.best, 0);
+  assert.deepEqual(sel.candidates.map((c) => [c.id, c.answer, c.score]), [
+    ['a', '4', 0.8],
+    ['b', '5', 0.3],
+    ['c', '4', 0.6],
+  ]);
+  assert.equal(sel.majority.answer, '4');
+  assert.deepEqual(sel.majority.members, [0, 2]);
+  assert.equal(sel.majority.count, 2);
+  assert.ok(Math.abs(sel.weighted.weight - 1.4) < 1e-12);
+  // By the last step, b's 0.9 is the best.
+  assert.equal(selectBest(candidates, 'last').best, 1);
+  assert.deepEqual(selectBest([]).best, null);
+  throwsCode(() => selectBest([{ steps: ['a'] }, { steps: 'a' }]), 'TRACE_INVALID', /candidates\[1\]\.steps must be an array/);
+  throwsCode(() => selectBest([{ steps: ['a', 'b'], scores: [1] }]), 'TRACE_INVALID', /2 steps/);
+});
+
+test('extractAnswer reads the stated answer', () => {
+  assert.equal(extractAnswer('so the total is \\boxed{42}.'), '42');
+  assert.equal(extractAnswer('no answer here'), null);
+  throwsCode(() => extractAnswer(null), 'INVALID_ARGUMENT');
+});

@@ -1,0 +1,49 @@
+// Compiled by `npm run typecheck` (tsc, no emit): the published types accept
+// the documented calls and reject misuse (each @ts-expect-error must error).
+import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer } from 'stepscore';
+import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection } from 'stepscore';
+
+export async function usage(bytes: Uint8Array, file: File): Promise<void> {
+  const controller = new AbortController();
+  const scorer = await StepScorer.load({
+    model: 'https://example.test/model/',
+    backend: 'auto',
+    signal: controller.signal,
+    onProgress: (p: Progress) => void p.loaded,
+    family: 'rlhflow',
+    maxTokens: 512,
+    truncation: 'drop-steps',
+  });
+  await StepScorer.load({ model: bytes });
+  await StepScorer.load({ model: file, backend: 'cpu' });
+  await StepScorer.load({ model: { 'config.json': '{}', 'model.safetensors': bytes.buffer as ArrayBuffer } });
+  const r: TraceScore = await scorer.score({ problem: 'p', steps: ['a', { text: 'b' }] });
+  const first: number | null = r.stepScores[0];
+  const many: TraceScore[] = await scorer.scoreMany([{ problem: 'p', steps: ['a'] }]);
+  const session = scorer.session('p');
+  const s: number = await session.append('step');
+  const info: ScorerInfo = scorer.info();
+  const backend: 'cpu' | 'webgpu' = info.backend;
+  const steps = segment('a\n\nb', 'newline').map((x) => x.text.slice(0, x.end - x.start));
+  const agg: number | null = aggregate([0.5, null], 'geo_mean');
+  const idx: number = firstError(new Float64Array([0.2]), 0.5);
+  const sel: Selection = selectBest([{ steps: ['a'], scores: [0.5] }], 'last');
+  const answer: string | null = extractAnswer('\\boxed{1}');
+  try {
+    scorer.dispose();
+  } catch (e) {
+    if (e instanceof StepscoreError) {
+      const code: ErrorCode = e.code;
+      void code;
+    }
+  }
+  // @ts-expect-error: not a backend
+  await StepScorer.load({ model: bytes, backend: 'gpu' });
+  // @ts-expect-error: a trace needs a problem
+  await scorer.score({ steps: ['a'] });
+  // @ts-expect-error: not an aggregation
+  aggregate([1], 'median');
+  // @ts-expect-error: scorers come from load()
+  new StepScorer();
+  void [first, many, s, backend, steps, agg, idx, sel, answer];
+}
