@@ -14,6 +14,7 @@ export type ErrorCode =
   | 'NOT_IMPLEMENTED'
   | 'DISPOSED'
   | 'IO_ERROR'
+  | 'GPU_ERROR'
   | 'INTERNAL';
 
 export class StepscoreError extends Error {

@@ -22,6 +22,8 @@ pub enum Code {
     InvalidArgument,
     /// A file operation failed (not expected in a JS host; kept for completeness).
     Io,
+    /// The GPU engine failed (device lost, validation, limits).
+    Gpu,
 }
 
 impl Code {
@@ -34,6 +36,7 @@ impl Code {
             Code::TraceTooLong => "TRACE_TOO_LONG",
             Code::InvalidArgument => "INVALID_ARGUMENT",
             Code::Io => "IO_ERROR",
+            Code::Gpu => "GPU_ERROR",
         }
     }
 }
@@ -80,6 +83,7 @@ impl Error {
             stepscore::Error::InvalidArgument(_) => Code::InvalidArgument,
             stepscore::Error::TraceTooLong { .. } => Code::TraceTooLong,
             stepscore::Error::Io { .. } => Code::Io,
+            stepscore::Error::Gpu(_) => Code::Gpu,
         };
         Error::new(code, e.to_string())
     }
@@ -96,6 +100,7 @@ impl Error {
             }
             stepscore::Error::Model { .. } => Code::ModelInvalid,
             stepscore::Error::Io { .. } => Code::Io,
+            stepscore::Error::Gpu(_) => Code::Gpu,
         };
         Error::new(code, format!("{what}: {e}"))
     }

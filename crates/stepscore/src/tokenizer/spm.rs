@@ -91,7 +91,9 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
         norm.push(Prepend::new("▁".to_string()).into());
     }
     norm.push(Replace::new(" ", "▁").map_err(|e| err(format!("normalizer: {e}")))?.into());
-    inner.with_normalizer(Some(NormalizerSequence::new(norm)));
+    inner
+        .with_normalizer(Some(NormalizerSequence::new(norm)))
+        .map_err(|e| err(format!("normalizer: {e}")))?;
     let mut dec = vec![
         Replace::new("▁", " ").map_err(|e| err(format!("decoder: {e}")))?.into(),
         ByteFallback::default().into(),
