@@ -10,8 +10,7 @@ scripts/setup.sh
 
 echo "== test data"
 scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
-cargo build --locked -q -p stepscore-cli
-target/debug/stepscore fetch || echo "warning: default model unavailable; tests that need it will be skipped"
+cargo run --locked -q -p stepscore-cli -- fetch || echo "warning: default model unavailable; tests that need it will be skipped"
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
