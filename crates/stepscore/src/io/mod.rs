@@ -585,12 +585,16 @@ pub fn open_traces(path: &Path, mut opts: ReadOptions) -> Result<TraceReader<Box
         Box::new(std::io::stdin().lock())
     } else {
         let file = File::open(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+        // Gzipped JSON/JSONL (the committed datasets) is decompressed as it
+        // streams; wasm has no files to open, so no decoder there.
+        #[cfg(not(target_arch = "wasm32"))]
         if path.extension().is_some_and(|e| e == "gz") {
-            // Gzipped JSON/JSONL (the committed datasets) is decompressed as it streams.
-            Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file)))
-        } else {
-            Box::new(BufReader::with_capacity(1 << 16, file))
+            return Ok(TraceReader::new(
+                Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file))),
+                opts,
+            ));
         }
+        Box::new(BufReader::with_capacity(1 << 16, file))
     };
     Ok(TraceReader::new(reader, opts))
 }
