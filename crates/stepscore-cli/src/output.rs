@@ -44,7 +44,10 @@ pub struct Table {
 
 impl Table {
     pub fn new(header: &[&str]) -> Self {
-        Table { header: header.iter().map(|s| s.to_string()).collect(), rows: Vec::new() }
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+        }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -92,7 +95,10 @@ pub fn num(x: Option<f64>, decimals: usize) -> String {
 
 /// Shortens text for a table cell, on a char boundary, on one line.
 pub fn clip(text: &str, max_chars: usize) -> String {
-    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     if one_line.chars().count() <= max_chars {
         one_line
     } else {

@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures")
+        .join(name)
 }
 
 fn stepscore(args: &[&str], stdin: Option<&[u8]>) -> Output {
@@ -32,7 +34,15 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn eval_prints_the_f1_table() {
-    let out = stepscore(&["eval", fixture("processbench_scored.jsonl").to_str().unwrap(), "--output", "table"], None);
+    let out = stepscore(
+        &[
+            "eval",
+            fixture("processbench_scored.jsonl").to_str().unwrap(),
+            "--output",
+            "table",
+        ],
+        None,
+    );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     // Worked out by hand from the fixture at threshold 0.5:
@@ -42,13 +52,28 @@ fn eval_prints_the_f1_table() {
     //        0.9, 0.6, 0.2 predict step 2 for label 1) -> 0.500; F1 = 0.667.
     // pooled: correct 3/4 = 0.750, erroneous 3/5 = 0.600, F1 = 0.9 / 1.35 = 0.667.
     // mean F1 over splits = (0.571 + 0.667) / 2 = 0.619.
-    let line = |split: &str| stdout.lines().find(|l| l.starts_with(split)).unwrap_or_else(|| panic!("no {split} row in:\n{stdout}")).to_string();
+    let line = |split: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(split))
+            .unwrap_or_else(|| panic!("no {split} row in:\n{stdout}"))
+            .to_string()
+    };
     let gsm = line("gsm8k");
-    assert!(gsm.contains("0.500") && gsm.contains("0.667") && gsm.ends_with("0.571"), "{gsm}");
+    assert!(
+        gsm.contains("0.500") && gsm.contains("0.667") && gsm.ends_with("0.571"),
+        "{gsm}"
+    );
     let math = line("math");
-    assert!(math.contains("1.000") && math.contains("0.500") && math.ends_with("0.667"), "{math}");
+    assert!(
+        math.contains("1.000") && math.contains("0.500") && math.ends_with("0.667"),
+        "{math}"
+    );
     let all = line("overall");
-    assert!(all.contains("0.750") && all.contains("0.600") && all.ends_with("0.667"), "{all}");
+    assert!(
+        all.contains("0.750") && all.contains("0.600") && all.ends_with("0.667"),
+        "{all}"
+    );
     assert!(stdout.contains("mean F1 over splits: 0.619"), "{stdout}");
     assert!(stdout.contains("step AUROC"), "{stdout}");
     assert!(stdout.contains("expected calibration error"), "{stdout}");
@@ -56,7 +81,13 @@ fn eval_prints_the_f1_table() {
 
 #[test]
 fn eval_jsonl_when_piped() {
-    let out = stepscore(&["eval", fixture("processbench_scored.jsonl").to_str().unwrap()], None);
+    let out = stepscore(
+        &[
+            "eval",
+            fixture("processbench_scored.jsonl").to_str().unwrap(),
+        ],
+        None,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
     let f1 = v["processbench"]["overall"]["f1"].as_f64().unwrap();
@@ -66,30 +97,69 @@ fn eval_jsonl_when_piped() {
 
 #[test]
 fn select_prints_choice_and_both_votes() {
-    let out = stepscore(&["select", fixture("best_of_n.jsonl").to_str().unwrap(), "--output", "table"], None);
+    let out = stepscore(
+        &[
+            "select",
+            fixture("best_of_n.jsonl").to_str().unwrap(),
+            "--output",
+            "table",
+        ],
+        None,
+    );
     let stdout = text(&out.stdout);
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     // muffins: min scores a=0.80 (6), b=0.40 (18), c=0.50 (18), d=0.45 (18), e=0.90 (6).
     // best-of-N: e (0.900, answer 6). Majority: 18 with 3 of 5 votes (wrong).
     // Weighted: 6 has 0.80 + 0.90 = 1.70 > 18 with 0.40 + 0.50 + 0.45 = 1.35.
-    assert!(stdout.contains("best-of-N:         muffins-e (score 0.900, answer $6$)  [correct]"), "{stdout}");
-    assert!(stdout.contains("majority vote:     18 (3 of the votes)  [wrong]"), "{stdout}");
-    assert!(stdout.contains("PRM-weighted vote: 6 (weight 1.700, 2 candidates)  [correct]"), "{stdout}");
+    assert!(
+        stdout.contains("best-of-N:         muffins-e (score 0.900, answer $6$)  [correct]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("majority vote:     18 (3 of the votes)  [wrong]"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("PRM-weighted vote: 6 (weight 1.700, 2 candidates)  [correct]"),
+        "{stdout}"
+    );
     // percent: 12 (\boxed{12}) and 12.00 agree; 10 loses both votes.
-    assert!(stdout.contains("majority vote:     12 (2 of the votes)  [correct]"), "{stdout}");
+    assert!(
+        stdout.contains("majority vote:     12 (2 of the votes)  [correct]"),
+        "{stdout}"
+    );
     // Accuracy: best-of-N 2/2, majority 1/2, weighted 2/2.
-    let row = |method: &str| stdout.lines().find(|l| l.starts_with(method) && l.contains('/')).unwrap_or_default().to_string();
+    let row = |method: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(method) && l.contains('/'))
+            .unwrap_or_default()
+            .to_string()
+    };
     assert!(row("majority vote").ends_with("1/2 (50.0%)"), "{stdout}");
-    assert!(row("PRM-weighted vote").ends_with("2/2 (100.0%)"), "{stdout}");
+    assert!(
+        row("PRM-weighted vote").ends_with("2/2 (100.0%)"),
+        "{stdout}"
+    );
     assert!(row("best-of-N (min)").ends_with("2/2 (100.0%)"), "{stdout}");
 }
 
 #[test]
 fn select_jsonl_has_groups_and_summary() {
-    let out = stepscore(&["select", fixture("best_of_n.jsonl").to_str().unwrap(), "--output", "jsonl"], None);
+    let out = stepscore(
+        &[
+            "select",
+            fixture("best_of_n.jsonl").to_str().unwrap(),
+            "--output",
+            "jsonl",
+        ],
+        None,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
-    let lines: Vec<serde_json::Value> =
-        text(&out.stdout).lines().map(|l| serde_json::from_str(l).expect("JSON line")).collect();
+    let lines: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON line"))
+        .collect();
     assert_eq!(lines.len(), 3);
     assert_eq!(lines[0]["group"], "muffins");
     assert_eq!(lines[0]["best"], 4);
@@ -108,7 +178,10 @@ fn segment_keeps_spans() {
     let steps = v["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
     for step in steps {
-        let (s, e) = (step["span"]["start"].as_u64().unwrap() as usize, step["span"]["end"].as_u64().unwrap() as usize);
+        let (s, e) = (
+            step["span"]["start"].as_u64().unwrap() as usize,
+            step["span"]["end"].as_u64().unwrap() as usize,
+        );
         assert_eq!(&response[s..e], step["text"].as_str().unwrap());
     }
     assert_eq!(steps[1]["text"], "So the answer is 4.");
@@ -116,9 +189,18 @@ fn segment_keeps_spans() {
 
 #[test]
 fn aggregate_reports_first_error() {
-    let out = stepscore(&["aggregate", fixture("processbench_scored.jsonl").to_str().unwrap(), "-a", "min,mean"], None);
+    let out = stepscore(
+        &[
+            "aggregate",
+            fixture("processbench_scored.jsonl").to_str().unwrap(),
+            "-a",
+            "min,mean",
+        ],
+        None,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
-    let first: serde_json::Value = serde_json::from_str(text(&out.stdout).lines().nth(2).unwrap()).unwrap();
+    let first: serde_json::Value =
+        serde_json::from_str(text(&out.stdout).lines().nth(2).unwrap()).unwrap();
     // gsm8k-2: scores 0.9, 0.2, 0.6 -> min 0.2, mean 1.7 / 3, first below 0.5 at step 1.
     assert_eq!(first["id"], "gsm8k-2");
     assert_eq!(first["aggregates"]["min"], 0.2);
@@ -148,9 +230,15 @@ fn broken_json_line_is_named_and_the_rest_is_kept() {
 
 #[test]
 fn missing_field_is_named() {
-    let (code, stderr) = bad(&["aggregate"], br#"{"steps":["a"],"label":-1,"scores":[0.5]}"#);
+    let (code, stderr) = bad(
+        &["aggregate"],
+        br#"{"steps":["a"],"label":-1,"scores":[0.5]}"#,
+    );
     assert_eq!(code, 1);
-    assert!(stderr.contains("line 1") && stderr.contains("problem"), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("problem"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -159,14 +247,23 @@ fn non_utf8_is_named() {
     input.extend_from_slice(b"\n{\"problem\":\"caf\xe9\",\"steps\":[\"a\"],\"label\":-1}\n");
     let (code, stderr) = bad(&["aggregate"], &input);
     assert_eq!(code, 1);
-    assert!(stderr.contains("line 2") && stderr.to_lowercase().contains("utf-8"), "{stderr}");
+    assert!(
+        stderr.contains("line 2") && stderr.to_lowercase().contains("utf-8"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn empty_step_list_is_named() {
-    let (code, stderr) = bad(&["eval"], br#"{"problem":"p","steps":[],"label":-1,"scores":[]}"#);
+    let (code, stderr) = bad(
+        &["eval"],
+        br#"{"problem":"p","steps":[],"label":-1,"scores":[]}"#,
+    );
     assert_eq!(code, 1);
-    assert!(stderr.contains("line 1") && stderr.contains("steps"), "{stderr}");
+    assert!(
+        stderr.contains("line 1") && stderr.contains("steps"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -181,7 +278,11 @@ fn huge_line_is_rejected_by_line() {
     assert_eq!(out.status.code(), Some(1));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("line 2"), "{stderr}");
-    assert_eq!(text(&out.stdout).lines().count(), 2, "the good lines around it are kept");
+    assert_eq!(
+        text(&out.stdout).lines().count(),
+        2,
+        "the good lines around it are kept"
+    );
 }
 
 #[test]
@@ -208,12 +309,23 @@ fn every_command_has_help() {
 fn score_writes_step_scores_from_a_checkpoint() {
     // The tiny Skywork-layout checkpoint and the first case of its reference
     // (scripts/prm_reference.py): scores must match within 1e-4.
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
     let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
     let case = &reference["cases"][0];
     let row = serde_json::json!({"id": "t1", "problem": case["problem"], "steps": case["steps"], "label": -1});
-    let out = stepscore(&["score", "--model", dir.to_str().unwrap(), "--output", "jsonl"], Some(row.to_string().as_bytes()));
+    let out = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--output",
+            "jsonl",
+        ],
+        Some(row.to_string().as_bytes()),
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let scored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON trace");
     assert_eq!(scored["metadata"]["stepscore"]["family"], "value-head");
@@ -231,34 +343,79 @@ fn score_writes_step_scores_from_a_checkpoint() {
 
 #[test]
 fn score_rejects_traces_over_the_limit_unless_truncating() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
     let row = r#"{"problem":"What is 2 + 3?","steps":["2 + 3 = 5.","So the answer is 5.","Check: 5 - 3 = 2."]}"#;
-    let strict = stepscore(&["score", "--model", dir.to_str().unwrap(), "--max-tokens", "30", "--output", "jsonl"], Some(row.as_bytes()));
-    assert_eq!(strict.status.code(), Some(1));
-    assert!(text(&strict.stderr).contains("over the limit of 30"), "{}", text(&strict.stderr));
-    let lenient = stepscore(
-        &["score", "--model", dir.to_str().unwrap(), "--max-tokens", "30", "--truncate", "--output", "jsonl"],
+    let strict = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--max-tokens",
+            "30",
+            "--output",
+            "jsonl",
+        ],
         Some(row.as_bytes()),
     );
-    assert!(lenient.status.success(), "stderr: {}", text(&lenient.stderr));
+    assert_eq!(strict.status.code(), Some(1));
+    assert!(
+        text(&strict.stderr).contains("over the limit of 30"),
+        "{}",
+        text(&strict.stderr)
+    );
+    let lenient = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--max-tokens",
+            "30",
+            "--truncate",
+            "--output",
+            "jsonl",
+        ],
+        Some(row.as_bytes()),
+    );
+    assert!(
+        lenient.status.success(),
+        "stderr: {}",
+        text(&lenient.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&lenient.stdout).unwrap();
-    assert!(v["metadata"]["stepscore"]["truncated_steps"].as_u64().unwrap() >= 1);
+    assert!(
+        v["metadata"]["stepscore"]["truncated_steps"]
+            .as_u64()
+            .unwrap()
+            >= 1
+    );
 }
 
 #[test]
 fn score_with_a_broken_model_file_is_a_clear_error() {
     let tmp = std::env::temp_dir().join(format!("stepscore-bad-{}.gguf", std::process::id()));
     std::fs::write(&tmp, b"GGUF\x03\x00\x00\x00truncated").unwrap();
-    let out = stepscore(&["score", "--model", tmp.to_str().unwrap()], Some(GOOD.as_bytes()));
+    let out = stepscore(
+        &["score", "--model", tmp.to_str().unwrap()],
+        Some(GOOD.as_bytes()),
+    );
     let _ = std::fs::remove_file(&tmp);
     assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stderr).contains("cannot load model"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("cannot load model"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
 fn gzipped_inputs_stream() {
-    let data = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/gsm_symbolic_val.jsonl.gz");
-    let out = stepscore(&["segment", data.to_str().unwrap(), "--output", "jsonl"], None);
+    let data =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../data/gsm_symbolic_val.jsonl.gz");
+    let out = stepscore(
+        &["segment", data.to_str().unwrap(), "--output", "jsonl"],
+        None,
+    );
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     // data/README.md: the validation split has 500 rows.
     assert_eq!(text(&out.stdout).lines().count(), 500);

@@ -145,7 +145,9 @@ mod tests {
     #[test]
     fn geo_mean_edges() {
         assert_eq!(aggregate(&[0.5, 0.0], Aggregation::GeoMean), Some(0.0));
-        assert!(aggregate(&[0.5, -0.1], Aggregation::GeoMean).unwrap().is_nan());
+        assert!(aggregate(&[0.5, -0.1], Aggregation::GeoMean)
+            .unwrap()
+            .is_nan());
         // 10,000 steps of 0.5: the product underflows to 0, the geometric mean does not.
         let long = vec![0.5; 10_000];
         assert!((aggregate(&long, Aggregation::GeoMean).unwrap() - 0.5).abs() < 1e-12);

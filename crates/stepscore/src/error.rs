@@ -62,7 +62,12 @@ pub enum Error {
 }
 
 impl Error {
-    pub fn input(source: &str, line: usize, field: Option<&str>, message: impl Into<String>) -> Self {
+    pub fn input(
+        source: &str,
+        line: usize,
+        field: Option<&str>,
+        message: impl Into<String>,
+    ) -> Self {
         Error::Input {
             location: Location {
                 source: source.to_string(),
@@ -74,11 +79,17 @@ impl Error {
     }
 
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Self {
-        Error::Io { path: path.into(), source }
+        Error::Io {
+            path: path.into(),
+            source,
+        }
     }
 
     pub fn model(file: impl Into<String>, message: impl Into<String>) -> Self {
-        Error::Model { file: file.into(), message: message.into() }
+        Error::Model {
+            file: file.into(),
+            message: message.into(),
+        }
     }
 }
 

@@ -91,8 +91,18 @@ impl GgmlType {
     pub fn block_elems(self) -> usize {
         match self {
             GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => 1,
-            GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0 | GgmlType::Q8_1 => 32,
-            GgmlType::Q2K | GgmlType::Q3K | GgmlType::Q4K | GgmlType::Q5K | GgmlType::Q6K | GgmlType::Q8K => 256,
+            GgmlType::Q4_0
+            | GgmlType::Q4_1
+            | GgmlType::Q5_0
+            | GgmlType::Q5_1
+            | GgmlType::Q8_0
+            | GgmlType::Q8_1 => 32,
+            GgmlType::Q2K
+            | GgmlType::Q3K
+            | GgmlType::Q4K
+            | GgmlType::Q5K
+            | GgmlType::Q6K
+            | GgmlType::Q8K => 256,
         }
     }
 
@@ -129,7 +139,12 @@ impl GgmlType {
         }
         (n_elems / be)
             .checked_mul(self.block_bytes() as u64)
-            .ok_or_else(|| Error::InvalidArgument(format!("{} tensor of {n_elems} elements overflows", self.name())))
+            .ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{} tensor of {n_elems} elements overflows",
+                    self.name()
+                ))
+            })
     }
 }
 

@@ -71,7 +71,10 @@ pub struct Step {
 
 impl Step {
     pub fn new(text: impl Into<String>) -> Self {
-        Step { text: text.into(), ..Default::default() }
+        Step {
+            text: text.into(),
+            ..Default::default()
+        }
     }
 }
 

@@ -48,16 +48,26 @@ fn fixtures() -> PathBuf {
 
 fn load() -> Option<GgufModel> {
     let Some(path) = find_smollm2_gguf() else {
-        eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch` or set STEPSCORE_SMOLLM2_GGUF)");
+        eprintln!(
+            "SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch` or set STEPSCORE_SMOLLM2_GGUF)"
+        );
         return None;
     };
-    Some(GgufModel::parse(ModelBytes::open(&path).expect("open model"), "SmolLM2").expect("parse GGUF"))
+    Some(
+        GgufModel::parse(ModelBytes::open(&path).expect("open model"), "SmolLM2")
+            .expect("parse GGUF"),
+    )
 }
 
 fn reference() -> (Reference, Vec<f32>) {
-    let r: Reference = serde_json::from_str(&std::fs::read_to_string(fixtures().join("prompts.json")).unwrap()).unwrap();
+    let r: Reference =
+        serde_json::from_str(&std::fs::read_to_string(fixtures().join("prompts.json")).unwrap())
+            .unwrap();
     let raw = std::fs::read(fixtures().join("last_logits.f32")).unwrap();
-    let last = raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect();
+    let last = raw
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect();
     (r, last)
 }
 
@@ -70,7 +80,9 @@ fn top5(row: &[f32]) -> Vec<u32> {
 
 fn read_f32(name: &str) -> Vec<f32> {
     let raw = std::fs::read(fixtures().join(name)).unwrap();
-    raw.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect()
+    raw.chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
 }
 
 #[test]
@@ -89,9 +101,20 @@ fn quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_itself() {
         assert_eq!(logits.len(), p.tokens.len() * vocab);
         let ours = &logits[(p.tokens.len() - 1) * vocab..];
         let theirs = &last[k * vocab..(k + 1) * vocab];
-        let max = ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
-        let mean = ours.iter().zip(theirs).map(|(a, b)| (a - b).abs()).sum::<f32>() / vocab as f32;
-        let top1 = (0..p.tokens.len()).filter(|&t| top5(&logits[t * vocab..(t + 1) * vocab])[0] == p.top5_ids[t][0]).count();
+        let max = ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
+        let mean = ours
+            .iter()
+            .zip(theirs)
+            .map(|(a, b)| (a - b).abs())
+            .sum::<f32>()
+            / vocab as f32;
+        let top1 = (0..p.tokens.len())
+            .filter(|&t| top5(&logits[t * vocab..(t + 1) * vocab])[0] == p.top5_ids[t][0])
+            .count();
         eprintln!(
             "prompt {k} ({} tokens): max |Δ| {max:.3} (llama.cpp f16/f32 KV: {:.3}), mean |Δ| {mean:.3} ({:.3}), top-1 {top1}/{}",
             p.tokens.len(),
@@ -106,15 +129,28 @@ fn quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_itself() {
         agree += top1;
         positions += p.tokens.len();
     }
-    assert!(our_max <= 1.25 * their_max, "max |Δ| {our_max} vs llama.cpp's own {their_max}");
-    assert!(our_mean <= 1.5 * their_mean, "mean |Δ| {our_mean} vs llama.cpp's own {their_mean}");
-    assert!(agree * 100 >= positions * 95, "top-1 agreement {agree}/{positions}");
+    assert!(
+        our_max <= 1.25 * their_max,
+        "max |Δ| {our_max} vs llama.cpp's own {their_max}"
+    );
+    assert!(
+        our_mean <= 1.5 * their_mean,
+        "mean |Δ| {our_mean} vs llama.cpp's own {their_mean}"
+    );
+    assert!(
+        agree * 100 >= positions * 95,
+        "top-1 agreement {agree}/{positions}"
+    );
 }
 
 #[test]
 fn exact_path_matches_float64_reference() {
     let Some(gguf) = load() else { return };
-    let mut model = gguf.transformer().expect("build transformer").dequantized().expect("dequantize");
+    let mut model = gguf
+        .transformer()
+        .expect("build transformer")
+        .dequantized()
+        .expect("dequantize");
     model.set_threads(2);
     let (reference, _) = reference();
     let exact = read_f32("exact_last_logits.f32");
@@ -124,9 +160,16 @@ fn exact_path_matches_float64_reference() {
         let hidden = model.forward(&p.tokens, None).expect("forward");
         let last = hidden.row(p.tokens.len() - 1).unwrap();
         let got = model.logits_for(last, None).expect("logits");
-        let max = got.iter().zip(want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let max = got
+            .iter()
+            .zip(want)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0f32, f32::max);
         eprintln!("prompt {k}: exact-path max |Δ| {max:.2e}");
-        assert!(max <= 1e-3, "prompt {k}: max |Δlogit| {max} against the float64 reference");
+        assert!(
+            max <= 1e-3,
+            "prompt {k}: max |Δlogit| {max} against the float64 reference"
+        );
         assert_eq!(top5(&got), top5(want), "prompt {k}: top-5");
     }
 }
@@ -137,6 +180,11 @@ fn gguf_tokenizer_matches_llama_cpp_on_the_golden_prompts() {
     let tok = Tokenizer::from_gguf(&gguf.file).expect("tokenizer");
     let (reference, _) = reference();
     for p in &reference.prompts {
-        assert_eq!(tok.encode(&p.text, false).unwrap(), p.tokens, "{:?}", p.text);
+        assert_eq!(
+            tok.encode(&p.text, false).unwrap(),
+            p.tokens,
+            "{:?}",
+            p.text
+        );
     }
 }

@@ -33,11 +33,14 @@ struct Case {
 }
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/prm")
+        .join(name)
 }
 
 fn reference(name: &str) -> Reference {
-    let text = std::fs::read_to_string(fixture(name).join("reference.json")).expect("reference.json");
+    let text =
+        std::fs::read_to_string(fixture(name).join("reference.json")).expect("reference.json");
     serde_json::from_str(&text).expect("reference.json parses")
 }
 
@@ -45,30 +48,60 @@ fn reference(name: &str) -> Reference {
 /// detection, and compares every case.
 fn check(name: &str, explicit: Option<Family>) {
     let reference = reference(name);
-    let options = ScorerOptions { family: explicit, threads: 2, ..Default::default() };
+    let options = ScorerOptions {
+        family: explicit,
+        threads: 2,
+        ..Default::default()
+    };
     let scorer = Scorer::open(fixture(name), &options).unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(scorer.family().name(), reference.family, "{name}: family");
     for (k, case) in reference.cases.iter().enumerate() {
         let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
-        let enc = scorer.encode(&case.problem, &steps).unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
+        let enc = scorer
+            .encode(&case.problem, &steps)
+            .unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
         assert_eq!(enc.tokens, case.input_ids, "{name} case {k}: token ids");
-        assert_eq!(enc.markers, case.marker_positions, "{name} case {k}: marker positions");
-        let got = scorer.score_steps(&case.problem, &steps).unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
+        assert_eq!(
+            enc.markers, case.marker_positions,
+            "{name} case {k}: marker positions"
+        );
+        let got = scorer
+            .score_steps(&case.problem, &steps)
+            .unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
         assert_eq!(got.step_scores.len(), case.step_scores.len());
         for (i, (g, want)) in got.step_scores.iter().zip(&case.step_scores).enumerate() {
             let g = g.expect("every step scored");
             // Confidence scores are tiny probabilities of a random model:
             // compare those relatively.
-            let tol = if reference.family == "confidence" { 1e-4 * want.abs() } else { 1e-4 };
-            assert!((g - want).abs() <= tol, "{name} case {k} step {i}: {g} vs reference {want}");
+            let tol = if reference.family == "confidence" {
+                1e-4 * want.abs()
+            } else {
+                1e-4
+            };
+            assert!(
+                (g - want).abs() <= tol,
+                "{name} case {k} step {i}: {g} vs reference {want}"
+            );
         }
-        if let (Some(conf), Some(mean), Some(min), Some(ent)) =
-            (&got.confidence, &case.mean_logprob, &case.min_logprob, &case.mean_entropy)
-        {
+        if let (Some(conf), Some(mean), Some(min), Some(ent)) = (
+            &got.confidence,
+            &case.mean_logprob,
+            &case.min_logprob,
+            &case.mean_entropy,
+        ) {
             for i in 0..conf.len() {
-                assert!((conf[i].mean_logprob - mean[i]).abs() < 1e-4, "{name} case {k} step {i}: mean log-prob");
-                assert!((conf[i].min_logprob - min[i]).abs() < 1e-4, "{name} case {k} step {i}: min log-prob");
-                assert!((conf[i].mean_entropy - ent[i]).abs() < 1e-4, "{name} case {k} step {i}: entropy");
+                assert!(
+                    (conf[i].mean_logprob - mean[i]).abs() < 1e-4,
+                    "{name} case {k} step {i}: mean log-prob"
+                );
+                assert!(
+                    (conf[i].min_logprob - min[i]).abs() < 1e-4,
+                    "{name} case {k} step {i}: min log-prob"
+                );
+                assert!(
+                    (conf[i].mean_entropy - ent[i]).abs() < 1e-4,
+                    "{name} case {k} step {i}: entropy"
+                );
             }
         }
     }
@@ -102,8 +135,17 @@ fn confidence_family() {
 
 #[test]
 fn confidence_has_per_step_statistics() {
-    let scorer = Scorer::open(fixture("confidence-tiny"), &ScorerOptions { family: Some(Family::Confidence), ..Default::default() }).unwrap();
-    let r = scorer.score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."]).unwrap();
+    let scorer = Scorer::open(
+        fixture("confidence-tiny"),
+        &ScorerOptions {
+            family: Some(Family::Confidence),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let r = scorer
+        .score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."])
+        .unwrap();
     let conf = r.confidence.expect("confidence statistics");
     assert_eq!(conf.len(), 2);
     for c in &conf {
@@ -133,7 +175,14 @@ fn over_long_traces_error_or_truncate() {
     let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
     // A limit that fits the first step's marker but not the whole trace.
     let limit = case.marker_positions[0] + 1;
-    let strict = Scorer::open(fixture("skywork-prm-tiny"), &ScorerOptions { max_tokens: Some(limit), ..Default::default() }).unwrap();
+    let strict = Scorer::open(
+        fixture("skywork-prm-tiny"),
+        &ScorerOptions {
+            max_tokens: Some(limit),
+            ..Default::default()
+        },
+    )
+    .unwrap();
     match strict.score_steps(&case.problem, &steps) {
         Err(Error::TraceTooLong { tokens, limit: l }) => {
             assert_eq!(tokens, case.input_ids.len());
@@ -143,12 +192,19 @@ fn over_long_traces_error_or_truncate() {
     }
     let lenient = Scorer::open(
         fixture("skywork-prm-tiny"),
-        &ScorerOptions { max_tokens: Some(limit), truncation: Truncation::DropSteps, ..Default::default() },
+        &ScorerOptions {
+            max_tokens: Some(limit),
+            truncation: Truncation::DropSteps,
+            ..Default::default()
+        },
     )
     .unwrap();
     let r = lenient.score_steps(&case.problem, &steps).unwrap();
     assert_eq!(r.truncated_steps, steps.len() - 1);
-    assert!((r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4, "a step's score depends only on what precedes it");
+    assert!(
+        (r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4,
+        "a step's score depends only on what precedes it"
+    );
     assert!(r.step_scores[1..].iter().all(Option::is_none));
 }
 
@@ -164,11 +220,28 @@ fn steps_holding_the_marker_are_refused() {
 #[test]
 fn wrong_family_for_the_checkpoint_is_a_clear_error() {
     // The score-head checkpoint has no lm_head: an LM-head family cannot run on it.
-    let err = Scorer::open(fixture("qwen2-prm-tiny"), &ScorerOptions { family: Some(Family::Confidence), ..Default::default() }).unwrap_err();
+    let err = Scorer::open(
+        fixture("qwen2-prm-tiny"),
+        &ScorerOptions {
+            family: Some(Family::Confidence),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
     assert!(err.to_string().contains("lm_head"), "{err}");
     // The value head is missing from a plain causal LM.
-    let err = Scorer::open(fixture("confidence-tiny"), &ScorerOptions { family: Some(Family::ValueHead), ..Default::default() }).unwrap_err();
-    assert!(err.to_string().contains("v_head.summary.weight") || err.to_string().contains("BOS"), "{err}");
+    let err = Scorer::open(
+        fixture("confidence-tiny"),
+        &ScorerOptions {
+            family: Some(Family::ValueHead),
+            ..Default::default()
+        },
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("v_head.summary.weight") || err.to_string().contains("BOS"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -181,7 +254,10 @@ fn load_time_quantization_keeps_scores_close() {
     let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
     let q = Scorer::open(
         fixture("qwen2-prm-tiny"),
-        &ScorerOptions { quantize: Some(stepscore::ggml::GgmlType::Q8_0), ..Default::default() },
+        &ScorerOptions {
+            quantize: Some(stepscore::ggml::GgmlType::Q8_0),
+            ..Default::default()
+        },
     )
     .unwrap();
     let got = q.score_steps(&case.problem, &steps).unwrap();
@@ -191,7 +267,10 @@ fn load_time_quantization_keeps_scores_close() {
     }
     let bad = Scorer::open(
         fixture("qwen2-prm-tiny"),
-        &ScorerOptions { quantize: Some(stepscore::ggml::GgmlType::Q6K), ..Default::default() },
+        &ScorerOptions {
+            quantize: Some(stepscore::ggml::GgmlType::Q6K),
+            ..Default::default()
+        },
     );
     assert!(bad.is_err());
 }
@@ -208,14 +287,30 @@ fn incremental_sessions_match_full_scoring() {
         ("confidence-tiny", Some(Family::Confidence)),
     ] {
         let reference = reference(name);
-        let scorer = Scorer::open(fixture(name), &ScorerOptions { family, ..Default::default() }).unwrap();
+        let scorer = Scorer::open(
+            fixture(name),
+            &ScorerOptions {
+                family,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         for (k, case) in reference.cases.iter().enumerate() {
             let mut session = scorer.session(&case.problem);
             for (i, step) in case.steps.iter().enumerate() {
-                let got = session.append(step).unwrap_or_else(|e| panic!("{name} case {k} step {i}: {e}"));
+                let got = session
+                    .append(step)
+                    .unwrap_or_else(|e| panic!("{name} case {k} step {i}: {e}"));
                 let want = case.step_scores[i];
-                let tol = if family == Some(Family::Confidence) { 1e-4 * want.abs() } else { 1e-4 };
-                assert!((got - want).abs() <= tol, "{name} case {k} step {i}: incremental {got} vs full {want}");
+                let tol = if family == Some(Family::Confidence) {
+                    1e-4 * want.abs()
+                } else {
+                    1e-4
+                };
+                assert!(
+                    (got - want).abs() <= tol,
+                    "{name} case {k} step {i}: incremental {got} vs full {want}"
+                );
             }
             // Each token runs once, plus at most two per step re-run at the
             // boundary (the previous marker, a chat turn's closing tokens).
@@ -236,8 +331,10 @@ fn candidates_share_the_prompt_and_match_full_scoring() {
     // Cases 0 and 1 as two candidates for case 0's problem: each must equal
     // scoring it alone.
     let problem = &reference.cases[0].problem;
-    let candidates: Vec<Vec<&str>> =
-        reference.cases[..2].iter().map(|c| c.steps.iter().map(String::as_str).collect()).collect();
+    let candidates: Vec<Vec<&str>> = reference.cases[..2]
+        .iter()
+        .map(|c| c.steps.iter().map(String::as_str).collect())
+        .collect();
     let got = scorer.score_candidates(problem, &candidates).unwrap();
     for (cand, scores) in candidates.iter().zip(&got) {
         let alone = scorer.score_steps(problem, cand).unwrap();

@@ -48,10 +48,16 @@ struct Record<'a> {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     if !(0.0..=1.0).contains(&args.threshold) {
-        return Err(Failure::Usage(format!("--threshold {} is outside [0, 1]", args.threshold)));
+        return Err(Failure::Usage(format!(
+            "--threshold {} is outside [0, 1]",
+            args.threshold
+        )));
     }
-    let hows: Vec<Aggregation> =
-        if args.aggregation.is_empty() { Aggregation::ALL.to_vec() } else { args.aggregation.clone() };
+    let hows: Vec<Aggregation> = if args.aggregation.is_empty() {
+        Aggregation::ALL.to_vec()
+    } else {
+        args.aggregation.clone()
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let as_table = args.output.table();
@@ -67,8 +73,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
         index += 1;
         let name = trace.id.clone().unwrap_or_else(|| format!("#{i}"));
         let Some(scores) = trace.scores() else {
-            let missing = trace.steps.iter().position(|s| s.score.is_none()).unwrap_or(0);
-            eprintln!("error: trace {name} (record {}): step {missing} has no score", i + 1);
+            let missing = trace
+                .steps
+                .iter()
+                .position(|s| s.score.is_none())
+                .unwrap_or(0);
+            eprintln!(
+                "error: trace {name} (record {}): step {missing} has no score",
+                i + 1
+            );
             unscored += 1;
             return Ok(());
         };
@@ -110,5 +123,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
 
 /// JSON has no NaN: an undefined aggregate is written as null.
 pub fn json_number(x: Option<f64>) -> serde_json::Value {
-    x.and_then(serde_json::Number::from_f64).map_or(serde_json::Value::Null, serde_json::Value::Number)
+    x.and_then(serde_json::Number::from_f64)
+        .map_or(serde_json::Value::Null, serde_json::Value::Number)
 }

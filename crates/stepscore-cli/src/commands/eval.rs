@@ -5,8 +5,8 @@ use std::io::Write;
 
 use serde::Serialize;
 use stepscore::metrics::{
-    calibrate_threshold_from_traces, processbench_from_traces, step_auroc_from_traces, step_calibration_from_traces,
-    Calibration, ProcessBenchReport,
+    calibrate_threshold_from_traces, processbench_from_traces, step_auroc_from_traces,
+    step_calibration_from_traces, Calibration, ProcessBenchReport,
 };
 
 use crate::commands::aggregate::json_number;
@@ -15,10 +15,12 @@ use crate::output::{jsonl, num, OutputMode, Table};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Input rows need per-step scores and labels: ProcessBench rows \
+#[command(
+    after_help = "Input rows need per-step scores and labels: ProcessBench rows \
     ({problem, steps, label, scores}), TRL rows ({prompt, completions, labels, scores}) or \
     stepscore traces. Rows are grouped into splits by their `split` field.\n\
-    Example:\n  stepscore eval tests/fixtures/processbench_scored.jsonl")]
+    Example:\n  stepscore eval tests/fixtures/processbench_scored.jsonl"
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -52,10 +54,16 @@ struct EvalRecord<'a> {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     if !(0.0..=1.0).contains(&args.threshold) {
-        return Err(Failure::Usage(format!("--threshold {} is outside [0, 1]", args.threshold)));
+        return Err(Failure::Usage(format!(
+            "--threshold {} is outside [0, 1]",
+            args.threshold
+        )));
     }
     if args.bins == 0 || args.bins > 1000 {
-        return Err(Failure::Usage(format!("--bins {} must be between 1 and 1000", args.bins)));
+        return Err(Failure::Usage(format!(
+            "--bins {} must be between 1 and 1000",
+            args.bins
+        )));
     }
     let (traces, bad) = read_all(&args.input)?;
     if traces.is_empty() {
@@ -66,16 +74,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
         eprintln!("error: {e}");
         Failure::BadRecords(bad + 1)
     };
-    let threshold = if args.calibrate { calibrate_threshold_from_traces(&traces).map_err(data_error)? } else { args.threshold };
+    let threshold = if args.calibrate {
+        calibrate_threshold_from_traces(&traces).map_err(data_error)?
+    } else {
+        args.threshold
+    };
     let report = processbench_from_traces(&traces, threshold).map_err(data_error)?;
     let auroc = step_auroc_from_traces(&traces).map_err(data_error)?;
     let calib = step_calibration_from_traces(&traces, args.bins).map_err(data_error)?;
-    let labels = traces.iter().flat_map(|t| t.steps.iter()).filter(|s| s.label.is_some() && s.score.is_some()).count();
+    let labels = traces
+        .iter()
+        .flat_map(|t| t.steps.iter())
+        .filter(|s| s.label.is_some() && s.score.is_some())
+        .count();
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if args.output.table() {
-        write_tables(&mut out, &traces.len(), &report, auroc, calib.as_ref(), labels)?;
+        write_tables(
+            &mut out,
+            &traces.len(),
+            &report,
+            auroc,
+            calib.as_ref(),
+            labels,
+        )?;
     } else {
         jsonl(
             &mut out,
@@ -100,8 +123,20 @@ fn write_tables(
     n_steps: usize,
 ) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Io(e.to_string());
-    writeln!(out, "ProcessBench F1 over {n_traces} traces (threshold {}):", report.threshold).map_err(io)?;
-    let mut t = Table::new(&["split", "erroneous", "correct", "acc erroneous", "acc correct", "F1"]);
+    writeln!(
+        out,
+        "ProcessBench F1 over {n_traces} traces (threshold {}):",
+        report.threshold
+    )
+    .map_err(io)?;
+    let mut t = Table::new(&[
+        "split",
+        "erroneous",
+        "correct",
+        "acc erroneous",
+        "acc correct",
+        "F1",
+    ]);
     let mut push = |s: &stepscore::metrics::SplitF1| {
         t.row(vec![
             s.split.clone(),
@@ -119,13 +154,23 @@ fn write_tables(
     t.write(out)?;
     writeln!(out, "mean F1 over splits: {}", num(report.mean_f1, 3)).map_err(io)?;
     writeln!(out).map_err(io)?;
-    writeln!(out, "step AUROC over {n_steps} labelled steps: {}", num(auroc, 3)).map_err(io)?;
+    writeln!(
+        out,
+        "step AUROC over {n_steps} labelled steps: {}",
+        num(auroc, 3)
+    )
+    .map_err(io)?;
     if let Some(c) = calib {
         writeln!(out, "expected calibration error: {:.3}", c.ece).map_err(io)?;
         let mut t = Table::new(&["bin", "steps", "mean score", "accuracy"]);
         for b in c.bins.iter().filter(|b| b.count > 0) {
             t.row(vec![
-                format!("[{:.2}, {:.2}{}", b.lo, b.hi, if b.hi >= 1.0 { "]" } else { ")" }),
+                format!(
+                    "[{:.2}, {:.2}{}",
+                    b.lo,
+                    b.hi,
+                    if b.hi >= 1.0 { "]" } else { ")" }
+                ),
                 b.count.to_string(),
                 format!("{:.3}", b.mean_confidence),
                 format!("{:.3}", b.accuracy),

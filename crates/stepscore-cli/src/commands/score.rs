@@ -6,8 +6,8 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::prm::{Family, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::ggml::GgmlType;
+use stepscore::prm::{Family, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -16,12 +16,14 @@ use crate::output::{clip, jsonl, num, OutputMode};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Output (JSONL) is each input trace in stepscore's format with `score` set on \
+#[command(
+    after_help = "Output (JSONL) is each input trace in stepscore's format with `score` set on \
     every step, and `metadata.stepscore` holding the family, token count, truncation and (for the \
     confidence family) per-step log-probability statistics; pipe it into `stepscore aggregate`, \
     `select` or `eval`.\n\
     Without --model, the default model is used (fetched into the cache on first use).\n\
-    Example:\n  stepscore score examples/traces.jsonl --output table")]
+    Example:\n  stepscore score examples/traces.jsonl --output table"
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -70,18 +72,26 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(p) => (p.clone(), None),
         None => {
             let dir = fetch::cache_dir(None)?;
-            (fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &dir, false)?, Some(Family::Confidence))
+            (
+                fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &dir, false)?,
+                Some(Family::Confidence),
+            )
         }
     };
     let options = ScorerOptions {
         family: args.family.or(default_family),
         threads: args.threads,
         max_tokens: args.max_tokens,
-        truncation: if args.truncate { Truncation::DropSteps } else { Truncation::Error },
+        truncation: if args.truncate {
+            Truncation::DropSteps
+        } else {
+            Truncation::Error
+        },
         quantize: args.quantize,
     };
     let started = Instant::now();
-    let scorer = Scorer::open(&path, &options).map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
+    let scorer = Scorer::open(&path, &options)
+        .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
     eprintln!(
         "stepscore: {} ({} family, {} layers, hidden {}) loaded in {:.2}s",
         path.display(),
@@ -152,7 +162,9 @@ fn progress_bar(input: &InputArgs) -> ProgressBar {
         return ProgressBar::hidden();
     }
     // A quick pass counting lines gives the bar its length.
-    let total = std::fs::read(&input.input).map(|b| b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).count()).unwrap_or(0);
+    let total = std::fs::read(&input.input)
+        .map(|b| b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).count())
+        .unwrap_or(0);
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} traces  {per_sec}  eta {eta}")
@@ -177,20 +189,55 @@ fn bar(score: f64) -> String {
     s
 }
 
-fn write_table(out: &mut impl Write, name: &str, trace: &Trace, result: &TraceScore, args: &Args) -> Result<(), Failure> {
+fn write_table(
+    out: &mut impl Write,
+    name: &str,
+    trace: &Trace,
+    result: &TraceScore,
+    args: &Args,
+) -> Result<(), Failure> {
     let io = |e: std::io::Error| Failure::Io(e.to_string());
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
-    let scores: Vec<f64> = result.step_scores.iter().map(|s| s.unwrap_or(f64::NAN)).collect();
+    let scores: Vec<f64> = result
+        .step_scores
+        .iter()
+        .map(|s| s.unwrap_or(f64::NAN))
+        .collect();
     let scored = &scores[..scores.len() - result.truncated_steps];
     let first = first_error(scored, args.threshold);
     for (i, step) in trace.steps.iter().enumerate() {
         let s = result.step_scores.get(i).copied().flatten();
-        let mark = if first == Some(i) { "  <- first error" } else { "" };
-        writeln!(out, "  {i:>3}  {}  {:>6}  {}{mark}", bar(s.unwrap_or(f64::NAN)), num(s, 3), clip(&step.text, 60)).map_err(io)?;
+        let mark = if first == Some(i) {
+            "  <- first error"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "  {i:>3}  {}  {:>6}  {}{mark}",
+            bar(s.unwrap_or(f64::NAN)),
+            num(s, 3),
+            clip(&step.text, 60)
+        )
+        .map_err(io)?;
     }
     let agg = aggregate(scored, args.aggregation);
-    let truncated = if result.truncated_steps > 0 { format!(", {} steps past the token limit unscored", result.truncated_steps) } else { String::new() };
-    writeln!(out, "  {} = {}, {} tokens{truncated}\n", args.aggregation, num(agg, 3), result.tokens).map_err(io)?;
+    let truncated = if result.truncated_steps > 0 {
+        format!(
+            ", {} steps past the token limit unscored",
+            result.truncated_steps
+        )
+    } else {
+        String::new()
+    };
+    writeln!(
+        out,
+        "  {} = {}, {} tokens{truncated}\n",
+        args.aggregation,
+        num(agg, 3),
+        result.tokens
+    )
+    .map_err(io)?;
     Ok(())
 }
 
@@ -198,6 +245,8 @@ fn parse_quant(s: &str) -> Result<GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {
         "q8_0" | "q8" => Ok(GgmlType::Q8_0),
         "q4_0" | "q4" => Ok(GgmlType::Q4_0),
-        _ => Err(format!("`{s}`: load-time quantization supports q8_0 and q4_0")),
+        _ => Err(format!(
+            "`{s}`: load-time quantization supports q8_0 and q4_0"
+        )),
     }
 }

@@ -7,7 +7,9 @@ use crate::output::{clip, jsonl, OutputMode, Table};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Example:\n  echo '{\"problem\":\"2+2?\",\"response\":\"2+2=4.\\n\\nThe answer is 4.\"}' | stepscore segment")]
+#[command(
+    after_help = "Example:\n  echo '{\"problem\":\"2+2?\",\"response\":\"2+2=4.\\n\\nThe answer is 4.\"}' | stepscore segment"
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -25,10 +27,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let bad = for_each_trace(&args.input, |trace| {
         if table {
             let name = trace.id.clone().unwrap_or_else(|| format!("#{index}"));
-            writeln!(out, "{name}: {}", clip(&trace.problem, 70)).map_err(|e| Failure::Io(e.to_string()))?;
+            writeln!(out, "{name}: {}", clip(&trace.problem, 70))
+                .map_err(|e| Failure::Io(e.to_string()))?;
             let mut t = Table::new(&["step", "span", "role", "text"]);
             for (i, step) in trace.steps.iter().enumerate() {
-                let span = step.span.map_or("-".to_string(), |s| format!("{}..{}", s.start, s.end));
+                let span = step
+                    .span
+                    .map_or("-".to_string(), |s| format!("{}..{}", s.start, s.end));
                 let role = step.role.map_or(String::new(), |r| r.as_str().to_string());
                 t.row(vec![i.to_string(), span, role, clip(&step.text, 60)]);
             }

@@ -13,10 +13,12 @@ use crate::output::{clip, jsonl, num, OutputMode, Table};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Candidates are grouped by their `group` field, else by problem text. \
+#[command(
+    after_help = "Candidates are grouped by their `group` field, else by problem text. \
     Each candidate's steps must carry scores; its answer comes from `final_answer` or is \
     extracted from the response (\\boxed{}, ####, \"The answer is\", last number).\n\
-    Example:\n  stepscore select tests/fixtures/best_of_n.jsonl --aggregation min")]
+    Example:\n  stepscore select tests/fixtures/best_of_n.jsonl --aggregation min"
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
@@ -61,15 +63,31 @@ pub fn run(args: Args) -> Result<(), Failure> {
 
     for (key, candidates) in &groups {
         let selection = select(candidates, args.aggregation);
-        let reference = candidates.iter().find_map(|c| c.reference_answer.as_deref());
+        let reference = candidates
+            .iter()
+            .find_map(|c| c.reference_answer.as_deref());
         let correct = reference.map(|r| Correct {
             best_of_n: best_answer(&selection).is_some_and(|a| answers_equal(&a, r)),
-            majority: selection.majority.as_ref().is_some_and(|v| answers_equal(&v.answer, r)),
-            weighted: selection.weighted.as_ref().is_some_and(|v| answers_equal(&v.answer, r)),
+            majority: selection
+                .majority
+                .as_ref()
+                .is_some_and(|v| answers_equal(&v.answer, r)),
+            weighted: selection
+                .weighted
+                .as_ref()
+                .is_some_and(|v| answers_equal(&v.answer, r)),
         });
         let problem = candidates.first().map_or("", |c| c.problem.as_str());
         if as_table {
-            write_group_table(&mut out, key, problem, reference, candidates, &selection, correct.as_ref())?;
+            write_group_table(
+                &mut out,
+                key,
+                problem,
+                reference,
+                candidates,
+                &selection,
+                correct.as_ref(),
+            )?;
         } else {
             jsonl(
                 &mut out,
@@ -89,13 +107,33 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let report = best_of_n_accuracy(&grouped, args.aggregation);
     if report.with_reference > 0 {
         if as_table {
-            let pct = |k: usize| format!("{k}/{} ({:.1}%)", report.with_reference, 100.0 * k as f64 / report.with_reference as f64);
-            writeln!(out, "accuracy over {} problems with a reference answer:", report.with_reference).map_err(io)?;
+            let pct = |k: usize| {
+                format!(
+                    "{k}/{} ({:.1}%)",
+                    report.with_reference,
+                    100.0 * k as f64 / report.with_reference as f64
+                )
+            };
+            writeln!(
+                out,
+                "accuracy over {} problems with a reference answer:",
+                report.with_reference
+            )
+            .map_err(io)?;
             let mut t = Table::new(&["method", "correct"]);
-            t.row(vec![format!("best-of-N ({})", args.aggregation), pct(report.best_of_n_correct)]);
+            t.row(vec![
+                format!("best-of-N ({})", args.aggregation),
+                pct(report.best_of_n_correct),
+            ]);
             t.row(vec!["majority vote".into(), pct(report.majority_correct)]);
-            t.row(vec!["PRM-weighted vote".into(), pct(report.weighted_correct)]);
-            t.row(vec!["oracle (any candidate)".into(), pct(report.oracle_correct)]);
+            t.row(vec![
+                "PRM-weighted vote".into(),
+                pct(report.weighted_correct),
+            ]);
+            t.row(vec![
+                "oracle (any candidate)".into(),
+                pct(report.oracle_correct),
+            ]);
             t.write(&mut out)?;
         } else {
             #[derive(Serialize)]
@@ -105,7 +143,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 #[serde(flatten)]
                 report: T,
             }
-            jsonl(&mut out, &Summary { kind: "summary", aggregation: args.aggregation.name(), report: &report })?;
+            jsonl(
+                &mut out,
+                &Summary {
+                    kind: "summary",
+                    aggregation: args.aggregation.name(),
+                    report: &report,
+                },
+            )?;
         }
     }
     out.flush().map_err(io)?;
@@ -120,7 +165,10 @@ fn best_answer(selection: &Selection) -> Option<String> {
 fn vote_text(vote: Option<&Vote>, weighted: bool) -> String {
     match vote {
         None => "no candidate has an answer".to_string(),
-        Some(v) if weighted => format!("{} (weight {:.3}, {} candidates)", v.display, v.weight, v.count),
+        Some(v) if weighted => format!(
+            "{} (weight {:.3}, {} candidates)",
+            v.display, v.weight, v.count
+        ),
         Some(v) => format!("{} ({} of the votes)", v.display, v.count),
     }
 }
@@ -148,9 +196,19 @@ fn write_group_table(
     if let Some(r) = reference {
         writeln!(out, "reference answer: {r}").map_err(io)?;
     }
-    let mut t = Table::new(&["", "candidate", "steps", &format!("score ({})", selection.aggregation), "answer"]);
+    let mut t = Table::new(&[
+        "",
+        "candidate",
+        "steps",
+        &format!("score ({})", selection.aggregation),
+        "answer",
+    ]);
     for c in &selection.candidates {
-        let chosen = if selection.best == Some(c.index) { "*" } else { "" };
+        let chosen = if selection.best == Some(c.index) {
+            "*"
+        } else {
+            ""
+        };
         let name = c.id.clone().unwrap_or_else(|| format!("#{}", c.index));
         let steps = candidates.get(c.index).map_or(0, |t| t.steps.len());
         t.row(vec![
@@ -171,11 +229,26 @@ fn write_group_table(
         ),
         None => "none (no candidate has a complete set of scores)".to_string(),
     };
-    writeln!(out, "best-of-N:         {best}{}", mark(correct.map(|c| c.best_of_n))).map_err(io)?;
-    writeln!(out, "majority vote:     {}{}", vote_text(selection.majority.as_ref(), false), mark(correct.map(|c| c.majority)))
-        .map_err(io)?;
-    writeln!(out, "PRM-weighted vote: {}{}", vote_text(selection.weighted.as_ref(), true), mark(correct.map(|c| c.weighted)))
-        .map_err(io)?;
+    writeln!(
+        out,
+        "best-of-N:         {best}{}",
+        mark(correct.map(|c| c.best_of_n))
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "majority vote:     {}{}",
+        vote_text(selection.majority.as_ref(), false),
+        mark(correct.map(|c| c.majority))
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "PRM-weighted vote: {}{}",
+        vote_text(selection.weighted.as_ref(), true),
+        mark(correct.map(|c| c.weighted))
+    )
+    .map_err(io)?;
     writeln!(out).map_err(io)?;
     Ok(())
 }

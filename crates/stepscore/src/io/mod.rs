@@ -590,7 +590,10 @@ pub fn open_traces(path: &Path, mut opts: ReadOptions) -> Result<TraceReader<Box
         #[cfg(not(target_arch = "wasm32"))]
         if path.extension().is_some_and(|e| e == "gz") {
             return Ok(TraceReader::new(
-                Box::new(BufReader::with_capacity(1 << 16, flate2::read::MultiGzDecoder::new(file))),
+                Box::new(BufReader::with_capacity(
+                    1 << 16,
+                    flate2::read::MultiGzDecoder::new(file),
+                )),
                 opts,
             ));
         }

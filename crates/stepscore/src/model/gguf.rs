@@ -21,7 +21,10 @@ impl GgufModel {
     /// Parses `bytes` (a memory map natively, a buffer in wasm).
     pub fn parse(bytes: ModelBytes, file_name: &str) -> Result<GgufModel> {
         let file = GgufFile::parse(bytes.as_slice(), file_name)?;
-        Ok(GgufModel { file, bytes: Arc::new(bytes) })
+        Ok(GgufModel {
+            file,
+            bytes: Arc::new(bytes),
+        })
     }
 
     fn err(&self, message: impl Into<String>) -> Error {
@@ -35,12 +38,17 @@ impl GgufModel {
         let arch = match name {
             "llama" => Arch::Llama,
             "qwen2" => Arch::Qwen2,
-            other => return Err(self.err(format!("architecture `{other}` is not supported (llama, qwen2)"))),
+            other => {
+                return Err(self.err(format!(
+                    "architecture `{other}` is not supported (llama, qwen2)"
+                )))
+            }
         };
         let key = |k: &str| format!("{name}.{k}");
         let usize_of = |k: &str| -> Result<usize> {
             let v = f.get_u64(&key(k))?;
-            usize::try_from(v).map_err(|_| self.err(format!("`{}` = {v} does not fit in memory", key(k))))
+            usize::try_from(v)
+                .map_err(|_| self.err(format!("`{}` = {v} does not fit in memory", key(k))))
         };
         let hidden_size = usize_of("embedding_length")?;
         let n_heads = usize_of("attention.head_count")?;
@@ -80,29 +88,44 @@ impl GgufModel {
     }
 
     fn info(&self, name: &str) -> Result<&TensorInfo> {
-        self.file.tensor(name).ok_or_else(|| self.err(format!("missing tensor `{name}`")))
+        self.file
+            .tensor(name)
+            .ok_or_else(|| self.err(format!("missing tensor `{name}`")))
     }
 
     /// A weight matrix of `rows` x `cols`, kept in its blocks.
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
         let info = self.info(name)?;
         if info.dims.len() != 2 || info.dims[0] != cols as u64 || info.dims[1] != rows as u64 {
-            return Err(self.err(format!("tensor `{name}` has dims {:?}, expected [{cols}, {rows}]", info.dims)));
+            return Err(self.err(format!(
+                "tensor `{name}` has dims {:?}, expected [{cols}, {rows}]",
+                info.dims
+            )));
         }
         let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
         let start = data.as_ptr() as usize - self.bytes.as_slice().as_ptr() as usize;
         let bytes = SharedBytes::new(self.bytes.clone(), start, data.len())?;
-        Matrix::quant(info.ggml_type, rows, cols, bytes).map_err(|e| self.err(format!("tensor `{name}`: {e}")))
+        Matrix::quant(info.ggml_type, rows, cols, bytes)
+            .map_err(|e| self.err(format!("tensor `{name}`: {e}")))
     }
 
     /// A vector of `len` values (norm gains, biases), as f32.
     fn vector(&self, name: &str, len: usize) -> Result<Vec<f32>> {
         let info = self.info(name)?;
         if info.n_elements != len as u64 || info.dims.len() != 1 {
-            return Err(self.err(format!("tensor `{name}` has dims {:?}, expected [{len}]", info.dims)));
+            return Err(self.err(format!(
+                "tensor `{name}` has dims {:?}, expected [{len}]",
+                info.dims
+            )));
         }
-        if !matches!(info.ggml_type, GgmlType::F32 | GgmlType::F16 | GgmlType::BF16) {
-            return Err(self.err(format!("vector tensor `{name}` is {}, expected a float type", info.ggml_type.name())));
+        if !matches!(
+            info.ggml_type,
+            GgmlType::F32 | GgmlType::F16 | GgmlType::BF16
+        ) {
+            return Err(self.err(format!(
+                "vector tensor `{name}` is {}, expected a float type",
+                info.ggml_type.name()
+            )));
         }
         let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
         let mut out = vec![0.0f32; len];
@@ -148,17 +171,26 @@ impl GgufModel {
         } else {
             LmHead::Separate(self.matrix("output.weight", c.vocab_size, h)?)
         };
-        let rope = if c.arch == Arch::Qwen2 { RopeStyle::HalfSplit } else { RopeStyle::AdjacentPairs };
+        let rope = if c.arch == Arch::Qwen2 {
+            RopeStyle::HalfSplit
+        } else {
+            RopeStyle::AdjacentPairs
+        };
         Transformer::new(c, rope, embed, layers, norm, lm_head)
     }
 
     /// An extra tensor (a PRM head stored beside the decoder), as f32 with
     /// its HF-order shape (`[rows, cols]`), or `None` when absent.
     pub fn tensor_f32(&self, name: &str) -> Result<Option<(Vec<usize>, Vec<f32>)>> {
-        let Some(info) = self.file.tensor(name) else { return Ok(None) };
-        let n = usize::try_from(info.n_elements).map_err(|_| self.err(format!("tensor `{name}` is too large")))?;
+        let Some(info) = self.file.tensor(name) else {
+            return Ok(None);
+        };
+        let n = usize::try_from(info.n_elements)
+            .map_err(|_| self.err(format!("tensor `{name}` is too large")))?;
         if n > (1 << 28) {
-            return Err(self.err(format!("head tensor `{name}` has {n} elements, more than a head can have")));
+            return Err(self.err(format!(
+                "head tensor `{name}` has {n} elements, more than a head can have"
+            )));
         }
         let data = self.file.tensor_data(self.bytes.as_slice(), info)?;
         let mut out = vec![0.0f32; n];

@@ -150,7 +150,9 @@ impl HfCheckpoint {
         #[cfg(target_arch = "wasm32")]
         let open = |name: &str| -> Result<Blob> {
             let p = dir.join(name);
-            std::fs::read(&p).map(Blob::Owned).map_err(|e| Error::io(p.display().to_string(), e))
+            std::fs::read(&p)
+                .map(Blob::Owned)
+                .map_err(|e| Error::io(p.display().to_string(), e))
         };
         #[cfg(not(target_arch = "wasm32"))]
         let open = |name: &str| -> Result<Blob> {

@@ -34,7 +34,11 @@ impl SharedBytes {
     /// Owned bytes (e.g. rows copied out of a larger matrix).
     pub fn owned(bytes: Vec<u8>) -> Self {
         let len = bytes.len();
-        SharedBytes { file: Arc::new(ModelBytes::from_vec(bytes)), start: 0, len }
+        SharedBytes {
+            file: Arc::new(ModelBytes::from_vec(bytes)),
+            start: 0,
+            len,
+        }
     }
 
     pub fn as_slice(&self) -> &[u8] {
@@ -95,7 +99,12 @@ impl Matrix {
     /// A ggml-block matrix over `bytes`, which must hold exactly `rows` rows.
     pub fn quant(ty: GgmlType, rows: usize, cols: usize, bytes: SharedBytes) -> Result<Matrix> {
         QMatrix::new(ty, rows, cols, bytes.as_slice())?;
-        Ok(Matrix::Quant { ty, rows, cols, bytes })
+        Ok(Matrix::Quant {
+            ty,
+            rows,
+            cols,
+            bytes,
+        })
     }
 
     pub fn rows(&self) -> usize {
@@ -117,7 +126,9 @@ impl Matrix {
             return Ok(self.clone());
         }
         let (rows, cols) = (self.rows(), self.cols());
-        let n = rows.checked_mul(cols).ok_or_else(|| Error::InvalidArgument("matrix too large".into()))?;
+        let n = rows
+            .checked_mul(cols)
+            .ok_or_else(|| Error::InvalidArgument("matrix too large".into()))?;
         let mut data = vec![0.0f32; n];
         for (r, row) in data.chunks_exact_mut(cols.max(1)).enumerate() {
             self.gather_row(r, row)?;
@@ -148,7 +159,12 @@ impl Matrix {
     fn qmatrix(&self) -> Result<Option<QMatrix<'_>>> {
         match self {
             Matrix::F32 { .. } => Ok(None),
-            Matrix::Quant { ty, rows, cols, bytes } => Ok(Some(QMatrix::new(*ty, *rows, *cols, bytes.as_slice())?)),
+            Matrix::Quant {
+                ty,
+                rows,
+                cols,
+                bytes,
+            } => Ok(Some(QMatrix::new(*ty, *rows, *cols, bytes.as_slice())?)),
         }
     }
 
@@ -172,7 +188,9 @@ impl Matrix {
                 Ok(())
             }
             Matrix::Quant { .. } => {
-                let q = self.qmatrix()?.ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
+                let q = self
+                    .qmatrix()?
+                    .ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
                 if r >= q.rows || out.len() != q.cols {
                     return Err(Error::InvalidArgument(format!(
                         "gather_row: row {r} of {} rows into {} values (row has {})",
@@ -238,7 +256,9 @@ impl Matrix {
             .min(work / PARALLEL_MIN_WORK + 1);
         match self {
             Matrix::Quant { .. } => {
-                let q = self.qmatrix()?.ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
+                let q = self
+                    .qmatrix()?
+                    .ok_or_else(|| Error::InvalidArgument("not a block matrix".into()))?;
                 quant::matmul(&q, x, n_tokens, out, threads)
             }
             Matrix::F32 { data, .. } => {

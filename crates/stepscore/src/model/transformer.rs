@@ -245,7 +245,15 @@ impl Transformer {
         let mut t = self.clone();
         t.embed = t.embed.to_f32()?;
         for l in &mut t.layers {
-            for m in [&mut l.q, &mut l.k, &mut l.v, &mut l.o, &mut l.gate, &mut l.up, &mut l.down] {
+            for m in [
+                &mut l.q,
+                &mut l.k,
+                &mut l.v,
+                &mut l.o,
+                &mut l.gate,
+                &mut l.up,
+                &mut l.down,
+            ] {
                 *m = m.to_f32()?;
             }
         }
@@ -260,7 +268,15 @@ impl Transformer {
     pub fn quantize_weights(&mut self, ty: GgmlType) -> Result<()> {
         self.embed = self.embed.quantized(ty)?;
         for l in &mut self.layers {
-            for m in [&mut l.q, &mut l.k, &mut l.v, &mut l.o, &mut l.gate, &mut l.up, &mut l.down] {
+            for m in [
+                &mut l.q,
+                &mut l.k,
+                &mut l.v,
+                &mut l.o,
+                &mut l.gate,
+                &mut l.up,
+                &mut l.down,
+            ] {
                 *m = m.quantized(ty)?;
             }
         }

@@ -60,9 +60,15 @@ impl ChatFormat {
                 out.push_str("<|begin_of_text|>");
                 let has_system = messages.first().is_some_and(|m| m.role == "system");
                 if *self == ChatFormat::Llama31 {
-                    let system = if has_system { messages[0].content.trim() } else { "" };
+                    let system = if has_system {
+                        messages[0].content.trim()
+                    } else {
+                        ""
+                    };
                     header(&mut out, "system");
-                    out.push_str("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+                    out.push_str(
+                        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n",
+                    );
                     out.push_str(system);
                     out.push_str("<|eot_id|>");
                 }
@@ -91,9 +97,18 @@ mod tests {
     #[test]
     fn chatml_matches_the_qwen_template() {
         let m = [
-            Message { role: "system", content: "S" },
-            Message { role: "user", content: "Q" },
-            Message { role: "assistant", content: "a<extra_0>" },
+            Message {
+                role: "system",
+                content: "S",
+            },
+            Message {
+                role: "user",
+                content: "Q",
+            },
+            Message {
+                role: "assistant",
+                content: "a<extra_0>",
+            },
         ];
         assert_eq!(
             ChatFormat::ChatMl.render(&m),
@@ -103,7 +118,16 @@ mod tests {
 
     #[test]
     fn llama31_adds_the_date_block() {
-        let m = [Message { role: "user", content: " hi " }, Message { role: "assistant", content: "+" }];
+        let m = [
+            Message {
+                role: "user",
+                content: " hi ",
+            },
+            Message {
+                role: "assistant",
+                content: "+",
+            },
+        ];
         assert_eq!(
             ChatFormat::Llama31.render(&m),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n\
@@ -119,8 +143,14 @@ mod tests {
 
     #[test]
     fn detection() {
-        assert_eq!(ChatFormat::from_template("{{'<|im_start|>' + role}}"), Some(ChatFormat::ChatMl));
-        assert_eq!(ChatFormat::from_template("<|start_header_id|>"), Some(ChatFormat::Llama3));
+        assert_eq!(
+            ChatFormat::from_template("{{'<|im_start|>' + role}}"),
+            Some(ChatFormat::ChatMl)
+        );
+        assert_eq!(
+            ChatFormat::from_template("<|start_header_id|>"),
+            Some(ChatFormat::Llama3)
+        );
         assert_eq!(ChatFormat::from_template("x"), None);
     }
 }

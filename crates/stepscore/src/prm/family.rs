@@ -33,8 +33,13 @@ pub enum Family {
 }
 
 impl Family {
-    pub const ALL: [Family; 5] =
-        [Family::ScoreHead, Family::ValueHead, Family::MathShepherd, Family::Rlhflow, Family::Confidence];
+    pub const ALL: [Family; 5] = [
+        Family::ScoreHead,
+        Family::ValueHead,
+        Family::MathShepherd,
+        Family::Rlhflow,
+        Family::Confidence,
+    ];
 
     pub fn name(&self) -> &'static str {
         match self {
@@ -48,12 +53,19 @@ impl Family {
 
     /// Whether scoring needs the vocabulary projection (and which part).
     pub fn needs_lm_head(&self) -> bool {
-        matches!(self, Family::MathShepherd | Family::Rlhflow | Family::Confidence)
+        matches!(
+            self,
+            Family::MathShepherd | Family::Rlhflow | Family::Confidence
+        )
     }
 
     /// Tells the family from what a checkpoint carries: its config's
     /// `architectures`, its tensor names, and its vocabulary.
-    pub fn detect(architectures: &[String], has_tensor: impl Fn(&str) -> bool, has_token: impl Fn(&str) -> bool) -> Family {
+    pub fn detect(
+        architectures: &[String],
+        has_tensor: impl Fn(&str) -> bool,
+        has_token: impl Fn(&str) -> bool,
+    ) -> Family {
         let arch = |needle: &str| architectures.iter().any(|a| a.contains(needle));
         if arch("ForProcessRewardModel") || has_tensor("score.2.weight") {
             Family::ScoreHead
@@ -102,9 +114,15 @@ mod tests {
         let qwen = vec!["Qwen2ForProcessRewardModel".to_string()];
         assert_eq!(Family::detect(&qwen, none, none), Family::ScoreHead);
         let plain = vec!["Qwen2ForCausalLM".to_string()];
-        assert_eq!(Family::detect(&plain, |t| t == "v_head.summary.weight", none), Family::ValueHead);
+        assert_eq!(
+            Family::detect(&plain, |t| t == "v_head.summary.weight", none),
+            Family::ValueHead
+        );
         let mistral = vec!["MistralForCausalLM".to_string()];
-        assert_eq!(Family::detect(&mistral, none, |t| t == "ки"), Family::MathShepherd);
+        assert_eq!(
+            Family::detect(&mistral, none, |t| t == "ки"),
+            Family::MathShepherd
+        );
         assert_eq!(Family::detect(&mistral, none, none), Family::Confidence);
     }
 

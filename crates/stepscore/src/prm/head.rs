@@ -18,7 +18,12 @@ pub const V_HEAD_BIAS: &str = "v_head.summary.bias";
 #[derive(Debug, Clone)]
 pub enum Head {
     /// Linear(h,h) -> ReLU -> Linear(h,2), softmax, class 1.
-    Score { w0: Matrix, b0: Vec<f32>, w2: Matrix, b2: Vec<f32> },
+    Score {
+        w0: Matrix,
+        b0: Vec<f32>,
+        w2: Matrix,
+        b2: Vec<f32>,
+    },
     /// Linear(h,1) -> sigmoid.
     Value { w: Vec<f32>, b: f32 },
     /// Softmax over the "+" and "-" logits, probability of "+".
@@ -49,8 +54,14 @@ pub type TensorLookup<'a> = dyn Fn(&str) -> Result<Option<(Vec<usize>, Vec<f32>)
 
 fn require(get: &TensorLookup<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
     match get(name)? {
-        None => Err(Error::model(name, format!("missing head tensor (expected shape {shape:?})"))),
-        Some((s, _)) if s != shape => Err(Error::model(name, format!("head tensor has shape {s:?}, expected {shape:?}"))),
+        None => Err(Error::model(
+            name,
+            format!("missing head tensor (expected shape {shape:?})"),
+        )),
+        Some((s, _)) if s != shape => Err(Error::model(
+            name,
+            format!("head tensor has shape {s:?}, expected {shape:?}"),
+        )),
         Some((_, data)) => Ok(data),
     }
 }
@@ -70,12 +81,18 @@ impl Head {
                 b: match get(V_HEAD_BIAS)? {
                     None => 0.0,
                     Some((s, d)) if s == [1] => d[0],
-                    Some((s, _)) => return Err(Error::model(V_HEAD_BIAS, format!("has shape {s:?}, expected [1]"))),
+                    Some((s, _)) => {
+                        return Err(Error::model(
+                            V_HEAD_BIAS,
+                            format!("has shape {s:?}, expected [1]"),
+                        ))
+                    }
                 },
             },
             Family::MathShepherd | Family::Rlhflow => {
-                let (plus, minus) =
-                    protocol.plus_minus.ok_or_else(|| Error::Tokenizer("no \"+\"/\"-\" token ids resolved".into()))?;
+                let (plus, minus) = protocol
+                    .plus_minus
+                    .ok_or_else(|| Error::Tokenizer("no \"+\"/\"-\" token ids resolved".into()))?;
                 Head::PlusMinus { plus, minus }
             }
             Family::Confidence => Head::Confidence,
@@ -87,9 +104,9 @@ impl Head {
         let rows = |positions: &[usize]| -> Result<Vec<f32>> {
             let mut out = Vec::with_capacity(positions.len() * hidden.width);
             for &p in positions {
-                out.extend_from_slice(
-                    hidden.row(p).ok_or_else(|| Error::InvalidArgument(format!("marker position {p} is past the prompt")))?,
-                );
+                out.extend_from_slice(hidden.row(p).ok_or_else(|| {
+                    Error::InvalidArgument(format!("marker position {p} is past the prompt"))
+                })?);
             }
             Ok(out)
         };
@@ -115,18 +132,31 @@ impl Head {
                 .markers
                 .iter()
                 .map(|&p| {
-                    let row = hidden.row(p).ok_or_else(|| Error::InvalidArgument(format!("marker {p} past the prompt")))?;
-                    let z: f64 = row.iter().zip(w).map(|(x, w)| *x as f64 * *w as f64).sum::<f64>() + *b as f64;
+                    let row = hidden.row(p).ok_or_else(|| {
+                        Error::InvalidArgument(format!("marker {p} past the prompt"))
+                    })?;
+                    let z: f64 = row
+                        .iter()
+                        .zip(w)
+                        .map(|(x, w)| *x as f64 * *w as f64)
+                        .sum::<f64>()
+                        + *b as f64;
                     Ok(sigmoid(z))
                 })
                 .collect::<Result<Vec<f64>>>()?,
             Head::PlusMinus { plus, minus } => {
                 let logits = model.logits_for(&rows(&enc.markers)?, Some(&[*plus, *minus]))?;
-                logits.chunks(2).map(|l| softmax2(l[0] as f64, l[1] as f64).0).collect()
+                logits
+                    .chunks(2)
+                    .map(|l| softmax2(l[0] as f64, l[1] as f64).0)
+                    .collect()
             }
             Head::Confidence => return confidence(model, hidden, enc),
         };
-        Ok(HeadOutput { scores, confidence: None })
+        Ok(HeadOutput {
+            scores,
+            confidence: None,
+        })
     }
 }
 
@@ -152,11 +182,17 @@ fn confidence(model: &Transformer, hidden: &Hidden, enc: &Encoded) -> Result<Hea
     let mut stats = Vec::with_capacity(enc.step_tokens.len());
     for (i, range) in enc.step_tokens.iter().enumerate() {
         if range.start == 0 || range.is_empty() {
-            return Err(Error::InvalidArgument(format!("step {i} has no predictable tokens")));
+            return Err(Error::InvalidArgument(format!(
+                "step {i} has no predictable tokens"
+            )));
         }
         let mut x = Vec::with_capacity(range.len() * hidden.width);
         for j in range.clone() {
-            x.extend_from_slice(hidden.row(j - 1).ok_or_else(|| Error::InvalidArgument(format!("step {i} runs past the prompt")))?);
+            x.extend_from_slice(
+                hidden.row(j - 1).ok_or_else(|| {
+                    Error::InvalidArgument(format!("step {i} runs past the prompt"))
+                })?,
+            );
         }
         let logits = model.logits_for(&x, None)?;
         let vocab = logits.len() / range.len();
@@ -167,9 +203,15 @@ fn confidence(model: &Transformer, hidden: &Hidden, enc: &Encoded) -> Result<Hea
             let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
             let log_z = max + z.ln();
             let target = enc.tokens[j] as usize;
-            let lp = *row.get(target).ok_or_else(|| Error::InvalidArgument(format!("token {target} outside the vocabulary")))? as f64 - log_z;
+            let lp = *row.get(target).ok_or_else(|| {
+                Error::InvalidArgument(format!("token {target} outside the vocabulary"))
+            })? as f64
+                - log_z;
             // H = log Z - sum p * logit
-            let expect: f64 = row.iter().map(|&v| ((v as f64 - log_z).exp()) * v as f64).sum();
+            let expect: f64 = row
+                .iter()
+                .map(|&v| ((v as f64 - log_z).exp()) * v as f64)
+                .sum();
             sum_lp += lp;
             min_lp = min_lp.min(lp);
             sum_h += log_z - expect;
@@ -177,9 +219,17 @@ fn confidence(model: &Transformer, hidden: &Hidden, enc: &Encoded) -> Result<Hea
         let len = range.len() as f64;
         let mean_lp = sum_lp / len;
         scores.push(mean_lp.exp());
-        stats.push(StepConfidence { tokens: range.len(), mean_logprob: mean_lp, min_logprob: min_lp, mean_entropy: sum_h / len });
+        stats.push(StepConfidence {
+            tokens: range.len(),
+            mean_logprob: mean_lp,
+            min_logprob: min_lp,
+            mean_entropy: sum_h / len,
+        });
     }
-    Ok(HeadOutput { scores, confidence: Some(stats) })
+    Ok(HeadOutput {
+        scores,
+        confidence: Some(stats),
+    })
 }
 
 #[cfg(test)]

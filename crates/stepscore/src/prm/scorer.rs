@@ -118,7 +118,8 @@ struct NamedTemplate {
 
 impl TokenizerConfig {
     fn parse(bytes: &[u8]) -> Result<Self> {
-        serde_json::from_slice(bytes).map_err(|e| Error::model("tokenizer_config.json", e.to_string()))
+        serde_json::from_slice(bytes)
+            .map_err(|e| Error::model("tokenizer_config.json", e.to_string()))
     }
 
     fn bos(&self) -> Option<String> {
@@ -146,12 +147,19 @@ impl Scorer {
         Self::open_with(path.as_ref(), options, HeadMode::Load)
     }
 
-    pub(super) fn open_with(path: &Path, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
+    pub(super) fn open_with(
+        path: &Path,
+        options: &ScorerOptions,
+        mode: HeadMode,
+    ) -> Result<Scorer> {
         if path.is_dir() {
             Self::hf_dir(path, options, mode)
         } else {
             let bytes = ModelBytes::open(path)?;
-            let name = path.file_name().map_or_else(|| path.display().to_string(), |n| n.to_string_lossy().into_owned());
+            let name = path.file_name().map_or_else(
+                || path.display().to_string(),
+                |n| n.to_string_lossy().into_owned(),
+            );
             Self::gguf(GgufModel::parse(bytes, &name)?, options, mode)
         }
     }
@@ -164,11 +172,24 @@ impl Scorer {
     }
 
     fn hf_dir(dir: &Path, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
-        let read = |name: &str| std::fs::read(dir.join(name)).map_err(|e| Error::io(dir.join(name).display().to_string(), e));
+        let read = |name: &str| {
+            std::fs::read(dir.join(name))
+                .map_err(|e| Error::io(dir.join(name).display().to_string(), e))
+        };
         let checkpoint = HfCheckpoint::open_dir(dir)?;
         let tokenizer_json = read("tokenizer.json")?;
-        let tokenizer_config = dir.join("tokenizer_config.json").exists().then(|| read("tokenizer_config.json")).transpose()?;
-        Self::hf(&checkpoint, &tokenizer_json, tokenizer_config.as_deref(), options, mode)
+        let tokenizer_config = dir
+            .join("tokenizer_config.json")
+            .exists()
+            .then(|| read("tokenizer_config.json"))
+            .transpose()?;
+        Self::hf(
+            &checkpoint,
+            &tokenizer_json,
+            tokenizer_config.as_deref(),
+            options,
+            mode,
+        )
     }
 
     /// Builds a scorer from an opened checkpoint and tokenizer files (the
@@ -179,7 +200,13 @@ impl Scorer {
         tokenizer_config: Option<&[u8]>,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
-        Self::hf(checkpoint, tokenizer_json, tokenizer_config, options, HeadMode::Load)
+        Self::hf(
+            checkpoint,
+            tokenizer_json,
+            tokenizer_config,
+            options,
+            HeadMode::Load,
+        )
     }
 
     fn hf(
@@ -189,7 +216,10 @@ impl Scorer {
         options: &ScorerOptions,
         mode: HeadMode,
     ) -> Result<Scorer> {
-        let tok_config = tokenizer_config.map(TokenizerConfig::parse).transpose()?.unwrap_or_default();
+        let tok_config = tokenizer_config
+            .map(TokenizerConfig::parse)
+            .transpose()?
+            .unwrap_or_default();
         let mut tokenizer = Tokenizer::from_json_bytes(tokenizer_json)?;
         let bos_text = tok_config.bos();
         if let Some(bos) = bos_text.as_deref().and_then(|b| tokenizer.token_to_id(b)) {
@@ -198,7 +228,11 @@ impl Scorer {
         }
         let config = checkpoint.config();
         let family = options.family.unwrap_or_else(|| {
-            Family::detect(&config.architectures, |t| checkpoint.has_tensor(t), |t| tokenizer.token_to_id(t).is_some())
+            Family::detect(
+                &config.architectures,
+                |t| checkpoint.has_tensor(t),
+                |t| tokenizer.token_to_id(t).is_some(),
+            )
         });
         let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
         let lookup = |name: &str| -> Result<Option<(Vec<usize>, Vec<f32>)>> {
@@ -214,7 +248,10 @@ impl Scorer {
         };
         let mut model = checkpoint.transformer()?;
         if mode == HeadMode::Load && family.needs_lm_head() && !model.has_lm_head() {
-            return Err(Error::model("lm_head.weight", format!("the {family} family needs the vocabulary projection")));
+            return Err(Error::model(
+                "lm_head.weight",
+                format!("the {family} family needs the vocabulary projection"),
+            ));
         }
         if mode == HeadMode::Load && !family.needs_lm_head() {
             model.drop_lm_head();
@@ -239,15 +276,24 @@ impl Scorer {
 
     fn gguf(gguf: GgufModel, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
         let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
-        let chat = gguf.file.opt_str("tokenizer.chat_template")?.and_then(ChatFormat::from_template);
+        let chat = gguf
+            .file
+            .opt_str("tokenizer.chat_template")?
+            .and_then(ChatFormat::from_template);
         let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
         let config = gguf.config()?;
         let family = options.family.unwrap_or_else(|| {
-            Family::detect(&config.architectures, |t| gguf.file.tensor(t).is_some(), |t| tokenizer.token_to_id(t).is_some())
+            Family::detect(
+                &config.architectures,
+                |t| gguf.file.tensor(t).is_some(),
+                |t| tokenizer.token_to_id(t).is_some(),
+            )
         });
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
         let head = match mode {
-            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &|name| gguf.tensor_f32(name))?),
+            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &|name| {
+                gguf.tensor_f32(name)
+            })?),
             HeadMode::Skip => None,
         };
         let mut model = gguf.transformer()?;
@@ -255,13 +301,28 @@ impl Scorer {
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
-    fn assemble(model: Transformer, tokenizer: Tokenizer, protocol: Protocol, head: Option<Head>, options: &ScorerOptions) -> Result<Scorer> {
+    fn assemble(
+        model: Transformer,
+        tokenizer: Tokenizer,
+        protocol: Protocol,
+        head: Option<Head>,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
         let context = model.config().max_position_embeddings;
         let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
         if max_tokens == 0 {
-            return Err(Error::InvalidArgument("max_tokens must be at least 1".into()));
+            return Err(Error::InvalidArgument(
+                "max_tokens must be at least 1".into(),
+            ));
         }
-        Ok(Scorer { model, tokenizer, protocol, head, max_tokens, truncation: options.truncation })
+        Ok(Scorer {
+            model,
+            tokenizer,
+            protocol,
+            head,
+            max_tokens,
+            truncation: options.truncation,
+        })
     }
 
     pub fn family(&self) -> Family {
@@ -297,7 +358,11 @@ impl Scorer {
 
     /// Scores N candidate step lists for one problem, running the tokens
     /// they share (system prompt and problem) once.
-    pub fn score_candidates(&self, problem: &str, candidates: &[Vec<&str>]) -> Result<Vec<Vec<f64>>> {
+    pub fn score_candidates(
+        &self,
+        problem: &str,
+        candidates: &[Vec<&str>],
+    ) -> Result<Vec<Vec<f64>>> {
         let mut base = self.session(problem);
         base.prime()?;
         candidates
@@ -326,11 +391,20 @@ impl Scorer {
     /// Scores `steps` as the response to `problem`.
     pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
         let head = self.head()?;
-        let Forward { enc, hidden, truncated_steps } = self.forward_steps(problem, steps)?;
+        let Forward {
+            enc,
+            hidden,
+            truncated_steps,
+        } = self.forward_steps(problem, steps)?;
         let out = head.apply(&self.model, &hidden, &enc)?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
-        Ok(TraceScore { step_scores, tokens: enc.tokens.len(), truncated_steps, confidence: out.confidence })
+        Ok(TraceScore {
+            step_scores,
+            tokens: enc.tokens.len(),
+            truncated_steps,
+            confidence: out.confidence,
+        })
     }
 
     /// Encodes, applies the token limit and runs the decoder: the one path
@@ -339,7 +413,11 @@ impl Scorer {
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
         let hidden = self.model.forward(&enc.tokens, None)?;
-        Ok(Forward { enc, hidden, truncated_steps })
+        Ok(Forward {
+            enc,
+            hidden,
+            truncated_steps,
+        })
     }
 
     /// Applies the token limit: an error, or the leading steps whose tokens
@@ -350,7 +428,10 @@ impl Scorer {
             return Ok(0);
         }
         if self.truncation == Truncation::Error {
-            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+            return Err(Error::TraceTooLong {
+                tokens: enc.tokens.len(),
+                limit,
+            });
         }
         let keep = enc
             .markers
@@ -359,12 +440,19 @@ impl Scorer {
             .take_while(|(&m, r)| m < limit && r.end <= limit)
             .count();
         if keep == 0 {
-            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+            return Err(Error::TraceTooLong {
+                tokens: enc.tokens.len(),
+                limit,
+            });
         }
         let dropped = enc.markers.len() - keep;
         enc.markers.truncate(keep);
         enc.step_tokens.truncate(keep);
-        let end = enc.markers.iter().copied().max().unwrap_or(0).max(enc.step_tokens.last().map_or(0, |r| r.end.saturating_sub(1)));
+        let end = enc.markers.iter().copied().max().unwrap_or(0).max(
+            enc.step_tokens
+                .last()
+                .map_or(0, |r| r.end.saturating_sub(1)),
+        );
         enc.tokens.truncate(end + 1);
         Ok(dropped)
     }

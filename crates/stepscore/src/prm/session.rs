@@ -66,7 +66,11 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         }
         // Any step text shows where the problem's tokens end.
         let probe = self.scorer.encode(&self.problem, &["0"])?;
-        let end = probe.step_tokens.first().map_or(0, |r| r.start).min(probe.markers[0]);
+        let end = probe
+            .step_tokens
+            .first()
+            .map_or(0, |r| r.start)
+            .min(probe.markers[0]);
         self.extend_cache(&probe.tokens[..end])?;
         Ok(())
     }
@@ -78,7 +82,10 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         let enc = self.scorer.encode(&self.problem, &steps)?;
         let limit = self.scorer.max_tokens();
         if enc.tokens.len() > limit {
-            return Err(Error::TraceTooLong { tokens: enc.tokens.len(), limit });
+            return Err(Error::TraceTooLong {
+                tokens: enc.tokens.len(),
+                limit,
+            });
         }
         let k = steps.len() - 1;
         let marker = enc.markers[k];
@@ -94,17 +101,29 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             .min(first_needed);
         self.cache.truncate(keep);
         self.cached.truncate(keep);
-        let hidden = self.scorer.model().forward(&enc.tokens[keep..], Some(&mut self.cache))?;
+        let hidden = self
+            .scorer
+            .model()
+            .forward(&enc.tokens[keep..], Some(&mut self.cache))?;
         self.computed += enc.tokens.len() - keep;
         self.cached.extend_from_slice(&enc.tokens[keep..]);
         let local = Encoded {
             tokens: enc.tokens[keep..].to_vec(),
             markers: vec![marker - keep],
             #[allow(clippy::single_range_in_vec_init)]
-            step_tokens: vec![enc.step_tokens[k].start.saturating_sub(keep)..enc.step_tokens[k].end.saturating_sub(keep)],
+            step_tokens: vec![
+                enc.step_tokens[k].start.saturating_sub(keep)
+                    ..enc.step_tokens[k].end.saturating_sub(keep),
+            ],
         };
-        let out = self.scorer.head()?.apply(self.scorer.model(), &hidden, &local)?;
-        let score = *out.scores.first().ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))?;
+        let out = self
+            .scorer
+            .head()?
+            .apply(self.scorer.model(), &hidden, &local)?;
+        let score = *out
+            .scores
+            .first()
+            .ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))?;
         // Keep the cache only through this step's marker and tokens: what
         // follows (a turn's end) changes when the next step arrives.
         let stable = (marker + 1).max(enc.step_tokens[k].end);
@@ -166,13 +185,24 @@ mod tests {
     /// borrowing one, and both match the fixture's independent reference.
     #[test]
     fn owned_session_matches_borrowed_session_and_reference() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../tests/fixtures/prm/skywork-prm-tiny");
         let reference: serde_json::Value =
             serde_json::from_slice(&std::fs::read(dir.join("reference.json")).unwrap()).unwrap();
         let case = &reference["cases"][0];
         let problem = case["problem"].as_str().unwrap();
-        let steps: Vec<&str> = case["steps"].as_array().unwrap().iter().map(|s| s.as_str().unwrap()).collect();
-        let want: Vec<f64> = case["step_scores"].as_array().unwrap().iter().map(|s| s.as_f64().unwrap()).collect();
+        let steps: Vec<&str> = case["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let want: Vec<f64> = case["step_scores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_f64().unwrap())
+            .collect();
 
         let scorer = Rc::new(Scorer::open(&dir, &ScorerOptions::default()).unwrap());
         let mut owned = SessionOf::new(Rc::clone(&scorer), problem);
@@ -181,7 +211,11 @@ mod tests {
             let a = owned.append(step).unwrap();
             let b = borrowed.append(step).unwrap();
             assert_eq!(a.to_bits(), b.to_bits(), "step {i}");
-            assert!((a - want[i]).abs() <= 1e-4, "step {i}: {a} vs reference {}", want[i]);
+            assert!(
+                (a - want[i]).abs() <= 1e-4,
+                "step {i}: {a} vs reference {}",
+                want[i]
+            );
         }
         assert_eq!(owned.computed_tokens(), borrowed.computed_tokens());
         // The session keeps the scorer alive on its own.

@@ -10,7 +10,8 @@ use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
 /// Qwen2.5-Math-PRM's system prompt.
-pub const QWEN_PRM_SYSTEM: &str = "Please reason step by step, and put your final answer within \\boxed{}.";
+pub const QWEN_PRM_SYSTEM: &str =
+    "Please reason step by step, and put your final answer within \\boxed{}.";
 /// Qwen2.5-Math-PRM's step separator token.
 pub const QWEN_PRM_MARKER: &str = "<extra_0>";
 /// Math-Shepherd's step tag.
@@ -33,15 +34,38 @@ pub struct Protocol {
 impl Protocol {
     /// Resolves the family's special tokens in `tokenizer`; errors name the
     /// token the checkpoint lacks.
-    pub fn new(family: Family, tokenizer: &Tokenizer, chat: Option<ChatFormat>, bos_text: Option<String>) -> Result<Self> {
-        let missing = |what: &str| Error::Tokenizer(format!("the {family} family needs {what}, which this vocabulary lacks"));
-        let last = |text: &str| -> Result<u32> {
-            tokenizer.encode(text, true)?.last().copied().ok_or_else(|| missing(&format!("a token for {text:?}")))
+    pub fn new(
+        family: Family,
+        tokenizer: &Tokenizer,
+        chat: Option<ChatFormat>,
+        bos_text: Option<String>,
+    ) -> Result<Self> {
+        let missing = |what: &str| {
+            Error::Tokenizer(format!(
+                "the {family} family needs {what}, which this vocabulary lacks"
+            ))
         };
-        let mut p = Protocol { family, chat, bos_text, marker_id: None, plus_minus: None };
+        let last = |text: &str| -> Result<u32> {
+            tokenizer
+                .encode(text, true)?
+                .last()
+                .copied()
+                .ok_or_else(|| missing(&format!("a token for {text:?}")))
+        };
+        let mut p = Protocol {
+            family,
+            chat,
+            bos_text,
+            marker_id: None,
+            plus_minus: None,
+        };
         match family {
             Family::ScoreHead => {
-                p.marker_id = Some(tokenizer.token_to_id(QWEN_PRM_MARKER).ok_or_else(|| missing("the `<extra_0>` token"))?);
+                p.marker_id = Some(
+                    tokenizer
+                        .token_to_id(QWEN_PRM_MARKER)
+                        .ok_or_else(|| missing("the `<extra_0>` token"))?,
+                );
                 p.chat.get_or_insert(ChatFormat::ChatMl);
             }
             Family::ValueHead => {
@@ -79,9 +103,16 @@ pub struct Encoded {
 }
 
 /// Lays out and tokenizes `problem` and `steps` the way `protocol`'s family does.
-pub fn encode(protocol: &Protocol, tokenizer: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
+pub fn encode(
+    protocol: &Protocol,
+    tokenizer: &Tokenizer,
+    problem: &str,
+    steps: &[&str],
+) -> Result<Encoded> {
     if steps.is_empty() {
-        return Err(Error::InvalidArgument("a trace needs at least one step to score".into()));
+        return Err(Error::InvalidArgument(
+            "a trace needs at least one step to score".into(),
+        ));
     }
     match protocol.family {
         Family::ScoreHead => score_head(protocol, tokenizer, problem, steps),
@@ -96,14 +127,21 @@ pub fn encode(protocol: &Protocol, tokenizer: &Tokenizer, problem: &str, steps: 
 /// not line up with steps.
 fn forbid(steps: &[&str], marker: &str) -> Result<()> {
     match steps.iter().position(|s| s.contains(marker)) {
-        Some(i) => Err(Error::InvalidArgument(format!("step {i} contains the step marker {marker:?}"))),
+        Some(i) => Err(Error::InvalidArgument(format!(
+            "step {i} contains the step marker {marker:?}"
+        ))),
         None => Ok(()),
     }
 }
 
 /// Positions of `id` in `tokens`, which must be one per step.
 fn marker_positions(tokens: &[u32], id: u32, n_steps: usize) -> Result<Vec<usize>> {
-    let found: Vec<usize> = tokens.iter().enumerate().filter(|(_, &t)| t == id).map(|(i, _)| i).collect();
+    let found: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, &t)| t == id)
+        .map(|(i, _)| i)
+        .collect();
     if found.len() != n_steps {
         return Err(Error::InvalidArgument(format!(
             "the prompt holds {} step markers for {n_steps} steps (a step or the problem contains the marker token)",
@@ -118,10 +156,15 @@ fn token_ranges(offsets: &[(usize, usize)], spans: &[Range<usize>]) -> Vec<Range
     spans
         .iter()
         .map(|span| {
-            let start = offsets.iter().position(|&(s, e)| e > span.start && s < span.end && e > s);
+            let start = offsets
+                .iter()
+                .position(|&(s, e)| e > span.start && s < span.end && e > s);
             match start {
                 Some(a) => {
-                    let b = offsets[a..].iter().position(|&(s, _)| s >= span.end).map_or(offsets.len(), |k| a + k);
+                    let b = offsets[a..]
+                        .iter()
+                        .position(|&(s, _)| s >= span.end)
+                        .map_or(offsets.len(), |k| a + k);
                     a..b
                 }
                 None => 0..0,
@@ -141,17 +184,33 @@ fn score_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
     }
     let chat = p.chat.unwrap_or(ChatFormat::ChatMl);
     let messages = [
-        Message { role: "system", content: QWEN_PRM_SYSTEM },
-        Message { role: "user", content: problem },
-        Message { role: "assistant", content: &answer },
+        Message {
+            role: "system",
+            content: QWEN_PRM_SYSTEM,
+        },
+        Message {
+            role: "user",
+            content: problem,
+        },
+        Message {
+            role: "assistant",
+            content: &answer,
+        },
     ];
     let text = chat.render(&messages);
     // The assistant content is the last place the answer text appears.
     let answer_at = text.rfind(&answer).unwrap_or(0);
-    let spans: Vec<_> = spans.iter().map(|r| answer_at + r.start..answer_at + r.end).collect();
+    let spans: Vec<_> = spans
+        .iter()
+        .map(|r| answer_at + r.start..answer_at + r.end)
+        .collect();
     let enc = tok.encode_with_offsets(&text, false)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
-    Ok(Encoded { step_tokens: token_ranges(&enc.offsets, &spans), tokens: enc.ids, markers })
+    Ok(Encoded {
+        step_tokens: token_ranges(&enc.offsets, &spans),
+        tokens: enc.ids,
+        markers,
+    })
 }
 
 fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
@@ -159,11 +218,9 @@ fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
     // encode(step) + the "\n" id; each step's reward sits on its "\n".
     let bos = p.bos_text.as_deref().unwrap_or("");
     let mut tokens = tok.encode(&format!("{bos}{problem}\n"), true)?;
-    let newline = tok
-        .encode("\n", true)?
-        .last()
-        .copied()
-        .ok_or_else(|| Error::Tokenizer("the value-head family needs a token for \"\\n\"".into()))?;
+    let newline = tok.encode("\n", true)?.last().copied().ok_or_else(|| {
+        Error::Tokenizer("the value-head family needs a token for \"\\n\"".into())
+    })?;
     let mut markers = Vec::with_capacity(steps.len());
     let mut step_tokens = Vec::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
@@ -176,7 +233,11 @@ fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         tokens.push(newline);
         markers.push(tokens.len() - 1);
     }
-    Ok(Encoded { tokens, markers, step_tokens })
+    Ok(Encoded {
+        tokens,
+        markers,
+        step_tokens,
+    })
 }
 
 fn math_shepherd(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
@@ -195,7 +256,11 @@ fn math_shepherd(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -
     }
     let enc = tok.encode_with_offsets(&text, true)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
-    Ok(Encoded { step_tokens: token_ranges(&enc.offsets, &spans), tokens: enc.ids, markers })
+    Ok(Encoded {
+        step_tokens: token_ranges(&enc.offsets, &spans),
+        tokens: enc.ids,
+        markers,
+    })
 }
 
 fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
@@ -205,15 +270,25 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
     // conversation gives the same logits, since the model is causal.
     let chat = p.chat.unwrap_or(ChatFormat::Llama31);
     let first = format!("{problem} {}", steps[0]);
-    let contents: Vec<&str> = std::iter::once(first.as_str()).chain(steps[1..].iter().copied()).collect();
+    let contents: Vec<&str> = std::iter::once(first.as_str())
+        .chain(steps[1..].iter().copied())
+        .collect();
     let mut messages = Vec::with_capacity(2 * steps.len());
     let mut markers = Vec::with_capacity(steps.len());
     for c in &contents {
-        messages.push(Message { role: "user", content: c });
-        messages.push(Message { role: "assistant", content: "+" });
+        messages.push(Message {
+            role: "user",
+            content: c,
+        });
+        messages.push(Message {
+            role: "assistant",
+            content: "+",
+        });
         let prefix = tok.encode(&chat.render(&messages), false)?;
         if prefix.len() < 3 {
-            return Err(Error::Tokenizer("the RLHFlow prompt tokenized to fewer than 3 tokens".into()));
+            return Err(Error::Tokenizer(
+                "the RLHFlow prompt tokenized to fewer than 3 tokens".into(),
+            ));
         }
         markers.push(prefix.len() - 3);
     }
@@ -225,14 +300,24 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
     for (i, s) in steps.iter().enumerate() {
         let needle = if i == 0 { first.trim() } else { s.trim() };
         let at = text[from..].find(needle).map_or(from, |k| from + k);
-        let start = if i == 0 { at + needle.len() - s.trim().len() } else { at };
+        let start = if i == 0 {
+            at + needle.len() - s.trim().len()
+        } else {
+            at
+        };
         spans.push(start..at + needle.len());
         from = at + needle.len();
     }
     if markers.last().is_some_and(|&m| m >= enc.ids.len()) {
-        return Err(Error::Tokenizer("RLHFlow prompt prefixes do not tokenize as prefixes of the whole".into()));
+        return Err(Error::Tokenizer(
+            "RLHFlow prompt prefixes do not tokenize as prefixes of the whole".into(),
+        ));
     }
-    Ok(Encoded { step_tokens: token_ranges(&enc.offsets, &spans), tokens: enc.ids, markers })
+    Ok(Encoded {
+        step_tokens: token_ranges(&enc.offsets, &spans),
+        tokens: enc.ids,
+        markers,
+    })
 }
 
 /// Separator between the problem and steps, and after every step, in the
@@ -256,7 +341,13 @@ fn confidence(tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded>
         tokens.extend_from_slice(&sep);
     }
     if step_tokens.first().is_some_and(|r| r.start == 0) {
-        return Err(Error::InvalidArgument("the first step's first token has no context to be predicted from".into()));
+        return Err(Error::InvalidArgument(
+            "the first step's first token has no context to be predicted from".into(),
+        ));
     }
-    Ok(Encoded { tokens, markers, step_tokens })
+    Ok(Encoded {
+        tokens,
+        markers,
+        step_tokens,
+    })
 }

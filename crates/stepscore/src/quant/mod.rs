@@ -25,8 +25,8 @@ pub use act::{
     QuantizedActs,
 };
 pub use dequant::dequantize_row;
-pub use weights::{quantize_weights, LOAD_TIME_TYPES};
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{
     matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, Backend, QMatrix,
 };
+pub use weights::{quantize_weights, LOAD_TIME_TYPES};

@@ -67,7 +67,9 @@ mod tests {
     #[test]
     fn round_trip_error_is_within_a_quantization_step() {
         // A deterministic spread of values, including a zero block.
-        let mut x: Vec<f32> = (0..256).map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0).collect();
+        let mut x: Vec<f32> = (0..256)
+            .map(|i| ((i * 37 % 101) as f32 - 50.0) / 7.0)
+            .collect();
         x[32..64].iter_mut().for_each(|v| *v = 0.0);
         for ty in LOAD_TIME_TYPES {
             let q = quantize_weights(ty, &x, 2, 128).unwrap();
@@ -83,7 +85,10 @@ mod tests {
                     // largest magnitude clip by up to one whole step.
                     let steps = if ty == GgmlType::Q4_0 { 1.0 } else { 0.5 };
                     let bound = steps * d + v.abs() * 2f32.powi(-10) + 1e-6;
-                    assert!((v - w).abs() <= bound, "{ty:?} block {b}: {v} -> {w} (d {d})");
+                    assert!(
+                        (v - w).abs() <= bound,
+                        "{ty:?} block {b}: {v} -> {w} (d {d})"
+                    );
                 }
             }
         }

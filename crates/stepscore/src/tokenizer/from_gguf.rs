@@ -16,18 +16,24 @@ use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::{AddedToken, SplitDelimiterBehavior};
 
 // llama.cpp token types (llama_token_type in the GGUF spec).
-const TYPE_UNKNOWN: i32 = 2;
-const TYPE_CONTROL: i32 = 3;
-const TYPE_USER_DEFINED: i32 = 4;
+pub(super) const TYPE_NORMAL: i32 = 1;
+pub(super) const TYPE_UNKNOWN: i32 = 2;
+pub(super) const TYPE_CONTROL: i32 = 3;
+pub(super) const TYPE_USER_DEFINED: i32 = 4;
+pub(super) const TYPE_BYTE: i32 = 6;
+
+/// Metadata getter errors are about the tokenizer here; report them so.
+pub(super) fn as_tokenizer_error(e: Error) -> Error {
+    match e {
+        Error::Model { file, message } => Error::Tokenizer(format!("{file}: {message}")),
+        other => other,
+    }
+}
 
 pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     let file = g.file_name.as_str();
     let err = |msg: String| Error::Tokenizer(format!("{file}: {msg}"));
-    // Metadata getter errors are about the tokenizer here; report them so.
-    let meta = |e: Error| match e {
-        Error::Model { file, message } => Error::Tokenizer(format!("{file}: {message}")),
-        other => other,
-    };
+    let meta = as_tokenizer_error;
 
     let model = g.get_str("tokenizer.ggml.model").map_err(meta)?;
     if model == "llama" {

@@ -4,8 +4,8 @@
 //! text identically.
 
 mod from_gguf;
-mod spm;
 pub mod pretok;
+mod spm;
 
 use crate::error::{Error, Result};
 use crate::format::gguf::GgufFile;

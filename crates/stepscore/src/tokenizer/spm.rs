@@ -18,11 +18,9 @@ use super::Tokenizer;
 use crate::error::{Error, Result};
 use crate::format::gguf::GgufFile;
 
-const TYPE_NORMAL: i32 = 1;
-const TYPE_UNKNOWN: i32 = 2;
-const TYPE_CONTROL: i32 = 3;
-const TYPE_USER_DEFINED: i32 = 4;
-const TYPE_BYTE: i32 = 6;
+use super::from_gguf::{
+    as_tokenizer_error, TYPE_BYTE, TYPE_CONTROL, TYPE_NORMAL, TYPE_UNKNOWN, TYPE_USER_DEFINED,
+};
 
 /// Longest token (in chars) whose splits are searched for merges; real
 /// vocabularies stay far below, a hostile one cannot make this quadratic.
@@ -31,10 +29,7 @@ const MAX_TOKEN_CHARS: usize = 256;
 pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     let file = g.file_name.as_str();
     let err = |msg: String| Error::Tokenizer(format!("{file}: {msg}"));
-    let meta = |e: Error| match e {
-        Error::Model { file, message } => Error::Tokenizer(format!("{file}: {message}")),
-        other => other,
-    };
+    let meta = as_tokenizer_error;
     let tokens = g.get_str_array("tokenizer.ggml.tokens").map_err(meta)?;
     let n = tokens.len();
     if n == 0 || n > u32::MAX as usize {
@@ -52,7 +47,9 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     let mut vocab = Vocab::with_capacity(n);
     for (id, tok) in tokens.iter().enumerate() {
         if let Some(first) = vocab.insert(tok.clone(), id as u32) {
-            return Err(err(format!("token {tok:?} appears twice (ids {first} and {id})")));
+            return Err(err(format!(
+                "token {tok:?} appears twice (ids {first} and {id})"
+            )));
         }
     }
     // Every way of writing a normal token as two tokens is a merge, ranked by
@@ -68,8 +65,12 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
         }
         for i in bounds {
             let (l, r) = tok.split_at(i);
-            let (Some(&li), Some(&ri)) = (vocab.get(l), vocab.get(r)) else { continue };
-            let pieces_normal = [li, ri].iter().all(|&p| types[p as usize] == TYPE_NORMAL || types[p as usize] == TYPE_USER_DEFINED);
+            let (Some(&li), Some(&ri)) = (vocab.get(l), vocab.get(r)) else {
+                continue;
+            };
+            let pieces_normal = [li, ri].iter().all(|&p| {
+                types[p as usize] == TYPE_NORMAL || types[p as usize] == TYPE_USER_DEFINED
+            });
             if pieces_normal {
                 ranked.push((scores[id], id as u32, l.to_string(), r.to_string()));
             }
@@ -77,25 +78,41 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     }
     ranked.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
     let merges = ranked.into_iter().map(|(_, _, l, r)| (l, r)).collect();
-    let unk = types.iter().position(|&t| t == TYPE_UNKNOWN).map(|i| tokens[i].clone());
-    let mut builder = BPE::builder().vocab_and_merges(vocab, merges).byte_fallback(types.contains(&TYPE_BYTE));
+    let unk = types
+        .iter()
+        .position(|&t| t == TYPE_UNKNOWN)
+        .map(|i| tokens[i].clone());
+    let mut builder = BPE::builder()
+        .vocab_and_merges(vocab, merges)
+        .byte_fallback(types.contains(&TYPE_BYTE));
     if let Some(u) = unk {
         builder = builder.unk_token(u);
     }
-    let bpe = builder.build().map_err(|e| err(format!("building the SentencePiece model: {e}")))?;
+    let bpe = builder
+        .build()
+        .map_err(|e| err(format!("building the SentencePiece model: {e}")))?;
 
     let mut inner = tokenizers::Tokenizer::new(bpe);
-    let add_space_prefix = g.opt_bool("tokenizer.ggml.add_space_prefix").map_err(meta)?.unwrap_or(true);
+    let add_space_prefix = g
+        .opt_bool("tokenizer.ggml.add_space_prefix")
+        .map_err(meta)?
+        .unwrap_or(true);
     let mut norm = Vec::new();
     if add_space_prefix {
         norm.push(Prepend::new("▁".to_string()).into());
     }
-    norm.push(Replace::new(" ", "▁").map_err(|e| err(format!("normalizer: {e}")))?.into());
+    norm.push(
+        Replace::new(" ", "▁")
+            .map_err(|e| err(format!("normalizer: {e}")))?
+            .into(),
+    );
     inner
         .with_normalizer(Some(NormalizerSequence::new(norm)))
         .map_err(|e| err(format!("normalizer: {e}")))?;
     let mut dec = vec![
-        Replace::new("▁", " ").map_err(|e| err(format!("decoder: {e}")))?.into(),
+        Replace::new("▁", " ")
+            .map_err(|e| err(format!("decoder: {e}")))?
+            .into(),
         ByteFallback::default().into(),
         Fuse::default().into(),
     ];
@@ -110,11 +127,15 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
         .filter(|(t, &ty)| !t.is_empty() && (ty == TYPE_CONTROL || ty == TYPE_UNKNOWN))
         .map(|(t, _)| AddedToken::from(t.clone(), true))
         .collect();
-    inner.add_special_tokens(special).map_err(|e| err(format!("adding control tokens: {e}")))?;
+    inner
+        .add_special_tokens(special)
+        .map_err(|e| err(format!("adding control tokens: {e}")))?;
 
     let id_key = |key: &str| -> Result<Option<u32>> {
         match g.opt_u32(key).map_err(meta)? {
-            Some(id) if id as usize >= n => Err(err(format!("{key} = {id} is outside the vocabulary of {n} tokens"))),
+            Some(id) if id as usize >= n => Err(err(format!(
+                "{key} = {id} is outside the vocabulary of {n} tokens"
+            ))),
             other => Ok(other),
         }
     };
@@ -123,7 +144,13 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
         bos: id_key("tokenizer.ggml.bos_token_id")?,
         eos: id_key("tokenizer.ggml.eos_token_id")?,
         // SentencePiece models add BOS unless told otherwise (llama.cpp's default).
-        add_bos: g.opt_bool("tokenizer.ggml.add_bos_token").map_err(meta)?.unwrap_or(true),
-        add_eos: g.opt_bool("tokenizer.ggml.add_eos_token").map_err(meta)?.unwrap_or(false),
+        add_bos: g
+            .opt_bool("tokenizer.ggml.add_bos_token")
+            .map_err(meta)?
+            .unwrap_or(true),
+        add_eos: g
+            .opt_bool("tokenizer.ggml.add_eos_token")
+            .map_err(meta)?
+            .unwrap_or(false),
     })
 }
