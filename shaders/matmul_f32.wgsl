@@ -1,4 +1,4 @@
-// y[t * out_stride + row_offset + r] = sum_k w[r * cols + k] * x[t * cols + k]
+// y[y_base + t * out_stride + row_offset + r] = sum_k w[r * cols + k] * x[t * cols + k]
 //
 // f32 weights, any shape. Register tiling: each invocation owns a 1-row x
 // 4-token output tile (the four token accumulators are the lanes of one
@@ -12,7 +12,7 @@ struct Params {
     n_tokens: u32,
     row_offset: u32,  // first output row of this chunk
     out_stride: u32,  // rows of the whole matrix (y's row length)
-    _pad0: u32,
+    y_base: u32,      // first element of y written (a KV cache position)
     _pad1: u32,
     _pad2: u32,
 }
@@ -43,7 +43,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let o = p.row_offset + r;
     for (var i = 0u; i < TT; i++) {
         if (t0 + i < p.n_tokens) {
-            y[(t0 + i) * p.out_stride + o] = acc[i];
+            y[p.y_base + (t0 + i) * p.out_stride + o] = acc[i];
         }
     }
 }

@@ -17,3 +17,12 @@ fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
     }
     return s;
 }
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access): low nibbles of qs word v for v < 4, high
+// nibbles of word v - 4 after.
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let dm = unpack2x16float(wl(wi));
+    let q = bytes4(wl(wi + 1u + v % 4u)) >> vec4<u32>(4u * (v / 4u));
+    return vec4<f32>(q & vec4<u32>(0xFu)) * dm.x + dm.y;
+}

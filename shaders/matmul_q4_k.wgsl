@@ -42,3 +42,15 @@ fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
     }
     return s;
 }
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access). Sub-block pair j = v / 16; the first 8 vec4s
+// of a pair are low nibbles (sub-block 2j), the next 8 high nibbles (2j+1).
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let dd = unpack2x16float(wl(wi));
+    let j = v / 16u;
+    let hi = (v % 16u) / 8u;
+    let sm = scale_min(wi, 2u * j + hi);
+    let q = (bytes4(wl(wi + 4u + 8u * j + v % 8u)) >> vec4<u32>(4u * hi)) & vec4<u32>(0xFu);
+    return (dd.x * sm.x) * vec4<f32>(q) - dd.y * sm.y;
+}

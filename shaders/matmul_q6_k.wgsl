@@ -42,3 +42,18 @@ fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
     }
     return s;
 }
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access): half h = v / 32, quarter c = (v % 32) / 8,
+// l = 4 * (v % 8), as in the layout above.
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let d = unpack2x16float(wl(wi + 52u)).x;
+    let h = v / 32u;
+    let c = (v % 32u) / 8u;
+    let i = v % 8u;
+    // c = 0, 2 read ql bytes 64h + l; c = 1, 3 read 64h + 32 + l.
+    let ql = bytes4(wl(wi + 16u * h + 8u * (c % 2u) + i)) >> vec4<u32>(4u * (c / 2u));
+    let qh = bytes4(wl(wi + 32u + 8u * h + i)) >> vec4<u32>(2u * c);
+    let q = vec4<i32>((ql & vec4<u32>(0xFu)) | ((qh & vec4<u32>(3u)) << vec4<u32>(4u))) - 32;
+    return (d * scale(wi, 8u * h + i / 4u + 2u * c)) * vec4<f32>(q);
+}

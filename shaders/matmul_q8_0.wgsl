@@ -16,3 +16,13 @@ fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
     }
     return d * s;
 }
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access).
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let d = unpack2x16float(wl(wi)).x;
+    let q = wl(wi + 1u + v);
+    let qi = vec4<i32>(bitcast<i32>(q << 24u), bitcast<i32>(q << 16u),
+                       bitcast<i32>(q << 8u), bitcast<i32>(q)) >> vec4<u32>(24u);
+    return vec4<f32>(qi) * d;
+}

@@ -7,7 +7,7 @@
 // wl) and returns its dot product with the four token rows of x (vec4
 // indices xb + xo + ...).
 //
-// y[t * out_stride + row_offset + r] = sum_k W[r, k] * x[t * cols + k].
+// y[y_base + t * out_stride + row_offset + r] = sum_k W[r, k] * x[t * cols + k].
 // Weights stay in ggml block form (padded to 4-byte multiples and
 // interleaved by row at upload, see src/gpu/repack.rs) and are dequantized
 // here; activations are f32.
@@ -19,7 +19,7 @@ struct Params {
     n_tokens: u32,
     row_offset: u32,  // first output row of this chunk
     out_stride: u32,  // rows of the whole matrix (y's row length)
-    _pad0: u32,
+    y_base: u32,      // first element of y written (a KV cache position)
     _pad1: u32,
     _pad2: u32,
 }
@@ -73,7 +73,7 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     let o = p.row_offset + r;
     for (var i = 0u; i < TT; i++) {
         if (t0 + i < p.n_tokens) {
-            y[(t0 + i) * p.out_stride + o] = acc[i];
+            y[p.y_base + (t0 + i) * p.out_stride + o] = acc[i];
         }
     }
 }

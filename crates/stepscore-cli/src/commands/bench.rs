@@ -109,6 +109,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         max_tokens: None,
         truncation: Truncation::Error,
         quantize: None,
+        ..ScorerOptions::default()
     };
     let rss_before_load = proc_status_kib("VmRSS");
     let started = Instant::now();

@@ -88,6 +88,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Truncation::Error
         },
         quantize: args.quantize,
+        ..ScorerOptions::default()
     };
     let started = Instant::now();
     let scorer = Scorer::open(&path, &options)

@@ -8,8 +8,9 @@
 //! by rows into several buffers, one dispatch each, all writing the same
 //! output.
 
+use super::batch::Batch;
 use super::context::GpuContext;
-use super::pool::{TrackedBuffer, Usage};
+use super::pool::TrackedBuffer;
 use super::repack::{gpu_weight_layout, repack_blocks};
 use super::shaders::{self, Shader};
 use super::tensor::GpuTensor;
@@ -39,17 +40,6 @@ pub struct GpuMatrix {
     chunks: Vec<Chunk>,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, bytemuck::Pod, bytemuck::Zeroable)]
-struct Params {
-    rows: u32,
-    cols: u32,
-    n_tokens: u32,
-    row_offset: u32,
-    out_stride: u32,
-    _pad: [u32; 3],
-}
-
 fn shader_for(ty: GgmlType) -> Option<Shader> {
     Some(match ty {
         GgmlType::F32 => shaders::MATMUL_F32,
@@ -58,6 +48,18 @@ fn shader_for(ty: GgmlType) -> Option<Shader> {
         GgmlType::Q4_1 => shaders::MATMUL_Q4_1,
         GgmlType::Q4K => shaders::MATMUL_Q4_K,
         GgmlType::Q6K => shaders::MATMUL_Q6_K,
+        _ => return None,
+    })
+}
+
+fn gather_shader_for(ty: GgmlType) -> Option<Shader> {
+    Some(match ty {
+        GgmlType::F32 => shaders::EMBED_F32,
+        GgmlType::Q8_0 => shaders::EMBED_Q8_0,
+        GgmlType::Q4_0 => shaders::EMBED_Q4_0,
+        GgmlType::Q4_1 => shaders::EMBED_Q4_1,
+        GgmlType::Q4K => shaders::EMBED_Q4_K,
+        GgmlType::Q6K => shaders::EMBED_Q6_K,
         _ => return None,
     })
 }
@@ -181,86 +183,114 @@ impl GpuMatrix {
         if self.cols == 0 {
             return GpuTensor::zeros(ctx, out_len);
         }
+        let y = GpuTensor::uninit(ctx, out_len)?;
+        let mut b = Batch::new(ctx, "matmul");
+        self.record(&mut b, x.binding()?, y.buf.buffer()?, 0, n_tokens)?;
+        b.submit()?;
+        Ok(y)
+    }
+
+    /// Records `y[y_base + t * rows + r] = W[r] · x[t]` into a batch: the
+    /// forward pass writes keys and values straight into the KV cache at
+    /// their positions this way. `x` must hold `n_tokens * cols` values and
+    /// `y` room for the output; the caller checks both.
+    pub(crate) fn record(
+        &self,
+        b: &mut Batch<'_>,
+        x: wgpu::BindingResource<'_>,
+        y: &wgpu::Buffer,
+        y_base: usize,
+        n_tokens: usize,
+    ) -> Result<()> {
+        if n_tokens == 0 || self.rows == 0 || self.cols == 0 {
+            return Ok(());
+        }
         let groups_y = to_u32(n_tokens, "tokens")?.div_ceil(TOKENS_PER_THREAD);
-        let max_groups = ctx.limits().max_compute_workgroups_per_dimension;
-        if groups_y > max_groups {
-            return Err(Error::Gpu(format!(
-                "{n_tokens} tokens need {groups_y} workgroups, over the adapter's {max_groups} per dimension"
+        for c in &self.chunks {
+            let p = [
+                to_u32(c.rows, "rows")?,
+                to_u32(self.cols, "cols")?,
+                to_u32(n_tokens, "tokens")?,
+                to_u32(c.first_row, "rows")?,
+                to_u32(self.rows, "rows")?,
+                to_u32(y_base, "output offset")?,
+                0,
+                0,
+            ];
+            b.dispatch(
+                &self.shader,
+                &[
+                    c.buf.buffer.as_entire_binding(),
+                    x.clone(),
+                    y.as_entire_binding(),
+                ],
+                &p,
+                [p[0].div_ceil(WG_ROWS), groups_y, 1],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records the embedding gather `out[t] = row ids[t]` (dequantized) of
+    /// this matrix for `n_tokens` ids; ids must be below `rows`.
+    pub(crate) fn record_gather(
+        &self,
+        b: &mut Batch<'_>,
+        ids: &wgpu::Buffer,
+        out: &wgpu::Buffer,
+        n_tokens: usize,
+    ) -> Result<()> {
+        if n_tokens == 0 || self.cols == 0 {
+            return Ok(());
+        }
+        let shader = gather_shader_for(self.ty)
+            .ok_or_else(|| Error::Gpu(format!("no GPU embedding gather for {}", self.ty.name())))?;
+        // Quantized rows are read a vec4 at a time.
+        let per_inv = if self.ty == GgmlType::F32 { 1 } else { 4 };
+        let groups_x = to_u32(self.cols / per_inv, "cols")?.div_ceil(WG_ROWS);
+        for c in &self.chunks {
+            let p = [
+                to_u32(c.rows, "rows")?,
+                to_u32(self.cols, "cols")?,
+                to_u32(n_tokens, "tokens")?,
+                to_u32(c.first_row, "rows")?,
+            ];
+            b.dispatch(
+                &shader,
+                &[
+                    c.buf.buffer.as_entire_binding(),
+                    ids.as_entire_binding(),
+                    out.as_entire_binding(),
+                ],
+                &p,
+                [groups_x, to_u32(n_tokens, "tokens")?, 1],
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Gathers rows `ids` (the embedding lookup) into a device tensor of
+    /// `ids.len() * cols` values. Records and submits; does not wait.
+    pub fn gather(&self, ctx: &GpuContext, ids: &[u32]) -> Result<GpuTensor> {
+        if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.rows) {
+            return Err(Error::InvalidArgument(format!(
+                "row id {bad} is out of range for {} rows",
+                self.rows
             )));
         }
-        let pipeline = ctx.pipeline(&self.shader, "main", &[])?;
-        let layout = pipeline.get_bind_group_layout(0);
-        let y = GpuTensor::uninit(ctx, out_len)?;
-        let mut params = Vec::with_capacity(self.chunks.len());
-        let mut enc = ctx
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
-                label: Some("matmul"),
-            });
-        {
-            let mut pass = enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                label: Some("matmul"),
-                timestamp_writes: None,
-            });
-            pass.set_pipeline(&pipeline);
-            for c in &self.chunks {
-                let p = Params {
-                    rows: to_u32(c.rows, "rows")?,
-                    cols: to_u32(self.cols, "cols")?,
-                    n_tokens: to_u32(n_tokens, "tokens")?,
-                    row_offset: to_u32(c.first_row, "rows")?,
-                    out_stride: to_u32(self.rows, "rows")?,
-                    _pad: [0; 3],
-                };
-                let ubuf = ctx
-                    .pool
-                    .acquire(Usage::Uniform, std::mem::size_of::<Params>() as u64)?;
-                ctx.queue
-                    .write_buffer(ubuf.buffer()?, 0, bytemuck::bytes_of(&p));
-                let bind = ctx.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                    label: Some("matmul"),
-                    layout: &layout,
-                    entries: &[
-                        wgpu::BindGroupEntry {
-                            binding: 0,
-                            resource: c.buf.buffer.as_entire_binding(),
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 1,
-                            resource: x.binding()?,
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 2,
-                            resource: y.binding()?,
-                        },
-                        wgpu::BindGroupEntry {
-                            binding: 3,
-                            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                                buffer: ubuf.buffer()?,
-                                offset: 0,
-                                size: wgpu::BufferSize::new(std::mem::size_of::<Params>() as u64),
-                            }),
-                        },
-                    ],
-                });
-                let groups_x = p.rows.div_ceil(WG_ROWS);
-                if groups_x > max_groups {
-                    return Err(Error::Gpu(format!(
-                        "{} rows need {groups_x} workgroups, over the adapter's {max_groups} per dimension",
-                        c.rows
-                    )));
-                }
-                pass.set_bind_group(0, &bind, &[]);
-                pass.dispatch_workgroups(groups_x, groups_y, 1);
-                params.push(ubuf);
-            }
+        let len = ids
+            .len()
+            .checked_mul(self.cols)
+            .ok_or_else(|| Error::InvalidArgument("gather output too large".into()))?;
+        let out = GpuTensor::uninit(ctx, len)?;
+        if len == 0 {
+            return Ok(out);
         }
-        ctx.queue.submit([enc.finish()]);
-        // The uniform buffers go back to the pool here; a later write to one
-        // is ordered after this submission by the queue.
-        drop(params);
-        ctx.check()?;
-        Ok(y)
+        let mut b = Batch::new(ctx, "gather");
+        let idb = b.upload(bytemuck::cast_slice(ids))?;
+        self.record_gather(&mut b, &idb, out.buf.buffer()?, ids.len())?;
+        b.submit()?;
+        Ok(out)
     }
 
     /// Uploads `x`, multiplies and reads the result back.

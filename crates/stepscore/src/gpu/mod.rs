@@ -9,18 +9,26 @@
 //! [`Error::Gpu`]: crate::error::Error::Gpu
 
 mod adapter;
+mod batch;
 mod context;
+mod head;
 mod matmul;
+pub mod ops;
 mod pipeline;
 mod pool;
 mod readback;
 mod repack;
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) mod runtime;
 mod shaders;
 mod tensor;
+mod transformer;
 
 pub use adapter::{AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV};
 pub use context::{GpuContext, GpuOptions};
+pub use head::GpuHead;
 pub use matmul::GpuMatrix;
 pub use pool::PoolStats;
 pub use repack::{gpu_weight_layout, repack_blocks, GpuWeightLayout};
 pub use tensor::GpuTensor;
+pub use transformer::{GpuHidden, GpuKvCache, GpuTransformer};

@@ -228,6 +228,28 @@ impl Transformer {
         self.rope_style
     }
 
+    /// The weights, for uploading to another engine (the GPU's).
+    pub(crate) fn embed(&self) -> &Matrix {
+        &self.embed
+    }
+
+    pub(crate) fn layers(&self) -> &[Layer] {
+        &self.layers
+    }
+
+    pub(crate) fn final_norm(&self) -> &[f32] {
+        &self.norm
+    }
+
+    pub(crate) fn lm_head(&self) -> &LmHead {
+        &self.lm_head
+    }
+
+    /// RoPE inverse frequencies (f64, as the CPU tables use them).
+    pub(crate) fn inv_freq(&self) -> &[f64] {
+        &self.inv_freq
+    }
+
     /// Threads used by matmuls and attention (at least 1; always 1 on wasm32).
     pub fn set_threads(&mut self, threads: usize) {
         self.threads = effective_threads(threads);

@@ -161,12 +161,12 @@ impl Head {
 }
 
 /// The two probabilities of a 2-way softmax, computed stably.
-fn softmax2(a: f64, b: f64) -> (f64, f64) {
+pub(crate) fn softmax2(a: f64, b: f64) -> (f64, f64) {
     let pa = sigmoid(a - b);
     (pa, 1.0 - pa)
 }
 
-fn sigmoid(z: f64) -> f64 {
+pub(crate) fn sigmoid(z: f64) -> f64 {
     if z >= 0.0 {
         1.0 / (1.0 + (-z).exp())
     } else {

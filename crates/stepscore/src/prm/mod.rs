@@ -1,6 +1,7 @@
 //! Process reward models: the families' prompt protocols, their heads, and
 //! the `Scorer` that runs a checkpoint over traces.
 
+pub mod backend;
 pub mod chat;
 pub mod family;
 pub mod features;
@@ -9,6 +10,7 @@ pub mod scorer;
 pub mod session;
 pub mod template;
 
+pub use backend::{Backend, BackendReport};
 pub use family::Family;
 pub use features::StepFeatures;
 pub use head::StepConfidence;

@@ -4,6 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::backend::{Backend, Engine};
 use super::chat::ChatFormat;
 use super::family::Family;
 use super::head::{Head, StepConfidence};
@@ -42,6 +43,8 @@ pub struct ScorerOptions {
     /// Quantize a Hugging Face checkpoint's weights at load (Q8_0 or Q4_0);
     /// GGUF files keep the types they were written with.
     pub quantize: Option<GgmlType>,
+    /// The engine: CPU (default), GPU, or Auto (see [`Backend`]).
+    pub backend: Backend,
 }
 
 /// Per-step scores of one trace.
@@ -68,6 +71,7 @@ pub struct Scorer {
     head: Option<Head>,
     max_tokens: usize,
     truncation: Truncation,
+    engine: Engine,
 }
 
 /// Whether loading reads the family's head tensors.
@@ -315,6 +319,7 @@ impl Scorer {
                 "max_tokens must be at least 1".into(),
             ));
         }
+        let engine = Engine::new(options.backend, &model, head.as_ref())?;
         Ok(Scorer {
             model,
             tokenizer,
@@ -322,6 +327,7 @@ impl Scorer {
             head,
             max_tokens,
             truncation: options.truncation,
+            engine,
         })
     }
 
@@ -349,6 +355,14 @@ impl Scorer {
                 self.protocol.family
             ))
         })
+    }
+
+    pub(super) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(super) fn head_opt(&self) -> Option<&Head> {
+        self.head.as_ref()
     }
 
     /// Starts scoring a trace step by step (see [`Session::append`]).
@@ -390,13 +404,10 @@ impl Scorer {
 
     /// Scores `steps` as the response to `problem`.
     pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
-        let head = self.head()?;
-        let Forward {
-            enc,
-            hidden,
-            truncated_steps,
-        } = self.forward_steps(problem, steps)?;
-        let out = head.apply(&self.model, &hidden, &enc)?;
+        self.head()?;
+        let mut enc = self.encode(problem, steps)?;
+        let truncated_steps = self.fit(&mut enc)?;
+        let out = self.engine_score(&enc)?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
         Ok(TraceScore {
@@ -412,7 +423,7 @@ impl Scorer {
     pub(super) fn forward_steps(&self, problem: &str, steps: &[&str]) -> Result<Forward> {
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let hidden = self.model.forward(&enc.tokens, None)?;
+        let hidden = self.engine_forward(&enc.tokens)?;
         Ok(Forward {
             enc,
             hidden,

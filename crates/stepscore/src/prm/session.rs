@@ -18,11 +18,11 @@
 
 use std::ops::Deref;
 
+use super::backend::EngineCache;
 use super::head::StepConfidence;
 use super::scorer::Scorer;
 use super::template::Encoded;
 use crate::error::{Error, Result};
-use crate::model::KvCache;
 
 /// A trace being scored step by step, holding its scorer through `S`.
 #[derive(Debug, Clone)]
@@ -34,7 +34,7 @@ pub struct SessionOf<S> {
     confidence: Vec<StepConfidence>,
     /// Tokens whose keys and values the cache holds.
     cached: Vec<u32>,
-    cache: KvCache,
+    cache: EngineCache,
     /// Tokens run through the model so far, over the session's life.
     computed: usize,
 }
@@ -45,7 +45,7 @@ pub type Session<'a> = SessionOf<&'a Scorer>;
 impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// Starts a session on `scorer`, any pointer to one (`&Scorer`, `Rc<Scorer>`, `Arc<Scorer>`).
     pub fn new(scorer: S, problem: &str) -> Self {
-        let cache = scorer.model().new_cache();
+        let cache = scorer.engine_cache();
         SessionOf {
             scorer,
             problem: problem.to_string(),
@@ -92,21 +92,18 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         let first_needed = enc.step_tokens[k].start.saturating_sub(1).min(marker);
         // Reuse the cache as far as it agrees with the new encoding and stays
         // before every position the new step's head reads.
+        // (A cache on a device that was since recreated holds nothing.)
+        let valid = self.scorer.engine_cache_ready(&mut self.cache)?;
         let keep = self
             .cached
             .iter()
             .zip(&enc.tokens)
             .take_while(|(a, b)| a == b)
             .count()
-            .min(first_needed);
+            .min(first_needed)
+            .min(valid);
         self.cache.truncate(keep);
         self.cached.truncate(keep);
-        let hidden = self
-            .scorer
-            .model()
-            .forward(&enc.tokens[keep..], Some(&mut self.cache))?;
-        self.computed += enc.tokens.len() - keep;
-        self.cached.extend_from_slice(&enc.tokens[keep..]);
         let local = Encoded {
             tokens: enc.tokens[keep..].to_vec(),
             markers: vec![marker - keep],
@@ -118,8 +115,10 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         };
         let out = self
             .scorer
-            .head()?
-            .apply(self.scorer.model(), &hidden, &local)?;
+            .engine_extend(&enc.tokens[keep..], &mut self.cache, Some(&local))?
+            .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
+        self.computed += enc.tokens.len() - keep;
+        self.cached.extend_from_slice(&enc.tokens[keep..]);
         let score = *out
             .scores
             .first()
@@ -141,7 +140,14 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         if tokens.is_empty() {
             return Ok(());
         }
-        self.scorer.model().forward(tokens, Some(&mut self.cache))?;
+        let valid = self.scorer.engine_cache_ready(&mut self.cache)?;
+        if valid < self.cached.len() {
+            // The device was recreated: start over from the problem.
+            self.cache.truncate(0);
+            self.cached.clear();
+            return self.extend_cache(tokens);
+        }
+        self.scorer.engine_extend(tokens, &mut self.cache, None)?;
         self.computed += tokens.len();
         self.cached.extend_from_slice(tokens);
         Ok(())

@@ -1,0 +1,166 @@
+//! A batch of kernel dispatches recorded into one command encoder and
+//! submitted once: how a whole forward pass becomes one submission.
+//!
+//! Each dispatch gets its own small uniform buffer of parameters, written
+//! with `queue.write_buffer`. Such writes take effect at the next submit,
+//! before the batch's commands, so every buffer written that way stays
+//! owned by the batch until it is submitted (a pooled buffer released
+//! earlier could otherwise be handed out again and overwritten before the
+//! dispatch that still reads it).
+
+use super::context::GpuContext;
+use super::pool::{PooledBuffer, Usage};
+use super::shaders::Shader;
+use crate::error::{Error, Result};
+
+/// Invocations per workgroup of every elementwise kernel.
+pub(crate) const WG: u32 = 64;
+
+pub(crate) struct Batch<'a> {
+    pub(crate) ctx: &'a GpuContext,
+    enc: wgpu::CommandEncoder,
+    keep: Vec<PooledBuffer>,
+}
+
+/// Converts a size or index to the kernels' 32-bit words.
+pub(crate) fn u32_of(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Error::Gpu(format!(
+            "{what} {n} does not fit the kernels' 32-bit indices"
+        ))
+    })
+}
+
+impl<'a> Batch<'a> {
+    pub fn new(ctx: &'a GpuContext, label: &str) -> Batch<'a> {
+        let enc = ctx
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        Batch {
+            ctx,
+            enc,
+            keep: Vec::new(),
+        }
+    }
+
+    /// Uploads `data` into a pooled storage buffer owned by the batch.
+    pub fn upload(&mut self, data: &[u8]) -> Result<wgpu::Buffer> {
+        let buf = self.ctx.upload_storage(data)?;
+        let handle = buf.buffer()?.clone();
+        self.keep.push(buf);
+        Ok(handle)
+    }
+
+    /// Records `dst[dst_offset..] = src[src_offset..][..size]` (bytes, 4-aligned).
+    pub fn copy(
+        &mut self,
+        src: &wgpu::Buffer,
+        src_offset: u64,
+        dst: &wgpu::Buffer,
+        dst_offset: u64,
+        size: u64,
+    ) {
+        if size > 0 {
+            self.enc
+                .copy_buffer_to_buffer(src, src_offset, dst, dst_offset, size);
+        }
+    }
+
+    /// Records one dispatch of `shader`'s `main`: storage bindings 0.. in
+    /// order, then the parameters (u32 words, f32 as bits) as a uniform
+    /// buffer at the next binding.
+    pub fn dispatch(
+        &mut self,
+        shader: &Shader,
+        storage: &[wgpu::BindingResource<'_>],
+        params: &[u32],
+        groups: [u32; 3],
+    ) -> Result<()> {
+        if groups.contains(&0) {
+            return Ok(());
+        }
+        let max = self.ctx.limits().max_compute_workgroups_per_dimension;
+        if groups.iter().any(|&g| g > max) {
+            return Err(Error::Gpu(format!(
+                "{}: {groups:?} workgroups is over the adapter's {max} per dimension",
+                shader.name
+            )));
+        }
+        let pipeline = self.ctx.pipeline(shader, "main", &[])?;
+        let layout = pipeline.get_bind_group_layout(0);
+        // Uniform structs are padded to 16 bytes.
+        let mut words = params.to_vec();
+        words.resize(params.len().div_ceil(4).max(1) * 4, 0);
+        let ubuf = self
+            .ctx
+            .pool
+            .acquire(Usage::Uniform, words.len() as u64 * 4)?;
+        self.ctx
+            .queue
+            .write_buffer(ubuf.buffer()?, 0, bytemuck::cast_slice(&words));
+        let mut entries: Vec<wgpu::BindGroupEntry<'_>> = storage
+            .iter()
+            .enumerate()
+            .map(|(i, r)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: r.clone(),
+            })
+            .collect();
+        entries.push(wgpu::BindGroupEntry {
+            binding: storage.len() as u32,
+            resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: ubuf.buffer()?,
+                offset: 0,
+                size: wgpu::BufferSize::new(words.len() as u64 * 4),
+            }),
+        });
+        let bind = self
+            .ctx
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(shader.name),
+                layout: &layout,
+                entries: &entries,
+            });
+        {
+            let mut pass = self.enc.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some(shader.name),
+                timestamp_writes: None,
+            });
+            pass.set_pipeline(&pipeline);
+            pass.set_bind_group(0, &bind, &[]);
+            pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+        }
+        self.keep.push(ubuf);
+        Ok(())
+    }
+
+    /// Records an elementwise kernel over `n` values: 64 per workgroup,
+    /// spread over a second dimension past the per-dimension limit.
+    pub fn dispatch_flat(
+        &mut self,
+        shader: &Shader,
+        storage: &[wgpu::BindingResource<'_>],
+        params: &[u32],
+        n: usize,
+    ) -> Result<()> {
+        let groups = u32_of(n.div_ceil(WG as usize), "elements")?;
+        let max = self.ctx.limits().max_compute_workgroups_per_dimension;
+        let x = groups.min(max);
+        let y = groups.div_ceil(x.max(1));
+        self.dispatch(shader, storage, params, [x, y, 1])
+    }
+
+    /// Submits everything recorded, then releases what the batch held.
+    pub fn submit(self) -> Result<wgpu::SubmissionIndex> {
+        let index = self.ctx.queue.submit([self.enc.finish()]);
+        drop(self.keep);
+        self.ctx.check()?;
+        Ok(index)
+    }
+}
+
+/// Binding of a whole buffer.
+pub(crate) fn whole(buf: &wgpu::Buffer) -> wgpu::BindingResource<'_> {
+    buf.as_entire_binding()
+}

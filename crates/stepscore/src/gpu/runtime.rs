@@ -1,0 +1,107 @@
+//! A scorer's GPU state (device, uploaded model and head) and its recovery:
+//! a call that fails with [`Error::Gpu`] drops the state, and the next call
+//! creates a new device and uploads again, so a lost device costs one
+//! failed call. Native only (blocking); the browser path is async.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use super::adapter::AdapterReport;
+use super::context::{GpuContext, GpuOptions};
+use super::head::GpuHead;
+use super::pool::PoolStats;
+use super::transformer::GpuTransformer;
+use crate::error::{Error, Result};
+use crate::model::Transformer;
+use crate::prm::head::Head;
+
+/// Device, model and head, uploaded together.
+pub(crate) struct GpuState {
+    pub ctx: Arc<GpuContext>,
+    pub model: GpuTransformer,
+    pub head: Option<GpuHead>,
+}
+
+impl GpuState {
+    fn build(model: &Transformer, head: Option<&Head>) -> Result<GpuState> {
+        let ctx = Arc::new(GpuContext::new(GpuOptions::default())?);
+        let gm = GpuTransformer::upload(ctx.clone(), model)?;
+        let head = head.map(|h| GpuHead::upload(&gm, h, model)).transpose()?;
+        ctx.wait_idle()?;
+        Ok(GpuState {
+            ctx,
+            model: gm,
+            head,
+        })
+    }
+
+    pub fn head(&self) -> Result<&GpuHead> {
+        self.head.as_ref().ok_or_else(|| {
+            Error::InvalidArgument(
+                "this model was opened as a backbone for feature extraction, without a head: it cannot score"
+                    .into(),
+            )
+        })
+    }
+}
+
+pub(crate) struct GpuRuntime {
+    state: Mutex<Option<Arc<GpuState>>>,
+}
+
+fn lock(m: &Mutex<Option<Arc<GpuState>>>) -> MutexGuard<'_, Option<Arc<GpuState>>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl GpuRuntime {
+    /// Creates the device and uploads `model` (and `head`) now, so a
+    /// scorer that cannot run on the GPU fails (or falls back) at load.
+    pub fn new(model: &Transformer, head: Option<&Head>) -> Result<(GpuRuntime, AdapterReport)> {
+        let st = GpuState::build(model, head)?;
+        let report = st.ctx.adapter().clone();
+        Ok((
+            GpuRuntime {
+                state: Mutex::new(Some(Arc::new(st))),
+            },
+            report,
+        ))
+    }
+
+    /// Runs `f` on the current state (recreated first if a previous call
+    /// failed on the device). An [`Error::Gpu`] from `f` drops the state.
+    pub fn run<T>(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        f: impl FnOnce(&GpuState) -> Result<T>,
+    ) -> Result<T> {
+        let st = {
+            let mut guard = lock(&self.state);
+            match guard.as_ref() {
+                Some(st) => st.clone(),
+                None => {
+                    let st = Arc::new(GpuState::build(model, head)?);
+                    *guard = Some(st.clone());
+                    st
+                }
+            }
+        };
+        let out = st.ctx.check().and_then(|_| f(&st));
+        if let Err(Error::Gpu(_)) = &out {
+            let mut guard = lock(&self.state);
+            if guard.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, &st)) {
+                *guard = None;
+            }
+        }
+        out
+    }
+
+    pub fn pool_stats(&self) -> Option<PoolStats> {
+        lock(&self.state).as_ref().map(|st| st.ctx.pool_stats())
+    }
+
+    pub fn destroy_device(&self) {
+        if let Some(st) = lock(&self.state).as_ref() {
+            st.ctx.destroy_device();
+        }
+    }
+}
