@@ -1,0 +1,245 @@
+//! The scorer on the WGSL engine (`Backend::Gpu`) against the CPU engine,
+//! on whatever adapter wgpu finds (Mesa's llvmpipe in CI): every tiny PRM
+//! family, incremental sessions, shared-prefix candidates, recovery after a
+//! lost device, and no device-memory growth over 500 scorings.
+//!
+//! The tiny checkpoints hold f32 weights, so the CPU engine runs its exact
+//! f32 path on them (no 8-bit activation rounding): the same arithmetic the
+//! GPU does, up to summation order. Tolerances: per-step scores within 1e-3
+//! of the CPU engine (the bar; measured maxima are printed and are
+//! ~1e-6), within 1e-4 of the independent Python reference, and
+//! append() within 1e-4 of full re-scoring on the same engine.
+#![cfg(feature = "gpu")]
+
+mod gpu_support;
+
+use std::path::PathBuf;
+
+use gpu_support::have_adapter;
+use serde::Deserialize;
+use stepscore::prm::{Backend, Family, Scorer, ScorerOptions};
+use stepscore::Error;
+
+#[derive(Deserialize)]
+struct Reference {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    problem: String,
+    steps: Vec<String>,
+    step_scores: Vec<f64>,
+}
+
+const FAMILIES: [&str; 5] = [
+    "qwen2-prm-tiny",
+    "skywork-prm-tiny",
+    "math-shepherd-tiny",
+    "rlhflow-tiny",
+    "confidence-tiny",
+];
+
+/// Families nothing in the checkpoint names (as in prm_families.rs).
+fn family_of(name: &str) -> Option<Family> {
+    match name {
+        "rlhflow-tiny" => Some(Family::Rlhflow),
+        "confidence-tiny" => Some(Family::Confidence),
+        _ => None,
+    }
+}
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/prm")
+        .join(name)
+}
+
+fn reference(name: &str) -> Reference {
+    let text = std::fs::read_to_string(fixture(name).join("reference.json")).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+fn open(name: &str, backend: Backend) -> Scorer {
+    Scorer::open(
+        fixture(name),
+        &ScorerOptions {
+            backend,
+            family: family_of(name),
+            threads: 1,
+            ..Default::default()
+        },
+    )
+    .unwrap_or_else(|e| panic!("{name} on {backend}: {e}"))
+}
+
+#[test]
+fn every_family_scores_like_the_cpu_engine() {
+    if !have_adapter() {
+        return;
+    }
+    for name in FAMILIES {
+        let cpu = open(name, Backend::Cpu);
+        let gpu = open(name, Backend::Gpu);
+        assert_eq!(gpu.backend_report().chosen, Backend::Gpu, "{name}");
+        let mut worst = 0f64;
+        for (k, case) in reference(name).cases.iter().enumerate() {
+            let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+            let a = cpu.score_steps(&case.problem, &steps).unwrap();
+            let b = gpu.score_steps(&case.problem, &steps).unwrap();
+            assert_eq!(a.tokens, b.tokens, "{name} case {k}");
+            for (i, (x, y)) in a.step_scores.iter().zip(&b.step_scores).enumerate() {
+                let (x, y) = (x.unwrap(), y.unwrap());
+                let d = (x - y).abs();
+                worst = worst.max(d);
+                assert!(d <= 1e-3, "{name} case {k} step {i}: cpu {x} gpu {y}");
+                let r = case.step_scores[i];
+                assert!(
+                    (y - r).abs() <= 1e-4,
+                    "{name} case {k} step {i}: gpu {y} reference {r}"
+                );
+            }
+            if let (Some(ca), Some(cb)) = (&a.confidence, &b.confidence) {
+                for (sa, sb) in ca.iter().zip(cb) {
+                    assert_eq!(sa.tokens, sb.tokens);
+                    assert!((sa.mean_logprob - sb.mean_logprob).abs() <= 1e-4, "{name}");
+                    assert!((sa.min_logprob - sb.min_logprob).abs() <= 1e-4, "{name}");
+                    assert!((sa.mean_entropy - sb.mean_entropy).abs() <= 1e-4, "{name}");
+                }
+            } else {
+                assert_eq!(a.confidence.is_some(), b.confidence.is_some(), "{name}");
+            }
+        }
+        eprintln!("{name}: max |score gpu - cpu| = {worst:.2e}");
+    }
+}
+
+#[test]
+fn gpu_sessions_equal_full_rescoring_and_candidates_share_the_prompt() {
+    if !have_adapter() {
+        return;
+    }
+    for name in FAMILIES {
+        let gpu = open(name, Backend::Gpu);
+        let case = &reference(name).cases[0];
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let full = gpu.score_steps(&case.problem, &steps).unwrap();
+        let mut s = gpu.session(&case.problem);
+        let mut worst = 0f64;
+        for (i, step) in steps.iter().enumerate() {
+            let got = s.append(step).unwrap();
+            let want = full.step_scores[i].unwrap();
+            worst = worst.max((got - want).abs());
+            assert!(
+                (got - want).abs() <= 1e-4,
+                "{name} step {i}: append {got} full {want}"
+            );
+        }
+        assert!(
+            s.computed_tokens() < full.tokens * steps.len(),
+            "{name}: the session recomputed its prefix"
+        );
+        eprintln!("{name}: max |append - full| = {worst:.2e}");
+
+        // Candidates: the first k steps of the case, and an altered last step.
+        let mut alt = steps.clone();
+        let last = alt.len() - 1;
+        alt[last] = "So the answer is 12.";
+        let cands = vec![steps.clone(), alt.clone(), steps[..1].to_vec()];
+        let got = gpu.score_candidates(&case.problem, &cands).unwrap();
+        for (c, scores) in cands.iter().zip(&got) {
+            let want = gpu.score_steps(&case.problem, c).unwrap();
+            for (g, w) in scores.iter().zip(&want.step_scores) {
+                assert!(
+                    (g - w.unwrap()).abs() <= 1e-4,
+                    "{name} candidate: {g} vs {w:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_lost_device_fails_one_call_and_the_next_recovers() {
+    if !have_adapter() {
+        return;
+    }
+    let gpu = open("qwen2-prm-tiny", Backend::Gpu);
+    let case = &reference("qwen2-prm-tiny").cases[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    let before = gpu.score_steps(&case.problem, &steps).unwrap();
+
+    let mut session = gpu.session(&case.problem);
+    session.append(steps[0]).unwrap();
+
+    gpu.simulate_device_loss();
+    match gpu.score_steps(&case.problem, &steps) {
+        Err(Error::Gpu(msg)) => eprintln!("after loss: {msg}"),
+        other => panic!("expected Error::Gpu after the device was lost, got {other:?}"),
+    }
+    let after = gpu.score_steps(&case.problem, &steps).unwrap();
+    assert_eq!(before.step_scores, after.step_scores);
+
+    // The session's cache was on the old device: the next append recomputes
+    // the prefix on the new one and still matches full scoring.
+    let s1 = session.append(steps[1]).unwrap();
+    assert!((s1 - before.step_scores[1].unwrap()).abs() <= 1e-4);
+}
+
+#[test]
+fn five_hundred_scorings_keep_device_buffers_flat() {
+    if !have_adapter() {
+        return;
+    }
+    let gpu = open("skywork-prm-tiny", Backend::Gpu);
+    let cases = reference("skywork-prm-tiny").cases;
+    let run = |i: usize| {
+        let case = &cases[i % cases.len()];
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        gpu.score_steps(&case.problem, &steps).unwrap();
+        if i % 10 == 0 {
+            let mut s = gpu.session(&case.problem);
+            for step in &steps {
+                s.append(step).unwrap();
+            }
+        }
+    };
+    // Warm up: every size class the cases need gets allocated once.
+    for i in 0..20 {
+        run(i);
+    }
+    let warm = gpu.gpu_pool_stats().unwrap();
+    for i in 20..500 {
+        run(i);
+    }
+    let end = gpu.gpu_pool_stats().unwrap();
+    eprintln!("after warm-up: {warm:?}\nafter 500 scorings: {end:?}");
+    assert_eq!(
+        (warm.live_buffers, warm.live_bytes),
+        (end.live_buffers, end.live_bytes),
+        "device buffers grew over 480 scorings"
+    );
+}
+
+#[test]
+fn auto_prefers_hardware_and_reports_why() {
+    if !have_adapter() {
+        return;
+    }
+    let auto = open("skywork-prm-tiny", Backend::Auto);
+    let report = auto.backend_report();
+    eprintln!("auto: {report}");
+    assert_eq!(report.requested, Backend::Auto);
+    assert!(!report.reason.is_empty());
+    let adapters = stepscore::gpu::GpuContext::adapters(None);
+    let software_only = adapters
+        .iter()
+        .all(|a| a.device_type == stepscore::gpu::DeviceKind::Cpu);
+    if software_only && std::env::var(stepscore::gpu::ADAPTER_ENV).is_err() {
+        assert_eq!(report.chosen, Backend::Cpu);
+        assert!(report.reason.contains("software"), "{report}");
+    }
+    let cpu = open("skywork-prm-tiny", Backend::Cpu);
+    assert_eq!(cpu.backend_report().chosen, Backend::Cpu);
+    assert!(cpu.gpu_pool_stats().is_none());
+}
