@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, bench, eval, features, fetch, score, segment, select};
+use commands::{aggregate, bench, doctor, eval, features, fetch, score, segment, select};
 
 #[derive(Parser)]
 #[command(
@@ -48,6 +48,8 @@ enum Command {
     Fetch(fetch::Args),
     /// Time prefill and scoring on a synthetic trace of an exact token length.
     Bench(bench::Args),
+    /// List the GPU adapters (features, limits) and what `--backend auto` would use.
+    Doctor(doctor::Args),
 }
 
 /// What ended a command early.
@@ -80,6 +82,7 @@ fn main() -> ExitCode {
         Command::Fetch(args) => fetch::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Features(args) => features::run(args),
+        Command::Doctor(args) => doctor::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,13 +11,24 @@
 //! - `score`: `Scorer::score_steps` end to end (tokenization, forward, the
 //!   family's head; for `confidence`, full-vocabulary logits of every step
 //!   token plus log-softmax and entropy).
+//!
+//! With a GPU adapter (`--backend auto`, the default, or `gpu`), `prefill`
+//! and `score` are also timed on the WGSL engine in the same run, on any
+//! adapter, software rasterizers included (the point is the comparison;
+//! `--backend cpu` skips it). The append benchmark times a step of
+//! `--append-step` tokens run after a cached prefix of `--append-prefix`
+//! tokens against the same tokens run without a prefix, on each engine:
+//! the cost of scoring a step of a trace being generated.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
-use stepscore::quant::Backend;
+use std::sync::Arc;
+
+use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
+use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
+use stepscore::quant::Backend as Simd;
 
 use crate::commands::fetch;
 use crate::output::Table;
@@ -58,6 +69,19 @@ pub struct Args {
     /// Print one JSON object instead of a table.
     #[arg(long)]
     pub json: bool,
+
+    /// Engines to time: auto (CPU, plus the GPU when wgpu finds any
+    /// adapter), gpu (CPU and GPU; fails without an adapter), cpu.
+    #[arg(long, default_value = "auto")]
+    pub backend: Backend,
+
+    /// Cached prefix of the append benchmark, in tokens (0 skips it).
+    #[arg(long, default_value_t = 1024)]
+    pub append_prefix: usize,
+
+    /// New tokens of the append benchmark.
+    #[arg(long, default_value_t = 32)]
+    pub append_step: usize,
 
     /// Write the trace's token ids (and its text) as JSON to this file, so
     /// another runtime can be timed on exactly the same input.
@@ -154,7 +178,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
     })?;
     let peak_rss = proc_status_kib("VmHWM");
 
-    let backend = format!("{:?}", Backend::detect()).to_lowercase();
+    let gpu = if args.backend == Backend::Cpu {
+        Err("--backend cpu".to_string())
+    } else {
+        gpu_timings(&args, &path, &options, &scorer, &enc.tokens, &trace, &steps)?
+    };
+    let append = if args.append_prefix == 0 {
+        None
+    } else {
+        Some(append_bench(&args, &scorer, gpu.as_ref().ok())?)
+    };
+
+    let backend = format!("{:?}", Simd::detect()).to_lowercase();
     let cfg = model.config();
     if args.json {
         let value = serde_json::json!({
@@ -177,6 +212,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "rss_before_load_kib": rss_before_load,
             "rss_after_load_kib": rss_after_load,
             "peak_rss_kib": peak_rss,
+            "gpu": match &gpu {
+                Ok(g) => serde_json::json!({
+                    "adapter": g.adapter,
+                    "prefill": g.prefill.json(n),
+                    "score": g.score.json(n),
+                }),
+                Err(why) => serde_json::json!({ "skipped": why }),
+            },
+            "append": append.as_ref().map(|a| a.json()),
         });
         println!("{value}");
         return Ok(());
@@ -197,13 +241,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
         args.repeats
     )
     .map_err(io)?;
-    let mut table = Table::new(&["measurement", "best tok/s", "median tok/s", "best ms"]);
-    for (name, t) in [
-        ("prefill (hidden states)", &prefill),
-        ("prefill + logits, all rows", &logits_all),
-        ("score_steps end to end", &score),
-    ] {
+    let mut table = Table::new(&[
+        "engine",
+        "measurement",
+        "best tok/s",
+        "median tok/s",
+        "best ms",
+    ]);
+    let mut rows = vec![
+        ("cpu", "prefill (hidden states)", &prefill),
+        ("cpu", "prefill + logits, all rows", &logits_all),
+        ("cpu", "score_steps end to end", &score),
+    ];
+    if let Ok(g) = &gpu {
+        rows.push(("gpu", "prefill (hidden states)", &g.prefill));
+        rows.push(("gpu", "score_steps end to end", &g.score));
+    }
+    for (engine, name, t) in rows {
         table.row(vec![
+            engine.to_string(),
             name.to_string(),
             format!("{:.1}", n as f64 / t.best),
             format!("{:.1}", n as f64 / t.median),
@@ -211,6 +267,26 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ]);
     }
     table.write(&mut out)?;
+    match &gpu {
+        Ok(g) => writeln!(out, "gpu adapter: {}", g.adapter).map_err(io)?,
+        Err(why) => writeln!(out, "gpu: skipped ({why})").map_err(io)?,
+    }
+    if let Some(a) = &append {
+        for (engine, r) in [("cpu", Some(&a.cpu)), ("gpu", a.gpu.as_ref())] {
+            if let Some(r) = r {
+                writeln!(
+                    out,
+                    "append ({engine}): {} tokens after a cached {}-token prefix {:.1} ms vs without prefix {:.1} ms: {:.2}x",
+                    a.step,
+                    a.prefix,
+                    r.append.best * 1e3,
+                    r.plain.best * 1e3,
+                    r.append.best / r.plain.best
+                )
+                .map_err(io)?;
+            }
+        }
+    }
     let mib = |k: Option<u64>| {
         k.map_or_else(
             || "n/a".to_string(),
@@ -227,6 +303,149 @@ pub fn run(args: Args) -> Result<(), Failure> {
     )
     .map_err(io)?;
     Ok(())
+}
+
+/// The GPU engine's timings.
+struct GpuTimings {
+    adapter: String,
+    /// The decoder uploaded once, for `prefill` and the append benchmark.
+    model: GpuTransformer,
+    prefill: Timing,
+    score: Timing,
+}
+
+/// Times `prefill` and `score` on the GPU; `Err(reason)` when there is no
+/// usable adapter and `--backend auto` allows skipping.
+#[allow(clippy::too_many_arguments)]
+fn gpu_timings(
+    args: &Args,
+    path: &std::path::Path,
+    options: &ScorerOptions,
+    scorer: &Scorer,
+    tokens: &[u32],
+    trace: &SyntheticTrace,
+    steps: &[&str],
+) -> Result<Result<GpuTimings, String>, Failure> {
+    let ctx = match GpuContext::new(GpuOptions::default()) {
+        Ok(c) => Arc::new(c),
+        Err(e) if args.backend == Backend::Auto => return Ok(Err(e.to_string())),
+        Err(e) => return Err(Failure::Usage(format!("--backend gpu: {e}"))),
+    };
+    let adapter = ctx.adapter().to_string();
+    let model = GpuTransformer::upload(ctx, scorer.model())?;
+    let prefill = time(args.warmup, args.repeats, || {
+        model.forward(tokens, None).map(|_| ())
+    })?;
+    let gpu_scorer = Scorer::open(
+        path,
+        &ScorerOptions {
+            backend: Backend::Gpu,
+            ..options.clone()
+        },
+    )
+    .map_err(|e| Failure::Usage(format!("cannot load {} on the GPU: {e}", path.display())))?;
+    let score = time(args.warmup, args.repeats, || {
+        gpu_scorer.score_steps(&trace.problem, steps).map(|_| ())
+    })?;
+    Ok(Ok(GpuTimings {
+        adapter,
+        model,
+        prefill,
+        score,
+    }))
+}
+
+struct AppendPair {
+    append: Timing,
+    plain: Timing,
+}
+
+struct AppendTimings {
+    prefix: usize,
+    step: usize,
+    cpu: AppendPair,
+    gpu: Option<AppendPair>,
+}
+
+impl AppendTimings {
+    fn json(&self) -> serde_json::Value {
+        let pair = |p: &AppendPair| {
+            serde_json::json!({
+                "append_best_s": p.append.best,
+                "append_median_s": p.append.median,
+                "plain_best_s": p.plain.best,
+                "plain_median_s": p.plain.median,
+                "ratio_best": p.append.best / p.plain.best,
+            })
+        };
+        serde_json::json!({
+            "prefix_tokens": self.prefix,
+            "step_tokens": self.step,
+            "cpu": pair(&self.cpu),
+            "gpu": self.gpu.as_ref().map(pair),
+        })
+    }
+}
+
+/// A step of `--append-step` tokens after a cached `--append-prefix`-token
+/// prefix, against the same step without a prefix, per engine. The cache
+/// is cut back to the prefix after every timed append.
+fn append_bench(
+    args: &Args,
+    scorer: &Scorer,
+    gpu: Option<&GpuTimings>,
+) -> Result<AppendTimings, Failure> {
+    let (prefix, step) = (args.append_prefix, args.append_step);
+    let total = prefix + step;
+    if step == 0 || total > scorer.max_tokens() {
+        return Err(Failure::Usage(format!(
+            "--append-prefix {prefix} + --append-step {step} must be within 1..={} tokens, with a step of at least 1",
+            scorer.max_tokens()
+        )));
+    }
+    let long = SyntheticTrace::build(scorer, total.max(8))?;
+    let refs: Vec<&str> = long.steps.iter().map(String::as_str).collect();
+    let tokens = scorer.encode(&long.problem, &refs)?.tokens;
+    let (head, tail) = tokens.split_at(prefix);
+    let tail = &tail[..step];
+
+    let model = scorer.model();
+    let mut cache = model.new_cache();
+    model.forward(head, Some(&mut cache))?;
+    let cpu = AppendPair {
+        append: time(args.warmup, args.repeats, || {
+            model.forward(tail, Some(&mut cache))?;
+            cache.truncate(prefix);
+            Ok(())
+        })?,
+        plain: time(args.warmup, args.repeats, || {
+            model.forward(tail, None).map(|_| ())
+        })?,
+    };
+    let gpu = match gpu {
+        None => None,
+        Some(g) => {
+            let gm = &g.model;
+            let mut cache = gm.new_cache();
+            gm.forward(head, Some(&mut cache))?;
+            Some(AppendPair {
+                append: time(args.warmup, args.repeats, || {
+                    gm.forward(tail, Some(&mut cache))?;
+                    cache.truncate(prefix);
+                    Ok(())
+                })?,
+                plain: time(args.warmup, args.repeats, || {
+                    gm.forward(tail, None).map(|_| ())
+                })?,
+            })
+        }
+    };
+    Ok(AppendTimings {
+        prefix,
+        step,
+        cpu,
+        gpu,
+    })
 }
 
 /// The model to time: `--model`, else the cached SmolLM2 GGUF.

@@ -2,6 +2,7 @@
 
 pub mod aggregate;
 pub mod bench;
+pub mod doctor;
 pub mod eval;
 pub mod features;
 pub mod fetch;

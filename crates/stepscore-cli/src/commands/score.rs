@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
-use stepscore::prm::{Family, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -36,6 +36,13 @@ pub struct Args {
     /// (detected from the checkpoint when omitted).
     #[arg(long)]
     pub family: Option<Family>,
+
+    /// Engine: auto (a hardware GPU if there is one, else the CPU; a
+    /// software rasterizer such as llvmpipe counts as no GPU), gpu (the WGSL
+    /// engine on the chosen adapter, software ones included; STEPSCORE_ADAPTER
+    /// picks by name), cpu.
+    #[arg(long, default_value = "auto")]
+    pub backend: Backend,
 
     /// CPU threads (0: all cores).
     #[arg(long, default_value_t = 0)]
@@ -88,7 +95,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Truncation::Error
         },
         quantize: args.quantize,
-        ..ScorerOptions::default()
+        backend: args.backend,
     };
     let started = Instant::now();
     let scorer = Scorer::open(&path, &options)
@@ -101,6 +108,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         scorer.model().config().hidden_size,
         started.elapsed().as_secs_f64()
     );
+    eprintln!("stepscore: engine {}", scorer.backend_report());
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();

@@ -24,7 +24,9 @@ mod shaders;
 mod tensor;
 mod transformer;
 
-pub use adapter::{AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV};
+pub use adapter::{
+    choose as choose_adapter, AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV,
+};
 pub use context::{GpuContext, GpuOptions};
 pub use head::GpuHead;
 pub use matmul::GpuMatrix;

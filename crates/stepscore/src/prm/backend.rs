@@ -156,26 +156,11 @@ impl Engine {
         }
         #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
         {
-            use crate::gpu::{runtime::GpuRuntime, DeviceKind, GpuContext, ADAPTER_ENV};
-            let named = std::env::var(ADAPTER_ENV).is_ok_and(|v| !v.is_empty());
-            if requested == Backend::Auto && !named {
-                let adapters = GpuContext::adapters(None);
-                let best = adapters.iter().min_by_key(|a| a.device_type);
-                match best {
-                    None => {
-                        return Ok(cpu(requested, None, "no GPU adapter found"));
-                    }
-                    Some(a) if a.device_type == DeviceKind::Cpu => {
-                        return Ok(cpu(
-                            requested,
-                            Some(a.name.clone()),
-                            format!(
-                                "the only adapters are software rasterizers ({}); the CPU engine is faster than running the kernels on the same CPU (use --backend gpu or {ADAPTER_ENV} to force it)",
-                                a.name
-                            ),
-                        ));
-                    }
-                    Some(_) => {}
+            use crate::gpu::runtime::GpuRuntime;
+            if requested == Backend::Auto {
+                let pref = auto_preference();
+                if pref.chosen == Backend::Cpu {
+                    return Ok(cpu(requested, pref.adapter, pref.reason));
                 }
             }
             match GpuRuntime::new(model, head) {
@@ -218,6 +203,57 @@ impl Engine {
     #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
     pub fn gpu(&self) -> Option<&Runtime> {
         self.gpu.as_ref()
+    }
+}
+
+/// What `Backend::Auto` would choose on this machine before trying to
+/// create a device: the GPU (with the adapter it would use and why) or
+/// the CPU engine (and why). `stepscore doctor` prints it.
+pub fn auto_preference() -> BackendReport {
+    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    {
+        use crate::gpu::{DeviceKind, GpuContext, ADAPTER_ENV};
+        let report = |chosen, adapter, reason: String| BackendReport {
+            requested: Backend::Auto,
+            chosen,
+            adapter,
+            reason,
+        };
+        let adapters = GpuContext::adapters(None);
+        let filter = std::env::var(ADAPTER_ENV).ok().filter(|v| !v.is_empty());
+        match crate::gpu::choose_adapter(&adapters, filter.as_deref()) {
+            Err(e) => report(Backend::Cpu, None, format!("{e}")),
+            Ok((i, why)) => {
+                let Some(a) = adapters.get(i) else {
+                    return report(Backend::Cpu, None, "no adapter".into());
+                };
+                if a.device_type == DeviceKind::Cpu && filter.is_none() {
+                    report(
+                        Backend::Cpu,
+                        Some(a.name.clone()),
+                        format!(
+                            "the only adapters are software rasterizers ({}); the CPU engine is faster than running the kernels on the same CPU (use --backend gpu or {ADAPTER_ENV} to force it)",
+                            a.name
+                        ),
+                    )
+                } else {
+                    report(Backend::Gpu, Some(a.name.clone()), why)
+                }
+            }
+        }
+    }
+    #[cfg(not(all(feature = "gpu", not(target_arch = "wasm32"))))]
+    {
+        BackendReport {
+            requested: Backend::Auto,
+            chosen: Backend::Cpu,
+            adapter: None,
+            reason: if cfg!(target_arch = "wasm32") {
+                "the blocking GPU path is native-only".into()
+            } else {
+                "built without the `gpu` feature".into()
+            },
+        }
     }
 }
 

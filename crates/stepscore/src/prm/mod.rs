@@ -10,7 +10,7 @@ pub mod scorer;
 pub mod session;
 pub mod template;
 
-pub use backend::{Backend, BackendReport};
+pub use backend::{auto_preference, Backend, BackendReport};
 pub use family::Family;
 pub use features::StepFeatures;
 pub use head::StepConfidence;

@@ -361,6 +361,7 @@ impl Scorer {
         &self.engine
     }
 
+    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
     pub(super) fn head_opt(&self) -> Option<&Head> {
         self.head.as_ref()
     }

@@ -1,0 +1,114 @@
+//! `stepscore doctor`: every GPU adapter wgpu finds, with its backend,
+//! device type, features and the limits the engine depends on, and what
+//! `--backend auto` would choose and why.
+
+use std::io::Write;
+
+use stepscore::gpu::GpuContext;
+use stepscore::prm::{auto_preference, Backend};
+
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// Print one JSON object instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: Args) -> Result<(), Failure> {
+    let adapters = GpuContext::adapters(None);
+    let auto = auto_preference();
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    if args.json {
+        let list: Vec<serde_json::Value> = adapters
+            .iter()
+            .map(|a| {
+                serde_json::json!({
+                    "name": a.name,
+                    "backend": a.backend,
+                    "device_type": a.device_type.name(),
+                    "driver": a.driver,
+                    "shader_f16": a.features.shader_f16,
+                    "subgroups": a.features.subgroups,
+                    "max_storage_buffer_binding_size": a.limits.max_storage_buffer_binding_size,
+                    "max_buffer_size": a.limits.max_buffer_size,
+                    "max_storage_buffers_per_shader_stage": a.limits.max_storage_buffers_per_shader_stage,
+                    "max_compute_workgroup_size_x": a.limits.max_compute_workgroup_size_x,
+                    "max_compute_invocations_per_workgroup": a.limits.max_compute_invocations_per_workgroup,
+                    "max_compute_workgroups_per_dimension": a.limits.max_compute_workgroups_per_dimension,
+                    "max_compute_workgroup_storage_size": a.limits.max_compute_workgroup_storage_size,
+                })
+            })
+            .collect();
+        let value = serde_json::json!({
+            "adapters": list,
+            "auto": {
+                "backend": auto.chosen.name(),
+                "adapter": auto.adapter,
+                "reason": auto.reason,
+            },
+        });
+        writeln!(out, "{value}").map_err(io)?;
+        return Ok(());
+    }
+    if adapters.is_empty() {
+        writeln!(
+            out,
+            "no GPU adapter found (on Linux, install mesa-vulkan-drivers for the llvmpipe software adapter)"
+        )
+        .map_err(io)?;
+    }
+    for (i, a) in adapters.iter().enumerate() {
+        let l = &a.limits;
+        writeln!(out, "adapter {i}: {}", a.name).map_err(io)?;
+        writeln!(out, "  backend:        {}", a.backend).map_err(io)?;
+        writeln!(out, "  device type:    {}", a.device_type.name()).map_err(io)?;
+        if !a.driver.is_empty() {
+            writeln!(out, "  driver:         {}", a.driver).map_err(io)?;
+        }
+        writeln!(
+            out,
+            "  features:       shader-f16 {}, subgroups {}",
+            yes(a.features.shader_f16),
+            yes(a.features.subgroups)
+        )
+        .map_err(io)?;
+        writeln!(
+            out,
+            "  limits:         storage binding {} B, buffer {} B, {} storage buffers/stage, \
+             workgroup size x {}, {} invocations/workgroup, {} workgroups/dimension, \
+             {} B workgroup memory",
+            l.max_storage_buffer_binding_size,
+            l.max_buffer_size,
+            l.max_storage_buffers_per_shader_stage,
+            l.max_compute_workgroup_size_x,
+            l.max_compute_invocations_per_workgroup,
+            l.max_compute_workgroups_per_dimension,
+            l.max_compute_workgroup_storage_size
+        )
+        .map_err(io)?;
+    }
+    let on = auto
+        .adapter
+        .as_deref()
+        .filter(|_| auto.chosen == Backend::Gpu)
+        .map_or_else(String::new, |a| format!(" on {a}"));
+    writeln!(
+        out,
+        "--backend auto would use: {}{on} ({})",
+        auto.chosen, auto.reason
+    )
+    .map_err(io)?;
+    Ok(())
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
