@@ -1,7 +1,8 @@
 //! The WGSL engine's kernels other than the matmuls (gpu_matmul.rs), each
 //! against a CPU reference on whatever adapter wgpu finds (Mesa's llvmpipe
 //! in CI), on random shapes including sizes that are not multiples of the
-//! 64-wide workgroups (and, for attention, of its 64-key tiles).
+//! 64-wide workgroups (and, for attention, of its 8-key tiles and
+//! 64-query workgroups).
 //!
 //! References: the CPU engine's own `Matrix::gather_row` for the embedding
 //! gather (every weight type the GPU reads); for the rest, straightforward

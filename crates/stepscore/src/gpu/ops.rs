@@ -38,7 +38,7 @@ pub struct AttentionShape {
     pub sliding_window: Option<usize>,
 }
 
-/// The attention kernel owns at most 4 output dimensions per invocation.
+/// The attention kernel keeps a query and its accumulator in registers.
 pub const MAX_HEAD_DIM: usize = 256;
 
 fn check_len(t: &GpuTensor, need: usize, what: &str) -> Result<()> {
@@ -147,7 +147,7 @@ pub(crate) fn record_attention(
         &shaders::ATTENTION,
         &[whole(q), whole(k), whole(v), whole(out)],
         &p,
-        [p[3], p[0], 1],
+        [p[0].div_ceil(WG), p[3], 1],
     )
 }
 
