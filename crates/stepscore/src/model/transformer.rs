@@ -229,23 +229,28 @@ impl Transformer {
     }
 
     /// The weights, for uploading to another engine (the GPU's).
+    #[cfg(feature = "gpu")]
     pub(crate) fn embed(&self) -> &Matrix {
         &self.embed
     }
 
+    #[cfg(feature = "gpu")]
     pub(crate) fn layers(&self) -> &[Layer] {
         &self.layers
     }
 
+    #[cfg(feature = "gpu")]
     pub(crate) fn final_norm(&self) -> &[f32] {
         &self.norm
     }
 
+    #[cfg(feature = "gpu")]
     pub(crate) fn lm_head(&self) -> &LmHead {
         &self.lm_head
     }
 
     /// RoPE inverse frequencies (f64, as the CPU tables use them).
+    #[cfg(feature = "gpu")]
     pub(crate) fn inv_freq(&self) -> &[f64] {
         &self.inv_freq
     }
