@@ -373,3 +373,21 @@ impl Scorer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backends_parse_case_insensitively_and_name_the_bad_value() {
+        assert_eq!("auto".parse::<Backend>().unwrap(), Backend::Auto);
+        assert_eq!("GPU".parse::<Backend>().unwrap(), Backend::Gpu);
+        assert_eq!("cpu".parse::<Backend>().unwrap(), Backend::Cpu);
+        let err = "cuda".parse::<Backend>().unwrap_err().to_string();
+        assert!(err.contains("cuda") && err.contains("auto"), "{err}");
+        assert_eq!(Backend::default(), Backend::Cpu);
+        for b in [Backend::Auto, Backend::Gpu, Backend::Cpu] {
+            assert_eq!(b.name().parse::<Backend>().unwrap(), b);
+        }
+    }
+}
