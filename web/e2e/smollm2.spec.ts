@@ -1,0 +1,28 @@
+// Smoke test with the real default model (SmolLM2-135M-Instruct Q4_1 GGUF,
+// confidence family), served from stepscore's cache dir. Skipped when the
+// file is not there (`cargo run -p stepscore-cli -- fetch` puts it there).
+import { expect, test } from '@playwright/test';
+import { existsSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { cardScores, openAndLoad, paste, score, shot, SLIP } from './helpers';
+
+const cache = process.env.XDG_CACHE_HOME ? join(process.env.XDG_CACHE_HOME, 'stepscore') : join(homedir(), '.cache', 'stepscore');
+const gguf = join(process.env.STEPSCORE_MODELS_DIR ?? cache, 'SmolLM2-135M-Instruct.Q4_1.gguf');
+
+test('default model: SmolLM2 GGUF from the app server, confidence scores with per-step shading', async ({ page }) => {
+  test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch)`);
+  test.setTimeout(240_000);
+  await openAndLoad(page, 'smollm2-confidence');
+  await expect(page.locator('#model-info')).toContainText('confidence');
+  await expect(page.locator('#model-info')).toContainText('SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB)');
+  await paste(page, SLIP.problem, SLIP.response);
+  await score(page);
+  const scores = await cardScores(page);
+  expect(scores).toHaveLength(4);
+  expect(scores.every((s) => s > 0 && s < 1)).toBe(true);
+  await expect(page.locator('#confidence-note')).toBeVisible();
+  await expect(page.locator('#steps .conf').first()).toContainText('mean log-prob');
+  console.log(`SmolLM2 confidence scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
+  await shot(page, '07-smollm2-default-model');
+});
