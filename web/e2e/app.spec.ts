@@ -259,15 +259,33 @@ test('a model from dropped files (Hugging Face checkpoint files)', async ({ page
 
 test('a missing model file is reported, not hung on', async ({ page }) => {
   await page.goto('./');
-  await page.evaluate(() => {
-    // Point the default entry at a file the server does not have.
-    const sel = document.getElementById('model-select') as HTMLSelectElement;
-    sel.value = sel.options[0].value;
-  });
+  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+  await page.getByLabel('Model', { exact: true }).selectOption('smollm2-confidence');
   await page.route('**/models/**', (route) => route.fulfill({ status: 404, body: 'not found' }));
   await page.getByRole('button', { name: 'Load model' }).click();
   await expect(page.locator('#load-status')).toContainText('FETCH_FAILED');
   await expect(page.locator('#load-status')).toHaveClass(/error/);
+});
+
+test('loading can be cancelled; a broken share link is ignored', async ({ page }) => {
+  // Hold the weights back so the load is still downloading when Cancel is pressed.
+  let release: () => void = () => {};
+  const held = new Promise<void>((r) => (release = r));
+  await page.route('**/fixtures/prm/qwen2-prm-tiny/model.safetensors', async (route) => {
+    await held;
+    await route.continue().catch(() => {});
+  });
+  await page.goto('./?model=qwen2-prm-tiny#s=not-a-valid-state');
+  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+  // The broken hash left the default example in place.
+  await expect(page.getByLabel('Problem', { exact: true })).toHaveValue(/Maria buys/);
+  await page.getByRole('button', { name: 'Load model' }).click();
+  await expect(page.getByRole('button', { name: 'Cancel' })).toBeEnabled();
+  await page.getByRole('button', { name: 'Cancel' }).click();
+  await expect(page.locator('#load-status')).toContainText('ABORTED');
+  release();
+  await expect(page.getByRole('button', { name: 'Score trace' })).toBeDisabled();
+  await expect(page.getByRole('button', { name: 'Load model' })).toBeEnabled();
 });
 
 test('keyboard and screen-reader basics; readable at 375 px', async ({ page }) => {

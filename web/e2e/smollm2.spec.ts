@@ -16,6 +16,8 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   await openAndLoad(page, 'smollm2-confidence');
   await expect(page.locator('#model-info')).toContainText('confidence');
   await expect(page.locator('#model-info')).toContainText('SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB)');
+  // The entry's own starting threshold (confidence scores sit far below 0.5).
+  await expect(page.locator('#threshold')).toHaveValue('0.1');
   await paste(page, SLIP.problem, SLIP.response);
   await score(page);
   const scores = await cardScores(page);

@@ -13,6 +13,12 @@ export interface ModelEntry {
   /** Extra load options, passed to StepScorer.load as they are. */
   options?: Partial<Omit<LoadOptions, 'model' | 'onProgress' | 'signal' | 'backend'>> & Record<string, unknown>;
   note?: string;
+  /**
+   * Where the error threshold starts when this model loads (the slider moves it).
+   * PRM probabilities use 0.5; a confidence score is a mean token probability
+   * and sits much lower on correct steps too.
+   */
+  threshold?: number;
 }
 
 export const DEFAULT_MODEL: ModelEntry = {
@@ -21,6 +27,9 @@ export const DEFAULT_MODEL: ModelEntry = {
   model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
   family: 'confidence',
   note: 'Scores are the model\u2019s own confidence in each step (geometric mean token probability), not a trained verifier.',
+  // Set by hand from the gallery traces (correct steps ~0.1–0.6, answer lines ~0.07–0.10),
+  // not calibrated: a trained head (issue 7) replaces this entry.
+  threshold: 0.1,
 };
 
 /** Tiny test checkpoints (random weights), served by the dev/preview server only. */

@@ -56,6 +56,8 @@ let bon: BestOfN | null = null;
 /** Steps (with labels) of a trace loaded from a file, until the response is edited. */
 let fileSteps: AppStep[] | null = null;
 let fileTraces: AppTrace[] = [];
+/** Once the user moves the threshold, loading a model no longer resets it. */
+let thresholdMoved = false;
 
 const AGG_LABELS: Record<Aggregation, string> = { min: 'min', prod: 'product', last: 'last', mean: 'mean', geo_mean: 'geometric mean' };
 
@@ -191,6 +193,10 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
     setStatus('load-status', `Loaded ${name}: ${info.family} family on the ${info.backend === 'webgpu' ? 'GPU (WebGPU)' : 'CPU (WebAssembly)'}.`);
     showBackend(info);
     await showInfo(info, name);
+    if (entry?.threshold !== undefined && !thresholdMoved) {
+      input('threshold').value = String(entry.threshold);
+      renderResults();
+    }
     document.body.dataset.modelReady = 'true';
   } catch (e) {
     progress.value = 0;
@@ -697,6 +703,7 @@ function restoreFromHash(): boolean {
     select('bon-aggregation').value = state.aggregation;
   }
   input('threshold').value = String(state.threshold);
+  thresholdMoved = true;
   setDraft(state.problem, state.response);
   if (state.candidates) setCandidates(state.candidates);
   if (state.steps && state.scores) {
@@ -717,6 +724,7 @@ function setupResults(): void {
     });
   }
   input('threshold').addEventListener('input', () => {
+    thresholdMoved = true;
     $('threshold-value').textContent = threshold().toFixed(2);
     renderResults();
   });
