@@ -219,6 +219,9 @@ test('trace text renders inert: <script>, <img onerror>, through paste, files an
   });
   await other.goto(url);
   await expect(other.locator('#steps .step-text')).toHaveText([payloads[1]]);
+  // The link brought the scores along: shown before any model is loaded.
+  await expect(other.locator('#steps')).toContainText('Scores from the shared link');
+  await expect(other.locator('#steps li.step-card').first()).toHaveAttribute('data-score', '0.1');
   await page.waitForTimeout(300);
   for (const p of [page, other]) {
     expect(await p.evaluate(() => (window as unknown as { __pwned?: string }).__pwned)).toBeUndefined();
