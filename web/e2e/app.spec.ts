@@ -1,9 +1,9 @@
 import { expect, test } from '@playwright/test';
 import { readFileSync } from 'node:fs';
-import { cardScores, openAndLoad, paste, score, shot, SLIP } from './helpers';
+import { cardScores, open, openAndLoad, paste, score, shot, SLIP } from './helpers';
 
 test('loads a model with progress and shows the backend and why', async ({ page }) => {
-  await page.goto('./?model=qwen2-prm-tiny');
+  await open(page, './?model=qwen2-prm-tiny');
   await expect(page.locator('#backend-badge')).toHaveText('No model loaded');
   const progress = page.locator('#load-progress');
   await page.getByRole('button', { name: 'Load model' }).click();
@@ -140,7 +140,7 @@ test('best-of-N: candidates ranked, answers extracted, majority vs PRM-weighted 
 });
 
 test('trace files in every format the SDK reads, with bad rows reported by line', async ({ page }) => {
-  await page.goto('./');
+  await open(page);
   await page.getByRole('tab', { name: 'Load JSON / JSONL' }).click();
   const rows = [
     { id: 'native', problem: 'P1', steps: [{ text: 'a', label: true }, { text: 'b', label: false }] },
@@ -217,7 +217,7 @@ test('trace text renders inert: <script>, <img onerror>, through paste, files an
     dialogs.push(d.message());
     void d.dismiss();
   });
-  await other.goto(url);
+  await open(other, url);
   await expect(other.locator('#steps .step-text')).toHaveText([payloads[1]]);
   // The link brought the scores along: shown before any model is loaded.
   await expect(other.locator('#steps')).toContainText('Scores from the shared link');
@@ -250,7 +250,7 @@ test('with navigator.gpu stubbed away, auto falls back to the CPU and says so; w
 });
 
 test('a model from dropped files (Hugging Face checkpoint files)', async ({ page }) => {
-  await page.goto('./');
+  await open(page);
   const dir = new URL('../../tests/fixtures/prm/skywork-prm-tiny/', import.meta.url).pathname;
   await page.getByLabel('Or use your own model files').setInputFiles(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'].map((f) => dir + f));
   await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true');
@@ -261,8 +261,7 @@ test('a model from dropped files (Hugging Face checkpoint files)', async ({ page
 });
 
 test('a missing model file is reported, not hung on', async ({ page }) => {
-  await page.goto('./');
-  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+  await open(page);
   await page.getByLabel('Model', { exact: true }).selectOption('smollm2-confidence');
   await page.route('**/models/**', (route) => route.fulfill({ status: 404, body: 'not found' }));
   await page.getByRole('button', { name: 'Load model' }).click();
@@ -278,8 +277,7 @@ test('loading can be cancelled; a broken share link is ignored', async ({ page }
     await held;
     await route.continue().catch(() => {});
   });
-  await page.goto('./?model=qwen2-prm-tiny#s=not-a-valid-state');
-  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+  await open(page, './?model=qwen2-prm-tiny#s=not-a-valid-state');
   // The broken hash left the default example in place.
   await expect(page.getByLabel('Problem', { exact: true })).toHaveValue(/Maria buys/);
   await page.getByRole('button', { name: 'Load model' }).click();

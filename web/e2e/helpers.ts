@@ -10,10 +10,15 @@ export async function shot(page: Page, name: string, fullPage = true): Promise<v
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
 }
 
+/** Opens the app and waits until its controls are wired (the wasm engine instantiates first). */
+export async function open(page: Page, path = './'): Promise<void> {
+  await page.goto(path);
+  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+}
+
 /** Opens the app with a model entry selected and loads it. */
 export async function openAndLoad(page: Page, model = 'qwen2-prm-tiny', query = ''): Promise<void> {
-  await page.goto(`./?model=${model}${query}`);
-  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+  await open(page, `./?model=${model}${query}`);
   await page.getByRole('button', { name: 'Load model' }).click();
   await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true', { timeout: 120_000 });
 }
