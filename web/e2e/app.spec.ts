@@ -249,12 +249,25 @@ test('with navigator.gpu stubbed away, auto falls back to the CPU and says so; w
   await shot(page, '05-cpu-fallback', false);
 });
 
-test('a model from dropped files (Hugging Face checkpoint files)', async ({ page }) => {
+test('a model from the user\'s files (Hugging Face checkpoint), chosen or dropped', async ({ page }) => {
   await open(page);
   const dir = new URL('../../tests/fixtures/prm/skywork-prm-tiny/', import.meta.url).pathname;
   await page.getByLabel('Or use your own model files').setInputFiles(['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'].map((f) => dir + f));
   await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true');
   await expect(page.locator('#model-info')).toContainText('value-head');
+  // The same files dragged onto the drop zone.
+  await open(page);
+  const dataTransfer = await page.evaluateHandle(async (names) => {
+    const dt = new DataTransfer();
+    for (const n of names) {
+      const r = await fetch(`fixtures/prm/math-shepherd-tiny/${n}`);
+      dt.items.add(new File([await r.blob()], n));
+    }
+    return dt;
+  }, ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json']);
+  await page.dispatchEvent('#drop-zone', 'drop', { dataTransfer });
+  await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true');
+  await expect(page.locator('#model-info')).toContainText('math-shepherd');
   // One non-GGUF file alone is refused with a reason.
   await page.getByLabel('Or use your own model files').setInputFiles(dir + 'config.json');
   await expect(page.locator('#load-status')).toContainText('a single file must be a .gguf model');
