@@ -134,9 +134,26 @@ test('best-of-N: candidates ranked, answers extracted, majority vs PRM-weighted 
   await expect(page.locator('[data-vote="PRM-weighted vote"]')).toContainText(/(35|40) — weight/);
   await expect(cards.first()).toContainText(/answer: (35|40)/);
   await shot(page, '03-best-of-n');
+  await expect(page.locator('[data-votes-agree]')).toBeVisible();
   // Changing the aggregation re-ranks without rescoring.
   await page.getByLabel('Rank by').selectOption('last');
   await expect(cards.first()).toContainText('last:');
+  await expect(page.getByLabel('Aggregation')).toHaveValue('last');
+  // The ranking travels in the share link, and shows without a model.
+  const winner = await page.locator('#bon-ranking .winner').getAttribute('data-candidate');
+  const [dl] = await Promise.all([page.waitForEvent('download'), page.getByRole('button', { name: 'Export ranking JSON' }).click()]);
+  const exported = JSON.parse(readFileSync((await dl.path())!, 'utf8'));
+  expect(exported.bestOfN.aggregation).toBe('last');
+  expect(String(exported.bestOfN.best)).toBe(winner);
+  expect(exported.bestOfN.majority.display).toBe('35');
+  expect(exported.traces.filter((t: { id: string }) => t.id.startsWith('candidate-'))).toHaveLength(5);
+  await page.getByRole('button', { name: 'Copy share link to this ranking' }).click();
+  await expect(page.locator('#bon-share-status')).toContainText(/link/i);
+  const other = await page.context().newPage();
+  await open(other, page.url());
+  await expect(other.locator('#bon-ranking li.bon-card')).toHaveCount(5);
+  await expect(other.locator('#bon-ranking .winner')).toHaveAttribute('data-candidate', winner!);
+  await expect(other.getByLabel('Rank by')).toHaveValue('last');
 });
 
 test('trace files in every format the SDK reads, with bad rows reported by line', async ({ page }) => {
@@ -208,7 +225,7 @@ test('trace text renders inert: <script>, <img onerror>, through paste, files an
   await expect(page.locator('#file-trace-select option')).toContainText([payloads[1]]);
   await expect(page.locator('#steps .step-text')).toHaveText([payloads[1]]);
   // The share link carries the payload to another page: still text.
-  await page.getByRole('button', { name: 'Copy share link' }).click();
+  await page.getByRole('button', { name: 'Copy share link', exact: true }).click();
   await expect(page.locator('#share-status')).toContainText(/link/i);
   const url = page.url();
   expect(url).toContain('#s=');

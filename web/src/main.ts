@@ -446,7 +446,7 @@ async function scoreDraft(): Promise<void> {
   if (!draft) return;
   busy = true;
   refreshButtons();
-  setStatus('score-status', `Scoring ${draft.steps.length} steps…`);
+  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${scorer.info().backend === 'webgpu' ? 'GPU' : 'CPU'}… (the page pauses until it is done)`);
   await nextFrame();
   const t0 = performance.now();
   try {
@@ -675,6 +675,9 @@ function currentState(): SharedState {
   }
   const cands = candidateTexts();
   if (cands.some((c) => c.trim())) state.candidates = cands;
+  if (bon && bon.scores.every((sc) => sc.every((x) => x === null || Number.isFinite(x)))) {
+    state.bon = { responses: bon.responses, steps: bon.steps, scores: bon.scores };
+  }
   return state;
 }
 
@@ -682,13 +685,13 @@ function saveHash(): void {
   history.replaceState(null, '', encodeState(currentState()));
 }
 
-async function share(): Promise<void> {
+async function share(statusId: string): Promise<void> {
   saveHash();
   try {
     await navigator.clipboard.writeText(location.href);
-    setStatus('share-status', 'Link copied: it holds the trace, the scores and the settings (no server involved).');
+    setStatus(statusId, 'Link copied: it holds the traces, the scores and the settings (no server involved).');
   } catch {
-    setStatus('share-status', 'The link in the address bar now holds the trace, the scores and the settings; copy it from there.');
+    setStatus(statusId, 'The link in the address bar now holds the traces, the scores and the settings; copy it from there.');
   }
 }
 
@@ -706,6 +709,10 @@ function restoreFromHash(): boolean {
   thresholdMoved = true;
   setDraft(state.problem, state.response);
   if (state.candidates) setCandidates(state.candidates);
+  if (state.bon) {
+    bon = { problem: state.problem, ...state.bon, selection: selectBest([], aggregation()) };
+    rankCandidates();
+  }
   if (state.steps && state.scores) {
     current = { problem: state.problem, steps: state.steps.map((text) => ({ text })), scores: state.scores, confidence: null, source: 'link', tokens: null, model: state.model ?? null };
     renderResults();
@@ -731,7 +738,9 @@ function setupResults(): void {
   input('threshold').addEventListener('change', saveHash);
   button('export-json').addEventListener('click', exportJson);
   button('export-jsonl').addEventListener('click', exportJsonl);
-  button('share-btn').addEventListener('click', () => void share());
+  button('share-btn').addEventListener('click', () => void share('share-status'));
+  button('bon-share').addEventListener('click', () => void share('bon-share-status'));
+  button('bon-export').addEventListener('click', exportJson);
 }
 
 // ---------------------------------------------------------------- best of N
@@ -792,7 +801,7 @@ async function scoreCandidates(): Promise<void> {
   }
   busy = true;
   refreshButtons();
-  setStatus('score-status', `Scoring ${responses.length} candidates…`);
+  setStatus('score-status', `Scoring ${responses.length} candidates… (the page pauses until it is done)`);
   await nextFrame();
   try {
     const results = await scorer.scoreMany(steps.map((s) => ({ problem, steps: s })));
@@ -822,6 +831,10 @@ function rankCandidates(): void {
     vote('PRM-weighted vote', sel.weighted, (v) => `weight ${fmt(v.weight)} (sum of ${AGG_LABELS[how]} scores)`),
     el('div', { attrs: { 'data-vote': 'best' } }, el('strong', {}, `Best single candidate (${AGG_LABELS[how]})`), el('br'),
       sel.best === null ? 'none has a finite score' : `candidate ${sel.best + 1}: ${sel.candidates.find((c) => c.index === sel.best)?.rawAnswer ?? 'no answer'}`));
+  const disagree = sel.majority && sel.weighted && sel.majority.answer !== sel.weighted.answer;
+  $('bon-votes').append(el('p', { class: 'hint', attrs: { 'data-votes-agree': String(!disagree) } },
+    disagree ? `The votes disagree: weighting by the PRM picks ${sel.weighted!.display} over the majority's ${sel.majority!.display}.`
+      : 'Both votes agree.'));
   const ranked = [...sel.candidates].sort((a, b2) => (b2.score ?? -Infinity) - (a.score ?? -Infinity));
   replace($('bon-ranking'), ...ranked.map((c, rank) => {
     const win = c.index === sel.best;

@@ -17,6 +17,8 @@ export interface SharedState {
   model?: string;
   /** Best-of-N candidate responses. */
   candidates?: string[];
+  /** The scored best-of-N: each candidate's steps and their scores. */
+  bon?: { responses: string[]; steps: string[][]; scores: Array<Array<number | null>> };
 }
 
 const MAX_HASH = 512 * 1024;
@@ -38,6 +40,7 @@ export function encodeState(state: SharedState): string {
 }
 
 const isStr = (v: unknown): v is string => typeof v === 'string';
+const isScore = (x: unknown): boolean => x === null || (typeof x === 'number' && Number.isFinite(x));
 
 /** The state a hash holds, or null (with no exception) when it holds none or garbage. */
 export function decodeState(hash: string): SharedState | null {
@@ -57,10 +60,18 @@ export function decodeState(hash: string): SharedState | null {
   if (isStr(o.regex)) state.regex = o.regex;
   if (isStr(o.model)) state.model = o.model;
   if (Array.isArray(o.steps) && o.steps.every(isStr) && Array.isArray(o.scores) && o.scores.length === o.steps.length
-    && o.scores.every((x) => x === null || (typeof x === 'number' && Number.isFinite(x)))) {
+    && o.scores.every(isScore)) {
     state.steps = o.steps;
     state.scores = o.scores as Array<number | null>;
   }
   if (Array.isArray(o.candidates) && o.candidates.every(isStr)) state.candidates = o.candidates;
+  const bon = o.bon as Record<string, unknown> | undefined;
+  if (bon && typeof bon === 'object' && Array.isArray(bon.responses) && bon.responses.every(isStr)
+    && Array.isArray(bon.steps) && Array.isArray(bon.scores)
+    && bon.steps.length === bon.responses.length && bon.scores.length === bon.responses.length
+    && bon.steps.every((st) => Array.isArray(st) && st.every(isStr))
+    && bon.scores.every((sc, i) => Array.isArray(sc) && sc.length === (bon.steps as string[][])[i].length && sc.every(isScore))) {
+    state.bon = { responses: bon.responses, steps: bon.steps as string[][], scores: bon.scores as Array<Array<number | null>> };
+  }
   return state;
 }
