@@ -331,7 +331,7 @@ test('keyboard and screen-reader basics; readable at 375 px', async ({ page }) =
   await expect(page.locator('#pane-gallery')).toBeVisible();
   await expect(page.locator('#gallery li')).toHaveCount(5);
   // An example chosen and scored with the keyboard only.
-  await page.getByRole('button', { name: /Use example: Sharing cookies/ }).focus();
+  await page.getByRole('button', { name: /Use this trace: Sharing cookies/ }).focus();
   await page.keyboard.press('Enter');
   await expect(page.getByLabel('Problem', { exact: true })).toHaveValue(/Tom bakes/);
   await page.getByRole('button', { name: 'Score trace' }).focus();

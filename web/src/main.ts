@@ -336,7 +336,7 @@ function setupTabs(): void {
 function setupGallery(): void {
   const list = $('gallery');
   for (const ex of EXAMPLES) {
-    const use = el('button', { attrs: { type: 'button', 'data-example': ex.id, 'aria-label': `Use example: ${ex.title} (${ex.kind})` } }, 'Use this trace');
+    const use = el('button', { attrs: { type: 'button', 'data-example': ex.id, 'aria-label': `Use this trace: ${ex.title} (${ex.kind})` } }, 'Use this trace');
     use.addEventListener('click', () => {
       select('segmenter').value = 'blank-line';
       updateRegexVisibility();
