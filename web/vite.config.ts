@@ -29,7 +29,7 @@ export default defineConfig({
     assetsInlineLimit: 0,
     chunkSizeWarningLimit: 1024,
   },
-  // pkg/ is linked from outside node_modules: let the dev server read it.
-  server: { fs: { allow: ['..'] } },
+  // pkg/ is linked from outside node_modules: let the dev server read it (and nothing else outside web/).
+  server: { fs: { allow: ['.', '../pkg'] } },
   worker: { format: 'es' },
 });
