@@ -40,5 +40,6 @@ echo "== test-web: build (web/dist)"
 (cd web && npm run --silent build)
 
 echo "== test-web: Playwright end-to-end tests (Chromium $(/usr/bin/chromium --version 2>/dev/null | awk '{print $2}'))"
+rm -rf web/test-results/screenshots
 (cd web && npx playwright test "$@")
 echo "screenshots: web/test-results/screenshots/"

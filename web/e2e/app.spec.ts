@@ -114,6 +114,7 @@ test('live mode scores steps one by one through a session, equal to full scoring
   await expect(page.locator('#results')).toHaveAttribute('data-rendered', '4', { timeout: 60_000 });
   await expect(page.locator('#score-status')).toContainText('Live scoring done');
   const live = await cardScores(page);
+  await shot(page, '10-live-mode');
   live.forEach((s, i) => expect(Math.abs(s - full[i])).toBeLessThan(1e-4));
 });
 
@@ -186,6 +187,7 @@ test('trace files in every format the SDK reads, with bad rows reported by line'
   await expect(page.locator('#steps li.step-card')).toHaveCount(3);
   await expect(page.locator('#steps li.step-card').nth(1).locator('[data-first-error]')).toBeVisible();
   await expect(page.locator('#steps li.step-card').nth(1)).toContainText('ground truth: labelled wrong');
+  await shot(page, '09-trace-file');
 });
 
 test('trace text renders inert: <script>, <img onerror>, through paste, files and the share link', async ({ page }) => {
@@ -330,6 +332,7 @@ test('keyboard and screen-reader basics; readable at 375 px', async ({ page }) =
   await expect(page.getByRole('tab', { name: 'Examples' })).toBeFocused();
   await expect(page.locator('#pane-gallery')).toBeVisible();
   await expect(page.locator('#gallery li')).toHaveCount(5);
+  await shot(page, '08-gallery-phone', false);
   // An example chosen and scored with the keyboard only.
   await page.getByRole('button', { name: /Use this trace: Sharing cookies/ }).focus();
   await page.keyboard.press('Enter');

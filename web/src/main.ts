@@ -78,7 +78,7 @@ function setStatus(id: string, text: string, isError = false): void {
 }
 
 function mb(bytes: number): string {
-  return `${(bytes / 1e6).toFixed(1)} MB`;
+  return bytes < 1e6 ? `${(bytes / 1e3).toFixed(1)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
 }
 
 function aggregation(): Aggregation {
