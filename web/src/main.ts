@@ -2,49 +2,27 @@
 // the dense reward, compare N candidates. Every piece of trace text reaches
 // the page through textContent (see dom.ts), never as markup.
 import {
-  aggregate,
-  firstError,
   segment,
   selectBest,
   StepScorer,
-  StepscoreError,
   type Aggregation,
   type Backend,
   type Family,
   type ModelSource,
-  type ScorerInfo,
-  type Selection,
-  type StepConfidence,
 } from 'stepscore';
-import { drawChart } from './chart';
-import { scaleGradient, scoreColor, scoreTint } from './color';
-import { DEFAULT_THRESHOLD, MODELS, PROGRESS_BASELINE, type ModelEntry } from './config';
-import { $, button, el, fmt, input, nextFrame, replace, select, textarea } from './dom';
+import { addCandidate, candidateTexts, renderRanking, setCandidates } from './bestofn';
+import { DEFAULT_THRESHOLD, MODELS, type ModelEntry } from './config';
+import { $, button, el, input, nextFrame, replace, select, textarea } from './dom';
 import { download } from './download';
+import { exportDocument, exportRows } from './exporting';
 import { CANDIDATE_SETS, EXAMPLES } from './gallery';
+import { errorText, mb, modelFilesSource, showBackend, showInfo } from './modelview';
+import { renderResults as renderView } from './results';
 import { decodeState, encodeState, type SharedState } from './share';
 import { parseTraceFile, type AppStep, type AppTrace } from './traces';
+import { AGG_LABELS, type BestOfN, type Scored } from './types';
 
 // ---------------------------------------------------------------- state
-
-interface Scored {
-  problem: string;
-  steps: AppStep[];
-  scores: Array<number | null>;
-  confidence: StepConfidence[] | null;
-  /** Where the scores came from. */
-  source: 'model' | 'live' | 'file' | 'link';
-  tokens: number | null;
-  model: string | null;
-}
-
-interface BestOfN {
-  problem: string;
-  responses: string[];
-  steps: string[][];
-  scores: Array<Array<number | null>>;
-  selection: Selection;
-}
 
 let scorer: StepScorer | null = null;
 let modelName: string | null = null;
@@ -59,26 +37,15 @@ let fileTraces: AppTrace[] = [];
 /** Once the user moves the threshold, loading a model no longer resets it. */
 let thresholdMoved = false;
 
-const AGG_LABELS: Record<Aggregation, string> = { min: 'min', prod: 'product', last: 'last', mean: 'mean', geo_mean: 'geometric mean' };
 
 const params = new URLSearchParams(location.search);
 
 // ---------------------------------------------------------------- helpers
 
-function errorText(e: unknown): string {
-  if (e instanceof StepscoreError) return `${e.code}: ${e.message}`;
-  if (e instanceof Error) return e.message;
-  return String(e);
-}
-
 function setStatus(id: string, text: string, isError = false): void {
   const node = $(id);
   node.textContent = text;
   node.classList.toggle('error', isError);
-}
-
-function mb(bytes: number): string {
-  return bytes < 1e6 ? `${(bytes / 1e3).toFixed(1)} kB` : `${(bytes / 1e6).toFixed(1)} MB`;
 }
 
 function aggregation(): Aggregation {
@@ -104,54 +71,6 @@ function refreshButtons(): void {
 }
 
 // ---------------------------------------------------------------- model
-
-async function webgpuAdapterText(): Promise<string> {
-  const gpu = (navigator as Navigator & { gpu?: { requestAdapter(): Promise<unknown> } }).gpu;
-  if (!gpu) return 'not available (navigator.gpu is missing)';
-  try {
-    const adapter = (await gpu.requestAdapter()) as { info?: { vendor?: string; architecture?: string; description?: string } } | null;
-    if (!adapter) return 'navigator.gpu is present but no adapter was granted';
-    const info = adapter.info ?? {};
-    const parts = [info.description, info.vendor, info.architecture].filter((x) => x);
-    return `available (adapter: ${parts.join(' / ') || 'unnamed'})`;
-  } catch (e) {
-    return `requestAdapter failed: ${errorText(e)}`;
-  }
-}
-
-function showBackend(info: ScorerInfo): void {
-  const badge = $('backend-badge');
-  badge.classList.remove('gpu', 'cpu');
-  if (info.backend === 'webgpu') {
-    badge.classList.add('gpu');
-    badge.textContent = `Backend: WebGPU — ${info.adapter ?? 'adapter'}`;
-  } else {
-    badge.classList.add('cpu');
-    const why = info.fallbackReason ?? (info.requestedBackend === 'cpu' ? 'the CPU was requested' : 'no reason given');
-    badge.textContent = `Backend: CPU (WebAssembly) — ${why}`;
-  }
-  badge.dataset.backend = info.backend;
-}
-
-async function showInfo(info: ScorerInfo, name: string): Promise<void> {
-  const dl = $('model-info');
-  const rows: Array<[string, string]> = [
-    ['Model', name],
-    ['Family', info.family],
-    ['Format', info.format],
-    ['Architecture', info.architectures.join(', ') || '–'],
-    ['Backend', info.backend === 'webgpu' ? `WebGPU (${info.adapter ?? '?'})` : 'CPU (WebAssembly)'],
-    ['Why this backend', info.fallbackReason ?? (info.requestedBackend === info.backend ? `${info.requestedBackend} was requested` : '–')],
-    ['WebGPU in this browser', await webgpuAdapterText()],
-    ['Layers × hidden', `${info.layers} × ${info.hiddenSize} (${info.heads} heads, ${info.kvHeads} kv heads)`],
-    ['Vocabulary', String(info.vocabSize)],
-    ['Token limit', `${info.maxTokens} (context ${info.contextLength})`],
-    ['Files', info.files.map((f) => `${f.name} (${mb(f.bytes)})`).join(', ')],
-    ['Engine memory', info.wasmMemoryBytes ? mb(info.wasmMemoryBytes) : '–'],
-  ];
-  replace(dl, ...rows.flatMap(([k, v]) => [el('dt', {}, k), el('dd', {}, v)]));
-  dl.hidden = false;
-}
 
 async function loadModel(source: ModelSource, name: string, entry: ModelEntry | null): Promise<void> {
   loading?.abort(new Error('another load started'));
@@ -209,23 +128,6 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
 
 function selectedEntry(): ModelEntry {
   return MODELS.find((m) => m.id === select('model-select').value) ?? MODELS[0];
-}
-
-function modelFilesSource(files: File[]): { source: ModelSource; name: string } | string {
-  if (files.length === 0) return 'no files given';
-  if (files.length === 1) {
-    const f = files[0];
-    if (!f.name.toLowerCase().endsWith('.gguf')) {
-      return `${f.name}: a single file must be a .gguf model; for a Hugging Face checkpoint choose config.json, tokenizer.json and the .safetensors file(s) together`;
-    }
-    return { source: f, name: f.name };
-  }
-  const named: Record<string, Blob> = {};
-  for (const f of files) named[f.name] = f;
-  const missing = ['config.json', 'tokenizer.json'].filter((n) => !(n in named));
-  if (!files.some((f) => f.name.endsWith('.safetensors'))) missing.push('a .safetensors weights file');
-  if (missing.length) return `the checkpoint is missing ${missing.join(', ')}`;
-  return { source: named, name: files.map((f) => f.name).join(' + ') };
 }
 
 function useModelFiles(list: FileList | null): void {
@@ -516,146 +418,22 @@ async function scoreLive(): Promise<void> {
 
 // ---------------------------------------------------------------- results
 
-/** Running value of the aggregation over steps 0..k. */
-function running(scores: Array<number | null>, how: Aggregation, upto: number): Array<number | null> {
-  return scores.map((_, k) => (k < upto ? aggregate(scores.slice(0, k + 1), how) : null));
-}
-
-function progress(scores: Array<number | null>, upto: number): Array<number | null> {
-  return scores.map((v, k) => {
-    if (k >= upto || v === null) return null;
-    const prev = k === 0 ? PROGRESS_BASELINE : scores[k - 1];
-    return prev === null ? null : v - prev;
-  });
-}
-
-function renderLegend(t: number): void {
-  const ramp = el('div', { class: 'ramp', style: { background: scaleGradient(t) }, attrs: { role: 'img', 'aria-label': `Colour scale: red below the threshold ${t.toFixed(2)}, white at it, blue above` } },
-    el('span', { class: 'tick', style: { left: `calc(${(t * 100).toFixed(1)}% - 1px)` } }));
-  replace($('legend'), el('span', {}, '0 · likely wrong'), ramp, el('span', {}, '1 · likely right'), el('span', { class: 'hint' }, `(white = threshold ${t.toFixed(2)})`));
-}
-
-function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, first: number, t: number, pending: boolean): HTMLLIElement {
-  const color = scoreColor(score, t);
-  const isFirst = i === first;
-  const roleText = step.role ? ` · ${step.role.replace('_', ' ')}${step.tool ? ` (${step.tool})` : ''}` : '';
-  const label = step.label === true ? 'labelled correct' : step.label === false ? 'labelled wrong' : null;
-  const head = el('div', { class: 'step-head' },
-    el('h3', {}, `Step ${i + 1}${roleText}`),
-    isFirst ? el('span', { class: 'marker', attrs: { 'data-first-error': 'true' } }, `First error (below ${t.toFixed(2)})`) : null,
-    label ? el('span', { class: 'label-tag' }, `ground truth: ${label}`) : null,
-    el('span', { class: 'step-score' }, pending ? 'pending…' : `score ${fmt(score)}`));
-  const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': '1', 'aria-valuenow': String(score ?? 0), 'aria-label': `Step ${i + 1} score` } },
-    el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: color } }));
-  // Confidence shading: the SDK gives per-step token statistics, so the whole step is tinted.
-  const text = el('p', { class: 'step-text' }, step.text);
-  if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
-  const confLine = conf
-    ? el('p', { class: 'conf' }, `${conf.tokens} tokens · mean log-prob ${fmt(conf.meanLogprob)} (p ≈ ${fmt(Math.exp(conf.meanLogprob))}) · min log-prob ${fmt(conf.minLogprob)} · mean entropy ${fmt(conf.meanEntropy)} nats`)
-    : null;
-  const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs: { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'aria-label': `Step ${i + 1}, ${pending ? 'not scored yet' : `score ${fmt(score, 2)}`}${isFirst ? ', first error' : ''}` } },
-    head, bar, text, confLine);
-  return card;
-}
-
-/** Draws the current result; `upto` steps are scored (live mode), the rest pending. */
 function renderResults(upto?: number): void {
-  if (!current) return;
-  const c = current;
-  const n = upto ?? c.steps.length;
-  const how = aggregation();
-  const t = threshold();
-  $('threshold-value').textContent = t.toFixed(2);
-  const scored = c.scores.slice(0, n);
-  const agg = scored.length ? aggregate(scored, how) : null;
-  const first = scored.length ? firstError(scored, t) : -1;
-  $('aggregate').textContent = agg === null ? '–' : fmt(agg);
-  const fe = $('first-error');
-  fe.dataset.index = String(first);
-  fe.textContent = n === 0 ? 'Waiting for the first step…'
-    : first >= 0 ? `First error: step ${first + 1} (score ${fmt(scored[first])} < ${t.toFixed(2)})`
-      : `No step below the threshold ${t.toFixed(2)}${n < c.steps.length ? ' so far' : ''}.`;
-  renderLegend(t);
-  drawChart($('chart') as HTMLCanvasElement, {
-    scores: c.scores.map((v, k) => (k < n ? v : null)),
-    progress: progress(c.scores, n),
-    running: running(c.scores, how, n),
-    aggregationLabel: AGG_LABELS[how],
-    threshold: t,
-    firstError: first,
-  });
-  const prog = progress(c.scores, n);
-  const run = running(c.scores, how, n);
-  replace($('chart-table').querySelector('tbody')!, ...c.scores.map((v, k) => el('tr', {},
-    el('th', { attrs: { scope: 'row' } }, String(k + 1)), el('td', {}, k < n ? fmt(v) : 'pending'), el('td', {}, fmt(prog[k])), el('td', {}, fmt(run[k])))));
-  const note = $('confidence-note');
-  note.hidden = !c.confidence;
-  note.textContent = c.confidence
-    ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). The SDK reports confidence per step, not per token, so each step is shaded as a whole.'
-    : '';
-  const sourceNote = c.source === 'file' ? 'Scores as given in the file.' : c.source === 'link' ? `Scores from the shared link${c.model ? ` (model: ${c.model})` : ''}; load a model and score to recompute.` : null;
-  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, first, t, i >= n)));
-  if (sourceNote) $('steps').prepend(el('li', { class: 'hint' }, sourceNote));
-  const section = $('results');
-  section.hidden = false;
-  section.dataset.rendered = String(n);
+  if (current) renderView(current, aggregation(), threshold(), upto);
 }
 
 // ---------------------------------------------------------------- export & share
 
-function exportRows(): Array<Record<string, unknown>> {
-  const rows: Array<Record<string, unknown>> = [];
-  const how = aggregation();
-  const t = threshold();
-  if (current) {
-    const c = current;
-    rows.push({
-      id: 'trace',
-      problem: c.problem,
-      steps: c.steps.map((s, i) => ({ text: s.text, score: c.scores[i], ...(s.label !== undefined && s.label !== null ? { label: s.label } : {}), ...(s.role ? { role: s.role } : {}), ...(s.tool ? { tool: s.tool } : {}) })),
-      metadata: {
-        model: c.model,
-        source: c.source,
-        aggregation: how,
-        aggregate: aggregate(c.scores, how),
-        threshold: t,
-        first_error: firstError(c.scores, t),
-        ...(c.confidence ? { confidence: c.confidence } : {}),
-      },
-    });
-  }
-  if (bon) {
-    const b = bon;
-    b.responses.forEach((_, i) => {
-      const cand = b.selection.candidates.find((x) => x.index === i);
-      rows.push({
-        id: `candidate-${i + 1}`,
-        problem: b.problem,
-        steps: b.steps[i].map((text, k) => ({ text, score: b.scores[i][k] })),
-        metadata: { aggregation: b.selection.aggregation, aggregate: cand?.score ?? null, answer: cand?.answer ?? null, best: b.selection.best === i },
-      });
-    });
-  }
-  return rows;
-}
-
 function exportJson(): void {
-  const body = {
-    format: 'stepscore-demo-export',
-    version: 1,
-    exportedAt: new Date().toISOString(),
-    model: scorer ? (({ backend, family, format, architectures, fallbackReason }) => ({ name: modelName, backend, family, format, architectures, fallbackReason }))(scorer.info()) : { name: current?.model ?? null },
-    aggregation: aggregation(),
-    threshold: threshold(),
-    traces: exportRows(),
-    bestOfN: bon ? { aggregation: bon.selection.aggregation, best: bon.selection.best, majority: bon.selection.majority, weighted: bon.selection.weighted, candidates: bon.selection.candidates } : null,
-  };
+  const info = scorer?.info() ?? null;
+  const body = exportDocument({ current, bon, how: aggregation(), t: threshold(), info, modelName: modelName ?? current?.model ?? null });
   download('stepscore-scores.json', `${JSON.stringify(body, null, 2)}\n`, 'application/json');
 }
 
 function exportJsonl(): void {
   // One native stepscore trace row per line: readable again by the SDK and the CLI.
-  download('stepscore-scores.jsonl', exportRows().map((r) => JSON.stringify(r)).join('\n') + '\n', 'application/x-ndjson');
+  const rows = exportRows({ current, bon, how: aggregation(), t: threshold() });
+  download('stepscore-scores.jsonl', rows.map((r) => JSON.stringify(r)).join('\n') + '\n', 'application/x-ndjson');
 }
 
 function currentState(): SharedState {
@@ -745,39 +523,6 @@ function setupResults(): void {
 
 // ---------------------------------------------------------------- best of N
 
-function candidateTexts(): string[] {
-  return [...document.querySelectorAll<HTMLTextAreaElement>('#bon-inputs textarea')].map((t) => t.value);
-}
-
-function setCandidates(texts: string[]): void {
-  const list = $('bon-inputs');
-  replace(list);
-  texts.forEach((t) => addCandidate(t));
-}
-
-function addCandidate(text = ''): void {
-  const list = $('bon-inputs');
-  const k = list.children.length + 1;
-  const id = `bon-cand-${k}-${Math.random().toString(36).slice(2, 8)}`;
-  const area = el('textarea', { id, attrs: { rows: '4', spellcheck: 'false' } });
-  area.value = text;
-  const remove = el('button', { class: 'secondary', attrs: { type: 'button', 'aria-label': `Remove candidate ${k}` } }, 'Remove');
-  const item = el('li', {}, el('label', { attrs: { for: id } }, `Candidate ${k}`), area, remove);
-  remove.addEventListener('click', () => {
-    item.remove();
-    relabelCandidates();
-  });
-  list.append(item);
-}
-
-function relabelCandidates(): void {
-  [...$('bon-inputs').children].forEach((li, i) => {
-    const label = li.querySelector('label');
-    if (label) label.textContent = `Candidate ${i + 1}`;
-    li.querySelector('button')?.setAttribute('aria-label', `Remove candidate ${i + 1}`);
-  });
-}
-
 async function scoreCandidates(): Promise<void> {
   if (!scorer || busy) return;
   const problem = textarea('problem').value;
@@ -818,34 +563,7 @@ async function scoreCandidates(): Promise<void> {
 }
 
 function rankCandidates(): void {
-  if (!bon) return;
-  const b = bon;
-  const how = aggregation();
-  const t = threshold();
-  b.selection = selectBest(b.responses.map((response, i) => ({ steps: b.steps[i], scores: b.scores[i], response, id: `candidate ${i + 1}` })), how);
-  const sel = b.selection;
-  const vote = (title: string, v: typeof sel.majority, detail: (v: NonNullable<typeof sel.majority>) => string) =>
-    el('div', { attrs: { 'data-vote': title } }, el('strong', {}, title), el('br'), v ? `${v.display} — ${detail(v)}` : 'no answer found');
-  replace($('bon-votes'),
-    vote('Majority vote', sel.majority, (v) => `${v.count} of ${b.responses.length} candidates`),
-    vote('PRM-weighted vote', sel.weighted, (v) => `weight ${fmt(v.weight)} (sum of ${AGG_LABELS[how]} scores)`),
-    el('div', { attrs: { 'data-vote': 'best' } }, el('strong', {}, `Best single candidate (${AGG_LABELS[how]})`), el('br'),
-      sel.best === null ? 'none has a finite score' : `candidate ${sel.best + 1}: ${sel.candidates.find((c) => c.index === sel.best)?.rawAnswer ?? 'no answer'}`));
-  const disagree = sel.majority && sel.weighted && sel.majority.answer !== sel.weighted.answer;
-  $('bon-votes').append(el('p', { class: 'hint', attrs: { 'data-votes-agree': String(!disagree) } },
-    disagree ? `The votes disagree: weighting by the PRM picks ${sel.weighted!.display} over the majority's ${sel.majority!.display}.`
-      : 'Both votes agree.'));
-  const ranked = [...sel.candidates].sort((a, b2) => (b2.score ?? -Infinity) - (a.score ?? -Infinity));
-  replace($('bon-ranking'), ...ranked.map((c, rank) => {
-    const win = c.index === sel.best;
-    return el('li', { class: `bon-card${win ? ' winner' : ''}`, attrs: { 'data-candidate': String(c.index), 'data-rank': String(rank + 1), 'aria-label': `Rank ${rank + 1}: candidate ${c.index + 1}${win ? ', best' : ''}` } },
-      el('h3', {}, `#${rank + 1} · Candidate ${c.index + 1} `, win ? el('span', { class: 'winner-tag' }, '★ best') : null),
-      el('p', {}, `${AGG_LABELS[how]}: `, el('strong', {}, fmt(c.score)), ` · answer: ${c.rawAnswer ?? 'none found'}`),
-      el('div', { class: 'mini', attrs: { role: 'img', 'aria-label': `Step scores: ${b.scores[c.index].map((s) => fmt(s, 2)).join(', ')}` } },
-        ...b.scores[c.index].map((s, k) => el('span', { title: `step ${k + 1}: ${fmt(s)}`, style: { background: scoreColor(s, t) } }))),
-      el('div', { class: 'response' }, b.responses[c.index]));
-  }));
-  $('bon-results').hidden = false;
+  if (bon) renderRanking(bon, aggregation(), threshold());
 }
 
 function setupBestOfN(): void {
