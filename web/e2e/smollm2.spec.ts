@@ -27,4 +27,9 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   await expect(page.locator('#steps .conf').first()).toContainText('mean log-prob');
   console.log(`SmolLM2 confidence scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
   await shot(page, '07-smollm2-default-model');
+  // Live mode on the real model: the session's incremental scores equal full scoring.
+  await page.getByRole('button', { name: /Live/ }).click();
+  await expect(page.locator('#score-status')).toContainText('Live scoring done', { timeout: 120_000 });
+  const live = await cardScores(page);
+  live.forEach((v, i) => expect(Math.abs(v - scores[i]), `step ${i}: live ${v} vs full ${scores[i]}`).toBeLessThan(1e-3));
 });
