@@ -15,6 +15,7 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   test.setTimeout(240_000);
   await openAndLoad(page, 'smollm2-confidence');
   await expect(page.locator('#model-info')).toContainText('confidence');
+  await expect(page.locator('#model-info')).toContainText('not a trained verifier');
   await expect(page.locator('#model-info')).toContainText('SmolLM2-135M-Instruct.Q4_1.gguf (98.4 MB)');
   // The entry's own starting threshold (confidence scores sit far below 0.5).
   await expect(page.locator('#threshold')).toHaveValue('0.1');

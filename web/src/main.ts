@@ -37,7 +37,6 @@ let fileTraces: AppTrace[] = [];
 /** Once the user moves the threshold, loading a model no longer resets it. */
 let thresholdMoved = false;
 
-
 const params = new URLSearchParams(location.search);
 
 // ---------------------------------------------------------------- helpers
@@ -111,9 +110,9 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
     const info = next.info();
     setStatus('load-status', `Loaded ${name}: ${info.family} family on the ${info.backend === 'webgpu' ? 'GPU (WebGPU)' : 'CPU (WebAssembly)'}.`);
     showBackend(info);
-    await showInfo(info, name);
-    if (entry?.threshold !== undefined && !thresholdMoved) {
-      input('threshold').value = String(entry.threshold);
+    await showInfo(info, name, entry?.note ?? null);
+    if (!thresholdMoved) {
+      input('threshold').value = String(entry?.threshold ?? DEFAULT_THRESHOLD);
       renderResults();
     }
     document.body.dataset.modelReady = 'true';

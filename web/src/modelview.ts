@@ -42,10 +42,11 @@ export function showBackend(info: ScorerInfo): void {
   badge.dataset.backend = info.backend;
 }
 
-export async function showInfo(info: ScorerInfo, name: string): Promise<void> {
+export async function showInfo(info: ScorerInfo, name: string, note: string | null): Promise<void> {
   const dl = $('model-info');
   const rows: Array<[string, string]> = [
     ['Model', name],
+    ...(note ? [['About the scores', note] as [string, string]] : []),
     ['Family', info.family],
     ['Format', info.format],
     ['Architecture', info.architectures.join(', ') || '–'],
