@@ -7,7 +7,7 @@
 #   scripts/train_default_head.sh [WORKDIR]     (default WORKDIR: .cache/default-head)
 #
 # Subsampling (to fit 2 CPU cores, see docs/TRAINING.md): every 10th training
-# trace, the first 125 of every 2nd validation trace, the whole test split, the first 32
+# trace, the first 250 validation traces, the whole test split, the first 32
 # best-of-8 groups. Set FULL=1 to use every row.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +25,7 @@ features() { # split, extra args...
   "$BIN" features --model "$M" --family value-head --threads 0 "$@" - > "$WORK/$split.jsonl"
 }
 zcat data/gsm_symbolic_train.jsonl.gz | every 10 | features train
-zcat data/gsm_symbolic_val.jsonl.gz | every 2 | first 125 | features val --confidence
+zcat data/gsm_symbolic_val.jsonl.gz | first 250 | features val --confidence
 zcat data/gsm_symbolic_test.jsonl.gz | features test --confidence
 zcat data/gsm_symbolic_test_bon8.jsonl.gz | first 256 | features bon8 --confidence
 

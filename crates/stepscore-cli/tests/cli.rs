@@ -424,7 +424,10 @@ fn gzipped_inputs_stream() {
 #[cfg(not(feature = "train"))]
 #[test]
 fn train_without_the_trainer_says_how_to_build_it() {
-    let (code, err) = bad(&["train", "--out", "/tmp/never-written.safetensors", "-"], b"");
+    let (code, err) = bad(
+        &["train", "--out", "/tmp/never-written.safetensors", "-"],
+        b"",
+    );
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--features train"), "{err}");
 }

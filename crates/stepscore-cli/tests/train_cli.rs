@@ -45,7 +45,15 @@ fn train(input: &str, out: &std::path::Path) -> (i32, String) {
         .arg(backbone())
         .args(["--out"])
         .arg(out)
-        .args(["--epochs", "4", "--threads", "1", "--input-format", "processbench", "-"])
+        .args([
+            "--epochs",
+            "4",
+            "--threads",
+            "1",
+            "--input-format",
+            "processbench",
+            "-",
+        ])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -63,7 +71,10 @@ fn train(input: &str, out: &std::path::Path) -> (i32, String) {
 
 #[test]
 fn trains_a_head_that_loads_next_to_the_backbone() {
-    let out = std::env::temp_dir().join(format!("stepscore-train-{}.safetensors", std::process::id()));
+    let out = std::env::temp_dir().join(format!(
+        "stepscore-train-{}.safetensors",
+        std::process::id()
+    ));
     let (code, err) = train(&labelled_rows(30), &out);
     assert_eq!(code, 0, "{err}");
     // 30 traces, every 10th held out: 27 train; 9 of them wrong at step 1
@@ -78,7 +89,10 @@ fn trains_a_head_that_loads_next_to_the_backbone() {
     std::fs::remove_file(&out).ok();
     assert_eq!(scorer.family(), Family::ValueHead);
     let scores = scorer
-        .score_steps("What is 2 + 3, doubled?", &["2 + 3 = 5.", "Doubling gives 10."])
+        .score_steps(
+            "What is 2 + 3, doubled?",
+            &["2 + 3 = 5.", "Doubling gives 10."],
+        )
         .unwrap();
     assert!(scores
         .step_scores
@@ -88,7 +102,10 @@ fn trains_a_head_that_loads_next_to_the_backbone() {
 
 #[test]
 fn bad_records_are_reported_and_the_rest_trained() {
-    let out = std::env::temp_dir().join(format!("stepscore-train-bad-{}.safetensors", std::process::id()));
+    let out = std::env::temp_dir().join(format!(
+        "stepscore-train-bad-{}.safetensors",
+        std::process::id()
+    ));
     let input = format!("{}{{\"problem\": 5}}\n", labelled_rows(12));
     let (code, err) = train(&input, &out);
     assert_eq!(code, 1, "{err}");

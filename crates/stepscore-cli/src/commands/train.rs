@@ -10,14 +10,16 @@ use crate::input::InputArgs;
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Input: labelled traces (ProcessBench rows with `label`, TRL PRM rows with \
+#[command(
+    after_help = "Input: labelled traces (ProcessBench rows with `label`, TRL PRM rows with \
     per-step `labels`, or stepscore's format), JSON or JSONL. Steps after the first wrong one \
     are dropped (ProcessBench convention). The head reads the backbone's final hidden state at \
     each step's end (the value-head family's marker); the output holds `v_head.summary.weight` \
     [1, hidden] and `v_head.summary.bias` [1] and loads with \
     `stepscore score --model <backbone> --head <out>`.\n\
     Without --val, every 10th labelled trace is held out for early stopping.\n\
-    Needs a build with the trainer: cargo run --release -p stepscore-cli --features train -- train ...")]
+    Needs a build with the trainer: cargo run --release -p stepscore-cli --features train -- train ..."
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
