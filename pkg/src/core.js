@@ -96,7 +96,7 @@ async function loadLocal(options) {
     }
   } else {
     if (headFile) {
-      throw new StepscoreError('INVALID_ARGUMENT', 'a separate `head` file goes with a GGUF model; a checkpoint directory carries its head in its own weights');
+      throw new StepscoreError('INVALID_ARGUMENT', 'a separate `head` file goes with a GGUF backbone; for a checkpoint directory, put the head tensors in its safetensors');
     }
     files = [...resolved.files].map(([name, bytes]) => ({ name, bytes: bytes.length }));
     const hf = new HfFiles();
