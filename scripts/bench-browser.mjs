@@ -13,7 +13,9 @@
 //                          logits of the last token;
 //   stepscore confidence   the backbone + full-vocabulary logits at every
 //                          step token (49152 x 576 more per token).
-// Each is warmed up once and timed `--runs` times (median reported).
+// Each is warmed up on a short input, then timed `--runs` times (default 1;
+// the median is reported), the three interleaved so that other load on the
+// machine slows them alike.
 //
 // Usage: node scripts/bench-browser.mjs [--runs N] [--json out.json]
 // Needs: pkg/dist (scripts/build-wasm.sh), pkg/node_modules (npm ci in pkg/),
@@ -24,7 +26,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { openPage, smollm2Path, startServer } from '../pkg/test/browser/harness.mjs';
 
-const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '3' }, json: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '1' }, json: { type: 'string' } } });
 const RUNS = Math.max(1, Number(args.runs));
 const GGUF = smollm2Path();
 if (!existsSync(GGUF)) {
@@ -32,8 +34,7 @@ if (!existsSync(GGUF)) {
   process.exit(2);
 }
 
-// A deterministic arithmetic trace; STEPS steps make 512 tokens under
-// SmolLM2's tokenizer with the value-head template (checked below).
+// A deterministic arithmetic trace; the step count is fitted to 512 tokens below.
 function trace(nSteps) {
   const steps = [];
   for (let i = 0; i < nSteps; i++) {
@@ -65,6 +66,7 @@ try {
       new DataView(head.buffer).setBigUint64(0, BigInt(padded.length), true);
       head.set(new TextEncoder().encode(padded), 8);
       const s = window.stepscore;
+      window.headBytes = head;
       window.valueHead = await s.StepScorer.load({ model: bytes, head, backend: 'cpu' });
       window.confidence = await s.StepScorer.load({ model: bytes, backend: 'cpu' });
       return { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated };
@@ -73,15 +75,45 @@ try {
   );
   log(`Chromium: ${info.userAgent}; crossOriginIsolated=${info.crossOriginIsolated}`);
 
-  // Find the step count whose value-head prompt is closest to 512 tokens from below.
-  const count = (n) => page.evaluate((t) => window.valueHead.score(t).then((r) => r.tokens), trace(n));
-  let steps = 16;
-  let tokens = await count(steps);
-  while (tokens < 512) tokens = await count(++steps);
-  while (tokens > 512) tokens = await count(--steps);
+  // Token counts without running the model: a scorer limited to 1 token
+  // rejects every trace with TRACE_TOO_LONG, whose message states the count.
+  const count = (tr, template) =>
+    page.evaluate(
+      async ({ tr, template }) => {
+        try {
+          await window[template].score(tr);
+        } catch (e) {
+          const m = /the trace is (\d+) tokens/.exec(e.message);
+          if (e.code === 'TRACE_TOO_LONG' && m) return Number(m[1]);
+          throw e;
+        }
+        throw new Error('expected TRACE_TOO_LONG');
+      },
+      { tr, template },
+    );
+  await page.evaluate(async () => {
+    const s = window.stepscore;
+    window.countValueHead = await s.StepScorer.load({ model: window.ggufBytes, head: window.headBytes, maxTokens: 1 });
+    window.countConfidence = await s.StepScorer.load({ model: window.ggufBytes, maxTokens: 1 });
+  });
+  // The most steps that fit in 512 tokens, then words added to the problem
+  // until the value-head prompt is exactly 512 tokens.
+  let steps = 1;
+  while ((await count(trace(steps + 1), 'countValueHead')) <= 512) steps++;
   const t = trace(steps);
-  log(`trace: ${steps} steps, ${tokens} tokens (value-head template)`);
+  for (let pad = 0; (await count(t, 'countValueHead')) < 512 && pad < 200; pad++) t.problem += ' Thanks';
+  const tokensValueHead = await count(t, 'countValueHead');
+  const tokensConfidence = await count(t, 'countConfidence');
+  log(`trace: ${steps} steps; ${tokensValueHead} tokens with the value-head template, ${tokensConfidence} with the confidence one`);
 
+  // One short scoring each first (V8 compiles hot wasm functions with its
+  // optimizing tier in the background), then the timed runs, interleaved
+  // with wllama's below so a busy machine slows both alike.
+  await page.evaluate(async () => {
+    const warm = { problem: 'What is 2 + 2?', steps: ['2 + 2 = 4.'] };
+    await window.valueHead.score(warm);
+    await window.confidence.score(warm);
+  });
   const time = (which, tr) =>
     page.evaluate(
       async ({ which, tr }) => {
@@ -92,45 +124,40 @@ try {
       { which, tr },
     );
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const results = {};
-  for (const which of ['valueHead', 'confidence']) {
-    await time(which, t); // warm-up (V8 tiers the hot wasm functions up)
-    const runs = [];
-    for (let i = 0; i < RUNS; i++) runs.push(await time(which, t));
-    const ms = median(runs.map((r) => r.ms));
-    results[`stepscore ${which === 'valueHead' ? 'value-head' : 'confidence'}`] = { tokens: runs[0].tokens, ms, tokPerS: (runs[0].tokens * 1000) / ms, runsMs: runs.map((r) => +r.ms.toFixed(1)) };
-    log(`stepscore ${which}: ${runs[0].tokens} tokens, median ${ms.toFixed(0)} ms`);
-  }
-  await page.evaluate(() => {
-    window.valueHead.dispose();
-    window.confidence.dispose();
-  });
 
-  // wllama on the same bytes and the same text (the confidence template's text:
-  // problem, then the steps, each after the separator stepscore uses).
-  const w = await page.evaluate(
-    async ({ tr, runs }) => {
-      const { Wllama } = await import('/wllama/index.js');
-      const wllama = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: { debug() {}, log() {}, warn() {}, error: console.error } });
-      await wllama.loadModel([new Blob([window.ggufBytes])], { n_ctx: 1024, n_batch: 512, n_ubatch: 512, n_threads: 1 });
+  // wllama on the same bytes and the confidence template's text (problem,
+  // then the steps, each after a blank line, which is the separator stepscore uses).
+  await page.evaluate(async () => {
+    const { Wllama } = await import('/wllama/index.js');
+    const quiet = { debug() {}, log() {}, warn() {}, error: console.error };
+    window.wllama = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: quiet });
+    await window.wllama.loadModel([new Blob([window.ggufBytes])], { n_ctx: 1024, n_batch: 512, n_ubatch: 512, n_threads: 1 });
+    await window.wllama.createCompletion({ prompt: 'What is 2 + 2?', max_tokens: 1, temperature: 0, cache_prompt: false });
+  });
+  const wllamaOnce = (tr) =>
+    page.evaluate(async (tr) => {
       const prompt = [tr.problem, ...tr.steps].join('\n\n');
-      const one = async () => {
-        const t0 = performance.now();
-        const r = await wllama.createCompletion({ prompt, max_tokens: 1, temperature: 0, cache_prompt: false });
-        return { wallMs: performance.now() - t0, promptN: r.timings?.prompt_n ?? r.usage?.prompt_tokens, promptMs: r.timings?.prompt_ms ?? null };
-      };
-      await one();
-      const out = [];
-      for (let i = 0; i < runs; i++) out.push(await one());
-      const ctx = wllama.getLoadedContextInfo();
-      await wllama.exit();
-      return { runs: out, nThreads: ctx.n_threads ?? null, nBatch: ctx.n_batch };
-    },
-    { tr: t, runs: RUNS },
-  );
-  const promptMs = median(w.runs.map((r) => r.promptMs ?? r.wallMs));
-  results['wllama prompt'] = { tokens: w.runs[0].promptN, ms: promptMs, tokPerS: (w.runs[0].promptN * 1000) / promptMs, wallMs: w.runs.map((r) => +r.wallMs.toFixed(1)), runsMs: w.runs.map((r) => +(r.promptMs ?? r.wallMs).toFixed(1)) };
-  log(`wllama: ${w.runs[0].promptN} prompt tokens, median prompt ${promptMs.toFixed(0)} ms`);
+      const t0 = performance.now();
+      const r = await window.wllama.createCompletion({ prompt, max_tokens: 1, temperature: 0, cache_prompt: false });
+      return { wallMs: performance.now() - t0, tokens: r.timings?.prompt_n ?? r.usage?.prompt_tokens, ms: r.timings?.prompt_ms ?? performance.now() - t0 };
+    }, tr);
+
+  const runs = { 'stepscore value-head': [], 'wllama prompt': [], 'stepscore confidence': [] };
+  for (let i = 0; i < RUNS; i++) {
+    runs['stepscore value-head'].push(await time('valueHead', t));
+    runs['wllama prompt'].push(await wllamaOnce(t));
+    runs['stepscore confidence'].push(await time('confidence', t));
+    log(`run ${i + 1}/${RUNS}: ${Object.entries(runs).map(([k, v]) => `${k} ${v[i].ms.toFixed(0)} ms`).join(', ')}`);
+  }
+  await page.evaluate(async () => {
+    for (const k of ['valueHead', 'confidence', 'countValueHead', 'countConfidence']) window[k].dispose();
+    await window.wllama.exit();
+  });
+  const results = {};
+  for (const [k, v] of Object.entries(runs)) {
+    const ms = median(v.map((r) => r.ms));
+    results[k] = { tokens: v[0].tokens, ms, tokPerS: (v[0].tokens * 1000) / ms, runsMs: v.map((r) => +r.ms.toFixed(1)) };
+  }
 
   const ratio = results['stepscore value-head'].tokPerS / results['wllama prompt'].tokPerS;
   const report = {

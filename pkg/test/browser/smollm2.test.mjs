@@ -18,6 +18,8 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
 import { StepScorer } from 'stepscore';
+import { createHash } from 'node:crypto';
+import { headFile } from '../helpers.js';
 import { inPage, openPage, smollm2Path, startServer, value } from './harness.mjs';
 
 const GGUF = smollm2Path();
@@ -91,5 +93,64 @@ test('SmolLM2 by URL in a worker: same numbers as Node-wasm, native within the d
   }
   assert.ok(got.tokens.computed <= NATIVE.tokens + 3 * TRACE.steps.length, `session computed ${got.tokens.computed} tokens`);
   assert.ok(got.ticks > 0, 'the page kept running while the worker scored');
+  assert.deepEqual(chrome.errors, []);
+});
+
+test('the default-PRM layout: a manifest naming SmolLM2 + a head file, cached in Cache Storage, hashed on every load', { skip, timeout: 240_000 }, async () => {
+  const weights = Array.from({ length: 576 }, (_, i) => (((i * 37) % 11) - 5) * 0.01);
+  const head = headFile(weights, -0.2);
+  const gguf = readFileSync(GGUF);
+  const sha = (b) => createHash('sha256').update(b).digest('hex');
+  server.put('head.safetensors', head);
+  const manifest = server.put(
+    'prm.json',
+    JSON.stringify({
+      version: 1,
+      model: '../smollm2.gguf',
+      head: 'head.safetensors',
+      files: [
+        { url: '../smollm2.gguf', size: gguf.length, sha256: sha(gguf) },
+        { url: 'head.safetensors', size: head.length, sha256: sha(head) },
+      ],
+    }),
+  );
+  const before = server.count('/smollm2.gguf');
+  const runs = [];
+  for (let i = 0; i < 2; i++) {
+    runs.push(
+      value(
+        await inPage(
+          chrome.page,
+          async (s, { manifest, trace }) => {
+            const done = {};
+            const t0 = performance.now();
+            const scorer = await s.StepScorer.load({ manifest, onProgress: (p) => p.phase === 'download' && p.loaded === p.total && (done[p.file] = p.cached) });
+            const loadMs = performance.now() - t0;
+            try {
+              return { loadMs, done, info: scorer.info(), score: await scorer.score(trace) };
+            } finally {
+              scorer.dispose();
+            }
+          },
+          { manifest, trace: TRACE },
+        ),
+      ),
+    );
+  }
+  console.log(`# SmolLM2 + head via manifest in the page: first load ${runs[0].loadMs.toFixed(0)} ms (network), second ${runs[1].loadMs.toFixed(0)} ms (Cache Storage; sha256 of 98 MB included)`);
+  assert.deepEqual(runs[0].done, { 'smollm2.gguf': false, 'head.safetensors': false });
+  assert.deepEqual(runs[1].done, { 'smollm2.gguf': true, 'head.safetensors': true });
+  assert.equal(server.count('/smollm2.gguf') - before, 1, 'downloaded once, then read from the cache');
+  assert.equal(server.count('/mem/head.safetensors'), 1);
+  assert.equal(runs[0].info.family, 'value-head');
+  assert.deepEqual(runs[1].score, runs[0].score);
+
+  const node = await StepScorer.load({ model: new Uint8Array(gguf), head });
+  try {
+    assert.deepEqual(runs[0].score, await node.score(TRACE), 'Chromium and Node: identical value-head scores');
+  } finally {
+    node.dispose();
+  }
+  value(await inPage(chrome.page, (s) => s.clearCache()));
   assert.deepEqual(chrome.errors, []);
 });
