@@ -21,7 +21,20 @@ pub struct HeadFile {
 /// convert a backbone-sized blob.
 const MAX_HEAD_BYTES: usize = 256 << 20;
 
+/// The default PRM's head: a linear value head trained on SmolLM2-135M-Instruct
+/// hidden states (scripts/train_default_head.sh; results in docs/TRAINING.md).
+/// Embedded so every build (CLI, wasm) has the default model once the backbone
+/// GGUF is fetched.
+pub const DEFAULT_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
+const DEFAULT_HEAD_BYTES: &[u8] =
+    include_bytes!("../../../../models/smollm2-135m-gsm-value-head.safetensors");
+
 impl HeadFile {
+    /// The embedded default head (see [`DEFAULT_HEAD_NAME`]).
+    pub fn default_head() -> Result<HeadFile> {
+        HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME)
+    }
+
     /// Parses safetensors bytes; `name` is used in error messages.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HeadFile> {
         if bytes.len() > MAX_HEAD_BYTES {

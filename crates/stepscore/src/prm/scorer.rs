@@ -156,12 +156,7 @@ impl Scorer {
         if path.is_dir() {
             Self::hf_dir(path, options, mode, None)
         } else {
-            let bytes = ModelBytes::open(path)?;
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            Self::gguf(GgufModel::parse(bytes, &name)?, options, mode, None)
+            Self::gguf(parse_gguf_file(path)?, options, mode, None)
         }
     }
 
@@ -178,16 +173,21 @@ impl Scorer {
         let head_bytes =
             std::fs::read(head_path).map_err(|e| Error::io(head_path.display().to_string(), e))?;
         let head = HeadFile::from_bytes(&head_bytes, &head_path.display().to_string())?;
+        Self::open_with_head_file(model, &head, options)
+    }
+
+    /// [`Scorer::open_with_head`] with the head already parsed (e.g.
+    /// [`HeadFile::default_head`]).
+    pub fn open_with_head_file(
+        model: impl AsRef<Path>,
+        head: &HeadFile,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
         let path = model.as_ref();
         if path.is_dir() {
-            Self::hf_dir(path, options, HeadMode::Load, Some(&head))
+            Self::hf_dir(path, options, HeadMode::Load, Some(head))
         } else {
-            let bytes = ModelBytes::open(path)?;
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            Self::from_gguf_with_head(GgufModel::parse(bytes, &name)?, &head, options)
+            Self::from_gguf_with_head(parse_gguf_file(path)?, head, options)
         }
     }
 
@@ -517,6 +517,16 @@ impl Scorer {
         enc.tokens.truncate(end + 1);
         Ok(dropped)
     }
+}
+
+/// Maps a GGUF file and parses it, named by its file name in errors.
+fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
+    let bytes = ModelBytes::open(path)?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    GgufModel::parse(bytes, &name)
 }
 
 /// 0 means every core the platform reports.
