@@ -30,5 +30,8 @@ fi
 scripts/build-wasm.sh
 (cd pkg && npm test && npm run --silent typecheck)
 
+echo "== npm package in Chromium (pkg/test/browser)"
+scripts/test-browser.sh
+
 echo "== demo web app (web/): build + Playwright e2e in Chromium"
 scripts/test-web.sh

@@ -29,5 +29,5 @@ zcat data/gsm_symbolic_val.jsonl.gz | first 250 | features val --confidence
 zcat data/gsm_symbolic_test.jsonl.gz | features test --confidence
 zcat data/gsm_symbolic_test_bon8.jsonl.gz | first 256 | features bon8 --confidence
 
-target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$OUT"
+target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$OUT" --weight-decay 10 --patience 8
 python3 scripts/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN"

@@ -1,27 +1,11 @@
-import { defineConfig, type Plugin } from 'vite';
+import { defineConfig } from 'vite';
 import { serveModels } from './server/models.ts';
-
-// pkg/package.json says "sideEffects": false, but its browser entry's body is a
-// side effect: it instantiates the wasm module (top-level await). Without this
-// the bundler drops that body and every engine call fails. Keep the entry's
-// side effects whatever the package declares.
-function keepStepscoreInit(): Plugin {
-  return {
-    name: 'stepscore-keep-wasm-init',
-    enforce: 'pre',
-    async resolveId(source, importer, options) {
-      if (source !== 'stepscore') return null;
-      const resolved = await this.resolve(source, importer, { ...options, skipSelf: true });
-      return resolved ? { ...resolved, moduleSideEffects: true } : null;
-    },
-  };
-}
 
 // base './': the built site works from any path (a static host's sub-folder too).
 // Top-level await (pkg's entry instantiates the wasm module) needs ES2022.
 export default defineConfig({
   base: './',
-  plugins: [keepStepscoreInit(), serveModels()],
+  plugins: [serveModels()],
   build: {
     target: 'es2022',
     outDir: 'dist',

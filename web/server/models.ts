@@ -2,7 +2,8 @@
 // (dev server and `vite preview`), so nothing large is copied into the repo
 // or into dist/:
 //   /models/<file>          -> the first of $STEPSCORE_MODELS_DIR, web/models/,
-//                              stepscore's cache dir ($XDG_CACHE_HOME/stepscore
+//                              the repository's models/, stepscore's cache dir ($STEPSCORE_CACHE,
+//                              $XDG_CACHE_HOME/stepscore
 //                              or ~/.cache/stepscore) that holds <file>
 //   /fixtures/prm/<dir>/... -> tests/fixtures/prm (the tiny PRMs the e2e tests use)
 // A missing file is a 404 (never the SPA's index.html), so the SDK reports it.
@@ -17,13 +18,15 @@ const webDir = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** stepscore's cache directory, the way the Rust crate computes it. */
 export function cacheDir(): string {
+  if (process.env.STEPSCORE_CACHE) return resolve(process.env.STEPSCORE_CACHE);
   const xdg = process.env.XDG_CACHE_HOME;
   if (xdg) return join(xdg, 'stepscore');
   return join(process.env.HOME || homedir(), '.cache', 'stepscore');
 }
 
 function modelRoots(): string[] {
-  const roots = [join(webDir, 'models'), cacheDir()];
+  // web/models, the repository's models/ (the trained default head), then the cache (the GGUF).
+  const roots = [join(webDir, 'models'), resolve(webDir, '..', 'models'), cacheDir()];
   const extra = process.env.STEPSCORE_MODELS_DIR;
   return extra ? [resolve(extra), ...roots] : roots;
 }

@@ -21,14 +21,26 @@ export interface ModelEntry {
   threshold?: number;
 }
 
+/** stepscore's default PRM: SmolLM2's GGUF plus the value head trained on it (models/, issue 7). */
 export const DEFAULT_MODEL: ModelEntry = {
+  id: 'smollm2-prm',
+  label: 'SmolLM2-135M-Instruct Q4_1 + stepscore value head (default)',
+  model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  family: 'value-head',
+  options: { head: 'models/smollm2-135m-gsm-value-head.safetensors' },
+  note: 'A linear value head trained on SmolLM2 hidden states over synthetic GSM traces. A weak verifier: step AUROC 0.63 on held-out generators (docs/TRAINING.md).',
+  // The F1-optimal threshold on the validation split (scripts/results_table.py).
+  threshold: 0.31,
+};
+
+/** The same backbone, training-free: its own confidence in each step. */
+export const CONFIDENCE_MODEL: ModelEntry = {
   id: 'smollm2-confidence',
-  label: 'SmolLM2-135M-Instruct Q4_1 — confidence (training-free)',
+  label: 'SmolLM2-135M-Instruct Q4_1 \u2014 confidence (training-free)',
   model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
   family: 'confidence',
   note: 'Scores are the model\u2019s own confidence in each step (geometric mean token probability), not a trained verifier.',
-  // Set by hand from the gallery traces (correct steps ~0.1–0.6, answer lines ~0.07–0.10),
-  // not calibrated: a trained head (issue 7) replaces this entry.
+  // Set by hand from the gallery traces (correct steps ~0.1–0.6, answer lines ~0.07–0.10), not calibrated.
   threshold: 0.1,
 };
 
@@ -41,7 +53,7 @@ export const FIXTURE_MODELS: ModelEntry[] = [
   { id: 'confidence-tiny', label: 'tiny causal LM, confidence (test fixture)', model: 'fixtures/prm/confidence-tiny/', family: 'confidence' },
 ];
 
-export const MODELS: ModelEntry[] = [DEFAULT_MODEL, ...FIXTURE_MODELS];
+export const MODELS: ModelEntry[] = [DEFAULT_MODEL, CONFIDENCE_MODEL, ...FIXTURE_MODELS];
 
 /** Step scores below this count as errors until the user moves the slider. */
 export const DEFAULT_THRESHOLD = 0.5;

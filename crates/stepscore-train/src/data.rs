@@ -206,7 +206,9 @@ impl ExamplesBuilder {
                 ));
             }
             if w == 0 || w > MAX_WIDTH {
-                return Err(format!("`features[{i}]` width {w} is outside 1..={MAX_WIDTH}"));
+                return Err(format!(
+                    "`features[{i}]` width {w} is outside 1..={MAX_WIDTH}"
+                ));
             }
             if let Some(j) = row.iter().position(|v| !v.is_finite()) {
                 return Err(format!("`features[{i}][{j}]` is not finite"));

@@ -308,7 +308,10 @@ impl Trained {
             confidence_features.to_string(),
         );
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());
-        meta.insert("stepscore.best_epoch".to_string(), self.best_epoch.to_string());
+        meta.insert(
+            "stepscore.best_epoch".to_string(),
+            self.best_epoch.to_string(),
+        );
         if let Some(a) = self.best_val_auroc() {
             meta.insert("stepscore.val_step_auroc".to_string(), format!("{a:.4}"));
         }
