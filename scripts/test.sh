@@ -14,6 +14,8 @@ cargo run --locked -q -p stepscore-cli -- fetch || echo "warning: default model 
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
+# `stepscore train` lives behind the CLI's `train` feature (burn stays out of default builds).
+cargo test --locked -p stepscore-cli --features train --test train_cli
 
 echo "== wasm package (pkg/): build, Node tests, types"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
@@ -27,3 +29,9 @@ if [ "$node_major" -lt 20 ]; then
 fi
 scripts/build-wasm.sh
 (cd pkg && npm test && npm run --silent typecheck)
+
+echo "== npm package in Chromium (pkg/test/browser)"
+scripts/test-browser.sh
+
+echo "== demo web app (web/): build + Playwright e2e in Chromium"
+scripts/test-web.sh

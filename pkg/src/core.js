@@ -12,10 +12,13 @@ import {
   extractAnswer as wasmExtractAnswer,
 } from './wasm/stepscore_wasm.js';
 import { StepscoreError, callWasm } from './errors.js';
-import { resolveModel, throwIfAborted } from './fetch.js';
+import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
+import { loadManifest } from './integrity.js';
+import { loadInWorker } from './remote.js';
 import { wasmMemoryBytes } from './runtime.js';
 
 export { StepscoreError } from './errors.js';
+export { clearCache, DEFAULT_CACHE } from './fetch.js';
 
 const BACKENDS = ['auto', 'webgpu', 'cpu'];
 const NO_WEBGPU_ENGINE = "stepscore's WebGPU engine is not in this version of the package";
@@ -46,89 +49,192 @@ function engineOptions(options) {
   return { family, maxTokens, truncation, quantize };
 }
 
-export class StepScorer {
+function checkLoadOptions(options) {
+  if (!options || typeof options !== 'object') {
+    throw new StepscoreError('INVALID_ARGUMENT', 'StepScorer.load needs an options object with `model`');
+  }
+  if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
+    throw new StepscoreError('INVALID_ARGUMENT', '`onProgress` must be a function');
+  }
+  const { cache } = options;
+  if (cache !== undefined && typeof cache !== 'boolean' && !(typeof cache === 'string' && cache !== '')) {
+    throw new StepscoreError('INVALID_ARGUMENT', '`cache` must be true, false or a cache name');
+  }
+}
+
+/** Loads in this thread: downloads, then builds the wasm scorer. */
+async function loadLocal(options) {
+  const { backend: requested = 'auto', onProgress, signal, cache } = options;
+  const { backend, fallbackReason } = chooseBackend(requested);
+  throwIfAborted(signal);
+  let { model, head } = options;
+  let expected = new Map();
+  if (options.manifest !== undefined && options.manifest !== null) {
+    const manifest = await loadManifest(options.manifest, signal);
+    model ??= manifest.model ?? undefined;
+    head ??= manifest.head ?? undefined;
+    expected = manifest.files;
+  }
+  const downloader = new Downloader({ signal, onProgress, cache, expected });
+  const resolved = await resolveModel(model, downloader);
+  const headFile = head === undefined || head === null ? null : await resolveFile(head, 'head', 'head.safetensors', downloader);
+  throwIfAborted(signal);
+  onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });
+  const wasmOptions = engineOptions(options);
+  let inner;
+  let files;
+  if (resolved.kind === 'gguf') {
+    files = [{ name: resolved.name, bytes: resolved.bytes.length }];
+    if (headFile) {
+      if (typeof WasmScorer.fromGgufWithHead !== 'function') {
+        throw new StepscoreError('NOT_IMPLEMENTED', 'this build of the engine cannot load a separate `head` file');
+      }
+      files.push({ name: headFile.name, bytes: headFile.bytes.length });
+      inner = callWasm(() => WasmScorer.fromGgufWithHead(resolved.bytes, resolved.name, headFile.bytes, headFile.name, wasmOptions));
+    } else {
+      inner = callWasm(() => WasmScorer.fromGguf(resolved.bytes, resolved.name, wasmOptions));
+    }
+  } else {
+    if (headFile) {
+      throw new StepscoreError('INVALID_ARGUMENT', 'a separate `head` file goes with a GGUF backbone; for a checkpoint directory, put the head tensors in its safetensors');
+    }
+    files = [...resolved.files].map(([name, bytes]) => ({ name, bytes: bytes.length }));
+    const hf = new HfFiles();
+    try {
+      for (const [name, bytes] of resolved.files) callWasm(() => hf.add(name, bytes));
+      inner = callWasm(() => WasmScorer.fromHf(hf, wasmOptions));
+    } finally {
+      hf.free();
+    }
+  }
+  const model_ = callWasm(() => inner.info());
+  const info = { backend, requestedBackend: requested, adapter: null, fallbackReason, ...model_, files, worker: false };
+  return new LocalEngine(inner, info);
+}
+
+/** The wasm scorer of this thread behind the engine interface StepScorer uses. */
+class LocalEngine {
   #inner;
   #info;
-  #sessions = new Set();
 
-  constructor(token, inner, info) {
-    if (token !== INTERNAL) throw new TypeError('use StepScorer.load() to create a scorer');
+  constructor(inner, info) {
     this.#inner = inner;
     this.#info = info;
   }
 
+  score(trace) {
+    return callWasm(() => this.#inner.score(trace));
+  }
+
+  scoreMany(traces) {
+    return callWasm(() => this.#inner.scoreMany(traces));
+  }
+
+  session(problem) {
+    return new LocalSession(callWasm(() => this.#inner.session(problem)));
+  }
+
+  info() {
+    return { ...this.#info, files: this.#info.files.map((f) => ({ ...f })), wasmMemoryBytes: wasmMemoryBytes() };
+  }
+
+  dispose() {
+    this.#inner.free();
+  }
+}
+
+class LocalSession {
+  #inner;
+
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  append(step) {
+    return callWasm(() => this.#inner.append(step));
+  }
+
+  get scores() {
+    return Array.from(callWasm(() => this.#inner.scores()));
+  }
+
+  get steps() {
+    return callWasm(() => this.#inner.steps());
+  }
+
+  get confidence() {
+    return callWasm(() => this.#inner.confidence());
+  }
+
+  get tokens() {
+    return { computed: callWasm(() => this.#inner.computedTokens()), cached: callWasm(() => this.#inner.cachedTokens()) };
+  }
+
+  dispose() {
+    this.#inner.free();
+  }
+}
+
+export class StepScorer {
+  #engine;
+  #sessions = new Set();
+
+  constructor(token, engine) {
+    if (token !== INTERNAL) throw new TypeError('use StepScorer.load() to create a scorer');
+    this.#engine = engine;
+  }
+
   /**
-   * Downloads (or reads) a model and builds a scorer. See index.d.ts for the options.
+   * Downloads (or reads) a model and builds a scorer, in this thread or, with
+   * `worker`, in a Web Worker. See index.d.ts for the options.
    */
   static async load(options) {
-    if (!options || typeof options !== 'object') {
-      throw new StepscoreError('INVALID_ARGUMENT', 'StepScorer.load needs an options object with `model`');
-    }
-    const { model, backend: requested = 'auto', onProgress, signal } = options;
-    if (onProgress !== undefined && typeof onProgress !== 'function') {
-      throw new StepscoreError('INVALID_ARGUMENT', '`onProgress` must be a function');
-    }
-    const { backend, fallbackReason } = chooseBackend(requested);
-    const resolved = await resolveModel(model, { signal, onProgress });
-    throwIfAborted(signal);
-    onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });
-    const wasmOptions = engineOptions(options);
-    let inner;
-    let files;
-    if (resolved.kind === 'gguf') {
-      files = [{ name: resolved.name, bytes: resolved.bytes.length }];
-      inner = callWasm(() => WasmScorer.fromGguf(resolved.bytes, resolved.name, wasmOptions));
+    checkLoadOptions(options);
+    let engine;
+    if (options.worker) {
+      // Refuse what the worker would refuse before starting one.
+      chooseBackend(options.backend ?? 'auto');
+      throwIfAborted(options.signal);
+      engine = await loadInWorker(options);
     } else {
-      files = [...resolved.files].map(([name, bytes]) => ({ name, bytes: bytes.length }));
-      const hf = new HfFiles();
-      try {
-        for (const [name, bytes] of resolved.files) callWasm(() => hf.add(name, bytes));
-        inner = callWasm(() => WasmScorer.fromHf(hf, wasmOptions));
-      } finally {
-        hf.free();
-      }
+      engine = await loadLocal(options);
     }
-    const model_ = callWasm(() => inner.info());
-    const info = { backend, requestedBackend: requested, adapter: null, fallbackReason, ...model_, files };
-    return new StepScorer(INTERNAL, inner, info);
+    return new StepScorer(INTERNAL, engine);
   }
 
   #live() {
-    if (!this.#inner) throw new StepscoreError('DISPOSED', 'this scorer was disposed');
-    return this.#inner;
+    if (!this.#engine) throw new StepscoreError('DISPOSED', 'this scorer was disposed');
+    return this.#engine;
   }
 
   /** Scores every step of a trace. */
   async score(trace) {
-    const inner = this.#live();
-    return callWasm(() => inner.score(trace));
+    return this.#live().score(trace);
   }
 
   /** Scores several traces (all are checked before any is scored). */
   async scoreMany(traces) {
-    const inner = this.#live();
-    return callWasm(() => inner.scoreMany(traces));
+    return this.#live().scoreMany(traces);
   }
 
   /** Starts scoring a trace step by step, reusing the work of earlier steps. */
   session(problem) {
-    const inner = this.#live();
-    const session = new Session(INTERNAL, callWasm(() => inner.session(problem)), this.#sessions);
+    const engine = this.#live();
+    const session = new Session(INTERNAL, engine.session(problem), this.#sessions);
     this.#sessions.add(session);
     return session;
   }
 
   /** Backend, family, dimensions and sizes of the loaded model. */
   info() {
-    this.#live();
-    return { ...this.#info, files: this.#info.files.map((f) => ({ ...f })), wasmMemoryBytes: wasmMemoryBytes() };
+    return this.#live().info();
   }
 
-  /** Frees the model and every session started on it. Safe to call twice. */
+  /** Frees the model and every session started on it (and ends its worker). Safe to call twice. */
   dispose() {
     for (const s of [...this.#sessions]) s.dispose();
-    this.#inner?.free();
-    this.#inner = null;
+    this.#engine?.dispose();
+    this.#engine = null;
   }
 }
 
@@ -153,36 +259,31 @@ export class Session {
 
   /** Appends a step and resolves to its score. */
   async append(step) {
-    const inner = this.#live();
-    return callWasm(() => inner.append(step));
+    return this.#live().append(step);
   }
 
   /** Scores of the steps appended so far. */
   get scores() {
-    const inner = this.#live();
-    return Array.from(callWasm(() => inner.scores()));
+    return this.#live().scores;
   }
 
   /** The steps appended so far. */
   get steps() {
-    const inner = this.#live();
-    return callWasm(() => inner.steps());
+    return this.#live().steps;
   }
 
   /** Confidence-family statistics per step (empty for other families). */
   get confidence() {
-    const inner = this.#live();
-    return callWasm(() => inner.confidence());
+    return this.#live().confidence;
   }
 
   /** Tokens run through the model over the session's life, and tokens held in its cache. */
   get tokens() {
-    const inner = this.#live();
-    return { computed: callWasm(() => inner.computedTokens()), cached: callWasm(() => inner.cachedTokens()) };
+    return this.#live().tokens;
   }
 
   dispose() {
-    this.#inner?.free();
+    this.#inner?.dispose();
     this.#inner = null;
     this.#owner.delete(this);
   }

@@ -2,6 +2,10 @@
 // progress and AbortSignal, Blobs/Files, buffers, and objects of named files.
 
 import { StepscoreError } from './errors.js';
+import { verify } from './integrity.js';
+
+/** The Cache Storage cache that holds downloaded model files unless `cache` names another. */
+export const DEFAULT_CACHE = 'stepscore-v1';
 
 const GGUF_MAGIC = [0x47, 0x47, 0x55, 0x46]; // "GGUF"
 // Above this a declared Content-Length is not trusted for preallocation.
@@ -39,51 +43,129 @@ async function blobBytes(blob, name, signal, onProgress) {
   throwIfAborted(signal);
   const bytes = new Uint8Array(await blob.arrayBuffer());
   throwIfAborted(signal);
-  onProgress?.({ phase: 'download', file: name, loaded: bytes.length, total: bytes.length });
+  onProgress?.({ phase: 'download', file: name, loaded: bytes.length, total: bytes.length, cached: false });
   return bytes;
 }
 
 /**
- * GETs `url` into one Uint8Array, reporting progress per chunk. Returns null
- * for a 404 when `optional`.
+ * GETs URLs for one load: from Cache Storage when a copy is there, else over
+ * the network (then stored), reporting progress per chunk either way and
+ * checking the bytes against the manifest's size and sha256 when it lists the
+ * URL. A cached copy that fails the check is evicted and downloaded again; a
+ * download that fails it rejects with INTEGRITY_ERROR and is not stored.
+ * Caching is best-effort: where Cache Storage is missing (Node, insecure
+ * pages) or refuses (quota, private mode), downloads go uncached.
  */
-export async function fetchBytes(url, { signal, onProgress, file, optional = false } = {}) {
-  throwIfAborted(signal);
-  let response;
-  try {
-    response = await fetch(url, { signal });
-  } catch (e) {
-    throwIfAborted(signal);
-    throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}`, { cause: e });
+export class Downloader {
+  #signal;
+  #onProgress;
+  #cacheName;
+  #cache = undefined; // undefined: not opened yet; null: unavailable
+  #expected;
+
+  constructor({ signal, onProgress, cache = DEFAULT_CACHE, expected = new Map() } = {}) {
+    this.#signal = signal;
+    this.#onProgress = onProgress;
+    this.#cacheName = cache === true || cache === undefined ? DEFAULT_CACHE : cache || null;
+    this.#expected = expected;
   }
-  if (response.status === 404 && optional) {
-    await response.body?.cancel();
-    return null;
+
+  get signal() {
+    return this.#signal;
   }
-  if (!response.ok) {
-    await response.body?.cancel();
-    throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+
+  progress(event) {
+    this.#onProgress?.(event);
   }
-  // A compressed body's Content-Length counts compressed bytes, not the ones we read.
-  const encoding = response.headers.get('content-encoding');
-  const declared = Number(response.headers.get('content-length'));
-  const total = (!encoding || encoding === 'identity') && Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
-  const report = (loaded) => onProgress?.({ phase: 'download', file, loaded, total });
-  try {
-    if (!response.body) {
-      const bytes = new Uint8Array(await response.arrayBuffer());
-      report(bytes.length);
-      return bytes;
+
+  async #openCache() {
+    if (this.#cache !== undefined) return this.#cache;
+    this.#cache = null;
+    if (this.#cacheName && globalThis.caches) {
+      try {
+        this.#cache = await globalThis.caches.open(this.#cacheName);
+      } catch {
+        // SecurityError on opaque origins, storage disabled: go uncached.
+      }
     }
-    return await readStream(response.body.getReader(), total, report);
-  } catch (e) {
+    return this.#cache;
+  }
+
+  /** The bytes at `url`; null for a 404 when `optional`. `file` names it in progress events. */
+  async get(url, { file, optional = false } = {}) {
+    const signal = this.#signal;
     throwIfAborted(signal);
-    if (e instanceof StepscoreError) throw e;
-    throw new StepscoreError('FETCH_FAILED', `GET ${url}: reading the body failed: ${e?.message ?? e}`, { cause: e });
+    const expect = this.#expected.get(url) ?? null;
+    const cache = await this.#openCache();
+    if (cache) {
+      const hit = await cache.match(url).catch(() => undefined);
+      if (hit) {
+        const bytes = await this.#read(hit, url, file, true, expect);
+        try {
+          await verify(bytes, expect, url, 'cached copy');
+          return bytes;
+        } catch (e) {
+          if (e?.code !== 'INTEGRITY_ERROR') throw e;
+          await cache.delete(url).catch(() => false);
+          // Stale or damaged: fall through to a fresh download.
+        }
+      }
+    }
+    let response;
+    try {
+      response = await fetch(url, { signal });
+    } catch (e) {
+      throwIfAborted(signal);
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}`, { cause: e });
+    }
+    if (response.status === 404 && optional) {
+      await response.body?.cancel();
+      return null;
+    }
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+    }
+    const bytes = await this.#read(response, url, file, false, expect);
+    await verify(bytes, expect, url, 'download');
+    if (cache) {
+      const headers = { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) };
+      await cache.put(url, new Response(bytes, { headers })).catch(() => undefined);
+    }
+    return bytes;
+  }
+
+  async #read(response, url, file, cached, expect) {
+    const signal = this.#signal;
+    // A compressed body's Content-Length counts compressed bytes, not the ones we read.
+    const encoding = response.headers.get('content-encoding');
+    const declared = Number(response.headers.get('content-length') ?? NaN);
+    const total =
+      (!encoding || encoding === 'identity') && Number.isSafeInteger(declared) && declared >= 0 ? declared : (expect?.size ?? null);
+    const report = (loaded) => this.progress({ phase: 'download', file, loaded, total, cached });
+    try {
+      if (!response.body) {
+        const bytes = new Uint8Array(await response.arrayBuffer());
+        report(bytes.length);
+        return bytes;
+      }
+      return await readStream(response.body.getReader(), total, report, signal);
+    } catch (e) {
+      throwIfAborted(signal);
+      if (e instanceof StepscoreError) throw e;
+      const from = cached ? 'reading the cached copy' : 'reading the body';
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${from} failed: ${e?.message ?? e}`, { cause: e });
+    }
   }
 }
 
-async function readStream(reader, total, report) {
+/** Removes stepscore's cached downloads; resolves to whether there was a cache to remove. */
+export async function clearCache(name = DEFAULT_CACHE) {
+  if (!globalThis.caches) return false;
+  return globalThis.caches.delete(name);
+}
+
+async function readStream(reader, total, report, signal) {
   // With a trustworthy length, fill one buffer; otherwise (or if the server
   // sends more than it declared) collect chunks and join them at the end.
   let buffer = total !== null && total <= MAX_PREALLOC ? new Uint8Array(total) : null;
@@ -91,6 +173,11 @@ async function readStream(reader, total, report) {
   let loaded = 0;
   report(0);
   for (;;) {
+    if (signal?.aborted) {
+      // A cached body does not watch the signal by itself.
+      await reader.cancel().catch(() => undefined);
+      throwIfAborted(signal);
+    }
     const { done, value } = await reader.read();
     if (done) break;
     if (buffer && loaded + value.length <= buffer.length) {
@@ -115,27 +202,28 @@ async function readStream(reader, total, report) {
   return out;
 }
 
-function lastSegment(url) {
+function lastSegment(url, fallback) {
   const parts = url.pathname.split('/').filter(Boolean);
-  return decodeURIComponent(parts[parts.length - 1] ?? 'model.gguf');
+  return decodeURIComponent(parts[parts.length - 1] ?? fallback);
 }
 
-function toUrl(model) {
+/** `ref` as an absolute URL string, resolved against the page (or worker) URL when relative. */
+export function absoluteUrl(ref, what = 'model') {
   try {
-    return new URL(model, globalThis.location?.href);
+    return new URL(ref, globalThis.location?.href).href;
   } catch {
     throw new StepscoreError(
       'INVALID_ARGUMENT',
-      `model URL ${JSON.stringify(String(model))} is not an absolute URL (and there is no page URL to resolve it against)`,
+      `${what} URL ${JSON.stringify(String(ref))} is not an absolute URL (and there is no page URL to resolve it against)`,
     );
   }
 }
 
 /** A Hugging Face checkpoint directory: config, weights (single or sharded), tokenizer files. */
-async function fetchDirectory(base, signal, onProgress) {
+async function fetchDirectory(base, downloader) {
   const files = new Map();
   const get = async (name, optional = false) => {
-    const bytes = await fetchBytes(new URL(name, base).href, { signal, onProgress, file: name, optional });
+    const bytes = await downloader.get(new URL(name, base).href, { file: name, optional });
     if (bytes) files.set(name, bytes);
     return bytes;
   };
@@ -178,21 +266,24 @@ function shardNames(indexBytes) {
 
 /**
  * Resolves the `model` option to `{ kind: 'gguf', name, bytes }` or
- * `{ kind: 'hf', files: Map<name, Uint8Array> }`.
+ * `{ kind: 'hf', files: Map<name, Uint8Array> }`, downloading URLs through
+ * `downloader` (a Downloader).
  */
-export async function resolveModel(model, { signal, onProgress } = {}) {
+export async function resolveModel(model, downloader) {
+  const signal = downloader.signal;
+  const onProgress = (e) => downloader.progress(e);
   throwIfAborted(signal);
   if (model === undefined || model === null) {
-    throw new StepscoreError('INVALID_ARGUMENT', 'the `model` option is required');
+    throw new StepscoreError('INVALID_ARGUMENT', 'the `model` option is required (or a manifest that names the model)');
   }
   if (typeof model === 'string' || model instanceof URL) {
-    const url = toUrl(model);
+    const url = new URL(absoluteUrl(model));
     if (url.pathname.toLowerCase().endsWith('.gguf')) {
-      const name = lastSegment(url);
-      return { kind: 'gguf', name, bytes: await fetchBytes(url.href, { signal, onProgress, file: name }) };
+      const name = lastSegment(url, 'model.gguf');
+      return { kind: 'gguf', name, bytes: await downloader.get(url.href, { file: name }) };
     }
     const base = new URL(url.href.endsWith('/') ? url.href : `${url.href}/`);
-    return { kind: 'hf', files: await fetchDirectory(base, signal, onProgress) };
+    return { kind: 'hf', files: await fetchDirectory(base, downloader) };
   }
   if (isBlob(model)) {
     const name = typeof model.name === 'string' && model.name ? model.name : 'model.gguf';
@@ -226,4 +317,26 @@ export async function resolveModel(model, { signal, onProgress } = {}) {
     'INVALID_ARGUMENT',
     `the \`model\` option must be a URL, a File/Blob, an ArrayBuffer/Uint8Array or an object of named files, got ${typeof model}`,
   );
+}
+
+/**
+ * Resolves a single-file option (the value head) to `{ name, bytes }`: a URL,
+ * a File/Blob, or an ArrayBuffer/typed array.
+ */
+export async function resolveFile(source, what, defaultName, downloader) {
+  const signal = downloader.signal;
+  throwIfAborted(signal);
+  if (typeof source === 'string' || source instanceof URL) {
+    const url = new URL(absoluteUrl(source, what));
+    const name = lastSegment(url, defaultName);
+    return { name, bytes: await downloader.get(url.href, { file: name }) };
+  }
+  if (isBlob(source)) {
+    const name = typeof source.name === 'string' && source.name ? source.name : defaultName;
+    return { name, bytes: await blobBytes(source, name, signal, (e) => downloader.progress(e)) };
+  }
+  if (source instanceof ArrayBuffer || ArrayBuffer.isView(source)) {
+    return { name: defaultName, bytes: asBytes(source, what) };
+  }
+  throw new StepscoreError('INVALID_ARGUMENT', `the \`${what}\` option must be a URL, a File/Blob or an ArrayBuffer/Uint8Array, got ${typeof source}`);
 }

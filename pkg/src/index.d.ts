@@ -9,9 +9,11 @@ export type ErrorCode =
   | 'TRACE_INVALID'
   | 'TRACE_TOO_LONG'
   | 'FETCH_FAILED'
+  | 'INTEGRITY_ERROR'
   | 'ABORTED'
   | 'WEBGPU_UNAVAILABLE'
   | 'NOT_IMPLEMENTED'
+  | 'WORKER_UNAVAILABLE'
   | 'DISPOSED'
   | 'IO_ERROR'
   | 'GPU_ERROR'
@@ -49,17 +51,54 @@ export type ModelSource =
   | Map<string, FileSource>;
 
 export interface Progress {
-  /** 'download' while bytes arrive, then 'load' once while the engine builds the model. */
+  /** 'download' while bytes arrive (from the network or the cache), then 'load' once while the engine builds the model. */
   phase: 'download' | 'load';
   /** The file being downloaded; null in the 'load' phase. */
   file: string | null;
   loaded: number;
-  /** Bytes expected, when the server says (null otherwise). */
+  /** Bytes expected, when the server, the cache or the manifest says (null otherwise). */
   total: number | null;
+  /** In the 'download' phase: true when the bytes come from Cache Storage. */
+  cached?: boolean;
+}
+
+/**
+ * A manifest (version 1): the files a model is made of, with the size and
+ * sha256 each download must have. Relative URLs resolve against the
+ * manifest's URL (or the page's, for an object).
+ */
+export interface Manifest {
+  version: 1;
+  /** The model to load when the `model` option is omitted: a .gguf URL or a checkpoint directory URL. */
+  model?: string;
+  /** The value-head file to load when the `head` option is omitted. */
+  head?: string;
+  files: Array<{ url: string; size?: number; sha256?: string }>;
 }
 
 export interface LoadOptions {
-  model: ModelSource;
+  /** Required unless `manifest` names the model. */
+  model?: ModelSource;
+  /**
+   * A value head for a GGUF backbone: a safetensors file holding
+   * `v_head.summary.weight` / `.bias` (URL, File/Blob or bytes). The scorer
+   * then uses the value-head family.
+   */
+  head?: string | URL | Blob | ArrayBuffer | ArrayBufferView;
+  /** A manifest URL or object: downloads it lists are checked by size and sha256 ('INTEGRITY_ERROR'). */
+  manifest?: string | URL | Manifest;
+  /**
+   * Cache downloaded files in Cache Storage, keyed by URL: true (default: the
+   * cache named 'stepscore-v1'), false, or a cache name. Skipped where Cache
+   * Storage is missing (Node, insecure pages).
+   */
+  cache?: boolean | string;
+  /**
+   * Run the engine in a Web Worker (worker_threads under Node) so the page
+   * never blocks: true for the package's worker script, or its URL when a
+   * bundler moved it. Same API; dispose() ends the worker.
+   */
+  worker?: boolean | string | URL;
   /** 'auto' (default) uses WebGPU when stepscore can, else the CPU engine, and says why in info(). */
   backend?: Backend;
   onProgress?: (progress: Progress) => void;
@@ -132,6 +171,8 @@ export interface ScorerInfo {
   /** Size of the wasm instance's memory now. */
   wasmMemoryBytes: number | null;
   threads: number;
+  /** Whether the engine runs in a worker. */
+  worker: boolean;
 }
 
 export class Session {
@@ -165,6 +206,12 @@ export interface SegmentStep {
   role?: 'system' | 'user' | 'assistant' | 'tool_call' | 'tool_result';
   tool?: string;
 }
+
+/** The Cache Storage cache stepscore uses by default ('stepscore-v1'). */
+export const DEFAULT_CACHE: string;
+
+/** Deletes a cache of downloaded model files; false when there was none (or no Cache Storage). */
+export function clearCache(name?: string): Promise<boolean>;
 
 /** `segmenter`: 'blank-line' (default), 'newline', 'step-marker', 'chat', or 'regex:<pattern>'. */
 export function segment(text: string, segmenter?: string): SegmentStep[];

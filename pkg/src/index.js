@@ -1,8 +1,32 @@
 // Entry for browsers and bundlers: fetches the wasm module next to this file
-// (bundlers see the `new URL(..., import.meta.url)` and ship the asset).
+// (bundlers see the `new URL(..., import.meta.url)` and ship the asset), and
+// starts module workers from worker.js next to it for `worker: true`.
 import init from './wasm/stepscore_wasm.js';
-import { setWasmExports } from './runtime.js';
+import { setWasmExports, setWorkerFactory } from './runtime.js';
 
 setWasmExports(await init({ module_or_path: new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url) }));
+
+if (typeof Worker === 'function') {
+  setWorkerFactory((url) => {
+    // The literal `new Worker(new URL('./worker.js', import.meta.url), ...)` is
+    // the form bundlers recognize and rewrite.
+    const worker = url
+      ? new Worker(url, { type: 'module', name: 'stepscore' })
+      : new Worker(new URL('./worker.js', import.meta.url), { type: 'module', name: 'stepscore' });
+    return {
+      post: (message) => worker.postMessage(message),
+      listen: (onMessage, onFatal) => {
+        worker.addEventListener('message', (e) => onMessage(e.data));
+        worker.addEventListener('error', (e) => {
+          e.preventDefault();
+          onFatal(e.message || 'the worker failed (its script could not be loaded or threw)');
+        });
+        worker.addEventListener('messageerror', () => onFatal('a message from the worker could not be deserialized'));
+      },
+      setBusy: () => {},
+      terminate: () => worker.terminate(),
+    };
+  });
+}
 
 export * from './core.js';

@@ -38,10 +38,10 @@ export function tolerance(family, want) {
 /**
  * Serves `/fixtures/<path>` from tests/fixtures/prm, `/smollm2.gguf` from the
  * cache, and `/slow/fixtures/<path>`, which sends 1 KiB every 20 ms so a
- * test can abort mid-body. Everything else is a 404. Resolves to
+ * test can abort mid-body, and `memory`'s paths with their bytes. Everything else is a 404. Resolves to
  * `{ url, close, requests }`.
  */
-export async function startServer() {
+export async function startServer({ memory = {} } = {}) {
   const requests = [];
   const sockets = new Set();
   const server = createServer((req, res) => {
@@ -51,6 +51,11 @@ export async function startServer() {
     const slow = path.startsWith('/slow/');
     if (slow) path = path.slice('/slow'.length);
     let file = null;
+    if (Object.hasOwn(memory, path)) {
+      res.writeHead(200, { 'content-length': String(memory[path].length), 'content-type': 'application/octet-stream' });
+      res.end(memory[path]);
+      return;
+    }
     if (path === '/smollm2.gguf') file = SMOLLM2;
     else if (path.startsWith('/fixtures/')) {
       const rel = normalize(decodeURIComponent(path.slice('/fixtures/'.length)));
@@ -110,4 +115,26 @@ export async function rejectsWith(assert, promise, code, messagePart) {
   assert.equal(error.code, code, `code: ${error.message}`);
   if (messagePart) assert.match(error.message, messagePart);
   return error;
+}
+
+/**
+ * A value-head safetensors file as `stepscore train` writes it:
+ * `v_head.summary.weight` [1, width] and `v_head.summary.bias` [1], f32.
+ */
+export function headFile(weights, bias) {
+  const n = weights.length;
+  const header = {
+    'v_head.summary.bias': { dtype: 'F32', shape: [1], data_offsets: [0, 4] },
+    'v_head.summary.weight': { dtype: 'F32', shape: [1, n], data_offsets: [4, 4 + 4 * n] },
+  };
+  let json = JSON.stringify(header);
+  json += ' '.repeat((8 - (json.length % 8)) % 8);
+  const out = new Uint8Array(8 + json.length + 4 + 4 * n);
+  const view = new DataView(out.buffer);
+  view.setBigUint64(0, BigInt(json.length), true);
+  out.set(new TextEncoder().encode(json), 8);
+  const data = 8 + json.length;
+  view.setFloat32(data, bias, true);
+  weights.forEach((w, i) => view.setFloat32(data + 4 + 4 * i, w, true));
+  return out;
 }

@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc, no emit): the published types accept
 // the documented calls and reject misuse (each @ts-expect-error must error).
-import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer } from 'stepscore';
-import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection } from 'stepscore';
+import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer, clearCache, DEFAULT_CACHE } from 'stepscore';
+import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest } from 'stepscore';
 
 export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   const controller = new AbortController();
@@ -15,6 +15,17 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
     truncation: 'drop-steps',
   });
   await StepScorer.load({ model: bytes });
+  const manifest: Manifest = { version: 1, model: 'm.gguf', head: 'head.safetensors', files: [{ url: 'm.gguf', size: 3, sha256: 'ab' }] };
+  const inWorker = await StepScorer.load({ manifest, worker: true, cache: 'my-models' });
+  await StepScorer.load({ model: 'm.gguf', head: file, manifest: 'https://example.test/m.json', cache: false, worker: new URL('https://example.test/w.js') });
+  const w: boolean = inWorker.info().worker;
+  const cached: boolean | undefined = ({} as Progress).cached;
+  const cleared: boolean = await clearCache(DEFAULT_CACHE);
+  const integrity: ErrorCode = 'INTEGRITY_ERROR';
+  // @ts-expect-error: manifests have a version
+  await StepScorer.load({ manifest: { files: [] } });
+  // @ts-expect-error: cache is a boolean or a name
+  await StepScorer.load({ model: bytes, cache: 1 });
   await StepScorer.load({ model: file, backend: 'cpu' });
   await StepScorer.load({ model: { 'config.json': '{}', 'model.safetensors': bytes.buffer as ArrayBuffer } });
   const r: TraceScore = await scorer.score({ problem: 'p', steps: ['a', { text: 'b' }] });
@@ -45,5 +56,5 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   aggregate([1], 'median');
   // @ts-expect-error: scorers come from load()
   new StepScorer();
-  void [first, many, s, backend, steps, agg, idx, sel, answer];
+  void [first, many, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity];
 }

@@ -9,7 +9,7 @@ use stepscore::{Error, Trace};
 
 use crate::Failure;
 
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct InputArgs {
     /// Input file (JSON or JSONL); `-` reads stdin.
     #[arg(default_value = "-")]

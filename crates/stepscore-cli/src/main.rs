@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, bench, doctor, eval, features, fetch, score, segment, select};
+use commands::{aggregate, bench, doctor, eval, features, fetch, score, segment, select, train};
 
 #[derive(Parser)]
 #[command(
@@ -44,6 +44,8 @@ enum Command {
     Eval(eval::Args),
     /// Per-step hidden-state features (and confidence statistics) for training a head.
     Features(features::Args),
+    /// Train a value head on your own labelled traces (build with `--features train`).
+    Train(train::Args),
     /// Download the default model into the local cache and verify its sha256.
     Fetch(fetch::Args),
     /// Time prefill and scoring on a synthetic trace of an exact token length.
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Features(args) => features::run(args),
         Command::Doctor(args) => doctor::run(args),
+        Command::Train(args) => train::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -420,3 +420,14 @@ fn gzipped_inputs_stream() {
     // data/README.md: the validation split has 500 rows.
     assert_eq!(text(&out.stdout).lines().count(), 500);
 }
+
+#[cfg(not(feature = "train"))]
+#[test]
+fn train_without_the_trainer_says_how_to_build_it() {
+    let (code, err) = bad(
+        &["train", "--out", "/tmp/never-written.safetensors", "-"],
+        b"",
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--features train"), "{err}");
+}

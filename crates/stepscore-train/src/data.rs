@@ -119,15 +119,11 @@ pub fn read_examples_from(
     path: &Path,
     with_confidence: bool,
 ) -> Result<(Examples, ReadStats)> {
-    let mut stats = ReadStats::default();
-    let mut width: Option<usize> = None;
-    let mut x = Vec::new();
-    let mut y = Vec::new();
+    let mut builder = ExamplesBuilder::new(with_confidence);
     for (n, line) in reader.lines().enumerate() {
-        let line_no = n + 1;
         let parse = |message: String| Error::Parse {
             path: path.to_path_buf(),
-            line: line_no,
+            line: n + 1,
             message,
         };
         let line = line.map_err(|e| Error::io(path, e))?;
@@ -135,75 +131,115 @@ pub fn read_examples_from(
             continue;
         }
         let record: Record = serde_json::from_str(&line).map_err(|e| parse(e.to_string()))?;
-        stats.traces += 1;
-        let Some(label) = record.label else {
-            stats.unlabelled += 1;
-            continue;
+        let confidence: Option<Vec<[f64; CONFIDENCE_FEATURES]>> = record.confidence.map(|c| {
+            c.iter()
+                .map(|c| [c.tokens, c.mean_logprob, c.min_logprob, c.mean_entropy])
+                .collect()
+        });
+        builder
+            .push_trace(record.label, &record.features, confidence.as_deref())
+            .map_err(parse)?;
+    }
+    builder.finish(&path.display().to_string())
+}
+
+/// Accumulates labelled steps trace by trace: the one place the ProcessBench
+/// labelling convention is applied, for feature files and for features the
+/// engine extracts in memory (`stepscore train`).
+#[derive(Debug, Default)]
+pub struct ExamplesBuilder {
+    with_confidence: bool,
+    width: Option<usize>,
+    x: Vec<f32>,
+    y: Vec<bool>,
+    stats: ReadStats,
+}
+
+impl ExamplesBuilder {
+    pub fn new(with_confidence: bool) -> Self {
+        ExamplesBuilder {
+            with_confidence,
+            ..Default::default()
+        }
+    }
+
+    /// Adds one trace: its first-error label (`None`: unlabelled, skipped),
+    /// one feature row per scored step, and with confidence features
+    /// `[tokens, mean_logprob, min_logprob, mean_entropy]` per step. The
+    /// error message names the offending field.
+    pub fn push_trace(
+        &mut self,
+        label: Option<i64>,
+        features: &[Vec<f32>],
+        confidence: Option<&[[f64; CONFIDENCE_FEATURES]]>,
+    ) -> std::result::Result<(), String> {
+        self.stats.traces += 1;
+        let Some(label) = label else {
+            self.stats.unlabelled += 1;
+            return Ok(());
         };
-        let steps = record.features.len();
+        let steps = features.len();
         if label < -1 {
-            return Err(parse(format!("`label` {label} is not -1 or a step index")));
+            return Err(format!("`label` {label} is not -1 or a step index"));
         }
         // Truncated traces have fewer feature rows than steps: an error step past the last row
         // leaves only correct steps.
         let labelled = usize::try_from(label).map_or(steps, |l| steps.min(l.saturating_add(1)));
-        stats.dropped_steps += steps - labelled;
-        let confidence = match (with_confidence, &record.confidence) {
+        self.stats.dropped_steps += steps - labelled;
+        let confidence = match (self.with_confidence, confidence) {
             (false, _) => None,
-            (true, None) => {
-                return Err(parse(
-                    "`confidence` missing (extract with --confidence)".into(),
-                ))
-            }
+            (true, None) => return Err("`confidence` missing (extract with --confidence)".into()),
             (true, Some(c)) if c.len() != steps => {
-                return Err(parse(format!(
+                return Err(format!(
                     "`confidence` has {} entries for {steps} feature rows",
                     c.len()
-                )))
+                ))
             }
             (true, Some(c)) => Some(c),
         };
-        for (i, row) in record.features.iter().take(labelled).enumerate() {
-            let w = *width.get_or_insert(row.len());
+        for (i, row) in features.iter().take(labelled).enumerate() {
+            let w = *self.width.get_or_insert(row.len());
             if row.len() != w {
-                return Err(parse(format!(
+                return Err(format!(
                     "`features[{i}]` has width {}, earlier rows {w}",
                     row.len()
-                )));
+                ));
             }
             if w == 0 || w > MAX_WIDTH {
-                return Err(parse(format!(
+                return Err(format!(
                     "`features[{i}]` width {w} is outside 1..={MAX_WIDTH}"
-                )));
+                ));
             }
             if let Some(j) = row.iter().position(|v| !v.is_finite()) {
-                return Err(parse(format!("`features[{i}][{j}]` is not finite")));
+                return Err(format!("`features[{i}][{j}]` is not finite"));
             }
-            x.extend_from_slice(row);
+            self.x.extend_from_slice(row);
             if let Some(c) = confidence.and_then(|c| c.get(i)) {
-                let extra = [
-                    c.tokens.ln_1p(),
-                    c.mean_logprob,
-                    c.min_logprob,
-                    c.mean_entropy,
-                ];
+                let extra = [c[0].ln_1p(), c[1], c[2], c[3]];
                 if extra.iter().any(|v| !v.is_finite()) {
-                    return Err(parse(format!("`confidence[{i}]` has a non-finite value")));
+                    return Err(format!("`confidence[{i}]` has a non-finite value"));
                 }
-                x.extend(extra.iter().map(|&v| v as f32));
+                self.x.extend(extra.iter().map(|&v| v as f32));
             }
-            y.push(label < 0 || (i as i64) < label);
+            self.y.push(label < 0 || (i as i64) < label);
         }
+        Ok(())
     }
-    let base = width
-        .ok_or_else(|| Error::Data(format!("{}: no labelled step features", path.display())))?;
-    let width = base
-        + if with_confidence {
-            CONFIDENCE_FEATURES
-        } else {
-            0
-        };
-    Ok((Examples::new(width, x, y)?, stats))
+
+    /// The examples gathered so far; `source` names them in the error when
+    /// no labelled step was seen.
+    pub fn finish(self, source: &str) -> Result<(Examples, ReadStats)> {
+        let base = self
+            .width
+            .ok_or_else(|| Error::Data(format!("{source}: no labelled step features")))?;
+        let width = base
+            + if self.with_confidence {
+                CONFIDENCE_FEATURES
+            } else {
+                0
+            };
+        Ok((Examples::new(width, self.x, self.y)?, self.stats))
+    }
 }
 
 #[cfg(test)]

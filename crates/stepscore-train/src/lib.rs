@@ -12,7 +12,7 @@ pub mod model;
 pub mod standardize;
 pub mod train;
 
-pub use data::{read_examples, Examples, ReadStats};
+pub use data::{read_examples, Examples, ExamplesBuilder, ReadStats};
 pub use error::{Error, Result};
 pub use export::ExportedHead;
 pub use model::HeadKind;

@@ -1,6 +1,5 @@
 //! `stepscore-train`: fit a value head on `stepscore features` output and export it.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -94,33 +93,13 @@ fn run(args: Args) -> stepscore_train::Result<()> {
     for log in &trained.history {
         eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
     }
-    let head = trained.export()?;
-    let best = trained
-        .history
-        .iter()
-        .find(|l| l.epoch == trained.best_epoch);
-    let mut meta = HashMap::new();
-    meta.insert("format".to_string(), "pt".to_string());
-    meta.insert("stepscore.head".to_string(), args.head.clone());
-    meta.insert("stepscore.width".to_string(), train_ex.width.to_string());
-    meta.insert(
-        "stepscore.confidence_features".to_string(),
-        args.confidence.to_string(),
-    );
-    meta.insert("stepscore.seed".to_string(), args.seed.to_string());
-    meta.insert(
-        "stepscore.best_epoch".to_string(),
-        trained.best_epoch.to_string(),
-    );
-    if let Some(a) = best.and_then(|l| l.val_auroc) {
-        meta.insert("stepscore.val_step_auroc".to_string(), format!("{a:.4}"));
-    }
-    head.save(&args.out, meta)?;
+    trained.save(&args.out, args.confidence)?;
     eprintln!(
         "wrote {} (best epoch {}, validation step AUROC {})",
         args.out.display(),
         trained.best_epoch,
-        best.and_then(|l| l.val_auroc)
+        trained
+            .best_val_auroc()
             .map_or("n/a".to_string(), |a| format!("{a:.4}"))
     );
     Ok(())

@@ -280,6 +280,44 @@ impl Trained {
         Ok(z.into_iter().map(sigmoid).collect())
     }
 
+    /// The validation AUROC of the kept epoch, when there was a validation set.
+    pub fn best_val_auroc(&self) -> Option<f64> {
+        self.history
+            .iter()
+            .find(|l| l.epoch == self.best_epoch)
+            .and_then(|l| l.val_auroc)
+    }
+
+    /// Exports the head and writes it as safetensors with the training
+    /// settings in the header metadata (`stepscore.*`).
+    pub fn save(&self, path: &std::path::Path, confidence_features: bool) -> Result<()> {
+        let head = self.export()?;
+        let kind = match self.config.head {
+            HeadKind::Linear => "linear".to_string(),
+            HeadKind::Mlp { hidden } => format!("mlp{hidden}"),
+        };
+        let mut meta = std::collections::HashMap::new();
+        meta.insert("format".to_string(), "pt".to_string());
+        meta.insert("stepscore.head".to_string(), kind);
+        meta.insert(
+            "stepscore.width".to_string(),
+            self.standardizer.mean.len().to_string(),
+        );
+        meta.insert(
+            "stepscore.confidence_features".to_string(),
+            confidence_features.to_string(),
+        );
+        meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());
+        meta.insert(
+            "stepscore.best_epoch".to_string(),
+            self.best_epoch.to_string(),
+        );
+        if let Some(a) = self.best_val_auroc() {
+            meta.insert("stepscore.val_step_auroc".to_string(), format!("{a:.4}"));
+        }
+        head.save(path, meta)
+    }
+
     /// The head over raw features: standardization folded into the first layer.
     pub fn export(&self) -> Result<ExportedHead> {
         let layers = self.model.layers()?;

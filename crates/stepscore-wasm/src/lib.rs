@@ -166,6 +166,23 @@ impl WasmScorer {
         Ok(WasmScorer { loaded })
     }
 
+    /// Loads a GGUF backbone plus a PRM head from its own safetensors file.
+    #[wasm_bindgen(js_name = fromGgufWithHead)]
+    pub fn from_gguf_with_head(
+        bytes: Vec<u8>,
+        name: String,
+        head: &[u8],
+        head_name: String,
+        options: JsValue,
+    ) -> JsResult<WasmScorer> {
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
+        let loaded = load::load_gguf_with_head(bytes, &name, head, &head_name, &options)
+            .map_err(js_error)?;
+        Ok(WasmScorer { loaded })
+    }
+
     /// Loads a Hugging Face checkpoint from its files (taken out of `files`).
     #[wasm_bindgen(js_name = fromHf)]
     pub fn from_hf(files: &mut HfFiles, options: JsValue) -> JsResult<WasmScorer> {

@@ -9,7 +9,7 @@ use serde_json::Value;
 use stepscore::format::ModelBytes;
 use stepscore::ggml::GgmlType;
 use stepscore::model::{GgufModel, HfCheckpoint};
-use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
+use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions, Truncation};
 
 use crate::error::{Error, Result};
 use crate::output::ModelInfo;
@@ -120,6 +120,27 @@ pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<
     })
 }
 
+/// Loads a GGUF backbone plus a PRM head from its own safetensors file (the
+/// trained default PRM: SmolLM2 plus `v_head.summary.*`). The family comes
+/// from the head's tensors unless the options name one.
+pub fn load_gguf_with_head(
+    bytes: Vec<u8>,
+    name: &str,
+    head: &[u8],
+    head_name: &str,
+    options: &ScorerOptions,
+) -> Result<Loaded> {
+    let model_bytes = bytes.len() + head.len();
+    let head = HeadFile::from_bytes(head, head_name).map_err(Error::from_load)?;
+    let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
+    let scorer = Scorer::from_gguf_with_head(gguf, &head, options).map_err(Error::from_load)?;
+    Ok(Loaded {
+        scorer: Rc::new(scorer),
+        format: "gguf",
+        model_bytes,
+    })
+}
+
 /// Loads a Hugging Face checkpoint from its files by name: `config.json`,
 /// `model.safetensors` (or the index and its shards), `tokenizer.json`, and
 /// optionally `tokenizer_config.json`.
@@ -204,6 +225,110 @@ mod tests {
             (info.family, info.format, info.model_bytes, info.hidden_size),
             ("value-head", "hf", total, 32)
         );
+    }
+
+    /// A value head as `stepscore train` writes it: `[1, width]` weight, `[1]` bias.
+    fn head_file(w: &[f32], b: f32) -> Vec<u8> {
+        use safetensors::tensor::{serialize, Dtype, TensorView};
+        let wb: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let bb = b.to_le_bytes().to_vec();
+        let views = vec![
+            (
+                "v_head.summary.weight",
+                TensorView::new(Dtype::F32, vec![1, w.len()], &wb).unwrap(),
+            ),
+            (
+                "v_head.summary.bias",
+                TensorView::new(Dtype::F32, vec![1], &bb).unwrap(),
+            ),
+        ];
+        serialize(views, None).unwrap()
+    }
+
+    #[test]
+    fn gguf_plus_head_file_scores_like_the_core_and_refuses_bad_heads_by_name() {
+        let Some(path) = stepscore::format::find_smollm2_gguf() else {
+            eprintln!("SKIPPED: SmolLM2 GGUF not in the cache (run `stepscore fetch`)");
+            return;
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        let options = parse_options(&Value::Null).unwrap();
+        let score = |scorer: &Scorer| {
+            scorer
+                .score_steps("What is 12 * 3?", &["12 * 3 = 36.", "So 36."])
+                .unwrap()
+                .step_scores
+        };
+
+        // A zero weight makes every step sigmoid(bias), whatever the hidden state.
+        let zero = head_file(&[0.0; 576], 0.7);
+        let loaded = load_gguf_with_head(
+            bytes.clone(),
+            "smol.gguf",
+            &zero,
+            "head.safetensors",
+            &options,
+        )
+        .unwrap();
+        let info = loaded.info();
+        assert_eq!(
+            (info.family, info.model_bytes),
+            ("value-head", bytes.len() + zero.len())
+        );
+        let want = 1.0 / (1.0 + (-0.7f64).exp());
+        for s in score(&loaded.scorer) {
+            assert!(
+                (s.unwrap() - want).abs() < 1e-6,
+                "{s:?} vs sigmoid(0.7) = {want}"
+            );
+        }
+
+        // A real head: the binding's scorer equals the core's on the same bytes.
+        let w: Vec<f32> = (0..576)
+            .map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.01)
+            .collect();
+        let head = head_file(&w, -0.2);
+        let ours = load_gguf_with_head(
+            bytes.clone(),
+            "smol.gguf",
+            &head,
+            "head.safetensors",
+            &options,
+        )
+        .unwrap();
+        let core = Scorer::from_gguf_with_head(
+            GgufModel::parse(ModelBytes::from_vec(bytes.clone()), "smol.gguf").unwrap(),
+            &HeadFile::from_bytes(&head, "head.safetensors").unwrap(),
+            &options,
+        )
+        .unwrap();
+        assert_eq!(score(&ours.scorer), score(&core));
+
+        let narrow = head_file(&[0.5; 7], 0.0);
+        let e = load_gguf_with_head(
+            bytes.clone(),
+            "smol.gguf",
+            &narrow,
+            "mine.safetensors",
+            &options,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, Code::ModelInvalid, "{}", e.message);
+        assert!(
+            e.message.contains("v_head.summary.weight") && e.message.contains("[1, 7]"),
+            "{}",
+            e.message
+        );
+        let e = load_gguf_with_head(
+            bytes,
+            "smol.gguf",
+            b"not safetensors",
+            "mine.safetensors",
+            &options,
+        )
+        .unwrap_err();
+        assert_eq!(e.code, Code::ModelInvalid);
+        assert!(e.message.contains("mine.safetensors"), "{}", e.message);
     }
 
     #[test]

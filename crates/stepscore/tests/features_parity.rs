@@ -205,3 +205,74 @@ fn truncated_steps_have_no_features() {
         assert!(diff <= 1e-4, "kept steps' features changed by {diff}");
     }
 }
+
+/// A head in its own safetensors file, as `stepscore train` writes it.
+fn write_head_file(path: &std::path::Path, w: &[f32], b: f32) {
+    use safetensors::tensor::{serialize, Dtype, TensorView};
+    let wb: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let bb = b.to_le_bytes().to_vec();
+    let views = vec![
+        (
+            "v_head.summary.weight",
+            TensorView::new(Dtype::F32, vec![1, w.len()], &wb).unwrap(),
+        ),
+        (
+            "v_head.summary.bias",
+            TensorView::new(Dtype::F32, vec![1], &bb).unwrap(),
+        ),
+    ];
+    std::fs::write(path, serialize(views, None).unwrap()).unwrap();
+}
+
+#[test]
+fn backbone_plus_head_file_scores_its_own_features() {
+    // The training loop in one test: features from a head-less backbone, a
+    // head in a separate file, and the scorer that loads both must agree
+    // with the head applied by hand to those features.
+    let dir = fixture("confidence-tiny");
+    let backbone = Scorer::open_backbone(&dir, &opts(Some(Family::ValueHead))).unwrap();
+    let width = HfCheckpoint::open_dir(&dir).unwrap().config().hidden_size;
+    let w: Vec<f32> = (0..width)
+        .map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.07)
+        .collect();
+    let b = -0.3f32;
+    let head =
+        std::env::temp_dir().join(format!("stepscore-head-{}.safetensors", std::process::id()));
+    write_head_file(&head, &w, b);
+    let scorer = Scorer::open_with_head(&dir, &head, &opts(None)).unwrap();
+    std::fs::remove_file(&head).ok();
+    assert_eq!(scorer.family(), Family::ValueHead);
+    let mut checked = 0;
+    for case in cases("confidence-tiny") {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let feats = backbone.step_features(&case.problem, &steps).unwrap();
+        let scores = scorer.score_steps(&case.problem, &steps).unwrap();
+        for (row, score) in feats.hidden.iter().zip(&scores.step_scores) {
+            let by_hand = value_head(&w, b, row);
+            let score = score.unwrap();
+            assert!(
+                (by_hand - score).abs() <= 1e-6,
+                "by hand {by_hand} vs scorer {score}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "only {checked} steps checked");
+}
+
+#[test]
+fn a_head_file_of_the_wrong_width_is_refused_by_name() {
+    let dir = fixture("confidence-tiny");
+    let head = std::env::temp_dir().join(format!(
+        "stepscore-badhead-{}.safetensors",
+        std::process::id()
+    ));
+    write_head_file(&head, &[0.5; 7], 0.0);
+    let err = Scorer::open_with_head(&dir, &head, &opts(None)).unwrap_err();
+    std::fs::remove_file(&head).ok();
+    let msg = err.to_string();
+    assert!(
+        msg.contains("v_head.summary.weight") && msg.contains("[1, 7]"),
+        "{msg}"
+    );
+}

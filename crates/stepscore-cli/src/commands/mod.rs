@@ -9,3 +9,4 @@ pub mod fetch;
 pub mod score;
 pub mod segment;
 pub mod select;
+pub mod train;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -21,7 +21,9 @@ use crate::Failure;
     every step, and `metadata.stepscore` holding the family, token count, truncation and (for the \
     confidence family) per-step log-probability statistics; pipe it into `stepscore aggregate`, \
     `select` or `eval`.\n\
-    Without --model, the default model is used (fetched into the cache on first use).\n\
+    Without --model, the default PRM is used: SmolLM2-135M-Instruct (GGUF Q4_1, fetched into \
+    the cache on first use) with stepscore's trained value head (built in; see docs/TRAINING.md). \
+    `--family confidence` without --model scores with the backbone's own token confidence.\n\
     Example:\n  stepscore score examples/traces.jsonl --output table"
 )]
 pub struct Args {
@@ -31,6 +33,11 @@ pub struct Args {
     /// A GGUF file or a Hugging Face checkpoint directory.
     #[arg(long, short)]
     pub model: Option<PathBuf>,
+
+    /// A PRM head in its own safetensors file (e.g. from `stepscore train`),
+    /// applied to the --model backbone (default backbone: SmolLM2-135M-Instruct).
+    #[arg(long)]
+    pub head: Option<PathBuf>,
 
     /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence
     /// (detected from the checkpoint when omitted).
@@ -75,18 +82,12 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let (path, default_family) = match &args.model {
-        Some(p) => (p.clone(), None),
-        None => {
-            let dir = fetch::cache_dir(None)?;
-            (
-                fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &dir, false)?,
-                Some(Family::Confidence),
-            )
-        }
+    let path = match &args.model {
+        Some(p) => p.clone(),
+        None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
     };
     let options = ScorerOptions {
-        family: args.family.or(default_family),
+        family: args.family,
         threads: args.threads,
         max_tokens: args.max_tokens,
         truncation: if args.truncate {
@@ -98,10 +99,26 @@ pub fn run(args: Args) -> Result<(), Failure> {
         backend: args.backend,
     };
     let started = Instant::now();
-    let scorer = Scorer::open(&path, &options)
-        .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
+    let default_head = args.model.is_none()
+        && args.head.is_none()
+        && matches!(args.family, None | Some(Family::ValueHead));
+    let scorer = match &args.head {
+        Some(head) => Scorer::open_with_head(&path, head, &options),
+        None if default_head => HeadFile::default_head()
+            .and_then(|head| Scorer::open_with_head_file(&path, &head, &options)),
+        None => Scorer::open(&path, &options),
+    }
+    .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
+    let head_note = match (&args.head, default_head) {
+        (Some(h), _) => format!(" + head {}", h.display()),
+        (None, true) => format!(
+            " + built-in head {}",
+            stepscore::prm::head_file::DEFAULT_HEAD_NAME
+        ),
+        (None, false) => String::new(),
+    };
     eprintln!(
-        "stepscore: {} ({} family, {} layers, hidden {}) loaded in {:.2}s",
+        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
         path.display(),
         scorer.family(),
         scorer.model().config().n_layers,

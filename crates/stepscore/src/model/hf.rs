@@ -285,28 +285,7 @@ impl HfCheckpoint {
                     format!("tensor `{name}` lies outside the file"),
                 )
             })?;
-        let data: Vec<f32> = match info.dtype {
-            Dtype::F32 => bytes
-                .chunks_exact(4)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-            Dtype::F16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            Dtype::BF16 => bytes
-                .chunks_exact(2)
-                .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
-                .collect(),
-            other => {
-                return Err(Error::model(
-                    shard.name.clone(),
-                    format!(
-                        "tensor `{name}` has dtype {other:?}; only F32, F16 and BF16 are supported"
-                    ),
-                ))
-            }
-        };
+        let data = to_f32(info.dtype, bytes, &shard.name, name)?;
         Ok(TensorF32 {
             shape: info.shape.clone(),
             data,
@@ -379,4 +358,31 @@ impl HfCheckpoint {
             lm_head,
         )
     }
+}
+
+/// Converts a safetensors tensor's raw little-endian bytes to f32 (F32, F16
+/// and BF16); other dtypes are an error naming `file` and `tensor`.
+pub(crate) fn to_f32(dtype: Dtype, bytes: &[u8], file: &str, tensor: &str) -> Result<Vec<f32>> {
+    Ok(match dtype {
+        Dtype::F32 => bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+        Dtype::F16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::f16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        Dtype::BF16 => bytes
+            .chunks_exact(2)
+            .map(|b| half::bf16::from_le_bytes([b[0], b[1]]).to_f32())
+            .collect(),
+        other => {
+            return Err(Error::model(
+                file,
+                format!(
+                    "tensor `{tensor}` has dtype {other:?}; only F32, F16 and BF16 are supported"
+                ),
+            ))
+        }
+    })
 }

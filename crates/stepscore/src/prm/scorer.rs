@@ -8,6 +8,7 @@ use super::backend::{Backend, Engine};
 use super::chat::ChatFormat;
 use super::family::Family;
 use super::head::{Head, StepConfidence};
+use super::head_file::HeadFile;
 use super::session::Session;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
@@ -157,25 +158,65 @@ impl Scorer {
         mode: HeadMode,
     ) -> Result<Scorer> {
         if path.is_dir() {
-            Self::hf_dir(path, options, mode)
+            Self::hf_dir(path, options, mode, None)
         } else {
-            let bytes = ModelBytes::open(path)?;
-            let name = path.file_name().map_or_else(
-                || path.display().to_string(),
-                |n| n.to_string_lossy().into_owned(),
-            );
-            Self::gguf(GgufModel::parse(bytes, &name)?, options, mode)
+            Self::gguf(parse_gguf_file(path)?, options, mode, None)
         }
+    }
+
+    /// Loads a backbone (GGUF file or Hugging Face directory) and its PRM head
+    /// from a separate safetensors file, e.g. a head trained by
+    /// `stepscore train`. The family comes from the head's tensors unless
+    /// `options.family` says otherwise.
+    pub fn open_with_head(
+        model: impl AsRef<Path>,
+        head: impl AsRef<Path>,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        let head_path = head.as_ref();
+        let head_bytes =
+            std::fs::read(head_path).map_err(|e| Error::io(head_path.display().to_string(), e))?;
+        let head = HeadFile::from_bytes(&head_bytes, &head_path.display().to_string())?;
+        Self::open_with_head_file(model, &head, options)
+    }
+
+    /// [`Scorer::open_with_head`] with the head already parsed (e.g.
+    /// [`HeadFile::default_head`]).
+    pub fn open_with_head_file(
+        model: impl AsRef<Path>,
+        head: &HeadFile,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        let path = model.as_ref();
+        if path.is_dir() {
+            Self::hf_dir(path, options, HeadMode::Load, Some(head))
+        } else {
+            Self::from_gguf_with_head(parse_gguf_file(path)?, head, options)
+        }
+    }
+
+    /// A parsed GGUF backbone plus a head file (the wasm path).
+    pub fn from_gguf_with_head(
+        gguf: GgufModel,
+        head: &HeadFile,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        Self::gguf(gguf, options, HeadMode::Load, Some(head))
     }
 
     /// Loads a Hugging Face checkpoint directory: config.json, safetensors
     /// (single or sharded), tokenizer.json and, when present,
     /// tokenizer_config.json.
     pub fn from_hf_dir(dir: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::hf_dir(dir.as_ref(), options, HeadMode::Load)
+        Self::hf_dir(dir.as_ref(), options, HeadMode::Load, None)
     }
 
-    fn hf_dir(dir: &Path, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
+    fn hf_dir(
+        dir: &Path,
+        options: &ScorerOptions,
+        mode: HeadMode,
+        external: Option<&HeadFile>,
+    ) -> Result<Scorer> {
         let read = |name: &str| {
             std::fs::read(dir.join(name))
                 .map_err(|e| Error::io(dir.join(name).display().to_string(), e))
@@ -187,12 +228,13 @@ impl Scorer {
             .exists()
             .then(|| read("tokenizer_config.json"))
             .transpose()?;
-        Self::hf(
+        Self::hf_with(
             &checkpoint,
             &tokenizer_json,
             tokenizer_config.as_deref(),
             options,
             mode,
+            external,
         )
     }
 
@@ -204,21 +246,23 @@ impl Scorer {
         tokenizer_config: Option<&[u8]>,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
-        Self::hf(
+        Self::hf_with(
             checkpoint,
             tokenizer_json,
             tokenizer_config,
             options,
             HeadMode::Load,
+            None,
         )
     }
 
-    fn hf(
+    fn hf_with(
         checkpoint: &HfCheckpoint,
         tokenizer_json: &[u8],
         tokenizer_config: Option<&[u8]>,
         options: &ScorerOptions,
         mode: HeadMode,
+        external: Option<&HeadFile>,
     ) -> Result<Scorer> {
         let tok_config = tokenizer_config
             .map(TokenizerConfig::parse)
@@ -231,15 +275,20 @@ impl Scorer {
             tokenizer = tokenizer.with_bos_eos(Some(bos), eos)?;
         }
         let config = checkpoint.config();
-        let family = options.family.unwrap_or_else(|| {
-            Family::detect(
+        let family = match (options.family, external) {
+            (Some(f), _) => f,
+            (None, Some(head)) => head.family()?,
+            (None, None) => Family::detect(
                 &config.architectures,
                 |t| checkpoint.has_tensor(t),
                 |t| tokenizer.token_to_id(t).is_some(),
-            )
-        });
+            ),
+        };
         let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
         let lookup = |name: &str| -> Result<Option<(Vec<usize>, Vec<f32>)>> {
+            if let Some(head) = external {
+                return Ok(head.tensor(name));
+            }
             if !checkpoint.has_tensor(name) {
                 return Ok(None);
             }
@@ -275,10 +324,15 @@ impl Scorer {
 
     /// Builds a scorer from a parsed GGUF model (the wasm path).
     pub fn from_gguf(gguf: GgufModel, options: &ScorerOptions) -> Result<Scorer> {
-        Self::gguf(gguf, options, HeadMode::Load)
+        Self::gguf(gguf, options, HeadMode::Load, None)
     }
 
-    fn gguf(gguf: GgufModel, options: &ScorerOptions, mode: HeadMode) -> Result<Scorer> {
+    fn gguf(
+        gguf: GgufModel,
+        options: &ScorerOptions,
+        mode: HeadMode,
+        external: Option<&HeadFile>,
+    ) -> Result<Scorer> {
         let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
         let chat = gguf
             .file
@@ -286,18 +340,25 @@ impl Scorer {
             .and_then(ChatFormat::from_template);
         let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
         let config = gguf.config()?;
-        let family = options.family.unwrap_or_else(|| {
-            Family::detect(
+        let family = match (options.family, external) {
+            (Some(f), _) => f,
+            (None, Some(head)) => head.family()?,
+            (None, None) => Family::detect(
                 &config.architectures,
                 |t| gguf.file.tensor(t).is_some(),
                 |t| tokenizer.token_to_id(t).is_some(),
-            )
-        });
+            ),
+        };
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
         let head = match mode {
-            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &|name| {
-                gguf.tensor_f32(name)
-            })?),
+            HeadMode::Load => Some(Head::load(
+                &protocol,
+                config.hidden_size,
+                &|name| match external {
+                    Some(head) => Ok(head.tensor(name)),
+                    None => gguf.tensor_f32(name),
+                },
+            )?),
             HeadMode::Skip => None,
         };
         let mut model = gguf.transformer()?;
@@ -468,6 +529,16 @@ impl Scorer {
         enc.tokens.truncate(end + 1);
         Ok(dropped)
     }
+}
+
+/// Maps a GGUF file and parses it, named by its file name in errors.
+fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
+    let bytes = ModelBytes::open(path)?;
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    GgufModel::parse(bytes, &name)
 }
 
 /// 0 means every core the platform reports.

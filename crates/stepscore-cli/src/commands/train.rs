@@ -1,0 +1,224 @@
+//! `stepscore train`: fit a value head on the user's own labelled traces.
+//! Features come from the engine's forward (the `stepscore features` path)
+//! on a frozen backbone; burn fits the head (crates/stepscore-train). The
+//! trainer is behind the `train` cargo feature so that default builds never
+//! compile burn.
+
+use std::path::PathBuf;
+
+use crate::input::InputArgs;
+use crate::Failure;
+
+#[derive(clap::Args, Debug)]
+#[command(
+    after_help = "Input: labelled traces (ProcessBench rows with `label`, TRL PRM rows with \
+    per-step `labels`, or stepscore's format), JSON or JSONL. Steps after the first wrong one \
+    are dropped (ProcessBench convention). The head reads the backbone's final hidden state at \
+    each step's end (the value-head family's marker); the output holds `v_head.summary.weight` \
+    [1, hidden] and `v_head.summary.bias` [1] and loads with \
+    `stepscore score --model <backbone> --head <out>`.\n\
+    Without --val, every 10th labelled trace is held out for early stopping.\n\
+    Needs a build with the trainer: cargo run --release -p stepscore-cli --features train -- train ..."
+)]
+pub struct Args {
+    #[command(flatten)]
+    pub input: InputArgs,
+
+    /// Labelled validation traces, for early stopping on step AUROC.
+    #[arg(long)]
+    pub val: Option<PathBuf>,
+
+    /// Where to write the head (safetensors).
+    #[arg(long)]
+    pub out: PathBuf,
+
+    /// The frozen backbone: a GGUF file or a Hugging Face directory (default:
+    /// SmolLM2-135M-Instruct Q4_1 from the cache, fetched on first use).
+    #[arg(long, short)]
+    pub model: Option<PathBuf>,
+
+    #[arg(long, default_value_t = 30)]
+    pub epochs: usize,
+
+    #[arg(long, default_value_t = 256)]
+    pub batch_size: usize,
+
+    #[arg(long, default_value_t = 1e-3)]
+    pub lr: f64,
+
+    #[arg(long, default_value_t = 1e-4)]
+    pub weight_decay: f32,
+
+    /// Epochs without a better validation AUROC before stopping.
+    #[arg(long, default_value_t = 5)]
+    pub patience: usize,
+
+    #[arg(long, default_value_t = 20250607)]
+    pub seed: u64,
+
+    /// CPU threads for feature extraction (0: all cores).
+    #[arg(long, default_value_t = 0)]
+    pub threads: usize,
+
+    /// Token limit per trace; longer traces keep the steps that fit.
+    #[arg(long)]
+    pub max_tokens: Option<usize>,
+}
+
+#[cfg(not(feature = "train"))]
+pub fn run(_args: Args) -> Result<(), Failure> {
+    Err(Failure::Usage(
+        "this stepscore was built without the trainer; run it as \
+         `cargo run --release -p stepscore-cli --features train -- train ...`"
+            .into(),
+    ))
+}
+
+#[cfg(feature = "train")]
+pub fn run(args: Args) -> Result<(), Failure> {
+    with_trainer::run(args)
+}
+
+#[cfg(feature = "train")]
+mod with_trainer {
+    use std::io::IsTerminal;
+    use std::time::Instant;
+
+    use indicatif::{ProgressBar, ProgressStyle};
+    use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
+    use stepscore_train::{train, Examples, ExamplesBuilder, HeadKind, TrainConfig};
+
+    use super::Args;
+    use crate::commands::fetch;
+    use crate::input::{for_each_trace, InputArgs};
+    use crate::Failure;
+
+    /// Every HOLD_OUT-th labelled trace validates when no --val is given.
+    const HOLD_OUT: usize = 10;
+
+    pub fn run(args: Args) -> Result<(), Failure> {
+        let model = match &args.model {
+            Some(p) => p.clone(),
+            None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
+        };
+        let options = ScorerOptions {
+            family: Some(Family::ValueHead),
+            threads: args.threads,
+            max_tokens: args.max_tokens,
+            truncation: Truncation::DropSteps,
+            ..ScorerOptions::default()
+        };
+        let backbone = Scorer::open_backbone(&model, &options)
+            .map_err(|e| Failure::Usage(format!("cannot load backbone: {e}")))?;
+        eprintln!("stepscore train: backbone {}", model.display());
+
+        let started = Instant::now();
+        let mut train_set = ExamplesBuilder::new(false);
+        let mut held_out = ExamplesBuilder::new(false);
+        let split = args.val.is_none();
+        let (mut labelled, mut bad) = (0usize, 0usize);
+        bad += extract(&backbone, &args.input, |label, features| {
+            let into_val = split && label.is_some() && labelled % HOLD_OUT == HOLD_OUT - 1;
+            labelled += usize::from(label.is_some());
+            let target = if into_val {
+                &mut held_out
+            } else {
+                &mut train_set
+            };
+            target.push_trace(label, features, None)
+        })?;
+        if let Some(val) = &args.val {
+            let input = InputArgs {
+                input: val.clone(),
+                ..args.input.clone()
+            };
+            bad += extract(&backbone, &input, |label, features| {
+                held_out.push_trace(label, features, None)
+            })?;
+        }
+        let secs = started.elapsed().as_secs_f64();
+        let (train_ex, stats) = train_set.finish("training traces").map_err(usage)?;
+        let val_ex: Option<Examples> = match held_out.finish("validation traces") {
+            Ok((ex, _)) => Some(ex),
+            Err(_) => None,
+        };
+        eprintln!(
+            "stepscore train: features in {secs:.1}s; {} training steps ({} correct) from {} traces \
+             ({} unlabelled skipped, {} steps after an error dropped); {} validation steps",
+            train_ex.len(),
+            train_ex.positives(),
+            stats.traces,
+            stats.unlabelled,
+            stats.dropped_steps,
+            val_ex.as_ref().map_or(0, Examples::len)
+        );
+
+        let cfg = TrainConfig {
+            head: HeadKind::Linear,
+            epochs: args.epochs,
+            batch_size: args.batch_size,
+            learning_rate: args.lr,
+            weight_decay: args.weight_decay,
+            patience: args.patience,
+            seed: args.seed,
+        };
+        let trained = train(&train_ex, val_ex.as_ref(), &cfg).map_err(usage)?;
+        for log in &trained.history {
+            eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
+        }
+        trained
+            .save(&args.out, false)
+            .map_err(|e| Failure::Io(e.to_string()))?;
+        eprintln!(
+            "stepscore train: wrote {} (best epoch {}, validation step AUROC {})",
+            args.out.display(),
+            trained.best_epoch,
+            trained
+                .best_val_auroc()
+                .map_or("n/a".to_string(), |a| format!("{a:.4}"))
+        );
+        if bad > 0 {
+            return Err(Failure::BadRecords(bad));
+        }
+        Ok(())
+    }
+
+    fn usage(e: stepscore_train::Error) -> Failure {
+        Failure::Usage(e.to_string())
+    }
+
+    /// Runs the backbone over every trace of `input` and hands its label and
+    /// features to `sink`; returns how many records or traces were bad (each
+    /// reported on stderr).
+    fn extract(
+        backbone: &Scorer,
+        input: &InputArgs,
+        mut sink: impl FnMut(Option<i64>, &[Vec<f32>]) -> Result<(), String>,
+    ) -> Result<usize, Failure> {
+        let bar = if std::io::stderr().is_terminal() {
+            ProgressBar::new_spinner().with_style(
+                ProgressStyle::with_template("{spinner} {pos} traces  {per_sec}  {elapsed}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            )
+        } else {
+            ProgressBar::hidden()
+        };
+        let mut failed = 0usize;
+        let bad = for_each_trace(input, |trace| {
+            bar.inc(1);
+            let name = trace.id.clone().unwrap_or_else(|| "(no id)".into());
+            let texts: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
+            let result = backbone
+                .step_features(&trace.problem, &texts)
+                .map_err(|e| e.to_string())
+                .and_then(|f| sink(trace.first_error_label(), &f.hidden));
+            if let Err(e) = result {
+                failed += 1;
+                bar.suspend(|| eprintln!("error: trace {name}: {e}"));
+            }
+            Ok(())
+        })?;
+        bar.finish_and_clear();
+        Ok(bad + failed)
+    }
+}

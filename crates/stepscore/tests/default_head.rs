@@ -1,0 +1,68 @@
+//! The default PRM (SmolLM2-135M-Instruct GGUF + the embedded trained value
+//! head) scores exactly what the trainer saw: the head applied by hand to the
+//! backbone's step features (the `stepscore features` path used to build the
+//! training set) equals the scorer's step scores. Skipped with a printed
+//! reason when the GGUF is not cached.
+
+use stepscore::format::find_smollm2_gguf;
+use stepscore::prm::head_file::DEFAULT_HEAD_NAME;
+use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions};
+
+#[test]
+fn embedded_head_is_a_smollm2_value_head() {
+    let head = HeadFile::default_head().unwrap();
+    assert_eq!(head.name(), DEFAULT_HEAD_NAME);
+    assert_eq!(head.family().unwrap(), Family::ValueHead);
+    let (shape, w) = head.tensor("v_head.summary.weight").unwrap();
+    assert_eq!(shape, vec![1, 576], "SmolLM2-135M's hidden width");
+    assert!(w.iter().all(|v| v.is_finite()));
+    assert!(
+        w.iter().any(|&v| v != 0.0),
+        "the head is trained, not zeros"
+    );
+}
+
+#[test]
+fn default_prm_scores_equal_the_head_on_training_features() {
+    let Some(gguf) = find_smollm2_gguf() else {
+        eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
+        return;
+    };
+    let options = ScorerOptions {
+        threads: 2,
+        ..Default::default()
+    };
+    let head = HeadFile::default_head().unwrap();
+    let scorer = Scorer::open_with_head_file(&gguf, &head, &options).unwrap();
+    assert_eq!(scorer.family(), Family::ValueHead);
+    let backbone = Scorer::open_backbone(
+        &gguf,
+        &ScorerOptions {
+            family: Some(Family::ValueHead),
+            ..options.clone()
+        },
+    )
+    .unwrap();
+    let (_, w) = head.tensor("v_head.summary.weight").unwrap();
+    let (_, b) = head.tensor("v_head.summary.bias").unwrap();
+    let problem =
+        "Olivia can peel 14 onions a minute. How long does it take her to peel 1890 onions?";
+    let steps = [
+        "1890 onions / 14 onions/minute = 135 minutes",
+        "The final answer is 135.",
+    ];
+    let scores = scorer.score_steps(problem, &steps).unwrap();
+    let feats = backbone.step_features(problem, &steps).unwrap();
+    assert_eq!(feats.hidden.len(), 2);
+    for (row, score) in feats.hidden.iter().zip(&scores.step_scores) {
+        let z: f64 = row
+            .iter()
+            .zip(&w)
+            .map(|(x, w)| f64::from(*x) * f64::from(*w))
+            .sum::<f64>()
+            + f64::from(b[0]);
+        let by_hand = 1.0 / (1.0 + (-z).exp());
+        let score = score.unwrap();
+        assert!((by_hand - score).abs() <= 1e-6, "{by_hand} vs {score}");
+    }
+}

@@ -1,0 +1,75 @@
+// The worker side of worker mode: one scorer per worker, driven by messages
+// `{ id, op, ...args }` from remote.js. Replies are `{ id, ok: true, value,
+// memory }` or `{ id, ok: false, error: { code, message } }`; a load also
+// sends `{ id, progress }` events. Calls run in arrival order: each one waits
+// for the engine to start, then runs its wasm work without yielding first.
+
+import { StepScorer } from './core.js';
+import { StepscoreError } from './errors.js';
+import { wasmMemoryBytes } from './runtime.js';
+
+function sessionState(session) {
+  return { scores: session.scores, steps: session.steps, confidence: session.confidence, tokens: session.tokens };
+}
+
+export function serve(port, ready) {
+  let scorer = null;
+  const sessions = new Map();
+  const started = ready.then(
+    () => null,
+    (e) => new StepscoreError('INTERNAL', `the wasm engine failed to start in the worker: ${e?.message ?? e}`),
+  );
+
+  const live = () => {
+    if (!scorer) throw new StepscoreError('INTERNAL', 'worker: no model is loaded');
+    return scorer;
+  };
+  const session = (sid) => {
+    const s = sessions.get(sid);
+    if (!s) throw new StepscoreError('DISPOSED', 'this session was disposed');
+    return s;
+  };
+
+  const ops = {
+    async load({ id, options }) {
+      if (scorer) throw new StepscoreError('INTERNAL', 'worker: a model is already loaded');
+      scorer = await StepScorer.load({
+        ...options,
+        worker: false,
+        onProgress: (progress) => port.post({ id, progress }),
+      });
+      return scorer.info();
+    },
+    score: ({ trace }) => live().score(trace),
+    scoreMany: ({ traces }) => live().scoreMany(traces),
+    session({ sid, problem }) {
+      sessions.set(sid, live().session(problem));
+      return null;
+    },
+    async append({ sid, step }) {
+      const s = session(sid);
+      const score = await s.append(step);
+      return { score, state: sessionState(s) };
+    },
+    sessionDispose({ sid }) {
+      sessions.get(sid)?.dispose();
+      sessions.delete(sid);
+      return null;
+    },
+  };
+
+  port.listen(async (message) => {
+    const { id, op } = message ?? {};
+    try {
+      const failed = await started;
+      if (failed) throw failed;
+      const handler = Object.hasOwn(ops, op) ? ops[op] : null;
+      if (!handler) throw new StepscoreError('INTERNAL', `worker: unknown operation ${JSON.stringify(op)}`);
+      const value = await handler(message);
+      port.post({ id, ok: true, value, memory: wasmMemoryBytes() });
+    } catch (e) {
+      const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
+      port.post({ id, ok: false, error: { code, message: e?.message ?? String(e) } });
+    }
+  });
+}

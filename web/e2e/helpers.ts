@@ -1,0 +1,54 @@
+import { expect, type Page } from '@playwright/test';
+import { mkdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const SCREENSHOTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'test-results', 'screenshots');
+
+export async function shot(page: Page, name: string, fullPage = true): Promise<void> {
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage });
+}
+
+/** Opens the app and waits until its controls are wired (the wasm engine instantiates first). */
+export async function open(page: Page, path = './'): Promise<void> {
+  await page.goto(path);
+  await expect(page.locator('body')).toHaveAttribute('data-app-ready', 'true');
+}
+
+/** Opens the app with a model entry selected and loads it. */
+export async function openAndLoad(page: Page, model = 'qwen2-prm-tiny', query = ''): Promise<void> {
+  await open(page, `./?model=${model}${query}`);
+  await page.getByRole('button', { name: 'Load model' }).click();
+  await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true', { timeout: 120_000 });
+}
+
+/** Types a trace into the paste form. */
+export async function paste(page: Page, problem: string, response: string): Promise<void> {
+  await page.getByRole('tab', { name: 'Paste' }).click();
+  await page.getByLabel('Problem', { exact: true }).fill(problem);
+  await page.getByLabel('Response (chain of thought)').fill(response);
+}
+
+/** The scores the step cards show, in order (full precision from data-score). */
+export async function cardScores(page: Page): Promise<number[]> {
+  const raw = await page.locator('#steps li.step-card').evaluateAll((cards) => cards.map((c) => (c as HTMLElement).dataset.score ?? ''));
+  return raw.map(Number);
+}
+
+export async function score(page: Page): Promise<void> {
+  await page.getByRole('button', { name: 'Score trace' }).click();
+  await expect(page.locator('#score-status')).toContainText(/Scored \d+ steps/, { timeout: 120_000 });
+}
+
+/** A trace whose step 2 is wrong (7 × 8 is 56, not 54). */
+export const SLIP = {
+  problem: 'A library has 7 shelves with 8 books on each shelf. It buys 15 more books. How many books does it have now?',
+  response: [
+    'The library has 7 shelves with 8 books on each.',
+    'So it starts with 7 × 8 = 54 books.',
+    'After buying 15 more books it has 54 + 15 = 69 books.',
+    'The answer is \\boxed{69}.',
+  ].join('\n\n'),
+  wrongStep: 1,
+};

@@ -1,0 +1,32 @@
+// A diverging colour scale centred on the error threshold: red below it,
+// white at it, blue above (ColorBrewer RdBu end points, readable for the
+// common colour-vision deficiencies; every score is also printed as a number).
+
+type Rgb = [number, number, number];
+const LOW: Rgb = [178, 24, 43];
+const MID: Rgb = [247, 247, 247];
+const HIGH: Rgb = [33, 102, 172];
+
+function mix(a: Rgb, b: Rgb, t: number): Rgb {
+  return [0, 1, 2].map((i) => Math.round(a[i] + (b[i] - a[i]) * t)) as Rgb;
+}
+
+/** The colour of `score` in [0, 1] when `threshold` is the neutral point. */
+export function scoreColor(score: number | null, threshold: number): string {
+  if (score === null || !Number.isFinite(score)) return 'rgb(150, 150, 150)';
+  const s = Math.min(1, Math.max(0, score));
+  const t = Math.min(0.999, Math.max(0.001, threshold));
+  const c = s < t ? mix(LOW, MID, s / t) : mix(MID, HIGH, (s - t) / (1 - t));
+  return `rgb(${c[0]}, ${c[1]}, ${c[2]})`;
+}
+
+/** A translucent tint of the same scale, for shading text. */
+export function scoreTint(score: number | null, threshold: number, alpha = 0.35): string {
+  return scoreColor(score, threshold).replace('rgb(', 'rgba(').replace(')', `, ${alpha})`);
+}
+
+/** CSS gradient of the scale with the neutral point at `threshold`. */
+export function scaleGradient(threshold: number): string {
+  const t = Math.round(Math.min(1, Math.max(0, threshold)) * 100);
+  return `linear-gradient(to right, rgb(${LOW.join(',')}) 0%, rgb(${MID.join(',')}) ${t}%, rgb(${HIGH.join(',')}) 100%)`;
+}

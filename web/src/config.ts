@@ -1,0 +1,61 @@
+// Which models the app offers. The first entry is the default model: switch
+// it here (one entry: its URL(s), relative to the page, and its PRM family).
+// `options` is spread into StepScorer.load, so any load option the SDK takes
+// (e.g. a separate head file once the SDK loads backbone + head) goes there.
+import type { Family, LoadOptions } from 'stepscore';
+
+export interface ModelEntry {
+  id: string;
+  label: string;
+  /** URL of a .gguf file or of a Hugging Face checkpoint directory (ending in '/'). */
+  model: string;
+  family?: Family;
+  /** Extra load options, passed to StepScorer.load as they are. */
+  options?: Partial<Omit<LoadOptions, 'model' | 'onProgress' | 'signal' | 'backend'>> & Record<string, unknown>;
+  note?: string;
+  /**
+   * Where the error threshold starts when this model loads (the slider moves it).
+   * PRM probabilities use 0.5; a confidence score is a mean token probability
+   * and sits much lower on correct steps too.
+   */
+  threshold?: number;
+}
+
+/** stepscore's default PRM: SmolLM2's GGUF plus the value head trained on it (models/, issue 7). */
+export const DEFAULT_MODEL: ModelEntry = {
+  id: 'smollm2-prm',
+  label: 'SmolLM2-135M-Instruct Q4_1 + stepscore value head (default)',
+  model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  family: 'value-head',
+  options: { head: 'models/smollm2-135m-gsm-value-head.safetensors' },
+  note: 'A linear value head trained on SmolLM2 hidden states over synthetic GSM traces. A weak verifier: step AUROC 0.63 on held-out generators (docs/TRAINING.md).',
+  // The F1-optimal threshold on the validation split (scripts/results_table.py).
+  threshold: 0.31,
+};
+
+/** The same backbone, training-free: its own confidence in each step. */
+export const CONFIDENCE_MODEL: ModelEntry = {
+  id: 'smollm2-confidence',
+  label: 'SmolLM2-135M-Instruct Q4_1 \u2014 confidence (training-free)',
+  model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
+  family: 'confidence',
+  note: 'Scores are the model\u2019s own confidence in each step (geometric mean token probability), not a trained verifier.',
+  // Set by hand from the gallery traces (correct steps ~0.1–0.6, answer lines ~0.07–0.10), not calibrated.
+  threshold: 0.1,
+};
+
+/** Tiny test checkpoints (random weights), served by the dev/preview server only. */
+export const FIXTURE_MODELS: ModelEntry[] = [
+  { id: 'qwen2-prm-tiny', label: 'tiny score-head PRM (test fixture)', model: 'fixtures/prm/qwen2-prm-tiny/', family: 'score-head' },
+  { id: 'skywork-prm-tiny', label: 'tiny value-head PRM (test fixture)', model: 'fixtures/prm/skywork-prm-tiny/', family: 'value-head' },
+  { id: 'math-shepherd-tiny', label: 'tiny Math-Shepherd PRM (test fixture)', model: 'fixtures/prm/math-shepherd-tiny/', family: 'math-shepherd' },
+  { id: 'rlhflow-tiny', label: 'tiny RLHFlow PRM (test fixture)', model: 'fixtures/prm/rlhflow-tiny/', family: 'rlhflow' },
+  { id: 'confidence-tiny', label: 'tiny causal LM, confidence (test fixture)', model: 'fixtures/prm/confidence-tiny/', family: 'confidence' },
+];
+
+export const MODELS: ModelEntry[] = [DEFAULT_MODEL, CONFIDENCE_MODEL, ...FIXTURE_MODELS];
+
+/** Step scores below this count as errors until the user moves the slider. */
+export const DEFAULT_THRESHOLD = 0.5;
+/** v_{-1} of the progress rewards r_k = v_k - v_{k-1} drawn in the chart. */
+export const PROGRESS_BASELINE = 0.5;

@@ -1,0 +1,90 @@
+// The step-reward view: summary (aggregate, first error), legend, chart and
+// its table twin, one card per step. Step text goes in as text (dom.ts).
+import { aggregate, firstError, type Aggregation, type StepConfidence } from 'stepscore';
+import { drawChart } from './chart';
+import { scaleGradient, scoreColor, scoreTint } from './color';
+import { PROGRESS_BASELINE } from './config';
+import { $, el, fmt, replace } from './dom';
+import type { AppStep } from './traces';
+import { AGG_LABELS, type Scored } from './types';
+
+/** Running value of the aggregation over steps 0..k. */
+function running(scores: Array<number | null>, how: Aggregation, upto: number): Array<number | null> {
+  return scores.map((_, k) => (k < upto ? aggregate(scores.slice(0, k + 1), how) : null));
+}
+
+function progress(scores: Array<number | null>, upto: number): Array<number | null> {
+  return scores.map((v, k) => {
+    if (k >= upto || v === null) return null;
+    const prev = k === 0 ? PROGRESS_BASELINE : scores[k - 1];
+    return prev === null ? null : v - prev;
+  });
+}
+
+function renderLegend(t: number): void {
+  const ramp = el('div', { class: 'ramp', style: { background: scaleGradient(t) }, attrs: { role: 'img', 'aria-label': `Colour scale: red below the threshold ${t.toFixed(2)}, white at it, blue above` } },
+    el('span', { class: 'tick', style: { left: `calc(${(t * 100).toFixed(1)}% - 1px)` } }));
+  replace($('legend'), el('span', {}, '0 · likely wrong'), ramp, el('span', {}, '1 · likely right'), el('span', { class: 'hint' }, `(white = threshold ${t.toFixed(2)})`));
+}
+
+function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, first: number, t: number, pending: boolean): HTMLLIElement {
+  const color = scoreColor(score, t);
+  const isFirst = i === first;
+  const roleText = step.role ? ` · ${step.role.replace('_', ' ')}${step.tool ? ` (${step.tool})` : ''}` : '';
+  const label = step.label === true ? 'labelled correct' : step.label === false ? 'labelled wrong' : null;
+  const head = el('div', { class: 'step-head' },
+    el('h3', {}, `Step ${i + 1}${roleText}`),
+    isFirst ? el('span', { class: 'marker', attrs: { 'data-first-error': 'true' } }, `First error (below ${t.toFixed(2)})`) : null,
+    label ? el('span', { class: 'label-tag' }, `ground truth: ${label}`) : null,
+    el('span', { class: 'step-score' }, pending ? 'pending…' : `score ${fmt(score)}`));
+  const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': '1', 'aria-valuenow': String(score ?? 0), 'aria-label': `Step ${i + 1} score` } },
+    el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: color } }));
+  // Confidence shading: the SDK gives per-step token statistics, so the whole step is tinted.
+  const text = el('p', { class: 'step-text' }, step.text);
+  if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
+  const confLine = conf
+    ? el('p', { class: 'conf' }, `${conf.tokens} tokens · mean log-prob ${fmt(conf.meanLogprob)} (p ≈ ${fmt(Math.exp(conf.meanLogprob))}) · min log-prob ${fmt(conf.minLogprob)} · mean entropy ${fmt(conf.meanEntropy)} nats`)
+    : null;
+  const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs: { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'aria-label': `Step ${i + 1}, ${pending ? 'not scored yet' : `score ${fmt(score, 2)}`}${isFirst ? ', first error' : ''}` } },
+    head, bar, text, confLine);
+  return card;
+}
+
+/** Draws a result; `upto` steps are scored (live mode), the rest pending. */
+export function renderResults(c: Scored, how: Aggregation, t: number, upto?: number): void {
+  const n = upto ?? c.steps.length;
+  $('threshold-value').textContent = t.toFixed(2);
+  const scored = c.scores.slice(0, n);
+  const agg = scored.length ? aggregate(scored, how) : null;
+  const first = scored.length ? firstError(scored, t) : -1;
+  $('aggregate').textContent = agg === null ? '–' : fmt(agg);
+  const fe = $('first-error');
+  fe.dataset.index = String(first);
+  fe.textContent = n === 0 ? 'Waiting for the first step…'
+    : first >= 0 ? `First error: step ${first + 1} (score ${fmt(scored[first])} < ${t.toFixed(2)})`
+      : `No step below the threshold ${t.toFixed(2)}${n < c.steps.length ? ' so far' : ''}.`;
+  renderLegend(t);
+  drawChart($('chart') as HTMLCanvasElement, {
+    scores: c.scores.map((v, k) => (k < n ? v : null)),
+    progress: progress(c.scores, n),
+    running: running(c.scores, how, n),
+    aggregationLabel: AGG_LABELS[how],
+    threshold: t,
+    firstError: first,
+  });
+  const prog = progress(c.scores, n);
+  const run = running(c.scores, how, n);
+  replace($('chart-table').querySelector('tbody')!, ...c.scores.map((v, k) => el('tr', {},
+    el('th', { attrs: { scope: 'row' } }, String(k + 1)), el('td', {}, k < n ? fmt(v) : 'pending'), el('td', {}, fmt(prog[k])), el('td', {}, fmt(run[k])))));
+  const note = $('confidence-note');
+  note.hidden = !c.confidence;
+  note.textContent = c.confidence
+    ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). The SDK reports confidence per step, not per token, so each step is shaded as a whole.'
+    : '';
+  const sourceNote = c.source === 'file' ? 'Scores as given in the file.' : c.source === 'link' ? `Scores from the shared link${c.model ? ` (model: ${c.model})` : ''}; load a model and score to recompute.` : null;
+  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, first, t, i >= n)));
+  if (sourceNote) $('steps').prepend(el('li', { class: 'hint' }, sourceNote));
+  const section = $('results');
+  section.hidden = false;
+  section.dataset.rendered = String(n);
+}

@@ -1,0 +1,19 @@
+import { defineConfig } from 'vite';
+import { serveModels } from './server/models.ts';
+
+// base './': the built site works from any path (a static host's sub-folder too).
+// Top-level await (pkg's entry instantiates the wasm module) needs ES2022.
+export default defineConfig({
+  base: './',
+  plugins: [serveModels()],
+  build: {
+    target: 'es2022',
+    outDir: 'dist',
+    // The wasm engine (~2.3 MB) is the one large asset; it is fetched, not inlined.
+    assetsInlineLimit: 0,
+    chunkSizeWarningLimit: 1024,
+  },
+  // pkg/ is linked from outside node_modules: let the dev server read it (and nothing else outside web/).
+  server: { fs: { allow: ['.', '../pkg'] } },
+  worker: { format: 'es' },
+});
