@@ -431,3 +431,23 @@ fn train_without_the_trainer_says_how_to_build_it() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("--features train"), "{err}");
 }
+
+#[test]
+fn doctor_lists_adapters_and_the_auto_choice_as_json() {
+    let out = stepscore(&["doctor", "--json"], None);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor --json is JSON");
+    let adapters = v["adapters"].as_array().expect("adapters array");
+    for a in adapters {
+        assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");
+        assert!(a["max_storage_buffer_binding_size"].as_u64().unwrap_or(0) > 0, "{a}");
+    }
+    let auto = &v["auto"];
+    let chosen = auto["backend"].as_str().unwrap_or_default();
+    assert!(chosen == "gpu" || chosen == "cpu", "{auto}");
+    assert!(!auto["reason"].as_str().unwrap_or_default().is_empty(), "{auto}");
+    // Software rasterizers (llvmpipe, SwiftShader) never win `auto`.
+    if adapters.iter().all(|a| a["device_type"] == "CPU (software)") {
+        assert_eq!(chosen, "cpu", "{auto}");
+    }
+}
