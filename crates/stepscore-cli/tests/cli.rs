@@ -440,14 +440,23 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
     let adapters = v["adapters"].as_array().expect("adapters array");
     for a in adapters {
         assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");
-        assert!(a["max_storage_buffer_binding_size"].as_u64().unwrap_or(0) > 0, "{a}");
+        assert!(
+            a["max_storage_buffer_binding_size"].as_u64().unwrap_or(0) > 0,
+            "{a}"
+        );
     }
     let auto = &v["auto"];
     let chosen = auto["backend"].as_str().unwrap_or_default();
     assert!(chosen == "gpu" || chosen == "cpu", "{auto}");
-    assert!(!auto["reason"].as_str().unwrap_or_default().is_empty(), "{auto}");
+    assert!(
+        !auto["reason"].as_str().unwrap_or_default().is_empty(),
+        "{auto}"
+    );
     // Software rasterizers (llvmpipe, SwiftShader) never win `auto`.
-    if adapters.iter().all(|a| a["device_type"] == "CPU (software)") {
+    if adapters
+        .iter()
+        .all(|a| a["device_type"] == "CPU (software)")
+    {
         assert_eq!(chosen, "cpu", "{auto}");
     }
 }

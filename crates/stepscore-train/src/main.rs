@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use stepscore_train::{read_examples, train, HeadKind, TrainConfig};
+use stepscore_train::{read_examples, train_and_save, HeadKind, TrainConfig};
 
 #[derive(Parser)]
 #[command(
@@ -89,19 +89,7 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         patience: args.patience,
         seed: args.seed,
     };
-    let trained = train(&train_ex, val_ex.as_ref(), &cfg)?;
-    for log in &trained.history {
-        eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
-    }
-    trained.save(&args.out, args.confidence)?;
-    eprintln!(
-        "wrote {} (best epoch {}, validation step AUROC {})",
-        args.out.display(),
-        trained.best_epoch,
-        trained
-            .best_val_auroc()
-            .map_or("n/a".to_string(), |a| format!("{a:.4}"))
-    );
+    train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, args.confidence)?;
     Ok(())
 }
 

@@ -265,6 +265,31 @@ pub fn train(train: &Examples, val: Option<&Examples>, cfg: &TrainConfig) -> Res
     })
 }
 
+/// [`train`], then the epoch log (JSON lines) and a summary on stderr, and the head written to
+/// `out` (see [`Trained::save`]): what both `stepscore-train` and `stepscore train` do.
+pub fn train_and_save(
+    train_ex: &Examples,
+    val: Option<&Examples>,
+    cfg: &TrainConfig,
+    out: &std::path::Path,
+    confidence_features: bool,
+) -> Result<Trained> {
+    let trained = train(train_ex, val, cfg)?;
+    for log in &trained.history {
+        eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
+    }
+    trained.save(out, confidence_features)?;
+    eprintln!(
+        "wrote {} (best epoch {}, validation step AUROC {})",
+        out.display(),
+        trained.best_epoch,
+        trained
+            .best_val_auroc()
+            .map_or("n/a".to_string(), |a| format!("{a:.4}"))
+    );
+    Ok(trained)
+}
+
 impl Trained {
     /// P(step correct) for raw feature rows, computed by burn on standardized inputs.
     pub fn predict(&self, ex: &Examples) -> Result<Vec<f64>> {

@@ -58,17 +58,29 @@ fn value_head_by_hand_on_features_equals_step_scores() {
     assert_eq!(b.shape, vec![1]);
     let scorer = Scorer::open(&dir, &opts(None)).unwrap();
     assert_eq!(scorer.family(), Family::ValueHead);
+    assert_head_on_features(&scorer, &scorer, "skywork-prm-tiny", &w.data, b.data[0]);
+}
+
+/// The value head applied by hand to `features_from`'s step features equals
+/// `scorer`'s step scores (1e-6) on every reference case of `fixture_name`.
+fn assert_head_on_features(
+    scorer: &Scorer,
+    features_from: &Scorer,
+    fixture_name: &str,
+    w: &[f32],
+    b: f32,
+) {
     let mut checked = 0;
-    for case in cases("skywork-prm-tiny") {
+    for case in cases(fixture_name) {
         let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
         let scores = scorer.score_steps(&case.problem, &steps).unwrap();
-        let feats = scorer.step_features(&case.problem, &steps).unwrap();
-        assert_eq!(feats.width, w.shape[1]);
+        let feats = features_from.step_features(&case.problem, &steps).unwrap();
+        assert_eq!(feats.width, w.len());
         assert_eq!(feats.hidden.len(), steps.len());
         assert_eq!(feats.tokens, scores.tokens);
         for (row, score) in feats.hidden.iter().zip(&scores.step_scores) {
             assert_eq!(row.len(), feats.width);
-            let by_hand = value_head(&w.data, b.data[0], row);
+            let by_hand = value_head(w, b, row);
             let score = score.unwrap();
             assert!(
                 (by_hand - score).abs() <= 1e-6,
@@ -242,22 +254,7 @@ fn backbone_plus_head_file_scores_its_own_features() {
     let scorer = Scorer::open_with_head(&dir, &head, &opts(None)).unwrap();
     std::fs::remove_file(&head).ok();
     assert_eq!(scorer.family(), Family::ValueHead);
-    let mut checked = 0;
-    for case in cases("confidence-tiny") {
-        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
-        let feats = backbone.step_features(&case.problem, &steps).unwrap();
-        let scores = scorer.score_steps(&case.problem, &steps).unwrap();
-        for (row, score) in feats.hidden.iter().zip(&scores.step_scores) {
-            let by_hand = value_head(&w, b, row);
-            let score = score.unwrap();
-            assert!(
-                (by_hand - score).abs() <= 1e-6,
-                "by hand {by_hand} vs scorer {score}"
-            );
-            checked += 1;
-        }
-    }
-    assert!(checked >= 3, "only {checked} steps checked");
+    assert_head_on_features(&scorer, &backbone, "confidence-tiny", &w, b);
 }
 
 #[test]

@@ -86,7 +86,7 @@ mod with_trainer {
 
     use indicatif::{ProgressBar, ProgressStyle};
     use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
-    use stepscore_train::{train, Examples, ExamplesBuilder, HeadKind, TrainConfig};
+    use stepscore_train::{train_and_save, Examples, ExamplesBuilder, HeadKind, TrainConfig};
 
     use super::Args;
     use crate::commands::fetch;
@@ -162,21 +162,12 @@ mod with_trainer {
             patience: args.patience,
             seed: args.seed,
         };
-        let trained = train(&train_ex, val_ex.as_ref(), &cfg).map_err(usage)?;
-        for log in &trained.history {
-            eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
-        }
-        trained
-            .save(&args.out, false)
-            .map_err(|e| Failure::Io(e.to_string()))?;
-        eprintln!(
-            "stepscore train: wrote {} (best epoch {}, validation step AUROC {})",
-            args.out.display(),
-            trained.best_epoch,
-            trained
-                .best_val_auroc()
-                .map_or("n/a".to_string(), |a| format!("{a:.4}"))
-        );
+        train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, false).map_err(
+            |e| match e {
+                stepscore_train::Error::Io { .. } => Failure::Io(e.to_string()),
+                other => usage(other),
+            },
+        )?;
         if bad > 0 {
             return Err(Failure::BadRecords(bad));
         }
