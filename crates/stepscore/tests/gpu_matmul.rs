@@ -10,90 +10,12 @@
 //! q*d + m is rounded before the product), a few ulps of the row's scale.
 #![cfg(feature = "gpu")]
 
-use std::sync::OnceLock;
+mod gpu_support;
 
+use gpu_support::{ctx, open, random_matrix, Rng};
 use stepscore::ggml::GgmlType;
 use stepscore::gpu::{GpuContext, GpuMatrix, GpuOptions, GpuTensor};
 use stepscore::model::{Matrix, SharedBytes};
-use stepscore::quant::f32_to_f16;
-
-/// A shared context for the kernel tests (None: no adapter).
-fn ctx() -> Option<&'static GpuContext> {
-    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
-    CTX.get_or_init(|| open(GpuOptions::default())).as_ref()
-}
-
-fn open(options: GpuOptions) -> Option<GpuContext> {
-    match GpuContext::new(options) {
-        Ok(c) => {
-            eprintln!("adapter: {}", c.adapter());
-            Some(c)
-        }
-        Err(e) => {
-            assert!(
-                std::env::var("STEPSCORE_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "STEPSCORE_REQUIRE_GPU=1 but no GPU context: {e}"
-            );
-            eprintln!("SKIPPED: no GPU adapter ({e})");
-            None
-        }
-    }
-}
-
-/// xorshift64*: deterministic test data without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    /// Uniform in [-1, 1).
-    fn f(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
-
-fn put_f16(b: &mut [u8], at: usize, v: f32) {
-    b[at..at + 2].copy_from_slice(&f32_to_f16(v).to_le_bytes());
-}
-
-/// A `rows x cols` matrix of `ty` with random quants and sane scales (random
-/// bytes in the f16 fields could be NaN or huge).
-fn random_matrix(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> Matrix {
-    if ty == GgmlType::F32 {
-        let data = (0..rows * cols).map(|_| rng.f()).collect();
-        return Matrix::from_f32(rows, cols, data).unwrap();
-    }
-    let (bb, be) = (ty.block_bytes(), ty.block_elems());
-    let mut bytes = rng.bytes(rows * cols / be * bb);
-    for b in bytes.chunks_exact_mut(bb) {
-        let d = 0.01 + 0.04 * rng.f().abs();
-        match ty {
-            GgmlType::Q8_0 | GgmlType::Q4_0 => put_f16(b, 0, d * rng.f().signum()),
-            GgmlType::Q4_1 => {
-                put_f16(b, 0, d);
-                put_f16(b, 2, -8.0 * d + 0.1 * rng.f());
-            }
-            GgmlType::Q4K => {
-                put_f16(b, 0, d * 0.1);
-                put_f16(b, 2, d * 0.05);
-            }
-            GgmlType::Q6K => put_f16(b, 208, d * 0.05),
-            GgmlType::F16 => {
-                for v in b.chunks_exact_mut(2) {
-                    put_f16(v, 0, rng.f());
-                }
-            }
-            _ => panic!("no generator for {ty:?}"),
-        }
-    }
-    Matrix::quant(ty, rows, cols, SharedBytes::owned(bytes)).unwrap()
-}
 
 /// f64 product of the f32-expanded weights (the reference of every kernel).
 fn reference(w: &Matrix, x: &[f32], n_tokens: usize) -> Vec<f64> {
