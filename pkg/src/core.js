@@ -11,7 +11,7 @@ import {
   selectBest as wasmSelectBest,
   extractAnswer as wasmExtractAnswer,
 } from './wasm/stepscore_wasm.js';
-import { StepscoreError, callWasm } from './errors.js';
+import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
@@ -21,27 +21,65 @@ export { StepscoreError } from './errors.js';
 export { clearCache, DEFAULT_CACHE } from './fetch.js';
 
 const BACKENDS = ['auto', 'webgpu', 'cpu'];
-const NO_WEBGPU_ENGINE = "stepscore's WebGPU engine is not in this version of the package";
 // Guards the constructors: scorers come from StepScorer.load, sessions from scorer.session.
 const INTERNAL = Symbol('stepscore.internal');
+// Adapters that run the kernels on the CPU: the wasm CPU engine is faster there.
+const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|warp|software/i;
 
-/** Why WebGPU cannot be used here, or null when an adapter API is present. */
-function webgpuMissing() {
-  return globalThis.navigator?.gpu ? null : 'WebGPU is not available here (navigator.gpu is missing)';
-}
-
-/** Picks the engine; 'webgpu' fails now, before any download. */
-function chooseBackend(requested) {
+function checkBackend(requested) {
   if (!BACKENDS.includes(requested)) {
     throw new StepscoreError('INVALID_ARGUMENT', `backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${JSON.stringify(requested)}`);
   }
-  if (requested === 'cpu') return { backend: 'cpu', fallbackReason: null };
-  const missing = webgpuMissing();
-  if (requested === 'webgpu') {
-    if (missing) throw new StepscoreError('WEBGPU_UNAVAILABLE', `backend 'webgpu': ${missing}; use backend 'cpu' or 'auto'`);
-    throw new StepscoreError('NOT_IMPLEMENTED', `backend 'webgpu': ${NO_WEBGPU_ENGINE}; use backend 'cpu' or 'auto'`);
+}
+
+/** The adapter WebGPU would give us, described, or why there is none. */
+async function probeWebGpu() {
+  const gpu = globalThis.navigator?.gpu;
+  if (!gpu) return { missing: 'WebGPU is not available here (navigator.gpu is missing)' };
+  let adapter = null;
+  try {
+    adapter = await gpu.requestAdapter();
+  } catch (e) {
+    return { missing: `WebGPU's requestAdapter() failed: ${e?.message ?? e}` };
   }
-  return { backend: 'cpu', fallbackReason: `${missing ?? NO_WEBGPU_ENGINE}; using the CPU (wasm) engine` };
+  if (!adapter) return { missing: "WebGPU's requestAdapter() found no adapter" };
+  const info = adapter.info ?? {};
+  const parts = [info.vendor, info.architecture, info.device, info.description].filter((p) => typeof p === 'string' && p !== '');
+  const name = [...new Set(parts)].join(' ') || 'unnamed adapter';
+  const software = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(parts.join(' '));
+  return { name, software };
+}
+
+/**
+ * Picks the engine before any download: 'webgpu' fails now when there is no
+ * adapter; 'auto' takes WebGPU only on a hardware adapter (on a software one
+ * the CPU engine is faster than the kernels on the same CPU, as natively).
+ */
+async function chooseBackend(requested) {
+  checkBackend(requested);
+  if (requested === 'cpu') return { backend: 'cpu', adapter: null, fallbackReason: null };
+  const probe = await probeWebGpu();
+  if (probe.missing) {
+    if (requested === 'webgpu') throw new StepscoreError('WEBGPU_UNAVAILABLE', `backend 'webgpu': ${probe.missing}; use backend 'cpu' or 'auto'`);
+    return { backend: 'cpu', adapter: null, fallbackReason: `${probe.missing}; using the CPU (wasm) engine` };
+  }
+  if (requested === 'auto' && probe.software) {
+    return {
+      backend: 'cpu',
+      adapter: probe.name,
+      fallbackReason: `the WebGPU adapter (${probe.name}) is a software rasterizer; the CPU (wasm) engine is faster than running the kernels on the same CPU (use backend 'webgpu' to force it)`,
+    };
+  }
+  return { backend: 'webgpu', adapter: probe.name, fallbackReason: null };
+}
+
+/** Awaits a Promise-returning wasm call, its failure as a StepscoreError. */
+async function callWasmAsync(fn) {
+  try {
+    return await callWasm(fn);
+  } catch (e) {
+    throw toStepscoreError(e);
+  }
 }
 
 function engineOptions(options) {
@@ -62,10 +100,12 @@ function checkLoadOptions(options) {
   }
 }
 
-/** Loads in this thread: downloads, then builds the wasm scorer. */
+/** Loads in this thread: downloads, builds the wasm scorer, moves it to WebGPU when chosen. */
 async function loadLocal(options) {
   const { backend: requested = 'auto', onProgress, signal, cache } = options;
-  const { backend, fallbackReason } = chooseBackend(requested);
+  checkBackend(requested);
+  throwIfAborted(signal);
+  const choice = await chooseBackend(requested);
   throwIfAborted(signal);
   let { model, head } = options;
   let expected = new Map();
@@ -81,8 +121,8 @@ async function loadLocal(options) {
   throwIfAborted(signal);
   onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });
   const wasmOptions = engineOptions(options);
-  let inner;
   let files;
+  let build;
   if (resolved.kind === 'gguf') {
     files = [{ name: resolved.name, bytes: resolved.bytes.length }];
     if (headFile) {
@@ -90,25 +130,44 @@ async function loadLocal(options) {
         throw new StepscoreError('NOT_IMPLEMENTED', 'this build of the engine cannot load a separate `head` file');
       }
       files.push({ name: headFile.name, bytes: headFile.bytes.length });
-      inner = callWasm(() => WasmScorer.fromGgufWithHead(resolved.bytes, resolved.name, headFile.bytes, headFile.name, wasmOptions));
+      build = () => WasmScorer.fromGgufWithHead(resolved.bytes, resolved.name, headFile.bytes, headFile.name, wasmOptions);
     } else {
-      inner = callWasm(() => WasmScorer.fromGguf(resolved.bytes, resolved.name, wasmOptions));
+      build = () => WasmScorer.fromGguf(resolved.bytes, resolved.name, wasmOptions);
     }
   } else {
     if (headFile) {
       throw new StepscoreError('INVALID_ARGUMENT', 'a separate `head` file goes with a GGUF backbone; for a checkpoint directory, put the head tensors in its safetensors');
     }
     files = [...resolved.files].map(([name, bytes]) => ({ name, bytes: bytes.length }));
-    const hf = new HfFiles();
+    build = () => {
+      const hf = new HfFiles();
+      try {
+        for (const [name, bytes] of resolved.files) hf.add(name, bytes);
+        return WasmScorer.fromHf(hf, wasmOptions);
+      } finally {
+        hf.free();
+      }
+    };
+  }
+  let inner = callWasm(build);
+  let { backend, fallbackReason } = choice;
+  if (backend === 'webgpu') {
+    onProgress?.({ phase: 'upload', file: null, loaded: 0, total: null });
     try {
-      for (const [name, bytes] of resolved.files) callWasm(() => hf.add(name, bytes));
-      inner = callWasm(() => WasmScorer.fromHf(hf, wasmOptions));
-    } finally {
-      hf.free();
+      // Consumes the CPU scorer; resolves to the same model on the GPU.
+      inner = await callWasmAsync(() => inner.withBackend('gpu'));
+    } catch (e) {
+      if (requested === 'webgpu' || e.code === 'INTERNAL') throw e;
+      // 'auto': the same bytes again, on the CPU engine.
+      inner = callWasm(build);
+      backend = 'cpu';
+      fallbackReason = `WebGPU failed (${e.message}); using the CPU (wasm) engine`;
     }
   }
   const model_ = callWasm(() => inner.info());
-  const info = { backend, requestedBackend: requested, adapter: null, fallbackReason, ...model_, files, worker: false };
+  const { engine, adapter: engineAdapter, engineReason, ...facts } = model_;
+  const adapter = engine === 'gpu' ? engineAdapter || choice.adapter : choice.adapter;
+  const info = { backend, requestedBackend: requested, adapter, fallbackReason, ...facts, files, worker: false };
   return new LocalEngine(inner, info);
 }
 
@@ -123,11 +182,11 @@ class LocalEngine {
   }
 
   score(trace) {
-    return callWasm(() => this.#inner.score(trace));
+    return callWasmAsync(() => this.#inner.scoreAsync(trace));
   }
 
   scoreMany(traces) {
-    return callWasm(() => this.#inner.scoreMany(traces));
+    return callWasmAsync(() => this.#inner.scoreManyAsync(traces));
   }
 
   session(problem) {
@@ -135,7 +194,12 @@ class LocalEngine {
   }
 
   info() {
-    return { ...this.#info, files: this.#info.files.map((f) => ({ ...f })), wasmMemoryBytes: wasmMemoryBytes() };
+    return {
+      ...this.#info,
+      files: this.#info.files.map((f) => ({ ...f })),
+      wasmMemoryBytes: wasmMemoryBytes(),
+      gpuBuffers: callWasm(() => this.#inner.gpuBuffers()),
+    };
   }
 
   dispose() {
@@ -145,33 +209,58 @@ class LocalEngine {
 
 class LocalSession {
   #inner;
+  // Appends run one after another; a getter sees the state after the last
+  // settled one.
+  #queue = Promise.resolve();
+  #state = { scores: [], steps: [], confidence: [], tokens: { computed: 0, cached: 0 } };
 
   constructor(inner) {
     this.#inner = inner;
   }
 
   append(step) {
-    return callWasm(() => this.#inner.append(step));
+    const run = async () => {
+      try {
+        return await callWasmAsync(() => this.#inner.appendAsync(step));
+      } finally {
+        if (this.#inner) this.#snapshot();
+      }
+    };
+    const result = this.#queue.then(run, run);
+    this.#queue = result.catch(() => undefined);
+    return result;
+  }
+
+  #snapshot() {
+    const inner = this.#inner;
+    this.#state = {
+      scores: Array.from(callWasm(() => inner.scores())),
+      steps: callWasm(() => inner.steps()),
+      confidence: callWasm(() => inner.confidence()),
+      tokens: { computed: callWasm(() => inner.computedTokens()), cached: callWasm(() => inner.cachedTokens()) },
+    };
   }
 
   get scores() {
-    return Array.from(callWasm(() => this.#inner.scores()));
+    return [...this.#state.scores];
   }
 
   get steps() {
-    return callWasm(() => this.#inner.steps());
+    return [...this.#state.steps];
   }
 
   get confidence() {
-    return callWasm(() => this.#inner.confidence());
+    return this.#state.confidence.map((c) => ({ ...c }));
   }
 
   get tokens() {
-    return { computed: callWasm(() => this.#inner.computedTokens()), cached: callWasm(() => this.#inner.cachedTokens()) };
+    return { ...this.#state.tokens };
   }
 
   dispose() {
-    this.#inner.free();
+    // An append in flight holds its own reference to the session's state.
+    this.#inner?.free();
+    this.#inner = null;
   }
 }
 
@@ -193,7 +282,7 @@ export class StepScorer {
     let engine;
     if (options.worker) {
       // Refuse what the worker would refuse before starting one.
-      chooseBackend(options.backend ?? 'auto');
+      checkBackend(options.backend ?? 'auto');
       throwIfAborted(options.signal);
       engine = await loadInWorker(options);
     } else {

@@ -99,7 +99,14 @@ export interface LoadOptions {
    * bundler moved it. Same API; dispose() ends the worker.
    */
   worker?: boolean | string | URL;
-  /** 'auto' (default) uses WebGPU when stepscore can, else the CPU engine, and says why in info(). */
+  /**
+   * 'auto' (default): WebGPU on a hardware adapter, else the CPU (wasm)
+   * engine, with the reason in info().fallbackReason (a software adapter
+   * such as SwiftShader runs the kernels slower than the CPU engine).
+   * 'webgpu': the WGSL engine on whatever adapter WebGPU gives, or reject
+   * ('WEBGPU_UNAVAILABLE' before downloading, 'GPU_ERROR' when the device
+   * cannot take the model). 'cpu': the wasm CPU engine.
+   */
   backend?: Backend;
   onProgress?: (progress: Progress) => void;
   /** Aborting rejects the load with code 'ABORTED'. */
@@ -149,10 +156,12 @@ export interface TraceScore {
 export interface ScorerInfo {
   backend: 'cpu' | 'webgpu';
   requestedBackend: Backend;
-  /** The GPU adapter's description when the backend is 'webgpu'; null on the CPU. */
+  /** The WebGPU adapter's description (vendor, architecture) when one was found; null otherwise. */
   adapter: string | null;
   /** Why 'auto' did not pick WebGPU; null otherwise. */
   fallbackReason: string | null;
+  /** Buffers alive on the GPU device (weights and pooled scratch); null on the CPU engine. */
+  gpuBuffers: { liveBuffers: number; liveBytes: number; freeBuffers: number; freeBytes: number } | null;
   family: Family;
   format: 'gguf' | 'hf';
   architectures: string[];

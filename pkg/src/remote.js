@@ -49,6 +49,7 @@ class WorkerClient {
   #nextId = 1;
   #dead = null;
   memory = null;
+  gpuBuffers = null;
 
   constructor(port) {
     this.#port = port;
@@ -67,6 +68,7 @@ class WorkerClient {
     }
     this.#settle(message.id);
     if (message.memory !== undefined) this.memory = message.memory;
+    if (message.gpuBuffers !== undefined) this.gpuBuffers = message.gpuBuffers;
     if (message.ok) call.resolve(message.value);
     else call.reject(new StepscoreError(message.error?.code ?? 'INTERNAL', message.error?.message ?? 'the worker failed'));
   }
@@ -172,7 +174,12 @@ class RemoteEngine {
   }
 
   info() {
-    return { ...this.#info, files: this.#info.files.map((f) => ({ ...f })), wasmMemoryBytes: this.#client.memory ?? this.#info.wasmMemoryBytes };
+    return {
+      ...this.#info,
+      files: this.#info.files.map((f) => ({ ...f })),
+      wasmMemoryBytes: this.#client.memory ?? this.#info.wasmMemoryBytes,
+      gpuBuffers: this.#client.gpuBuffers ?? this.#info.gpuBuffers,
+    };
   }
 
   dispose() {

@@ -1,8 +1,9 @@
 // The worker side of worker mode: one scorer per worker, driven by messages
 // `{ id, op, ...args }` from remote.js. Replies are `{ id, ok: true, value,
-// memory }` or `{ id, ok: false, error: { code, message } }`; a load also
-// sends `{ id, progress }` events. Calls run in arrival order: each one waits
-// for the engine to start, then runs its wasm work without yielding first.
+// memory, gpuBuffers }` or `{ id, ok: false, error: { code, message } }`; a
+// load also sends `{ id, progress }` events. Calls start in arrival order;
+// on WebGPU a scoring yields while the device works, and a session's
+// appends stay in order (the session queues them).
 
 import { StepScorer } from './core.js';
 import { StepscoreError } from './errors.js';
@@ -66,7 +67,8 @@ export function serve(port, ready) {
       const handler = Object.hasOwn(ops, op) ? ops[op] : null;
       if (!handler) throw new StepscoreError('INTERNAL', `worker: unknown operation ${JSON.stringify(op)}`);
       const value = await handler(message);
-      port.post({ id, ok: true, value, memory: wasmMemoryBytes() });
+      const gpuBuffers = scorer ? scorer.info().gpuBuffers : null;
+      port.post({ id, ok: true, value, memory: wasmMemoryBytes(), gpuBuffers });
     } catch (e) {
       const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
       port.post({ id, ok: false, error: { code, message: e?.message ?? String(e) } });

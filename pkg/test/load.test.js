@@ -71,16 +71,28 @@ test('auto falls back to the CPU in Node and says why', async () => {
   cpu.dispose();
 });
 
-test("backend 'webgpu' rejects before downloading: unavailable in Node, not implemented where WebGPU exists", async () => {
+test("backend 'webgpu' rejects before downloading without an adapter; 'auto' keeps off software adapters", async () => {
   const before = server.requests.length;
   await rejectsWith(assert, StepScorer.load({ model: `${server.url}/fixtures/${SKYWORK}`, backend: 'webgpu' }), 'WEBGPU_UNAVAILABLE', /navigator\.gpu/);
   assert.equal(server.requests.length, before, 'nothing was fetched');
   const had = Object.getOwnPropertyDescriptor(globalThis, 'navigator');
-  Object.defineProperty(globalThis, 'navigator', { value: { gpu: {} }, configurable: true, writable: true });
+  const withGpu = (gpu) => Object.defineProperty(globalThis, 'navigator', { value: { gpu }, configurable: true, writable: true });
   try {
-    await rejectsWith(assert, StepScorer.load({ model: checkpointFiles(SKYWORK), backend: 'webgpu' }), 'NOT_IMPLEMENTED');
+    // An adapter API that finds nothing.
+    withGpu({ requestAdapter: async () => null });
+    await rejectsWith(assert, StepScorer.load({ model: `${server.url}/fixtures/${SKYWORK}`, backend: 'webgpu' }), 'WEBGPU_UNAVAILABLE', /found no adapter/);
+    assert.equal(server.requests.length, before, 'nothing was fetched');
+    const none = await StepScorer.load({ model: checkpointFiles(SKYWORK) });
+    assert.equal(none.info().backend, 'cpu');
+    assert.match(none.info().fallbackReason, /found no adapter; using the CPU \(wasm\) engine/);
+    none.dispose();
+    // A software adapter as headless Chromium reports SwiftShader: 'auto' stays on the CPU.
+    withGpu({ requestAdapter: async () => ({ info: { vendor: 'google', architecture: 'swiftshader', description: '', isFallbackAdapter: false } }) });
     const auto = await StepScorer.load({ model: checkpointFiles(SKYWORK) });
-    assert.match(auto.info().fallbackReason, /WebGPU engine is not in this version/);
+    assert.equal(auto.info().backend, 'cpu');
+    assert.equal(auto.info().adapter, 'google swiftshader');
+    assert.match(auto.info().fallbackReason, /google swiftshader\) is a software rasterizer/);
+    assert.equal(auto.info().gpuBuffers, null);
     auto.dispose();
   } finally {
     if (had) Object.defineProperty(globalThis, 'navigator', had);

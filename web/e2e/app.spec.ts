@@ -10,11 +10,11 @@ test('loads a model with progress and shows the backend and why', async ({ page 
   await expect(page.locator('body')).toHaveAttribute('data-model-ready', 'true');
   await expect(progress).toHaveJSProperty('value', 1);
   await expect(page.locator('#load-status')).toContainText('Loaded tiny score-head PRM');
-  // The WebGPU engine is not in the SDK yet: 'auto' runs on the CPU and says why.
+  // This browser's only WebGPU adapter is SwiftShader (software): 'auto' runs on the CPU and says why.
   const badge = page.locator('#backend-badge');
   await expect(badge).toHaveAttribute('data-backend', 'cpu');
   await expect(badge).toContainText('CPU (WebAssembly)');
-  await expect(badge).toContainText("WebGPU engine is not in this version");
+  await expect(badge).toContainText('is a software rasterizer');
   const info = page.locator('#model-info');
   await expect(info).toContainText('score-head');
   // This browser does have WebGPU (SwiftShader, --enable-unsafe-webgpu): the app says so.

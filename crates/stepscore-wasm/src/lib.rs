@@ -7,6 +7,12 @@
 //! progress, aborting and backend choice live in the package's JS, which
 //! hands bytes to [`WasmScorer::from_gguf`] / [`WasmScorer::from_hf`].
 //!
+//! A scorer starts on the CPU engine; [`WasmScorer::with_backend`] moves it
+//! to the WGSL engine on WebGPU. Results of the GPU arrive through the
+//! event loop, so scoring there goes through the Promise-returning methods
+//! (`scoreAsync`, `scoreManyAsync`, `appendAsync`), which on the CPU engine
+//! resolve with the same numbers as the blocking ones.
+//!
 //! Nothing here panics on input; a panic hook is installed anyway so a bug
 //! shows its message in the console before the instance traps.
 
@@ -15,20 +21,21 @@ pub mod input;
 pub mod load;
 pub mod output;
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
-use stepscore::prm::{Scorer, SessionOf};
+use stepscore::prm::{Backend, Scorer, SessionOf};
 use stepscore::segment::Segmenter;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Code, Error};
 use crate::input::{parse_trace, parse_traces, Purpose};
 use crate::load::Loaded;
-use crate::output::{segment_steps, Confidence, Score, SelectionOut};
+use crate::output::{segment_steps, Confidence, GpuBuffers, Score, SelectionOut};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -49,6 +56,14 @@ fn js_error(e: Error) -> JsValue {
 }
 
 type JsResult<T> = std::result::Result<T, JsValue>;
+
+/// A Promise settled by `fut` (rejected with a `StepscoreError`).
+fn promise<F>(fut: F) -> js_sys::Promise
+where
+    F: std::future::Future<Output = JsResult<JsValue>> + 'static,
+{
+    wasm_bindgen_futures::future_to_promise(fut)
+}
 
 fn to_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
     value
@@ -232,12 +247,96 @@ impl WasmScorer {
         to_js(&scores)
     }
 
+    /// Moves this scorer to `backend` (`cpu` or `gpu`: the WGSL engine on
+    /// WebGPU) and resolves to the scorer, which replaces this object (its
+    /// handle is consumed). Rejects with `GPU_ERROR` when no device can be
+    /// made or the model does not fit it; the model is freed then.
+    #[wasm_bindgen(js_name = withBackend)]
+    pub fn with_backend(self, backend: JsValue) -> JsResult<js_sys::Promise> {
+        let backend = match string_arg(&backend, "backend", Code::InvalidArgument)?.as_str() {
+            "cpu" => Backend::Cpu,
+            "gpu" => Backend::Gpu,
+            other => {
+                return Err(js_error(Error::invalid_argument(format!(
+                    "backend must be 'cpu' or 'gpu', got '{other}'"
+                ))))
+            }
+        };
+        let mut loaded = self.loaded;
+        Ok(promise(async move {
+            let scorer = Rc::get_mut(&mut loaded.scorer).ok_or_else(|| {
+                js_error(Error::invalid_argument(
+                    "the backend can only change before any session is started",
+                ))
+            })?;
+            scorer
+                .set_backend_async(backend)
+                .await
+                .map_err(|e| js_error(Error::from_load(e)))?;
+            Ok(WasmScorer { loaded }.into())
+        }))
+    }
+
+    /// [`WasmScorer::score`] as a Promise: the way to score on WebGPU.
+    #[wasm_bindgen(js_name = scoreAsync)]
+    pub fn score_async(&self, trace: JsValue) -> JsResult<js_sys::Promise> {
+        let trace = parse_trace(
+            &from_js(trace, "trace", Code::TraceInvalid)?,
+            "trace",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
+        let scorer = Rc::clone(&self.loaded.scorer);
+        Ok(promise(async move {
+            let score = scorer
+                .score_async(&trace)
+                .await
+                .map_err(|e| js_error(Error::from_score("trace", e)))?;
+            to_js(&Score::from(score))
+        }))
+    }
+
+    /// [`WasmScorer::score_many`] as a Promise, one trace after another.
+    #[wasm_bindgen(js_name = scoreManyAsync)]
+    pub fn score_many_async(&self, traces: JsValue) -> JsResult<js_sys::Promise> {
+        let traces = parse_traces(
+            &from_js(traces, "traces", Code::TraceInvalid)?,
+            "traces",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
+        let scorer = Rc::clone(&self.loaded.scorer);
+        Ok(promise(async move {
+            let mut scores = Vec::with_capacity(traces.len());
+            for (i, t) in traces.iter().enumerate() {
+                let s = scorer
+                    .score_async(t)
+                    .await
+                    .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))?;
+                scores.push(Score::from(s));
+            }
+            to_js(&scores)
+        }))
+    }
+
     /// Starts an incremental session for `problem`.
     pub fn session(&self, problem: JsValue) -> JsResult<WasmSession> {
         let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
         Ok(WasmSession {
-            inner: SessionOf::new(Rc::clone(&self.loaded.scorer), &problem),
+            inner: Rc::new(RefCell::new(SessionOf::new(
+                Rc::clone(&self.loaded.scorer),
+                &problem,
+            ))),
         })
+    }
+
+    /// Buffers alive on the GPU device; `null` on the CPU engine.
+    #[wasm_bindgen(js_name = gpuBuffers)]
+    pub fn gpu_buffers(&self) -> JsResult<JsValue> {
+        match self.loaded.scorer.gpu_pool_stats() {
+            Some(s) => to_js(&GpuBuffers::from(s)),
+            None => Ok(JsValue::NULL),
+        }
     }
 
     /// Model facts: family, format, dimensions, context, bytes loaded.
@@ -247,49 +346,87 @@ impl WasmScorer {
 }
 
 /// A trace scored step by step, reusing the KV cache of the steps before.
+/// Shared with the Promise of an append in flight; a second append while
+/// one runs is refused (the package queues them).
 #[wasm_bindgen]
 pub struct WasmSession {
-    inner: SessionOf<Rc<Scorer>>,
+    inner: Rc<RefCell<SessionOf<Rc<Scorer>>>>,
+}
+
+const SESSION_BUSY: &str =
+    "an append on this session is still running; await it before using the session";
+
+impl WasmSession {
+    fn with<T>(&self, f: impl FnOnce(&SessionOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+        let s = self
+            .inner
+            .try_borrow()
+            .map_err(|_| js_error(Error::invalid_argument(SESSION_BUSY)))?;
+        Ok(f(&s))
+    }
 }
 
 #[wasm_bindgen]
 impl WasmSession {
-    /// Appends a step and returns its score.
+    /// Appends a step and returns its score (CPU engine only; see `appendAsync`).
     pub fn append(&mut self, step: JsValue) -> JsResult<f64> {
-        let what = format!("step {}", self.inner.steps().len());
+        let mut inner = self
+            .inner
+            .try_borrow_mut()
+            .map_err(|_| js_error(Error::invalid_argument(SESSION_BUSY)))?;
+        let what = format!("step {}", inner.steps().len());
         let step = string_arg(&step, &what, Code::TraceInvalid)?;
-        self.inner
+        inner
             .append(&step)
             .map_err(|e| js_error(Error::from_score(&what, e)))
     }
 
-    pub fn scores(&self) -> Vec<f64> {
-        self.inner.scores().to_vec()
+    /// Appends a step; the Promise resolves to its score.
+    #[wasm_bindgen(js_name = appendAsync)]
+    pub fn append_async(&self, step: JsValue) -> JsResult<js_sys::Promise> {
+        let what = format!("step {}", self.with(|s| s.steps().len())?);
+        let step = string_arg(&step, &what, Code::TraceInvalid)?;
+        let inner = Rc::clone(&self.inner);
+        Ok(promise(async move {
+            // Held across the GPU's await on purpose: it is what refuses a
+            // second append while this one runs (single-threaded wasm).
+            #[allow(clippy::await_holding_refcell_ref)]
+            let score = {
+                let mut session = inner
+                    .try_borrow_mut()
+                    .map_err(|_| js_error(Error::invalid_argument(SESSION_BUSY)))?;
+                session
+                    .append_async(&step)
+                    .await
+                    .map_err(|e| js_error(Error::from_score(&what, e)))?
+            };
+            Ok(JsValue::from_f64(score))
+        }))
     }
 
-    pub fn steps(&self) -> Vec<String> {
-        self.inner.steps().to_vec()
+    pub fn scores(&self) -> JsResult<Vec<f64>> {
+        self.with(|s| s.scores().to_vec())
+    }
+
+    pub fn steps(&self) -> JsResult<Vec<String>> {
+        self.with(|s| s.steps().to_vec())
     }
 
     /// Confidence-family statistics per step (empty for other families).
     pub fn confidence(&self) -> JsResult<JsValue> {
-        let c: Vec<Confidence> = self
-            .inner
-            .confidence()
-            .iter()
-            .map(Confidence::from)
-            .collect();
+        let c: Vec<Confidence> =
+            self.with(|s| s.confidence().iter().map(Confidence::from).collect())?;
         to_js(&c)
     }
 
     #[wasm_bindgen(js_name = computedTokens)]
-    pub fn computed_tokens(&self) -> usize {
-        self.inner.computed_tokens()
+    pub fn computed_tokens(&self) -> JsResult<usize> {
+        self.with(|s| s.computed_tokens())
     }
 
     #[wasm_bindgen(js_name = cachedTokens)]
-    pub fn cached_tokens(&self) -> usize {
-        self.inner.cached_tokens()
+    pub fn cached_tokens(&self) -> JsResult<usize> {
+        self.with(|s| s.cached_tokens())
     }
 }
 

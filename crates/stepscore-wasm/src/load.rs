@@ -89,6 +89,7 @@ pub struct Loaded {
 impl Loaded {
     pub fn info(&self) -> ModelInfo {
         let c = self.scorer.model().config();
+        let report = self.scorer.backend_report();
         ModelInfo {
             family: self.scorer.family().name(),
             format: self.format,
@@ -104,6 +105,9 @@ impl Loaded {
             max_tokens: self.scorer.max_tokens(),
             model_bytes: self.model_bytes,
             threads: self.scorer.model().threads(),
+            engine: report.chosen.name(),
+            adapter: report.adapter.clone(),
+            engine_reason: report.reason.clone(),
         }
     }
 }

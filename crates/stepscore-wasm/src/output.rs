@@ -181,6 +181,35 @@ pub struct ModelInfo {
     /// Bytes of model files handed to the loader.
     pub model_bytes: usize,
     pub threads: usize,
+    /// The engine the scorer runs on: `cpu` or `gpu` (WebGPU in a browser).
+    pub engine: &'static str,
+    /// The GPU adapter's name as the device reports it, when on the GPU.
+    pub adapter: Option<String>,
+    /// Why this engine (the core's backend report).
+    pub engine_reason: String,
+}
+
+/// Device buffers of the WebGPU engine: the leak tests' counter.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuBuffers {
+    /// Buffers alive on the device (weights, in-use and free pooled ones).
+    pub live_buffers: u64,
+    pub live_bytes: u64,
+    /// Of those, pooled buffers waiting for reuse.
+    pub free_buffers: u64,
+    pub free_bytes: u64,
+}
+
+impl From<stepscore::gpu::PoolStats> for GpuBuffers {
+    fn from(s: stepscore::gpu::PoolStats) -> Self {
+        GpuBuffers {
+            live_buffers: s.live_buffers,
+            live_bytes: s.live_bytes,
+            free_buffers: s.free_buffers,
+            free_bytes: s.free_bytes,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@ mod pipeline;
 mod pool;
 mod readback;
 mod repack;
-#[cfg(not(target_arch = "wasm32"))]
 pub(crate) mod runtime;
 mod shaders;
 mod tensor;

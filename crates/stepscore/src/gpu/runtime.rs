@@ -1,7 +1,9 @@
 //! A scorer's GPU state (device, uploaded model and head) and its recovery:
 //! a call that fails with [`Error::Gpu`] drops the state, and the next call
 //! creates a new device and uploads again, so a lost device costs one
-//! failed call. Native only (blocking); the browser path is async.
+//! failed call. The same async code runs natively (where every wait inside
+//! completes before the future returns) and in browsers (where the event
+//! loop drives device creation and readbacks).
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -22,11 +24,15 @@ pub(crate) struct GpuState {
 }
 
 impl GpuState {
-    fn build(model: &Transformer, head: Option<&Head>) -> Result<GpuState> {
-        let ctx = Arc::new(GpuContext::new(GpuOptions::default())?);
+    async fn build(model: &Transformer, head: Option<&Head>) -> Result<GpuState> {
+        #[allow(clippy::arc_with_non_send_sync)] // wgpu's browser types are !Send
+        let ctx = Arc::new(GpuContext::new_async(GpuOptions::default()).await?);
         let gm = GpuTransformer::upload(ctx.clone(), model)?;
         let head = head.map(|h| GpuHead::upload(&gm, h, model)).transpose()?;
+        #[cfg(not(target_arch = "wasm32"))]
         ctx.wait_idle()?;
+        // Upload errors are reported by the device callback, not the calls.
+        ctx.check()?;
         Ok(GpuState {
             ctx,
             model: gm,
@@ -55,37 +61,41 @@ fn lock(m: &Mutex<Option<Arc<GpuState>>>) -> MutexGuard<'_, Option<Arc<GpuState>
 impl GpuRuntime {
     /// Creates the device and uploads `model` (and `head`) now, so a
     /// scorer that cannot run on the GPU fails (or falls back) at load.
-    pub fn new(model: &Transformer, head: Option<&Head>) -> Result<(GpuRuntime, AdapterReport)> {
-        let st = GpuState::build(model, head)?;
+    pub async fn new(
+        model: &Transformer,
+        head: Option<&Head>,
+    ) -> Result<(GpuRuntime, AdapterReport)> {
+        let st = GpuState::build(model, head).await?;
         let report = st.ctx.adapter().clone();
-        Ok((
-            GpuRuntime {
-                state: Mutex::new(Some(Arc::new(st))),
-            },
-            report,
-        ))
+        #[allow(clippy::arc_with_non_send_sync)]
+        let state = Mutex::new(Some(Arc::new(st)));
+        Ok((GpuRuntime { state }, report))
     }
 
     /// Runs `f` on the current state (recreated first if a previous call
     /// failed on the device). An [`Error::Gpu`] from `f` drops the state.
-    pub fn run<T>(
+    /// No lock is held while `f` runs, so concurrent calls (browser
+    /// promises) share the state.
+    pub async fn run<T>(
         &self,
         model: &Transformer,
         head: Option<&Head>,
-        f: impl FnOnce(&GpuState) -> Result<T>,
+        f: impl AsyncFnOnce(&GpuState) -> Result<T>,
     ) -> Result<T> {
-        let st = {
-            let mut guard = lock(&self.state);
-            match guard.as_ref() {
-                Some(st) => st.clone(),
-                None => {
-                    let st = Arc::new(GpuState::build(model, head)?);
-                    *guard = Some(st.clone());
-                    st
-                }
+        let current = lock(&self.state).clone();
+        let st = match current {
+            Some(st) => st,
+            None => {
+                #[allow(clippy::arc_with_non_send_sync)]
+                let st = Arc::new(GpuState::build(model, head).await?);
+                // Another call may have rebuilt it meanwhile; the first one stays.
+                lock(&self.state).get_or_insert_with(|| st.clone()).clone()
             }
         };
-        let out = st.ctx.check().and_then(|_| f(&st));
+        let out = match st.ctx.check() {
+            Ok(()) => f(&st).await,
+            Err(e) => Err(e),
+        };
         if let Err(Error::Gpu(_)) = &out {
             let mut guard = lock(&self.state);
             if guard.as_ref().is_some_and(|cur| Arc::ptr_eq(cur, &st)) {

@@ -1,6 +1,8 @@
 //! Which engine runs a scorer: the CPU engine, or the WGSL engine on a GPU
-//! (feature `gpu`, native builds; the browser drives the same kernels
-//! through the wasm bindings' async path).
+//! (feature `gpu`: Vulkan/Metal/DX12 natively, WebGPU in browsers). The
+//! engine calls are async; natively they complete inside one poll, and the
+//! blocking API wraps them; in a browser the GPU's are awaited through the
+//! `*_async` methods.
 //!
 //! `Backend::Auto` picks a GPU only when it is hardware: if the best adapter
 //! wgpu finds is a software rasterizer (Mesa llvmpipe, SwiftShader, WARP),
@@ -15,6 +17,7 @@
 //! to ~1e-2 on quantized checkpoints); the CLI defaults to `auto`.
 
 use std::fmt;
+use std::future::Future;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -90,14 +93,14 @@ impl fmt::Display for BackendReport {
     }
 }
 
-#[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
-type Runtime = crate::gpu::runtime::GpuRuntime;
+#[cfg(feature = "gpu")]
+use crate::gpu::runtime::{GpuRuntime, GpuState};
 
 /// The engine behind a scorer.
 pub(crate) struct Engine {
     report: BackendReport,
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
-    gpu: Option<Runtime>,
+    #[cfg(feature = "gpu")]
+    gpu: Option<GpuRuntime>,
 }
 
 impl fmt::Debug for Engine {
@@ -113,7 +116,7 @@ impl fmt::Debug for Engine {
 pub(crate) enum EngineCache {
     Cpu(KvCache),
     /// Made on first use, and again after the device was recreated.
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    #[cfg(feature = "gpu")]
     Gpu(Option<crate::gpu::GpuKvCache>),
 }
 
@@ -121,7 +124,7 @@ impl EngineCache {
     pub fn truncate(&mut self, n: usize) {
         match self {
             EngineCache::Cpu(c) => c.truncate(n),
-            #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+            #[cfg(feature = "gpu")]
             EngineCache::Gpu(c) => {
                 if let Some(c) = c {
                     c.truncate(n)
@@ -139,14 +142,57 @@ fn cpu(requested: Backend, adapter: Option<String>, reason: impl Into<String>) -
             adapter,
             reason: reason.into(),
         },
-        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        #[cfg(feature = "gpu")]
         gpu: None,
     }
 }
 
+/// Runs an engine future to completion on this thread. Natively every wait
+/// of the GPU engine happens inside the future (`device.poll`), and the CPU
+/// engine's futures are ready at once; in a browser a GPU readback needs
+/// the event loop, so a future still pending after one poll is refused
+/// (callers check [`Scorer::blocking_allowed`] first, so nothing is left
+/// half-submitted).
+pub(crate) fn block_on<T>(f: impl Future<Output = Result<T>>) -> Result<T> {
+    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    {
+        pollster::block_on(f)
+    }
+    #[cfg(not(all(feature = "gpu", not(target_arch = "wasm32"))))]
+    {
+        use std::task::{Context, Poll, Waker};
+        let mut f = std::pin::pin!(f);
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(out) => out,
+            Poll::Pending => Err(Error::InvalidArgument(ASYNC_ONLY.into())),
+        }
+    }
+}
+
+const ASYNC_ONLY: &str = "this scorer runs on WebGPU, where results arrive asynchronously: use the async methods (score_async, append_async)";
+
 impl Engine {
-    /// Chooses and sets up the engine for `model` and its head.
+    /// Chooses and sets up the engine for `model` and its head, blocking.
+    /// In a browser only the CPU engine can be set up this way (device
+    /// creation is async there): `Auto` stays on the CPU with that reason
+    /// and `Gpu` is refused; [`Scorer::set_backend_async`] does the rest.
     pub fn new(
+        requested: Backend,
+        model: &Transformer,
+        head: Option<&super::head::Head>,
+    ) -> Result<Engine> {
+        if cfg!(target_arch = "wasm32") && requested != Backend::Cpu {
+            let why = "in a browser the WebGPU engine is set up asynchronously (Scorer::set_backend_async)";
+            return match requested {
+                Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
+                _ => Ok(cpu(requested, None, why)),
+            };
+        }
+        block_on(Self::new_async(requested, model, head))
+    }
+
+    /// Chooses and sets up the engine (see [`Backend`]).
+    pub async fn new_async(
         requested: Backend,
         model: &Transformer,
         head: Option<&super::head::Head>,
@@ -154,16 +200,15 @@ impl Engine {
         if requested == Backend::Cpu {
             return Ok(cpu(requested, None, "requested"));
         }
-        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        #[cfg(feature = "gpu")]
         {
-            use crate::gpu::runtime::GpuRuntime;
             if requested == Backend::Auto {
-                let pref = auto_preference();
+                let pref = auto_preference_async().await;
                 if pref.chosen == Backend::Cpu {
                     return Ok(cpu(requested, pref.adapter, pref.reason));
                 }
             }
-            match GpuRuntime::new(model, head) {
+            match GpuRuntime::new(model, head).await {
                 Ok((rt, adapter)) => Ok(Engine {
                     report: BackendReport {
                         requested,
@@ -181,14 +226,10 @@ impl Engine {
                 Err(e) => Err(e),
             }
         }
-        #[cfg(not(all(feature = "gpu", not(target_arch = "wasm32"))))]
+        #[cfg(not(feature = "gpu"))]
         {
             let _ = (model, head);
-            let why = if cfg!(target_arch = "wasm32") {
-                "the blocking GPU path is native-only; in browsers the WebGPU engine is driven asynchronously"
-            } else {
-                "built without the `gpu` feature"
-            };
+            let why = "built without the `gpu` feature";
             match requested {
                 Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
                 _ => Ok(cpu(requested, None, why)),
@@ -200,17 +241,38 @@ impl Engine {
         &self.report
     }
 
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
-    pub fn gpu(&self) -> Option<&Runtime> {
+    #[cfg(feature = "gpu")]
+    pub fn gpu(&self) -> Option<&GpuRuntime> {
         self.gpu.as_ref()
+    }
+
+    /// Whether this engine's results can only be awaited (WebGPU in a browser).
+    fn async_only(&self) -> bool {
+        #[cfg(all(feature = "gpu", target_arch = "wasm32"))]
+        return self.gpu.is_some();
+        #[cfg(not(all(feature = "gpu", target_arch = "wasm32")))]
+        false
     }
 }
 
 /// What `Backend::Auto` would choose on this machine before trying to
 /// create a device: the GPU (with the adapter it would use and why) or
 /// the CPU engine (and why). `stepscore doctor` prints it.
+#[cfg(not(target_arch = "wasm32"))]
 pub fn auto_preference() -> BackendReport {
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    block_on(async { Ok(auto_preference_async().await) }).unwrap_or_else(|e| BackendReport {
+        requested: Backend::Auto,
+        chosen: Backend::Cpu,
+        adapter: None,
+        reason: e.to_string(),
+    })
+}
+
+/// [`auto_preference`], awaited (the browser's adapter request is async).
+/// A software adapter (llvmpipe, SwiftShader, WARP; in a browser, one it
+/// reports as a fallback adapter) means the CPU engine.
+pub async fn auto_preference_async() -> BackendReport {
+    #[cfg(feature = "gpu")]
     {
         use crate::gpu::{DeviceKind, GpuContext, ADAPTER_ENV};
         let report = |chosen, adapter, reason: String| BackendReport {
@@ -219,7 +281,7 @@ pub fn auto_preference() -> BackendReport {
             adapter,
             reason,
         };
-        let adapters = GpuContext::adapters(None);
+        let adapters = GpuContext::adapters_async(None).await;
         let filter = std::env::var(ADAPTER_ENV).ok().filter(|v| !v.is_empty());
         match crate::gpu::choose_adapter(&adapters, filter.as_deref()) {
             Err(e) => report(Backend::Cpu, None, format!("{e}")),
@@ -228,12 +290,12 @@ pub fn auto_preference() -> BackendReport {
                     return report(Backend::Cpu, None, "no adapter".into());
                 };
                 if a.device_type == DeviceKind::Cpu && filter.is_none() {
+                    let name = if a.name.is_empty() { "unnamed" } else { &a.name };
                     report(
                         Backend::Cpu,
                         Some(a.name.clone()),
                         format!(
-                            "the only adapters are software rasterizers ({}); the CPU engine is faster than running the kernels on the same CPU (use --backend gpu or {ADAPTER_ENV} to force it)",
-                            a.name
+                            "the only adapters are software rasterizers ({name}); the CPU engine is faster than running the kernels on the same CPU (ask for the GPU backend, or set {ADAPTER_ENV} natively, to force it)"
                         ),
                     )
                 } else {
@@ -242,17 +304,13 @@ pub fn auto_preference() -> BackendReport {
             }
         }
     }
-    #[cfg(not(all(feature = "gpu", not(target_arch = "wasm32"))))]
+    #[cfg(not(feature = "gpu"))]
     {
         BackendReport {
             requested: Backend::Auto,
             chosen: Backend::Cpu,
             adapter: None,
-            reason: if cfg!(target_arch = "wasm32") {
-                "the blocking GPU path is native-only".into()
-            } else {
-                "built without the `gpu` feature".into()
-            },
+            reason: "built without the `gpu` feature".into(),
         }
     }
 }
@@ -263,9 +321,30 @@ impl Scorer {
         self.engine().report()
     }
 
+    /// Moves this scorer to `backend`, setting up the device and uploading
+    /// the model when it is a GPU one: how a browser gets the WebGPU
+    /// engine (natively, [`ScorerOptions::backend`] does the same at load).
+    /// Sessions must be started after this.
+    ///
+    /// [`ScorerOptions::backend`]: super::ScorerOptions::backend
+    pub async fn set_backend_async(&mut self, backend: Backend) -> Result<()> {
+        let engine = Engine::new_async(backend, self.model(), self.head_opt()).await?;
+        self.set_engine(engine);
+        Ok(())
+    }
+
+    /// Fails when results can only be awaited (the WebGPU engine in a
+    /// browser): the blocking methods call this before starting any work.
+    pub(super) fn blocking_allowed(&self) -> Result<()> {
+        if self.engine().async_only() {
+            return Err(Error::InvalidArgument(ASYNC_ONLY.into()));
+        }
+        Ok(())
+    }
+
     /// Device buffers of the GPU engine (None on the CPU engine, or before
     /// a device exists): the leak tests' counter.
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    #[cfg(feature = "gpu")]
     pub fn gpu_pool_stats(&self) -> Option<crate::gpu::PoolStats> {
         self.engine().gpu().and_then(|g| g.pool_stats())
     }
@@ -273,7 +352,7 @@ impl Scorer {
     /// Destroys the GPU device as a driver reset would (tests of recovery):
     /// the next call fails with [`Error::Gpu`], the one after recreates the
     /// device and re-uploads the model.
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    #[cfg(feature = "gpu")]
     pub fn simulate_device_loss(&self) {
         if let Some(g) = self.engine().gpu() {
             g.destroy_device();
@@ -281,26 +360,30 @@ impl Scorer {
     }
 
     /// Hidden states of `tokens` from position 0 on this scorer's engine.
-    pub(super) fn engine_forward(&self, tokens: &[u32]) -> Result<Hidden> {
-        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+    pub(super) async fn engine_forward(&self, tokens: &[u32]) -> Result<Hidden> {
+        #[cfg(feature = "gpu")]
         if let Some(g) = self.engine().gpu() {
-            return g.run(self.model(), self.head_opt(), |st| {
-                let h = st.model.forward_gpu(tokens, None)?;
-                h.to_hidden(&st.ctx)
-            });
+            return g
+                .run(self.model(), self.head_opt(), async |st: &GpuState| {
+                    let h = st.model.forward_gpu(tokens, None)?;
+                    h.to_hidden_async(&st.ctx).await
+                })
+                .await;
         }
         self.model().forward(tokens, None)
     }
 
     /// Forward pass and head over a whole encoded prompt.
-    pub(super) fn engine_score(&self, enc: &Encoded) -> Result<HeadOutput> {
+    pub(super) async fn engine_score(&self, enc: &Encoded) -> Result<HeadOutput> {
         let head = self.head()?;
-        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        #[cfg(feature = "gpu")]
         if let Some(g) = self.engine().gpu() {
-            return g.run(self.model(), self.head_opt(), |st| {
-                let h = st.model.forward_gpu(&enc.tokens, None)?;
-                st.head()?.apply(&st.model, &h, enc)
-            });
+            return g
+                .run(self.model(), self.head_opt(), async |st: &GpuState| {
+                    let h = st.model.forward_gpu(&enc.tokens, None)?;
+                    st.head()?.apply_async(&st.model, &h, enc).await
+                })
+                .await;
         }
         let hidden = self.model().forward(&enc.tokens, None)?;
         head.apply(self.model(), &hidden, enc)
@@ -308,7 +391,7 @@ impl Scorer {
 
     /// An empty session cache for this scorer's engine.
     pub(super) fn engine_cache(&self) -> EngineCache {
-        #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+        #[cfg(feature = "gpu")]
         if self.engine().gpu().is_some() {
             return EngineCache::Gpu(None);
         }
@@ -318,21 +401,22 @@ impl Scorer {
     /// Makes `cache` usable on the current engine state and returns how
     /// many positions it still holds (0 when the device was recreated since
     /// it was filled).
-    pub(super) fn engine_cache_ready(&self, cache: &mut EngineCache) -> Result<usize> {
+    pub(super) async fn engine_cache_ready(&self, cache: &mut EngineCache) -> Result<usize> {
         match cache {
             EngineCache::Cpu(c) => Ok(c.len()),
-            #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+            #[cfg(feature = "gpu")]
             EngineCache::Gpu(c) => {
                 let g = self.engine().gpu().ok_or_else(|| {
                     Error::InvalidArgument("a GPU session on a CPU scorer".into())
                 })?;
-                g.run(self.model(), self.head_opt(), |st| {
+                g.run(self.model(), self.head_opt(), async |st: &GpuState| {
                     let valid = c.as_ref().is_some_and(|c| c.belongs_to(&st.model));
                     if !valid {
                         *c = Some(st.model.new_cache());
                     }
                     Ok(c.as_ref().map_or(0, |c| c.len()))
                 })
+                .await
             }
         }
     }
@@ -340,7 +424,7 @@ impl Scorer {
     /// Runs `tokens` after what `cache` holds and appends their keys and
     /// values; with `enc` (positions relative to `tokens`) also applies the
     /// head to them.
-    pub(super) fn engine_extend(
+    pub(super) async fn engine_extend(
         &self,
         tokens: &[u32],
         cache: &mut EngineCache,
@@ -352,12 +436,12 @@ impl Scorer {
                 enc.map(|e| self.head()?.apply(self.model(), &hidden, e))
                     .transpose()
             }
-            #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
+            #[cfg(feature = "gpu")]
             EngineCache::Gpu(c) => {
                 let g = self.engine().gpu().ok_or_else(|| {
                     Error::InvalidArgument("a GPU session on a CPU scorer".into())
                 })?;
-                g.run(self.model(), self.head_opt(), |st| {
+                g.run(self.model(), self.head_opt(), async |st: &GpuState| {
                     let cache =
                         match c {
                             Some(c) if c.belongs_to(&st.model) => c,
@@ -367,8 +451,12 @@ impl Scorer {
                             )),
                         };
                     let h = st.model.forward_gpu(tokens, Some(cache))?;
-                    enc.map(|e| st.head()?.apply(&st.model, &h, e)).transpose()
+                    match enc {
+                        Some(e) => Ok(Some(st.head()?.apply_async(&st.model, &h, e).await?)),
+                        None => Ok(None),
+                    }
                 })
+                .await
             }
         }
     }

@@ -11,7 +11,9 @@ pub mod scorer;
 pub mod session;
 pub mod template;
 
-pub use backend::{auto_preference, Backend, BackendReport};
+#[cfg(not(target_arch = "wasm32"))]
+pub use backend::auto_preference;
+pub use backend::{auto_preference_async, Backend, BackendReport};
 pub use family::Family;
 pub use features::StepFeatures;
 pub use head::StepConfidence;

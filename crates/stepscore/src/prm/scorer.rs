@@ -4,7 +4,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::{Backend, Engine};
+use super::backend::{block_on, Backend, Engine};
 use super::chat::ChatFormat;
 use super::family::Family;
 use super::head::{Head, StepConfidence};
@@ -422,9 +422,12 @@ impl Scorer {
         &self.engine
     }
 
-    #[cfg(all(feature = "gpu", not(target_arch = "wasm32")))]
     pub(super) fn head_opt(&self) -> Option<&Head> {
         self.head.as_ref()
+    }
+
+    pub(super) fn set_engine(&mut self, engine: Engine) {
+        self.engine = engine;
     }
 
     /// Starts scoring a trace step by step (see [`Session::append`]).
@@ -466,10 +469,23 @@ impl Scorer {
 
     /// Scores `steps` as the response to `problem`.
     pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
+        self.blocking_allowed()?;
+        block_on(self.score_steps_async(problem, steps))
+    }
+
+    /// [`Scorer::score`], awaited: the only way to score on WebGPU in a
+    /// browser; on the CPU engine, or natively, it completes in one poll.
+    pub async fn score_async(&self, trace: &Trace) -> Result<TraceScore> {
+        let steps: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
+        self.score_steps_async(&trace.problem, &steps).await
+    }
+
+    /// [`Scorer::score_steps`], awaited.
+    pub async fn score_steps_async(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
         self.head()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let out = self.engine_score(&enc)?;
+        let out = self.engine_score(&enc).await?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
         Ok(TraceScore {
@@ -483,9 +499,10 @@ impl Scorer {
     /// Encodes, applies the token limit and runs the decoder: the one path
     /// shared by scoring and feature extraction.
     pub(super) fn forward_steps(&self, problem: &str, steps: &[&str]) -> Result<Forward> {
+        self.blocking_allowed()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let hidden = self.engine_forward(&enc.tokens)?;
+        let hidden = block_on(self.engine_forward(&enc.tokens))?;
         Ok(Forward {
             enc,
             hidden,

@@ -18,7 +18,7 @@
 
 use std::ops::Deref;
 
-use super::backend::EngineCache;
+use super::backend::{block_on, EngineCache};
 use super::head::StepConfidence;
 use super::scorer::Scorer;
 use super::template::Encoded;
@@ -61,6 +61,12 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// Runs the tokens that precede the first step (system prompt, problem)
     /// so candidates cloned from this session share them.
     pub fn prime(&mut self) -> Result<()> {
+        self.scorer.blocking_allowed()?;
+        block_on(self.prime_async())
+    }
+
+    /// [`SessionOf::prime`], awaited.
+    pub async fn prime_async(&mut self) -> Result<()> {
         if !self.steps.is_empty() || !self.cached.is_empty() {
             return Ok(());
         }
@@ -71,12 +77,18 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             .first()
             .map_or(0, |r| r.start)
             .min(probe.markers[0]);
-        self.extend_cache(&probe.tokens[..end])?;
-        Ok(())
+        self.extend_cache(&probe.tokens[..end]).await
     }
 
     /// Appends a step and returns its score.
     pub fn append(&mut self, step: &str) -> Result<f64> {
+        self.scorer.blocking_allowed()?;
+        block_on(self.append_async(step))
+    }
+
+    /// [`SessionOf::append`], awaited: the only way to append on WebGPU in
+    /// a browser. A failed append leaves the session as it was before it.
+    pub async fn append_async(&mut self, step: &str) -> Result<f64> {
         let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
         steps.push(step);
         let enc = self.scorer.encode(&self.problem, &steps)?;
@@ -93,7 +105,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         // Reuse the cache as far as it agrees with the new encoding and stays
         // before every position the new step's head reads.
         // (A cache on a device that was since recreated holds nothing.)
-        let valid = self.scorer.engine_cache_ready(&mut self.cache)?;
+        let valid = self.scorer.engine_cache_ready(&mut self.cache).await?;
         let keep = self
             .cached
             .iter()
@@ -115,7 +127,8 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         };
         let out = self
             .scorer
-            .engine_extend(&enc.tokens[keep..], &mut self.cache, Some(&local))?
+            .engine_extend(&enc.tokens[keep..], &mut self.cache, Some(&local))
+            .await?
             .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
         self.computed += enc.tokens.len() - keep;
         self.cached.extend_from_slice(&enc.tokens[keep..]);
@@ -136,18 +149,19 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         Ok(score)
     }
 
-    fn extend_cache(&mut self, tokens: &[u32]) -> Result<()> {
+    async fn extend_cache(&mut self, tokens: &[u32]) -> Result<()> {
         if tokens.is_empty() {
             return Ok(());
         }
-        let valid = self.scorer.engine_cache_ready(&mut self.cache)?;
+        let valid = self.scorer.engine_cache_ready(&mut self.cache).await?;
         if valid < self.cached.len() {
-            // The device was recreated: start over from the problem.
+            // The device was recreated: the cache holds nothing now.
             self.cache.truncate(0);
             self.cached.clear();
-            return self.extend_cache(tokens);
         }
-        self.scorer.engine_extend(tokens, &mut self.cache, None)?;
+        self.scorer
+            .engine_extend(tokens, &mut self.cache, None)
+            .await?;
         self.computed += tokens.len();
         self.cached.extend_from_slice(tokens);
         Ok(())
