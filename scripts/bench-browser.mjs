@@ -1,14 +1,17 @@
 #!/usr/bin/env node
 // Tokens/s in headless Debian Chromium on SmolLM2-135M-Instruct (GGUF Q4_1):
-// stepscore's CPU-wasm engine against wllama (llama.cpp compiled to wasm, npm
-// @wllama/wllama) on the same file and the same 512-token text, one thread
-// each (the page is served without COOP/COEP, so neither can use wasm
-// threads; wllama is also told n_threads 1).
+// stepscore's CPU-wasm and WebGPU engines against wllama (llama.cpp compiled
+// to wasm, npm @wllama/wllama) on the same file and the same 512-token text,
+// one thread each for the wasm engines (the page is served without
+// COOP/COEP, so neither can use wasm threads; wllama is also told n_threads
+// 1). WebGPU runs on whatever adapter the browser gives: in headless
+// Chromium without a GPU that is SwiftShader, the kernels on the CPU.
 //
 // What each side computes over the 512 tokens:
 //   stepscore value-head   the backbone + a value head at each step marker
 //                          (the trained default PRM's work; no vocabulary
-//                          projection) - the like-for-like row against
+//                          projection), on CPU-wasm and on WebGPU - the
+//                          like-for-like rows against
 //   wllama prompt          llama.cpp's prompt processing: the backbone + the
 //                          logits of the last token;
 //   stepscore confidence   the backbone + full-vocabulary logits at every
@@ -68,12 +71,13 @@ try {
       const s = window.stepscore;
       window.headBytes = head;
       window.valueHead = await s.StepScorer.load({ model: bytes, head, backend: 'cpu' });
+      window.valueHeadGpu = await s.StepScorer.load({ model: bytes, head, backend: 'webgpu' });
       window.confidence = await s.StepScorer.load({ model: bytes, backend: 'cpu' });
-      return { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated };
+      return { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated, adapter: window.valueHeadGpu.info().adapter };
     },
     { gguf: `${server.url}/smollm2.gguf` },
   );
-  log(`Chromium: ${info.userAgent}; crossOriginIsolated=${info.crossOriginIsolated}`);
+  log(`Chromium: ${info.userAgent}; crossOriginIsolated=${info.crossOriginIsolated}; WebGPU adapter: ${info.adapter}`);
 
   // Token counts without running the model: a scorer limited to 1 token
   // rejects every trace with TRACE_TOO_LONG, whose message states the count.
@@ -112,6 +116,7 @@ try {
   await page.evaluate(async () => {
     const warm = { problem: 'What is 2 + 2?', steps: ['2 + 2 = 4.'] };
     await window.valueHead.score(warm);
+    await window.valueHeadGpu.score(warm);
     await window.confidence.score(warm);
   });
   const time = (which, tr) =>
@@ -142,15 +147,16 @@ try {
       return { wallMs: performance.now() - t0, tokens: r.timings?.prompt_n ?? r.usage?.prompt_tokens, ms: r.timings?.prompt_ms ?? performance.now() - t0 };
     }, tr);
 
-  const runs = { 'stepscore value-head': [], 'wllama prompt': [], 'stepscore confidence': [] };
+  const runs = { 'stepscore value-head': [], 'stepscore value-head WebGPU': [], 'wllama prompt': [], 'stepscore confidence': [] };
   for (let i = 0; i < RUNS; i++) {
     runs['stepscore value-head'].push(await time('valueHead', t));
+    runs['stepscore value-head WebGPU'].push(await time('valueHeadGpu', t));
     runs['wllama prompt'].push(await wllamaOnce(t));
     runs['stepscore confidence'].push(await time('confidence', t));
     log(`run ${i + 1}/${RUNS}: ${Object.entries(runs).map(([k, v]) => `${k} ${v[i].ms.toFixed(0)} ms`).join(', ')}`);
   }
   await page.evaluate(async () => {
-    for (const k of ['valueHead', 'confidence', 'countValueHead', 'countConfidence']) window[k].dispose();
+    for (const k of ['valueHead', 'valueHeadGpu', 'confidence', 'countValueHead', 'countConfidence']) window[k].dispose();
     await window.wllama.exit();
   });
   const results = {};
@@ -160,6 +166,8 @@ try {
   }
 
   const ratio = results['stepscore value-head'].tokPerS / results['wllama prompt'].tokPerS;
+  const gpuRatio = results['stepscore value-head WebGPU'].tokPerS / results['wllama prompt'].tokPerS;
+  const gpuVsCpu = results['stepscore value-head WebGPU'].tokPerS / results['stepscore value-head'].tokPerS;
   const report = {
     date: new Date().toISOString(),
     chromium: info.userAgent,
@@ -167,12 +175,15 @@ try {
     model: { file: GGUF, bytes: statSync(GGUF).size },
     runs: RUNS,
     results,
+    webgpuAdapter: info.adapter,
     ratioValueHeadVsWllama: +ratio.toFixed(3),
+    ratioWebGpuVsWllama: +gpuRatio.toFixed(3),
+    ratioWebGpuVsCpuWasm: +gpuVsCpu.toFixed(3),
   };
   console.log('| engine (Chromium, 1 thread) | tokens | median ms | tokens/s |');
   console.log('|---|---:|---:|---:|');
   for (const [k, r] of Object.entries(results)) console.log(`| ${k} | ${r.tokens} | ${r.ms.toFixed(0)} | ${r.tokPerS.toFixed(1)} |`);
-  console.log(`\nstepscore value-head / wllama prompt: ${ratio.toFixed(2)}x; load average ${report.machine.loadavg.join(' ')}`);
+  console.log(`\nstepscore value-head / wllama prompt: CPU-wasm ${ratio.toFixed(2)}x, WebGPU (${info.adapter}) ${gpuRatio.toFixed(2)}x; WebGPU / CPU-wasm ${gpuVsCpu.toFixed(2)}x; load average ${report.machine.loadavg.join(' ')}`);
   if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2));
 } finally {
   await chrome.close();

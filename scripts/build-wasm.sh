@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the npm package's wasm engine and assembles pkg/dist, offline once
 # the tools are installed (each install step is skipped when already done):
-#   1. cargo: stepscore-wasm for wasm32 with the size-optimized profile;
+#   1. cargo: stepscore-wasm for wasm32 with the wasm-release profile (opt-level 3
+#      and SIMD128, see Cargo.toml and .cargo/config.toml);
 #   2. wasm-bindgen (the CLI pinned to the crate's exact version in Cargo.lock),
 #      `--target web`: one ES module that browsers fetch and Node instantiates
 #      from bytes (pkg/src/node.js);
@@ -58,8 +59,9 @@ end "wasm-bindgen"
 
 begin "wasm-opt -Oz"
 wasm="$dist/wasm/stepscore_wasm_bg.wasm"
-# The features rustc's wasm32 target enables by default; wasm-opt must accept them.
-pkg/node_modules/.bin/wasm-opt -Oz \
+# The features rustc's wasm32 target enables by default, plus SIMD128
+# (.cargo/config.toml); wasm-opt must accept them.
+pkg/node_modules/.bin/wasm-opt -Oz --enable-simd \
     --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
     --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types \
     "$wasm" -o "$wasm.opt"

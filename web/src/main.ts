@@ -347,7 +347,8 @@ async function scoreDraft(): Promise<void> {
   if (!draft) return;
   busy = true;
   refreshButtons();
-  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${scorer.info().backend === 'webgpu' ? 'GPU' : 'CPU'}… (the page pauses until it is done)`);
+  const onGpu = scorer.info().backend === 'webgpu';
+  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…${onGpu ? '' : ' (the page pauses until it is done)'}`);
   await nextFrame();
   const t0 = performance.now();
   try {

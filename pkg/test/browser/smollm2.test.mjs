@@ -154,3 +154,70 @@ test('the default-PRM layout: a manifest naming SmolLM2 + a head file, cached in
   value(await inPage(chrome.page, (s) => s.clearCache()));
   assert.deepEqual(chrome.errors, []);
 });
+
+// The trained default PRM (SmolLM2 + models/smollm2-135m-gsm-value-head.safetensors)
+// and the confidence family on WebGPU (SwiftShader here). Its kernels are the
+// native GPU engine's, so the reference is that engine natively:
+// `stepscore score --backend gpu` on Mesa llvmpipe, x86-64. Against the CPU
+// engines the difference is the CPU's 8-bit activation rounding (see the
+// header): native CPU gives 0.50622 / 0.31069 for the default PRM.
+const NATIVE_GPU = {
+  valueHead: [0.5034739859165258, 0.30994912343800984],
+  meanLogprob: [-0.4557079315185547, -2.280588984489441],
+  confidence: [0.6339989811795286, 0.10222398064211985],
+};
+const HEAD = new URL('../../../models/smollm2-135m-gsm-value-head.safetensors', import.meta.url);
+
+test('SmolLM2 on WebGPU (default PRM and confidence): native GPU numbers within 1e-3, sessions equal full scoring', { skip, timeout: 300_000 }, async () => {
+  server.put('default-head.safetensors', readFileSync(HEAD));
+  const got = value(
+    await inPage(
+      chrome.page,
+      async (s, { url, head, trace }) => {
+        const out = {};
+        for (const [label, options] of [
+          ['valueHead', { head }],
+          ['confidence', { family: 'confidence' }],
+        ]) {
+          const t0 = performance.now();
+          const scorer = await s.StepScorer.load({ model: url, backend: 'webgpu', cache: false, ...options });
+          const loadMs = performance.now() - t0;
+          try {
+            const t1 = performance.now();
+            const full = await scorer.score(trace);
+            const scoreMs = performance.now() - t1;
+            const session = scorer.session(trace.problem);
+            const incremental = [];
+            for (const step of trace.steps) incremental.push(await session.append(step));
+            out[label] = { info: scorer.info(), full, incremental, loadMs, scoreMs };
+          } finally {
+            scorer.dispose();
+          }
+        }
+        return out;
+      },
+      { url: `${server.url}/smollm2.gguf`, head: `${server.url}/mem/default-head.safetensors`, trace: TRACE },
+    ),
+  );
+  const { valueHead, confidence } = got;
+  console.log(
+    `# SmolLM2 on WebGPU (${valueHead.info.adapter}): default PRM load ${valueHead.loadMs.toFixed(0)} ms, score ${valueHead.scoreMs.toFixed(0)} ms (${valueHead.full.tokens} tokens) -> ${valueHead.full.stepScores.join(', ')}; ` +
+      `confidence score ${confidence.scoreMs.toFixed(0)} ms -> mean log-prob ${confidence.full.confidence.map((c) => c.meanLogprob).join(', ')}`,
+  );
+  assert.equal(valueHead.info.backend, 'webgpu');
+  assert.equal(valueHead.info.family, 'value-head');
+  assert.equal(confidence.info.family, 'confidence');
+  for (let i = 0; i < TRACE.steps.length; i++) {
+    const v = valueHead.full.stepScores[i];
+    assert.ok(Math.abs(v - NATIVE_GPU.valueHead[i]) <= 1e-3, `step ${i}: default PRM ${v} vs native GPU ${NATIVE_GPU.valueHead[i]}`);
+    const lp = confidence.full.confidence[i].meanLogprob;
+    assert.ok(Math.abs(lp - NATIVE_GPU.meanLogprob[i]) <= 1e-3, `step ${i}: mean log-prob ${lp} vs native GPU ${NATIVE_GPU.meanLogprob[i]}`);
+    const c = confidence.full.stepScores[i];
+    assert.ok(Math.abs(c - NATIVE_GPU.confidence[i]) <= 1e-3, `step ${i}: confidence ${c} vs native GPU ${NATIVE_GPU.confidence[i]}`);
+    for (const r of [valueHead, confidence]) {
+      const [inc, full] = [r.incremental[i], r.full.stepScores[i]];
+      assert.ok(Math.abs(inc - full) <= 1e-4, `step ${i}: session ${inc} vs full ${full}`);
+    }
+  }
+  assert.deepEqual(chrome.errors, []);
+});
