@@ -382,15 +382,15 @@ impl WasmSession {
     }
 
     /// Appends a step; the Promise resolves to its score.
+    // The session's RefCell stays borrowed across the GPU's await on
+    // purpose: that borrow is what refuses a second append meanwhile.
+    #[allow(clippy::await_holding_refcell_ref)]
     #[wasm_bindgen(js_name = appendAsync)]
     pub fn append_async(&self, step: JsValue) -> JsResult<js_sys::Promise> {
         let what = format!("step {}", self.with(|s| s.steps().len())?);
         let step = string_arg(&step, &what, Code::TraceInvalid)?;
         let inner = Rc::clone(&self.inner);
         Ok(promise(async move {
-            // Held across the GPU's await on purpose: it is what refuses a
-            // second append while this one runs (single-threaded wasm).
-            #[allow(clippy::await_holding_refcell_ref)]
             let score = {
                 let mut session = inner
                     .try_borrow_mut()

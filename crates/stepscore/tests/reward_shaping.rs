@@ -269,8 +269,8 @@ proptest! {
             let max_wrong = (0..correct.len()).filter(|&i| !correct[i]).map(|i| a.outcome[i]).fold(f64::NEG_INFINITY, f64::max);
             prop_assert!(min_correct > max_wrong);
         }
-        for i in 0..correct.len() {
-            if !correct[i] {
+        for (i, &ok) in correct.iter().enumerate() {
+            if !ok {
                 prop_assert_eq!(a.process[i], 0.0);
             }
             prop_assert!((a.total[i] - (a.outcome[i] + lambda * a.process[i])).abs() < 1e-12);

@@ -8,6 +8,10 @@
 //!
 //! [`Error::Gpu`]: crate::error::Error::Gpu
 
+// wgpu's browser types are !Send/!Sync on wasm32; the shared handles stay
+// `Arc`s so native builds can share them across threads.
+#![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
+
 mod adapter;
 mod batch;
 mod context;

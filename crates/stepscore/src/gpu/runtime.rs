@@ -25,7 +25,6 @@ pub(crate) struct GpuState {
 
 impl GpuState {
     async fn build(model: &Transformer, head: Option<&Head>) -> Result<GpuState> {
-        #[allow(clippy::arc_with_non_send_sync)] // wgpu's browser types are !Send
         let ctx = Arc::new(GpuContext::new_async(GpuOptions::default()).await?);
         let gm = GpuTransformer::upload(ctx.clone(), model)?;
         let head = head.map(|h| GpuHead::upload(&gm, h, model)).transpose()?;
@@ -67,7 +66,6 @@ impl GpuRuntime {
     ) -> Result<(GpuRuntime, AdapterReport)> {
         let st = GpuState::build(model, head).await?;
         let report = st.ctx.adapter().clone();
-        #[allow(clippy::arc_with_non_send_sync)]
         let state = Mutex::new(Some(Arc::new(st)));
         Ok((GpuRuntime { state }, report))
     }
@@ -86,7 +84,6 @@ impl GpuRuntime {
         let st = match current {
             Some(st) => st,
             None => {
-                #[allow(clippy::arc_with_non_send_sync)]
                 let st = Arc::new(GpuState::build(model, head).await?);
                 // Another call may have rebuilt it meanwhile; the first one stays.
                 lock(&self.state).get_or_insert_with(|| st.clone()).clone()

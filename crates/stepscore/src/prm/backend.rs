@@ -290,7 +290,11 @@ pub async fn auto_preference_async() -> BackendReport {
                     return report(Backend::Cpu, None, "no adapter".into());
                 };
                 if a.device_type == DeviceKind::Cpu && filter.is_none() {
-                    let name = if a.name.is_empty() { "unnamed" } else { &a.name };
+                    let name = if a.name.is_empty() {
+                        "unnamed"
+                    } else {
+                        &a.name
+                    };
                     report(
                         Backend::Cpu,
                         Some(a.name.clone()),
