@@ -182,11 +182,11 @@ class LocalEngine {
   }
 
   score(trace) {
-    return callWasmAsync(() => this.#inner.scoreAsync(trace));
+    return callWasmAsync(() => this.#inner.score(trace));
   }
 
   scoreMany(traces) {
-    return callWasmAsync(() => this.#inner.scoreManyAsync(traces));
+    return callWasmAsync(() => this.#inner.scoreMany(traces));
   }
 
   session(problem) {
@@ -221,7 +221,7 @@ class LocalSession {
   append(step) {
     const run = async () => {
       try {
-        return await callWasmAsync(() => this.#inner.appendAsync(step));
+        return await callWasmAsync(() => this.#inner.append(step));
       } finally {
         if (this.#inner) this.#snapshot();
       }

@@ -9,9 +9,8 @@
 //!
 //! A scorer starts on the CPU engine; [`WasmScorer::with_backend`] moves it
 //! to the WGSL engine on WebGPU. Results of the GPU arrive through the
-//! event loop, so scoring there goes through the Promise-returning methods
-//! (`scoreAsync`, `scoreManyAsync`, `appendAsync`), which on the CPU engine
-//! resolve with the same numbers as the blocking ones.
+//! event loop, so scoring returns Promises (`score`, `scoreMany`, a
+//! session's `append`) on both engines; on the CPU they are settled at once.
 //!
 //! Nothing here panics on input; a panic hook is installed anyway so a bug
 //! shows its message in the console before the instance traps.
@@ -208,45 +207,6 @@ impl WasmScorer {
         Ok(WasmScorer { loaded })
     }
 
-    /// Scores every step of one trace: `{stepScores, tokens, truncatedSteps, confidence?}`.
-    pub fn score(&self, trace: JsValue) -> JsResult<JsValue> {
-        let trace = parse_trace(
-            &from_js(trace, "trace", Code::TraceInvalid)?,
-            "trace",
-            Purpose::Score,
-        )
-        .map_err(js_error)?;
-        let score = self
-            .loaded
-            .scorer
-            .score(&trace)
-            .map_err(|e| js_error(Error::from_score("trace", e)))?;
-        to_js(&Score::from(score))
-    }
-
-    /// Scores several traces; all are checked before any is scored.
-    #[wasm_bindgen(js_name = scoreMany)]
-    pub fn score_many(&self, traces: JsValue) -> JsResult<JsValue> {
-        let traces = parse_traces(
-            &from_js(traces, "traces", Code::TraceInvalid)?,
-            "traces",
-            Purpose::Score,
-        )
-        .map_err(js_error)?;
-        let scores = traces
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                self.loaded
-                    .scorer
-                    .score(t)
-                    .map(Score::from)
-                    .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))
-            })
-            .collect::<JsResult<Vec<_>>>()?;
-        to_js(&scores)
-    }
-
     /// Moves this scorer to `backend` (`cpu` or `gpu`: the WGSL engine on
     /// WebGPU) and resolves to the scorer, which replaces this object (its
     /// handle is consumed). Rejects with `GPU_ERROR` when no device can be
@@ -277,9 +237,10 @@ impl WasmScorer {
         }))
     }
 
-    /// [`WasmScorer::score`] as a Promise: the way to score on WebGPU.
-    #[wasm_bindgen(js_name = scoreAsync)]
-    pub fn score_async(&self, trace: JsValue) -> JsResult<js_sys::Promise> {
+    /// Scores every step of one trace; the Promise resolves to
+    /// `{stepScores, tokens, truncatedSteps, confidence?}`. A malformed
+    /// trace throws at once, before anything runs.
+    pub fn score(&self, trace: JsValue) -> JsResult<js_sys::Promise> {
         let trace = parse_trace(
             &from_js(trace, "trace", Code::TraceInvalid)?,
             "trace",
@@ -296,9 +257,10 @@ impl WasmScorer {
         }))
     }
 
-    /// [`WasmScorer::score_many`] as a Promise, one trace after another.
-    #[wasm_bindgen(js_name = scoreManyAsync)]
-    pub fn score_many_async(&self, traces: JsValue) -> JsResult<js_sys::Promise> {
+    /// Scores several traces, one after another; all are checked before
+    /// any is scored.
+    #[wasm_bindgen(js_name = scoreMany)]
+    pub fn score_many(&self, traces: JsValue) -> JsResult<js_sys::Promise> {
         let traces = parse_traces(
             &from_js(traces, "traces", Code::TraceInvalid)?,
             "traces",
@@ -368,25 +330,11 @@ impl WasmSession {
 
 #[wasm_bindgen]
 impl WasmSession {
-    /// Appends a step and returns its score (CPU engine only; see `appendAsync`).
-    pub fn append(&mut self, step: JsValue) -> JsResult<f64> {
-        let mut inner = self
-            .inner
-            .try_borrow_mut()
-            .map_err(|_| js_error(Error::invalid_argument(SESSION_BUSY)))?;
-        let what = format!("step {}", inner.steps().len());
-        let step = string_arg(&step, &what, Code::TraceInvalid)?;
-        inner
-            .append(&step)
-            .map_err(|e| js_error(Error::from_score(&what, e)))
-    }
-
     /// Appends a step; the Promise resolves to its score.
     // The session's RefCell stays borrowed across the GPU's await on
     // purpose: that borrow is what refuses a second append meanwhile.
     #[allow(clippy::await_holding_refcell_ref)]
-    #[wasm_bindgen(js_name = appendAsync)]
-    pub fn append_async(&self, step: JsValue) -> JsResult<js_sys::Promise> {
+    pub fn append(&self, step: JsValue) -> JsResult<js_sys::Promise> {
         let what = format!("step {}", self.with(|s| s.steps().len())?);
         let step = string_arg(&step, &what, Code::TraceInvalid)?;
         let inner = Rc::clone(&self.inner);
