@@ -8,22 +8,9 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { StepScorer } from 'stepscore';
-import { FIXTURES, assertCode, heapAfterGc, inPage, openPage, startServer, value } from './harness.mjs';
-
-const FAMILIES = [
-  ['qwen2-prm-tiny', undefined],
-  ['skywork-prm-tiny', undefined],
-  ['math-shepherd-tiny', undefined],
-  ['rlhflow-tiny', 'rlhflow'],
-  ['confidence-tiny', 'confidence'],
-];
-const FILES = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
-const reference = (name) => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8'));
-// The native suite's tolerance: 1e-4, relative for the confidence family's tiny probabilities.
-const tolerance = (family, want) => (family === 'confidence' ? 1e-4 * Math.abs(want) : 1e-4);
+import { FAMILIES, checkpointFiles, reference, tolerance } from '../helpers.js';
+import { assertCode, inPage, openPage, soak, startServer, value } from './harness.mjs';
 
 let server;
 let chrome;
@@ -78,8 +65,7 @@ for (const [name, family] of FAMILIES) {
       }
     }
     // Same wasm, same inputs: Node's run is identical to the browser's.
-    const files = Object.fromEntries(FILES.map((f) => [f, new Uint8Array(readFileSync(join(FIXTURES, name, f)))]));
-    const node = await StepScorer.load({ model: files, backend: 'cpu', family });
+    const node = await StepScorer.load({ model: checkpointFiles(name), backend: 'cpu', family });
     try {
       for (const [k, t] of traces.entries()) assert.deepEqual(got.scores[k], await node.score(t), `case ${k}: Chromium vs Node`);
     } finally {
@@ -133,47 +119,22 @@ test('a corrupt model, a 404 URL and an aborted load reject with their codes (pa
 
 for (const worker of [false, true]) {
   test(`200 consecutive scorings keep the JS heap and the wasm memory flat (${worker ? 'worker' : 'page'})`, async () => {
-    const { page, cdp } = chrome;
     const ref = reference('qwen2-prm-tiny');
     const traces = ref.cases.map((c) => ({ problem: c.problem, steps: c.steps }));
-    value(
-      await inPage(
-        page,
-        async (s, { url, worker, traces }) => {
-          window.soak = await s.StepScorer.load({ model: url, backend: 'cpu', cache: false, worker });
-          window.soakTraces = traces;
-        },
-        { url: `${server.url}/fixtures/qwen2-prm-tiny/`, worker, traces },
-      ),
-    );
-    // Half whole-trace scorings, half sessions (created, appended, disposed).
-    const run = (n) =>
-      inPage(page, async (s, n) => {
-        for (let i = 0; i < n; i++) {
-          const t = window.soakTraces[i % window.soakTraces.length];
-          if (i % 2) {
-            await window.soak.score(t);
-          } else {
-            const session = window.soak.session(t.problem);
-            for (const step of t.steps) await session.append(step);
-            session.dispose();
-          }
-        }
-        return window.soak.info().wasmMemoryBytes;
-      }, n).then(value);
     // Warm-up: the engine's buffers and V8's code reach their steady size.
     // Since scoring returns Promises through wasm-bindgen-futures, V8 keeps
     // tiering up that glue for a few hundred calls: after a 40-call warm-up
     // the next 200 grew the page's heap by ~33 KB, the 200 after by ~7 KB;
     // measured per 100 calls after 40: +13, +18, +8, +2.5, +2, +4.5, +1.6 KB.
     // 300 calls take ~2 s here.
-    const wasm0 = await run(300);
-    const heap0 = await heapAfterGc(cdp);
-    const wasm1 = await run(200);
-    const heap1 = await heapAfterGc(cdp);
-    const wasm2 = await run(200);
-    const heap2 = await heapAfterGc(cdp);
-    await inPage(page, () => window.soak.dispose());
+    const { heaps, rounds } = await soak(chrome, {
+      url: `${server.url}/fixtures/qwen2-prm-tiny/`,
+      options: { backend: 'cpu', worker },
+      traces,
+      warmup: 300,
+    });
+    const [heap0, heap1, heap2] = heaps;
+    const [wasm0, wasm1, wasm2] = rounds.map((r) => r.info.wasmMemoryBytes);
     const diag = `heap after warm-up ${heap0} B, after 200 more ${heap1} B, after 400 ${heap2} B; wasm memory ${wasm0} / ${wasm1} / ${wasm2} B`;
     console.log(`# soak (${worker ? 'worker' : 'page'}): ${diag}`);
     // V8's post-GC heap moves by up to ~12 KB between two evaluations on this

@@ -211,3 +211,52 @@ export function value(result) {
   if (!result.ok) throw new Error(`in the page: ${result.code ?? result.name}: ${result.message}`);
   return result.value;
 }
+
+/**
+ * The leak soak both engines' tests run: loads `options` (plus `model: url`)
+ * as `window.soakScorer`, scores `warmup` calls, then two rounds of `n`,
+ * forcing a GC after the warm-up and each round. A call alternates between
+ * scoring a whole trace and a session appended step by step, then disposed.
+ * Resolves to `{ heaps, rounds }`: the post-GC heap and `{ info, last }`
+ * (the scorer's info() and the last whole-trace step scores) after each.
+ */
+export async function soak(chrome, { url, options, traces, warmup, n = 200 }) {
+  const { page, cdp } = chrome;
+  value(
+    await inPage(
+      page,
+      async (s, { url, options, traces }) => {
+        window.soakScorer = await s.StepScorer.load({ ...options, model: url, cache: false });
+        window.soakTraces = traces;
+      },
+      { url, options, traces },
+    ),
+  );
+  const run = (count) =>
+    inPage(
+      page,
+      async (s, count) => {
+        let last = null;
+        for (let i = 0; i < count; i++) {
+          const t = window.soakTraces[i % window.soakTraces.length];
+          if (i % 2) {
+            last = (await window.soakScorer.score(t)).stepScores;
+          } else {
+            const session = window.soakScorer.session(t.problem);
+            for (const step of t.steps) await session.append(step);
+            session.dispose();
+          }
+        }
+        return { info: window.soakScorer.info(), last };
+      },
+      count,
+    ).then(value);
+  const heaps = [];
+  const rounds = [];
+  for (const count of [warmup, n, n]) {
+    rounds.push(await run(count));
+    heaps.push(await heapAfterGc(cdp));
+  }
+  await inPage(page, () => window.soakScorer.dispose());
+  return { heaps, rounds };
+}

@@ -13,20 +13,8 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { FIXTURES, heapAfterGc, inPage, openPage, startServer, value } from './harness.mjs';
-
-const FAMILIES = [
-  ['qwen2-prm-tiny', undefined],
-  ['skywork-prm-tiny', undefined],
-  ['math-shepherd-tiny', undefined],
-  ['rlhflow-tiny', 'rlhflow'],
-  ['confidence-tiny', 'confidence'],
-];
-const reference = (name) => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8'));
-// Relative for the confidence family's tiny probabilities (as in cpu.test.mjs).
-const tolerance = (family, want) => (family === 'confidence' ? 1e-4 * Math.abs(want) : 1e-4);
+import { FAMILIES, reference, tolerance } from '../helpers.js';
+import { inPage, openPage, soak, startServer, value } from './harness.mjs';
 
 let server;
 let chrome;
@@ -216,46 +204,19 @@ test("WebGPU in a worker scores like WebGPU in the page; 'auto' stays on the CPU
 });
 
 test('200 consecutive WebGPU scorings keep device buffers, their bytes and the JS heap flat', async () => {
-  const { page, cdp } = chrome;
   const ref = reference('qwen2-prm-tiny');
   const traces = ref.cases.map((c) => ({ problem: c.problem, steps: c.steps }));
-  value(
-    await inPage(
-      page,
-      async (s, { url, traces }) => {
-        window.gpuSoak = await s.StepScorer.load({ model: url, backend: 'webgpu', cache: false });
-        window.gpuSoakTraces = traces;
-      },
-      { url: `${server.url}/fixtures/qwen2-prm-tiny/`, traces },
-    ),
-  );
-  // Half whole-trace scorings, half sessions (created, appended, disposed).
-  const run = (n) =>
-    inPage(page, async (s, n) => {
-      let last = null;
-      for (let i = 0; i < n; i++) {
-        const t = window.gpuSoakTraces[i % window.gpuSoakTraces.length];
-        if (i % 2) {
-          last = (await window.gpuSoak.score(t)).stepScores;
-        } else {
-          const session = window.gpuSoak.session(t.problem);
-          for (const step of t.steps) await session.append(step);
-          session.dispose();
-        }
-      }
-      const info = window.gpuSoak.info();
-      return { gpu: info.gpuBuffers, wasm: info.wasmMemoryBytes, last };
-    }, n).then(value);
   // Warm-up: the post-GC heap climbs over the first ~300 WebGPU scorings
   // (measured per 100: +29, +14, +4, +3, +1.5 KB, then within ±13 KB: V8
   // tiering up the WebGPU glue), so the baseline is taken after 300.
-  const r0 = await run(300);
-  const heap0 = await heapAfterGc(cdp);
-  const r1 = await run(200);
-  const heap1 = await heapAfterGc(cdp);
-  const r2 = await run(200);
-  const heap2 = await heapAfterGc(cdp);
-  await inPage(page, () => window.gpuSoak.dispose());
+  const { heaps, rounds } = await soak(chrome, {
+    url: `${server.url}/fixtures/qwen2-prm-tiny/`,
+    options: { backend: 'webgpu' },
+    traces,
+    warmup: 300,
+  });
+  const [heap0, heap1, heap2] = heaps;
+  const [r0, r1, r2] = rounds.map((r) => ({ gpu: r.info.gpuBuffers, wasm: r.info.wasmMemoryBytes, last: r.last }));
   const diag = `device buffers ${JSON.stringify([r0.gpu, r1.gpu, r2.gpu])}; heap ${heap0} / ${heap1} / ${heap2} B; wasm memory ${r0.wasm} / ${r1.wasm} / ${r2.wasm} B`;
   console.log(`# WebGPU soak: ${diag}`);
   assert.ok(r0.gpu.liveBuffers > 0);
