@@ -16,6 +16,7 @@ import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.j
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
 import { wasmMemoryBytes } from './runtime.js';
+import { SessionState } from './session-state.js';
 
 export { StepscoreError } from './errors.js';
 export { clearCache, DEFAULT_CACHE } from './fetch.js';
@@ -207,14 +208,14 @@ class LocalEngine {
   }
 }
 
-class LocalSession {
+class LocalSession extends SessionState {
   #inner;
   // Appends run one after another; a getter sees the state after the last
   // settled one.
   #queue = Promise.resolve();
-  #state = { scores: [], steps: [], confidence: [], tokens: { computed: 0, cached: 0 } };
 
   constructor(inner) {
+    super();
     this.#inner = inner;
   }
 
@@ -233,28 +234,12 @@ class LocalSession {
 
   #snapshot() {
     const inner = this.#inner;
-    this.#state = {
+    this.setState({
       scores: Array.from(callWasm(() => inner.scores())),
       steps: callWasm(() => inner.steps()),
       confidence: callWasm(() => inner.confidence()),
       tokens: { computed: callWasm(() => inner.computedTokens()), cached: callWasm(() => inner.cachedTokens()) },
-    };
-  }
-
-  get scores() {
-    return [...this.#state.scores];
-  }
-
-  get steps() {
-    return [...this.#state.steps];
-  }
-
-  get confidence() {
-    return this.#state.confidence.map((c) => ({ ...c }));
-  }
-
-  get tokens() {
-    return { ...this.#state.tokens };
+    });
   }
 
   dispose() {

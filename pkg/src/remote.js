@@ -8,6 +8,7 @@ import { StepscoreError } from './errors.js';
 import { absoluteUrl, throwIfAborted } from './fetch.js';
 import { parseManifest } from './integrity.js';
 import { startWorker } from './runtime.js';
+import { SessionState } from './session-state.js';
 
 function typeName(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v;
@@ -188,13 +189,13 @@ class RemoteEngine {
 }
 
 /** Mirrors the worker's session state after each append, so its getters stay synchronous. */
-class RemoteSession {
+class RemoteSession extends SessionState {
   #client;
   #sid;
   #created;
-  #state = { scores: [], steps: [], confidence: [], tokens: { computed: 0, cached: 0 } };
 
   constructor(client, sid, created) {
+    super();
     this.#client = client;
     this.#sid = sid;
     this.#created = created;
@@ -204,24 +205,8 @@ class RemoteSession {
     const reply = this.#client.call('append', { sid: this.#sid, step }, { code: 'TRACE_INVALID' });
     await this.#created;
     const { score, state } = await reply;
-    this.#state = state;
+    this.setState(state);
     return score;
-  }
-
-  get scores() {
-    return [...this.#state.scores];
-  }
-
-  get steps() {
-    return [...this.#state.steps];
-  }
-
-  get confidence() {
-    return this.#state.confidence.map((c) => ({ ...c }));
-  }
-
-  get tokens() {
-    return { ...this.#state.tokens };
   }
 
   dispose() {
