@@ -8,7 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 use stepscore::prm::{Family, Scorer, ScorerOptions, StepConfidence, Truncation};
 
-use crate::input::{finish, for_each_trace, InputArgs};
+use crate::input::{finish, for_each_record, report_error, InputArgs};
 use crate::output::jsonl;
 use crate::Failure;
 
@@ -43,11 +43,11 @@ pub struct Args {
     pub confidence: bool,
 
     /// CPU threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 
-    /// Token limit per trace (the model's context length at most).
-    #[arg(long)]
+    /// Token limit per trace, from 1 to the model's context length.
+    #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
     /// Keep the leading steps that fit the token limit instead of rejecting
@@ -87,13 +87,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
         },
         ..ScorerOptions::default()
     };
-    let scorer =
-        Scorer::open_backbone(&args.model, &options).map_err(|e| Failure::Io(e.to_string()))?;
+    let scorer = Scorer::open_backbone(&args.model, &options)
+        .map_err(|e| Failure::during("cannot load model", e))?;
+    crate::options::max_tokens_fit(args.max_tokens, &scorer)?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let start = Instant::now();
     let (mut traces, mut steps, mut tokens, mut failed) = (0usize, 0usize, 0usize, 0usize);
-    let bad = for_each_trace(&args.input, |trace| {
+    let bad = for_each_record(&args.input, |record| {
+        let trace = &record.trace;
         let texts: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
         let result = if args.confidence {
             scorer.step_features_with_confidence(&trace.problem, &texts)
@@ -105,10 +107,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Err(e) => {
                 // A trace the model cannot take (too long, a step without
                 // tokens) is reported and skipped like a bad record.
-                eprintln!(
-                    "error: trace {}: {e}",
-                    trace.id.as_deref().unwrap_or("(no id)")
-                );
+                report_error(&stepscore::Error::input_at(
+                    record.at.clone(),
+                    e.to_string(),
+                ));
                 failed += 1;
                 return Ok(());
             }
@@ -131,7 +133,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             },
         )
     })?;
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    out.flush().map_err(crate::output::stdout_error)?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "features: {traces} traces, {steps} steps, {tokens} tokens in {secs:.1} s ({:.0} tokens/s, {} family, width {})",

@@ -71,8 +71,7 @@ pub fn cache_dir(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
 pub fn run(args: Args) -> Result<(), Failure> {
     let dir = cache_dir(args.cache_dir.as_deref())?;
     let path = ensure(&SMOLLM2_135M_Q4_1, &dir, args.force)?;
-    println!("{}", path.display());
-    Ok(())
+    crate::output::print_line(path.display())
 }
 
 /// Returns the verified cached file, downloading it first when needed.
