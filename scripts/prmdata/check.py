@@ -70,6 +70,8 @@ def equations(text: str) -> list[tuple[str, Fraction, str]]:
             got = _eval(ast.parse(py, mode="eval"))
         except (SyntaxError, ValueError, ZeroDivisionError):
             continue
+        if re.match(r"\s*(?:[-+*/]|mod\b)\s*[\d(]", s[m.end() + right.end() :]):
+            continue  # "= 40 + 165 = 205": an expression on the right, checked at its own "="
         r = right.group(1).rstrip(".")
         try:
             Fraction(r.rstrip("%"))  # also reads "2/5"
