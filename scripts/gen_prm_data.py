@@ -51,18 +51,19 @@ def generators(seed: int) -> dict[str, list[str]]:
 
 
 def eligible(gens: list[str], seed: int) -> dict[str, list[str]]:
-    """Per error kind, the generators where it applies to most instances."""
+    """Per error kind, the generators where it applies to at least a quarter
+    of the instances (error_row draws instances until one takes it)."""
     out: dict[str, list[str]] = {k: [] for k in ERROR_KINDS}
     for g in gens:
         rng = Random(f"{seed}/eligible/{g}")
         hits: Counter = Counter()
-        items = [it for it in (make_item(g, rng.randrange(1 << 30)) for _ in range(6)) if it is not None]
+        items = [it for it in (make_item(g, rng.randrange(1 << 30)) for _ in range(12)) if it is not None]
         st = style.pick(Random(0))
         for it in items:
             for k in sorted(it.kinds):  # a set: sorted, for a fixed random stream
                 hits[k] += it.faulty(k, Random(rng.random()), st) is not None
         for k in ERROR_KINDS:
-            if items and hits[k] * 2 >= len(items):
+            if items and hits[k] * 4 >= len(items):
                 out[k].append(g)
     return out
 

@@ -77,12 +77,21 @@ def tile_cost(rng: Random, pr: Random, m: Math) -> Solution:
     name = pr.choice(NAMES)
     dims, pre, Lx, L = _length_from_width(rng, pr, W, "feet")
     j = len(pre)
-    q = f"{name} wants to tile a rectangular {room} floor that is {dims}. Tiles cost ${_d(price)} per square foot, and the installer charges a flat fee of ${fee}. How much will {name} pay in total?"
+    # Half the time the store takes a percentage off the tiles (a percent step).
+    off = rng.choice([10, 20, 25, 50]) if pr.random() < 0.5 else None
+    deal = f" The store takes {off}% off the price of the tiles." if off else ""
+    q = f"{name} wants to tile a rectangular {room} floor that is {dims}. Tiles cost ${_d(price)} per square foot, and the installer charges a flat fee of ${fee}.{deal} How much will {name} pay in total?"
     steps = pre + [
         Step(op("*", Lx, n(W)), _say(pr, "The floor area is {eq} square feet.", "Area of the floor: {eq} sq ft.", "Now find the area of the floor: {eq} square feet."), alts={"wrong_formula": op("*", n(2, "const"), op("+", Lx, n(W)))}, drop=None),
         Step(op("*", ref(j), n(price)), _say(pr, "The tiles cost {eq} dollars.", "Tiles: {eq} dollars.")),
-        Step(op("+", ref(j + 1), n(fee)), _say(pr, "Adding the fee, the total is {eq} dollars.", "Total cost: {eq} dollars.", "With the installer's fee: {eq} dollars.")),
     ]
+    if off:
+        steps += [
+            Step(op("*", ref(j + 1), n(Fraction(off, 100), "pct")), _say(pr, "The discount is {eq} dollars.", "{v[1]} off: {eq} dollars."), drop=None),
+            Step(op("-", ref(j + 1), ref(j + 2)), _say(pr, "After the discount the tiles cost {eq} dollars.", "Tiles after the discount: {eq} dollars.")),
+        ]
+    k = len(steps) - 1
+    steps.append(Step(op("+", ref(k), n(fee)), _say(pr, "Adding the fee, the total is {eq} dollars.", "Total cost: {eq} dollars.", "With the installer's fee: {eq} dollars.")))
     return Solution(q, steps, lambda r: fmt_num(last(r)), pnums=(Fraction(L), Fraction(W), Fraction(price), Fraction(fee)), math=m)
 
 
