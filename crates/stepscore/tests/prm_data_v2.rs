@@ -78,7 +78,10 @@ fn check(traces: &[Trace], split: &str) -> (BTreeSet<String>, BTreeMap<String, u
             "{id}: empty step"
         );
         let (answer, reference) = (t.final_answer.as_deref(), t.reference_answer.as_deref());
-        assert!(answer.is_some() && reference.is_some(), "{id}: answers missing");
+        assert!(
+            answer.is_some() && reference.is_some(),
+            "{id}: answers missing"
+        );
         // Correct traces reach the reference; erroneous ones never do.
         assert_eq!(
             label == -1,
@@ -109,7 +112,10 @@ fn check(traces: &[Trace], split: &str) -> (BTreeSet<String>, BTreeMap<String, u
             .map(|s| s.text)
             .collect();
         let steps: Vec<String> = t.steps.iter().map(|s| s.text.trim().to_string()).collect();
-        assert_eq!(segmented, steps, "{id}: response does not segment into steps");
+        assert_eq!(
+            segmented, steps,
+            "{id}: response does not segment into steps"
+        );
     }
     (generators, kinds)
 }
@@ -125,13 +131,21 @@ fn splits_have_the_stated_counts_balanced_kinds_and_disjoint_generators() {
         // Half correct; the eight error kinds equally often.
         assert_eq!(kinds["correct"], rows / 2, "{split}: {kinds:?}");
         for k in ERROR_TYPES {
-            assert_eq!(kinds.get(k), Some(&(rows / 16)), "{split}: {k} in {kinds:?}");
+            assert_eq!(
+                kinds.get(k),
+                Some(&(rows / 16)),
+                "{split}: {k} in {kinds:?}"
+            );
         }
         // Every generator gives as many correct as erroneous rows, so the
         // generator says nothing about the label.
         let mut balance: BTreeMap<&str, i64> = BTreeMap::new();
         for t in &traces {
-            let d = if t.first_error_label() == Some(-1) { 1 } else { -1 };
+            let d = if t.first_error_label() == Some(-1) {
+                1
+            } else {
+                -1
+            };
             *balance.entry(meta(t, "generator")).or_insert(0) += d;
         }
         assert!(balance.values().all(|&d| d == 0), "{split}: {balance:?}");
@@ -141,22 +155,37 @@ fn splits_have_the_stated_counts_balanced_kinds_and_disjoint_generators() {
             .filter_map(Trace::first_error_label)
             .filter(|&l| l >= 0)
             .collect();
-        assert!(positions.len() >= 4, "{split}: error positions {positions:?}");
+        assert!(
+            positions.len() >= 4,
+            "{split}: error positions {positions:?}"
+        );
         by_split.insert(split, g);
     }
     let names: Vec<_> = by_split.keys().copied().collect();
     for (i, a) in names.iter().enumerate() {
         for b in &names[i + 1..] {
             let shared: Vec<_> = by_split[a].intersection(&by_split[b]).collect();
-            assert!(shared.is_empty(), "generators in both {a} and {b}: {shared:?}");
+            assert!(
+                shared.is_empty(),
+                "generators in both {a} and {b}: {shared:?}"
+            );
         }
     }
     // The v1 gsm_symbolic test generators stay in test, with new held-out sources.
     let test = &by_split["test"];
     for g in GSM_TEST {
-        assert!(test.contains(&format!("gsm_symbolic_{g}")), "gsm_symbolic_{g} not in test");
+        assert!(
+            test.contains(&format!("gsm_symbolic_{g}")),
+            "gsm_symbolic_{g} not in test"
+        );
     }
-    assert!(test.iter().filter(|g| !g.starts_with("gsm_symbolic_")).count() >= 4, "{test:?}");
+    assert!(
+        test.iter()
+            .filter(|g| !g.starts_with("gsm_symbolic_"))
+            .count()
+            >= 4,
+        "{test:?}"
+    );
 }
 
 #[test]
@@ -188,12 +217,20 @@ fn best_of_8_groups_come_from_test_generators_and_can_be_outvoted() {
         // Some wrong answer is given more often than the right one.
         let mut votes: BTreeMap<&str, usize> = BTreeMap::new();
         for t in members {
-            *votes.entry(t.final_answer.as_deref().unwrap_or("")).or_insert(0) += 1;
+            *votes
+                .entry(t.final_answer.as_deref().unwrap_or(""))
+                .or_insert(0) += 1;
         }
         let right = members[0].reference_answer.as_deref().unwrap_or("");
         let right_votes = votes.get(right).copied().unwrap_or(0);
         outvoted += usize::from(votes.iter().any(|(a, &v)| *a != right && v > right_votes));
     }
-    assert!(mixed * 10 >= groups.len() * 8, "only {mixed} groups have a correct candidate");
-    assert!(outvoted * 2 >= groups.len(), "only {outvoted} groups are outvoted");
+    assert!(
+        mixed * 10 >= groups.len() * 8,
+        "only {mixed} groups have a correct candidate"
+    );
+    assert!(
+        outvoted * 2 >= groups.len(),
+        "only {outvoted} groups are outvoted"
+    );
 }
