@@ -116,7 +116,10 @@ fn rejects_bad_input_naming_the_fault() {
 
 /// A response of `len` bytes cut into tokens (some empty, as special tokens
 /// are), steps with increasing ends, and rewards.
-fn case() -> impl Strategy<Value = (usize, Vec<(usize, usize)>, Vec<Span>, Vec<f64>)> {
+/// Response length, token offsets, step spans, step rewards.
+type Case = (usize, Vec<(usize, usize)>, Vec<Span>, Vec<f64>);
+
+fn case() -> impl Strategy<Value = Case> {
     (1usize..200).prop_flat_map(|len| {
         let cuts = prop::collection::btree_set(1..len.max(2), 0..len.min(40));
         let ends = prop::collection::btree_set(1..=len, 1..8);
@@ -170,6 +173,7 @@ fn reference_owner(offsets: &[(usize, usize)], spans: &[Span]) -> Vec<Option<usi
 
 proptest! {
     #[test]
+    #[allow(clippy::needless_range_loop)]
     fn random_offsets_sum_per_step((len, offsets, spans, rewards) in case()) {
         let owner = reference_owner(&offsets, &spans);
         // Steps owning no token: the implementation folds them into the
@@ -203,8 +207,7 @@ proptest! {
             if mode == DenseMode::LastToken {
                 // Only each owning step's last token is non-zero.
                 for (t, x) in r.iter().enumerate() {
-                    let is_last = owner[t].is_some() && owner.get(t + 1).map_or(true, |n| *n != owner[t])
-                        && !owner[t + 1..].contains(&owner[t]);
+                    let is_last = owner[t].is_some() && !owner[t + 1..].contains(&owner[t]);
                     prop_assert!(is_last || *x == 0.0, "token {} carries {}", t, x);
                 }
             }
