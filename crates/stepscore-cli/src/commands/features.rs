@@ -8,6 +8,7 @@ use std::time::Instant;
 use serde::Serialize;
 use stepscore::prm::{Family, Scorer, ScorerOptions, StepConfidence, Truncation};
 
+use crate::commands::fetch;
 use crate::input::{finish, for_each_trace, InputArgs};
 use crate::output::jsonl;
 use crate::Failure;
@@ -28,7 +29,7 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file or a Hugging Face checkpoint directory (the backbone).
+    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name (the backbone).
     #[arg(long, short)]
     pub model: PathBuf,
 
@@ -88,7 +89,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ..ScorerOptions::default()
     };
     let scorer =
-        Scorer::open_backbone(&args.model, &options).map_err(|e| Failure::Io(e.to_string()))?;
+        Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options).map_err(|e| Failure::Io(e.to_string()))?;
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let start = Instant::now();
