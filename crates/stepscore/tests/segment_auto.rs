@@ -23,7 +23,8 @@ fn step_markers_win_when_two_lines_start_with_one() {
 
 #[test]
 fn paragraphs_then_lines() {
-    let paras = "In April she sold 48 clips.\nThat is a lot.\n\nIn May she sold 24.\n\nThe answer is 72.";
+    let paras =
+        "In April she sold 48 clips.\nThat is a lot.\n\nIn May she sold 24.\n\nThe answer is 72.";
     assert_eq!(Segmenter::Auto.choose(paras).to_string(), "blank-line");
     assert_eq!(
         texts(&Segmenter::Auto, paras),
@@ -41,7 +42,10 @@ fn paragraphs_then_lines() {
 
 #[test]
 fn the_choice_is_parsed_reported_and_explicit_segmenters_are_kept() {
-    assert!(matches!("auto".parse::<Segmenter>().unwrap(), Segmenter::Auto));
+    assert!(matches!(
+        "auto".parse::<Segmenter>().unwrap(),
+        Segmenter::Auto
+    ));
     assert!(matches!(Segmenter::default(), Segmenter::Auto));
     let trace = segment_response("q", "a = 1\nb = 2", &Segmenter::Auto);
     assert_eq!(trace.meta_str("segmenter"), Some("newline"));

