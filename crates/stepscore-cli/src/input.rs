@@ -22,10 +22,12 @@ pub struct InputArgs {
     #[arg(long, default_value = "auto")]
     pub input_format: InputFormat,
 
-    /// How raw responses are split into steps: blank-line, newline,
-    /// step-marker, chat, or regex:<pattern> (matches are the delimiters; a
-    /// pattern that can match the empty string is refused).
-    #[arg(long, default_value = "blank-line")]
+    /// How raw responses are split into steps: auto ("Step k:" / numbered
+    /// markers if present, else blank lines, else single lines; the choice is
+    /// reported as `metadata.segmenter`), blank-line, newline, step-marker,
+    /// chat, or regex:<pattern> (matches are the delimiters; a pattern that
+    /// can match the empty string is refused).
+    #[arg(long, default_value = "auto")]
     pub segmenter: Segmenter,
 
     /// The record limit, in bytes: the longest JSONL line, and the largest
