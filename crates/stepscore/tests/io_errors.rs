@@ -396,17 +396,38 @@ fn array_items_with_tricky_strings() {
 #[test]
 fn scores_outside_the_unit_interval_are_refused() {
     for (row, field) in [
-        (r#"{"problem":"p","steps":["a","b"],"scores":[0.5,1.5]}"#, "scores[1]"),
-        (r#"{"problem":"p","steps":["a"],"scores":[-0.25]}"#, "scores[0]"),
-        (r#"{"problem":"p","steps":["a"],"scores":[1e308]}"#, "scores[0]"),
-        (r#"{"prompt":"p","completions":["a","b"],"labels":[true,false],"scores":[7.5,0.1]}"#, "scores[0]"),
-        (r#"{"problem":"p","steps":[{"text":"x","score":0.9},{"text":"y","score":-7}]}"#, "steps[1].score"),
-        (r#"{"problem":"p","response":"a\n\nb","scores":[0.5,2]}"#, "scores[1]"),
+        (
+            r#"{"problem":"p","steps":["a","b"],"scores":[0.5,1.5]}"#,
+            "scores[1]",
+        ),
+        (
+            r#"{"problem":"p","steps":["a"],"scores":[-0.25]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"problem":"p","steps":["a"],"scores":[1e308]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"prompt":"p","completions":["a","b"],"labels":[true,false],"scores":[7.5,0.1]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"problem":"p","steps":[{"text":"x","score":0.9},{"text":"y","score":-7}]}"#,
+            "steps[1].score",
+        ),
+        (
+            r#"{"problem":"p","response":"a\n\nb","scores":[0.5,2]}"#,
+            "scores[1]",
+        ),
     ] {
         assert_bad_line(row.as_bytes(), Some(field), "outside [0, 1]");
     }
     // The ends of the interval are fine.
-    let r = read_bytes(br#"{"problem":"p","steps":["a","b"],"scores":[0,1]}"#, opts());
+    let r = read_bytes(
+        br#"{"problem":"p","steps":["a","b"],"scores":[0,1]}"#,
+        opts(),
+    );
     assert_eq!(r[0].as_ref().unwrap().scores(), Some(vec![0.0, 1.0]));
 }
 
