@@ -1,7 +1,7 @@
 //! `stepscore score`: run a PRM over traces and write per-step scores.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -82,10 +82,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let path = match &args.model {
-        Some(p) => p.clone(),
-        None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
-    };
     let options = ScorerOptions {
         family: args.family,
         threads: args.threads,
@@ -98,34 +94,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         quantize: args.quantize,
         backend: args.backend,
     };
-    let started = Instant::now();
-    let default_head = args.model.is_none()
-        && args.head.is_none()
-        && matches!(args.family, None | Some(Family::ValueHead));
-    let scorer = match &args.head {
-        Some(head) => Scorer::open_with_head(&path, head, &options),
-        None if default_head => HeadFile::default_head()
-            .and_then(|head| Scorer::open_with_head_file(&path, &head, &options)),
-        None => Scorer::open(&path, &options),
-    }
-    .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
-    let head_note = match (&args.head, default_head) {
-        (Some(h), _) => format!(" + head {}", h.display()),
-        (None, true) => format!(
-            " + built-in head {}",
-            stepscore::prm::head_file::DEFAULT_HEAD_NAME
-        ),
-        (None, false) => String::new(),
-    };
-    eprintln!(
-        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-        path.display(),
-        scorer.family(),
-        scorer.model().config().n_layers,
-        scorer.model().config().hidden_size,
-        started.elapsed().as_secs_f64()
-    );
-    eprintln!("stepscore: engine {}", scorer.backend_report());
+    let scorer = open_scorer(args.model.as_deref(), args.head.as_deref(), &options)?;
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();
@@ -165,6 +134,50 @@ pub fn run(args: Args) -> Result<(), Failure> {
         tokens as f64 / secs.max(1e-9)
     );
     finish(bad + failed)
+}
+
+/// Loads the PRM a command names: `model` (default: SmolLM2-135M-Instruct,
+/// fetched into the cache) with `head` (default: the built-in value head
+/// when the default backbone is used as a value head). Reports what was
+/// loaded and on which engine on stderr.
+pub fn open_scorer(
+    model: Option<&Path>,
+    head: Option<&Path>,
+    options: &ScorerOptions,
+) -> Result<Scorer, Failure> {
+    let path = match model {
+        Some(p) => p.to_path_buf(),
+        None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
+    };
+    let started = Instant::now();
+    let default_head = model.is_none()
+        && head.is_none()
+        && matches!(options.family, None | Some(Family::ValueHead));
+    let scorer = match head {
+        Some(head) => Scorer::open_with_head(&path, head, options),
+        None if default_head => HeadFile::default_head()
+            .and_then(|head| Scorer::open_with_head_file(&path, &head, options)),
+        None => Scorer::open(&path, options),
+    }
+    .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
+    let head_note = match (head, default_head) {
+        (Some(h), _) => format!(" + head {}", h.display()),
+        (None, true) => format!(
+            " + built-in head {}",
+            stepscore::prm::head_file::DEFAULT_HEAD_NAME
+        ),
+        (None, false) => String::new(),
+    };
+    eprintln!(
+        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
+        path.display(),
+        scorer.family(),
+        scorer.model().config().n_layers,
+        scorer.model().config().hidden_size,
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("stepscore: engine {}", scorer.backend_report());
+    Ok(scorer)
 }
 
 /// Writes the scores into the trace, and what produced them into its metadata.
@@ -267,7 +280,7 @@ fn write_table(
     Ok(())
 }
 
-fn parse_quant(s: &str) -> Result<GgmlType, String> {
+pub fn parse_quant(s: &str) -> Result<GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {
         "q8_0" | "q8" => Ok(GgmlType::Q8_0),
         "q4_0" | "q4" => Ok(GgmlType::Q4_0),
