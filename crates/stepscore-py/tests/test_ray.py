@@ -25,7 +25,9 @@ def test_score_jsonl_equals_cli(tmp_path, cli, cluster):
     rows[7]["steps"] = ["1 + " * 400]  # unscorable: over the tiny model's 512-token context
     path = write_jsonl(tmp_path / "traces.jsonl", rows)
     want = cli_scores(cli, path, "--model", str(TINY), "--threads", "1")
-    ds = stepscore.ray.score_jsonl(str(path), str(TINY), concurrency=2, batch_size=25, threads=1)
+    # Two actors at half a CPU each leave a CPU for the read tasks (actors
+    # holding every CPU would starve them).
+    ds = stepscore.ray.score_jsonl(str(path), str(TINY), concurrency=2, batch_size=25, threads=1, num_cpus=0.5)
     out = {r["id"]: r for r in ds.take_all()}
     assert len(out) == 200
     for rid, scores in want.items():
@@ -36,7 +38,8 @@ def test_score_jsonl_equals_cli(tmp_path, cli, cluster):
         assert abs(out[rid]["score"] - min(scores)) <= 1e-6
     assert out["t7"]["error"] and "t7" not in want
     # Output files when asked.
-    stepscore.ray.score_jsonl(str(path), str(TINY), output=str(tmp_path / "scored"), concurrency=1, threads=1)
+    stepscore.ray.score_jsonl(str(path), str(TINY), output=str(tmp_path / "scored"), concurrency=1, threads=1,
+                               num_cpus=0.5)
     assert any((tmp_path / "scored").iterdir())
 
 
@@ -47,7 +50,7 @@ def test_map_batches_with_the_class(cluster):
     rows = make_traces(20, seed=4)
     ds = ray.data.from_items(rows).map_batches(
         stepscore.ray.StepScorer, fn_constructor_kwargs={"model": str(TINY), "threads": 1},
-        concurrency=1, batch_size=8,
+        compute=ray.data.ActorPoolStrategy(size=1), batch_size=8, num_cpus=0.5,
     )
     scorer = stepscore.Scorer(TINY, threads=1)
     for r in ds.take_all():

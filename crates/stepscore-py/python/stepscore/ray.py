@@ -53,7 +53,11 @@ class StepScorer:
             score[i] = np.nan if agg is None else agg
             tokens[i] = r.tokens
             error[i] = None
-        out = dict(batch)
+        # Input columns back as plain lists: Ray hands list columns over as
+        # object arrays of arrays, which it cannot turn back into Arrow
+        # lists (it falls back to pickling them, and pandas' JSON writer
+        # crashes on those).
+        out = {c: _plain(v) for c, v in batch.items()}
         out.update({"step_scores": step_scores, "score": score, "tokens": tokens, "error": error})
         return out
 
@@ -64,6 +68,15 @@ class StepScorer:
         except Exception as e:
             return f"{type(e).__name__}: {e}"
         return "unscored"
+
+
+def _plain(column: np.ndarray) -> np.ndarray:
+    if column.dtype != object:
+        return column
+    out = np.empty(len(column), dtype=object)
+    for i, v in enumerate(column):
+        out[i] = v.tolist() if isinstance(v, np.ndarray) else v
+    return out
 
 
 def _missing(v: Any) -> bool:
@@ -96,7 +109,7 @@ def score_jsonl(
     ds = ds.map_batches(
         StepScorer,
         fn_constructor_kwargs={"model": model, "segmenter": segmenter, "aggregation": aggregation, **scorer_options},
-        concurrency=concurrency,
+        compute=ray.data.ActorPoolStrategy(size=concurrency),
         batch_size=batch_size,
         num_cpus=num_cpus if num_cpus is not None else float(max(threads, 1)),
     )
