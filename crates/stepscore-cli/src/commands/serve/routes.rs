@@ -46,15 +46,39 @@ pub fn router(state: Shared, max_body_bytes: usize) -> Router {
         .with_state(state)
 }
 
-/// A JSON error answer: `{"error": {"kind", "message"}}`.
-fn error(status: StatusCode, kind: &str, message: impl Into<String>) -> Response {
-    let body = json!({"error": {"kind": kind, "message": message.into()}});
-    (
+/// A request-level failure, answered as `{"error": {"kind", "message"}}`.
+struct ApiError {
+    status: StatusCode,
+    kind: &'static str,
+    message: String,
+    retry_after: Option<Duration>,
+}
+
+fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
+    ApiError {
         status,
-        [(header::CONTENT_TYPE, "application/json")],
-        body.to_string(),
-    )
-        .into_response()
+        kind,
+        message: message.into(),
+        retry_after: None,
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = json!({"error": {"kind": self.kind, "message": self.message}});
+        let mut resp = (
+            self.status,
+            [(header::CONTENT_TYPE, "application/json")],
+            body.to_string(),
+        )
+            .into_response();
+        if let Some(after) = self.retry_after {
+            if let Ok(v) = HeaderValue::from_str(&after.as_secs().to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        resp
+    }
 }
 
 fn ok_json(v: Value) -> Response {
@@ -71,7 +95,7 @@ type Slot = Result<Trace, (&'static str, String)>;
 
 /// Queues the good traces, waits for them within the timeout, and puts
 /// every outcome back in its slot.
-async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, Response> {
+async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> {
     if slots.len() > state.max_traces {
         return Err(error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -101,17 +125,14 @@ async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, Response> 
                 "too_many_traces",
                 format!("the request's traces can never fit the queue of {capacity}"),
             ),
-            Rejected::Full { retry_after } => {
-                let mut resp = error(
+            Rejected::Full { retry_after } => ApiError {
+                retry_after: Some(retry_after),
+                ..error(
                     StatusCode::TOO_MANY_REQUESTS,
                     "queue_full",
                     "the scoring queue is full; retry later",
-                );
-                if let Ok(v) = HeaderValue::from_str(&retry_after.as_secs().to_string()) {
-                    resp.headers_mut().insert(header::RETRY_AFTER, v);
-                }
-                resp
-            }
+                )
+            },
             Rejected::Closed => error(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "shutting_down",
@@ -157,7 +178,7 @@ fn check_size(t: &Trace, limit: usize) -> Result<(), (&'static str, String)> {
     Ok(())
 }
 
-fn parse_body(body: &[u8]) -> Result<serde_json::Map<String, Value>, Response> {
+fn parse_body(body: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(error(
@@ -176,7 +197,7 @@ fn parse_body(body: &[u8]) -> Result<serde_json::Map<String, Value>, Response> {
 fn strings(
     body: &serde_json::Map<String, Value>,
     field: &str,
-) -> Result<Option<Vec<String>>, Response> {
+) -> Result<Option<Vec<String>>, ApiError> {
     let Some(v) = body.get(field) else {
         return Ok(None);
     };
@@ -233,7 +254,7 @@ async fn timed(
 async fn get_reward(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
     let s = Arc::clone(&state);
     timed(&state, "get_reward", async move {
-        let result: Result<Response, Response> = async {
+        let result: Result<Response, ApiError> = async {
             let body = parse_body(&body)?;
             let queries = strings(&body, "query")?.ok_or_else(|| {
                 error(
@@ -295,7 +316,7 @@ async fn get_reward(AxumState(state): AxumState<Shared>, body: Bytes) -> Respons
             })))
         }
         .await;
-        result.unwrap_or_else(|e| e)
+        result.unwrap_or_else(IntoResponse::into_response)
     })
     .await
 }
@@ -304,7 +325,7 @@ async fn get_reward(AxumState(state): AxumState<Shared>, body: Bytes) -> Respons
 async fn score(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
     let s = Arc::clone(&state);
     timed(&state, "score", async move {
-        let result: Result<Response, Response> = async {
+        let result: Result<Response, ApiError> = async {
             let mut body = parse_body(&body)?;
             let rows = match body.remove("traces") {
                 Some(Value::Array(rows)) => rows,
@@ -352,7 +373,7 @@ async fn score(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
             Ok(ok_json(json!({"family": s.family, "results": results})))
         }
         .await;
-        result.unwrap_or_else(|e| e)
+        result.unwrap_or_else(IntoResponse::into_response)
     })
     .await
 }
