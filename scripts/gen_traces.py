@@ -190,12 +190,19 @@ class Step:
         return evaluate([self.value(o) for o in eq.operands], [self.toks[o].text for o in eq.ops])
 
 
-def propagate(steps: list[Step], start: int, changed: dict[Fraction, Fraction]) -> None:
+def propagate(steps: list[Step], start: int, changed: dict[Fraction, Fraction], strict: bool = False, after: int = -1) -> None:
     """Carries changed values through steps[start:]: operands are replaced,
-    equations re-evaluated, and their changed results added to `changed`."""
+    equations re-evaluated, and their changed results added to `changed`.
+    `strict` leaves an equation whose operands did not change as it is, even
+    if its result happens to equal a changed value (320 / 2 = 160 must not
+    become 320 / 2 = 4 because another 160 changed); the v1 files were made
+    without it. `after` limits it to the tokens past that index (the rest of
+    the step an error was put in)."""
     for s in steps[start:]:
-        in_eq = set()
+        in_eq = set(range(after + 1))
         for eq in s.eqs:
+            if eq.result <= after:
+                continue
             old = s.value(eq.result)
             for o in eq.operands:
                 in_eq.add(o)
@@ -206,7 +213,7 @@ def propagate(steps: list[Step], start: int, changed: dict[Fraction, Fraction]) 
             if new is not None and new != old:
                 s.set_value(eq.result, new)
                 changed.setdefault(old, new)
-            elif old in changed:
+            elif old in changed and not strict:
                 s.set_value(eq.result, changed[old])
         for i, t in enumerate(s.toks):
             if t.kind == "num" and i not in in_eq and s.value(i) in changed:
@@ -248,8 +255,13 @@ class Injected:
     final: Fraction
 
 
-def inject(lines: list[str], answer: Fraction, question: str, kind: str, rng: Random) -> Injected | None:
-    """One attempt at error `kind` on a random eligible step; None if it does not apply."""
+def inject(lines: list[str], answer: Fraction, question: str, kind: str, rng: Random, careful: bool = False) -> Injected | None:
+    """One attempt at error `kind` on a random eligible step; None if it does
+    not apply. `careful` (v2 data; the v1 files were made without it) also
+    rewrites the error step's other mentions of the result it changed ("184
+    minutes because 46 x 4 = 187" would read as two results), propagates
+    strictly, and leaves alone a step whose result is also a number of the
+    problem."""
     steps = [Step(line) for line in lines]
     pnums = problem_numbers(question)
     changed: dict[Fraction, Fraction] = {}
@@ -281,6 +293,10 @@ def inject(lines: list[str], answer: Fraction, question: str, kind: str, rng: Ra
     s = steps[k]
     before = s.text()
     old_result = s.value(eq.result)
+    if careful and old_result in pnums:
+        # Later mentions of this value could be the problem's own number
+        # (7 x 2 = 14 and "14 boys"): carrying it forward would be a guess.
+        return None
     if kind == "arithmetic_slip":
         new = slip(old_result, rng)
         s.set_value(eq.result, new)
@@ -323,7 +339,7 @@ def inject(lines: list[str], answer: Fraction, question: str, kind: str, rng: Ra
         changed[old_result] = first
         originals = [st.text() for st in steps]
         del steps[k]
-        propagate(steps, k, changed)
+        propagate(steps, k, changed, careful)
         texts = [st.text() for st in steps]
         later = originals[k + 1 :]
         diff = [i for i, (a, b) in enumerate(zip(later, texts[k:])) if a != b]
@@ -339,7 +355,14 @@ def inject(lines: list[str], answer: Fraction, question: str, kind: str, rng: Ra
     if new_result == old_result:
         return None
     changed[old_result] = new_result
-    propagate(steps, k + 1, changed)
+    if careful:
+        in_eq = set(eq.operands) | {eq.result}
+        for i, t in enumerate(s.toks):
+            if t.kind == "num" and i not in in_eq and s.value(i) == old_result:
+                s.set_value(i, new_result)
+        # Later equations of the same step (one paragraph can hold several) use it too.
+        propagate([s], 0, changed, True, after=eq.result)
+    propagate(steps, k + 1, changed, careful)
     final = changed.get(answer, answer)
     if not plausible(final, answer, changed):
         return None

@@ -43,7 +43,8 @@ fn scores_arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f64>> {
     Ok(out)
 }
 
-/// Cuts `text` into steps. `segmenter`: blank-line (default), newline,
+/// Cuts `text` into steps. `segmenter`: auto (default: step markers when
+/// the text has them, else blank lines, else lines), blank-line, newline,
 /// step-marker, chat, or `regex:PATTERN` (the matches separate steps).
 /// Returns dicts `{"text", "start", "end"}` (str indices, `text[start:end]
 /// == step["text"]`), plus `role` and `tool` for chat turns.
@@ -51,7 +52,7 @@ fn scores_arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f64>> {
 /// >>> [s["text"] for s in segment("2+2=4.\n\nSo the answer is 4.")]
 /// ['2+2=4.', 'So the answer is 4.']
 #[pyfunction]
-#[pyo3(signature = (text, segmenter = "blank-line"))]
+#[pyo3(signature = (text, segmenter = "auto"))]
 pub fn segment<'py>(py: Python<'py>, text: &str, segmenter: &str) -> PyResult<Bound<'py, PyList>> {
     let seg: Segmenter = segmenter.parse().py_err(py)?;
     let index = CharIndex::new(text);
@@ -102,7 +103,7 @@ pub fn first_error(scores: &Bound<'_, PyAny>, threshold: f64) -> PyResult<Option
 /// "scores"}`); answers are extracted from the text (or `final_answer`).
 /// Returns `{"best", "majority", "weighted", "candidates", "aggregation"}`.
 #[pyfunction]
-#[pyo3(signature = (candidates, how = "min", segmenter = "blank-line"))]
+#[pyo3(signature = (candidates, how = "min", segmenter = "auto"))]
 pub fn select_best<'py>(
     py: Python<'py>,
     candidates: &Bound<'py, PyAny>,

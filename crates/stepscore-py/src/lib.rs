@@ -5,6 +5,7 @@
 //! exceptions ([`errors`]). The adapters for RL trainers and Ray live in
 //! plain Python beside it (python/stepscore/).
 
+mod catalog;
 mod errors;
 mod functions;
 mod scorer;
@@ -19,6 +20,8 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scorer::Scorer>()?;
     m.add_class::<scorer::Session>()?;
     m.add_class::<scorer::TraceScore>()?;
+    m.add_function(wrap_pyfunction!(catalog::catalog_models, m)?)?;
+    m.add_function(wrap_pyfunction!(catalog::fetch, m)?)?;
     m.add_function(wrap_pyfunction!(functions::segment, m)?)?;
     m.add_function(wrap_pyfunction!(functions::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(functions::first_error, m)?)?;

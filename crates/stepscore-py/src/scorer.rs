@@ -11,11 +11,12 @@ use pyo3::types::{PyDict, PyList};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
 use stepscore::prm::{
-    Backend, Family, HeadFile, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
+    Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
     TraceScore as CoreTraceScore, Truncation,
 };
 use stepscore::segment::Segmenter;
 
+use crate::catalog;
 use crate::errors::{to_py, IntoPy};
 use crate::traces::{steps_arg, with_index};
 
@@ -115,10 +116,11 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 
 /// A loaded process reward model.
 ///
-/// `model` is a GGUF file or a Hugging Face checkpoint directory. `head` is
-/// a PRM head in its own safetensors file (e.g. from `stepscore train`), or
-/// `"builtin"` for stepscore's trained default value head (for the
-/// SmolLM2-135M-Instruct backbone). `family` (score-head, value-head,
+/// `model` is a GGUF file, a Hugging Face checkpoint directory, or a
+/// catalog name (`catalog_models()`; fetched into the cache and verified on
+/// first use); by default the default PRM, `stepscore-prm-smollm2`
+/// (SmolLM2-135M-Instruct with stepscore's trained value head). `head` is a
+/// PRM head in its own safetensors file (e.g. from `stepscore train`). `family` (score-head, value-head,
 /// math-shepherd, rlhflow, confidence) is detected when omitted. `backend`
 /// is cpu (default), gpu or auto. `threads=0` uses every core. Traces over
 /// `max_tokens` (at most the model's context) raise `TraceTooLongError`,
@@ -136,12 +138,12 @@ pub struct Scorer {
 #[pymethods]
 impl Scorer {
     #[new]
-    #[pyo3(signature = (model, *, head = None, family = None, backend = "cpu", threads = 0,
+    #[pyo3(signature = (model = None, *, head = None, family = None, backend = "cpu", threads = 0,
                         max_tokens = None, truncate = false, quantize = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
-        model: PathBuf,
+        model: Option<PathBuf>,
         head: Option<PathBuf>,
         family: Option<&str>,
         backend: &str,
@@ -162,18 +164,26 @@ impl Scorer {
             quantize: quantize.map(parse_quant).transpose()?,
             backend: backend.parse::<Backend>().py_err(py)?,
         };
-        let path = model.clone();
-        let scorer = py
-            .detach(move || match head {
-                Some(h) if h.as_os_str() == "builtin" => HeadFile::default_head()
-                    .and_then(|head| CoreScorer::open_with_head_file(&path, &head, &options)),
-                Some(h) => CoreScorer::open_with_head(&path, &h, &options),
-                None => CoreScorer::open(&path, &options),
+        let (scorer, path) = py
+            .detach(move || {
+                let resolved = catalog::resolve(model.as_deref())?;
+                // A catalog PRM's head applies unless another head, or a
+                // family that reads no value head, is asked for.
+                let builtin = resolved.head.filter(|_| {
+                    head.is_none() && matches!(options.family, None | Some(Family::ValueHead))
+                });
+                let path = resolved.path;
+                let scorer = match (head, builtin) {
+                    (Some(h), _) => CoreScorer::open_with_head(&path, &h, &options),
+                    (None, Some(h)) => CoreScorer::open_with_head_file(&path, &h, &options),
+                    (None, None) => CoreScorer::open(&path, &options),
+                }?;
+                Ok((scorer, path))
             })
             .py_err(py)?;
         Ok(Scorer {
             inner: Arc::new(scorer),
-            model,
+            model: path,
         })
     }
 
@@ -195,7 +205,7 @@ impl Scorer {
         self.inner.backend_report().to_string()
     }
 
-    /// The model path it was loaded from.
+    /// The model file or directory it was loaded from.
     #[getter]
     fn model(&self) -> PathBuf {
         self.model.clone()
@@ -226,7 +236,7 @@ impl Scorer {
     /// `segmenter`, chat `{messages}`, native). `errors="raise"` raises the
     /// first bad trace's error (its `index` attribute says which);
     /// `errors="none"` puts None in its place and scores the rest.
-    #[pyo3(signature = (traces, *, segmenter = "blank-line", errors = "raise"))]
+    #[pyo3(signature = (traces, *, segmenter = "auto", errors = "raise"))]
     fn score_batch(
         &self,
         py: Python<'_>,

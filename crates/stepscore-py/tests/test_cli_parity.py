@@ -43,7 +43,7 @@ def test_default_prm_equals_cli_on_examples(cli, smollm2):
     path = ROOT / "examples" / "traces.jsonl"
     want = cli_scores(cli, path)
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    scorer = stepscore.Scorer(smollm2, head="builtin")
+    scorer = stepscore.Scorer("stepscore-prm-smollm2")  # the catalog name the CLI defaults to
     assert scorer.family == "value-head"
     got = {r["id"]: s.step_scores for r, s in zip(rows, scorer.score_batch(rows))}
     assert set(got) == set(want)

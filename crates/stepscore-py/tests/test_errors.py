@@ -15,10 +15,9 @@ def test_every_error_is_a_stepscore_error():
         assert issubclass(stepscore.StepscoreError, Exception)
 
 
-def test_missing_model_file():
-    with pytest.raises(stepscore.FileError) as e:
+def test_missing_model_is_neither_a_path_nor_a_catalog_name():
+    with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
         stepscore.Scorer("/nonexistent/prm.gguf")
-    assert e.value.path == "/nonexistent/prm.gguf"
 
 
 def test_not_a_model(tmp_path):
@@ -29,10 +28,12 @@ def test_not_a_model(tmp_path):
     assert "bad.gguf" in e.value.file
 
 
-def test_checkpoint_directory_without_weights(tmp_path):
-    (tmp_path / "config.json").write_text((TINY / "config.json").read_text())
-    with pytest.raises(stepscore.StepscoreError):
+def test_checkpoint_directory_without_tokenizer(tmp_path):
+    for name in ("config.json", "model.safetensors"):
+        (tmp_path / name).write_bytes((TINY / name).read_bytes())
+    with pytest.raises(stepscore.FileError) as e:
         stepscore.Scorer(tmp_path)
+    assert e.value.path.endswith("tokenizer.json")
 
 
 def test_bad_option_names():

@@ -6,8 +6,12 @@
 //!   family's tensors (Skywork-PRM naming), which the engine reads today.
 //! - MLP: `v_head.summary.0.weight` [k, h], `v_head.summary.0.bias` [k],
 //!   `v_head.summary.2.weight` [1, k], `v_head.summary.2.bias` [1] — `nn.Sequential(Linear,
-//!   ReLU, Linear)` naming, as the 2-class `score.0`/`score.2` head uses; the engine does not
-//!   read it yet.
+//!   ReLU, Linear)` naming, as the 2-class `score.0`/`score.2` head uses.
+//!
+//! Header metadata the engine reads: `stepscore.confidence_features` (`true`: rows are the
+//! hidden state joined with `[ln(1 + tokens), mean_logprob, min_logprob, mean_entropy]`, width
+//! h + 4) and `stepscore.layer` (the layer whose hidden state the features hold; absent: the
+//! final one).
 //!
 //! The step score is sigmoid of the head's output: P(step correct).
 

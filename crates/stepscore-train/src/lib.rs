@@ -17,4 +17,4 @@ pub use error::{Error, Result};
 pub use export::ExportedHead;
 pub use model::HeadKind;
 pub use standardize::Standardizer;
-pub use train::{train, train_and_save, EpochLog, TrainConfig, Trained};
+pub use train::{train, train_and_save, train_and_save_at, EpochLog, TrainConfig, Trained};

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use stepscore_train::{read_examples, train_and_save, HeadKind, TrainConfig};
+use stepscore_train::{read_examples, train_and_save_at, HeadKind, TrainConfig};
 
 #[derive(Parser)]
 #[command(
@@ -32,9 +32,13 @@ struct Args {
     #[arg(long, default_value_t = 64)]
     hidden: usize,
     /// Append the confidence statistics to every step's features (needs `--confidence` at
-    /// extraction; the engine's value head cannot load such a head yet).
+    /// extraction); recorded as `stepscore.confidence_features` for the engine.
     #[arg(long)]
     confidence: bool,
+    /// The `--layer` the features were extracted with (`stepscore features --layer L`),
+    /// recorded as `stepscore.layer` so the engine reads the same layer.
+    #[arg(long, value_name = "L")]
+    layer: Option<usize>,
     #[arg(long, default_value_t = 30)]
     epochs: usize,
     #[arg(long, default_value_t = 256)]
@@ -89,7 +93,14 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         patience: args.patience,
         seed: args.seed,
     };
-    train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, args.confidence)?;
+    train_and_save_at(
+        &train_ex,
+        val_ex.as_ref(),
+        &cfg,
+        &args.out,
+        args.confidence,
+        args.layer,
+    )?;
     Ok(())
 }
 

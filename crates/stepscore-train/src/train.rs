@@ -274,11 +274,24 @@ pub fn train_and_save(
     out: &std::path::Path,
     confidence_features: bool,
 ) -> Result<Trained> {
+    train_and_save_at(train_ex, val, cfg, out, confidence_features, None)
+}
+
+/// [`train_and_save`] for features of layer `layer` (`stepscore features --layer`;
+/// `None`: the final hidden state), which the head file records.
+pub fn train_and_save_at(
+    train_ex: &Examples,
+    val: Option<&Examples>,
+    cfg: &TrainConfig,
+    out: &std::path::Path,
+    confidence_features: bool,
+    layer: Option<usize>,
+) -> Result<Trained> {
     let trained = train(train_ex, val, cfg)?;
     for log in &trained.history {
         eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
     }
-    trained.save(out, confidence_features)?;
+    trained.save_at(out, confidence_features, layer)?;
     eprintln!(
         "wrote {} (best epoch {}, validation step AUROC {})",
         out.display(),
@@ -316,6 +329,17 @@ impl Trained {
     /// Exports the head and writes it as safetensors with the training
     /// settings in the header metadata (`stepscore.*`).
     pub fn save(&self, path: &std::path::Path, confidence_features: bool) -> Result<()> {
+        self.save_at(path, confidence_features, None)
+    }
+
+    /// [`Trained::save`] for a head over layer `layer`'s hidden state, recorded as
+    /// `stepscore.layer` (absent for the final hidden state).
+    pub fn save_at(
+        &self,
+        path: &std::path::Path,
+        confidence_features: bool,
+        layer: Option<usize>,
+    ) -> Result<()> {
         let head = self.export()?;
         let kind = match self.config.head {
             HeadKind::Linear => "linear".to_string(),
@@ -332,6 +356,9 @@ impl Trained {
             "stepscore.confidence_features".to_string(),
             confidence_features.to_string(),
         );
+        if let Some(l) = layer {
+            meta.insert("stepscore.layer".to_string(), l.to_string());
+        }
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());
         meta.insert(
             "stepscore.best_epoch".to_string(),

@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -30,7 +30,8 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file or a Hugging Face checkpoint directory.
+    /// A GGUF file, a Hugging Face checkpoint directory, or a catalog name
+    /// (`stepscore fetch --list`); default: the default PRM.
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
@@ -136,41 +137,38 @@ pub fn run(args: Args) -> Result<(), Failure> {
     finish(bad + failed)
 }
 
-/// Loads the PRM a command names: `model` (default: SmolLM2-135M-Instruct,
-/// fetched into the cache) with `head` (default: the built-in value head
-/// when the default backbone is used as a value head). Reports what was
-/// loaded and on which engine on stderr.
+/// Loads the PRM a command names: `model` (a path, a catalog name, or by
+/// default the default PRM; fetched when not cached) with `head` (default:
+/// a catalog PRM's built-in head). Reports what was loaded and on which
+/// engine on stderr.
 pub fn open_scorer(
     model: Option<&Path>,
     head: Option<&Path>,
     options: &ScorerOptions,
 ) -> Result<Scorer, Failure> {
-    let path = match model {
-        Some(p) => p.to_path_buf(),
-        None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
-    };
+    let choice = fetch::resolve_model(model)?;
+    let path = choice.path.clone();
     let started = Instant::now();
-    let default_head = model.is_none()
-        && head.is_none()
-        && matches!(options.family, None | Some(Family::ValueHead));
-    let scorer = match head {
-        Some(head) => Scorer::open_with_head(&path, head, options),
-        None if default_head => HeadFile::default_head()
-            .and_then(|head| Scorer::open_with_head_file(&path, &head, options)),
-        None => Scorer::open(&path, options),
+    // A catalog PRM's built-in head applies unless another head or a family
+    // that reads no value head (e.g. `--family confidence`) is asked for.
+    let builtin_head = choice
+        .head
+        .as_ref()
+        .filter(|_| head.is_none() && matches!(options.family, None | Some(Family::ValueHead)));
+    let scorer = match (head, builtin_head) {
+        (Some(head), _) => Scorer::open_with_head(&path, head, options),
+        (None, Some(head)) => Scorer::open_with_head_file(&path, head, options),
+        (None, None) => Scorer::open(&path, options),
     }
     .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
-    let head_note = match (head, default_head) {
+    let head_note = match (head, builtin_head) {
         (Some(h), _) => format!(" + head {}", h.display()),
-        (None, true) => format!(
-            " + built-in head {}",
-            stepscore::prm::head_file::DEFAULT_HEAD_NAME
-        ),
-        (None, false) => String::new(),
+        (None, Some(h)) => format!(" + built-in head {}", h.name()),
+        (None, None) => String::new(),
     };
     eprintln!(
         "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-        path.display(),
+        choice.label,
         scorer.family(),
         scorer.model().config().n_layers,
         scorer.model().config().hidden_size,

@@ -75,8 +75,9 @@ pub struct Args {
     #[arg(long, default_value = "127.0.0.1:8000")]
     pub listen: SocketAddr,
 
-    /// How responses are cut into steps (blank-line, newline, step-marker, chat, regex:PATTERN).
-    #[arg(long, default_value = "blank-line")]
+    /// How responses are cut into steps: auto (step markers, else blank lines, else
+    /// lines), blank-line, newline, step-marker, chat, regex:PATTERN.
+    #[arg(long, default_value = "auto")]
     pub segmenter: Segmenter,
 
     /// Trace score from step scores: min, prod, last, mean, geo_mean.

@@ -8,6 +8,7 @@ this package adds plain-Python adapters for RL trainers
 (``stepscore.ray``).
 
 >>> import stepscore
+>>> scorer = stepscore.Scorer()  # the default PRM, fetched on first use  # doctest: +SKIP
 >>> scorer = stepscore.Scorer("tests/fixtures/prm/skywork-prm-tiny")  # doctest: +SKIP
 >>> scorer.score("What is 2+3?", ["2+3 = 5.", "The answer is 5."]).step_scores  # doctest: +SKIP
 [0.49..., 0.50...]
@@ -38,11 +39,13 @@ from ._stepscore import (  # noqa: F401
     __version__,
     aggregate,
     answers_equal,
+    catalog_models,
     clip_rewards,
     delta_rewards,
     dense_rewards,
     dense_token_rewards,
     extract_answer,
+    fetch,
     first_error,
     normalize_answer,
     papo_advantages,
@@ -65,12 +68,14 @@ __all__ = [
     "TraceTooLongError",
     "aggregate",
     "answers_equal",
+    "catalog_models",
     "clip_rewards",
     "delta_rewards",
     "dense_rewards",
     "dense_rewards_for_response",
     "dense_token_rewards",
     "extract_answer",
+    "fetch",
     "first_error",
     "normalize_answer",
     "papo_advantages",
@@ -86,7 +91,7 @@ def dense_rewards_for_response(
     response: str,
     token_offsets: Sequence[Tuple[int, int]],
     *,
-    segmenter: str = "blank-line",
+    segmenter: str = "auto",
     mode: str = "last-token",
     shaping: Optional[str] = None,
     eta: float = 0.0,

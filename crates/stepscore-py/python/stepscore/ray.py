@@ -29,7 +29,7 @@ class StepScorer:
     interpreter released. Keyword arguments are :class:`stepscore.Scorer`'s
     plus ``segmenter`` (for raw rows) and ``aggregation``."""
 
-    def __init__(self, model: str, *, segmenter: str = "blank-line", aggregation: str = "min", **scorer_options: Any):
+    def __init__(self, model: str, *, segmenter: str = "auto", aggregation: str = "min", **scorer_options: Any):
         self.scorer = Scorer(model, **scorer_options)
         self.segmenter = segmenter
         self.aggregation = aggregation
@@ -92,7 +92,7 @@ def score_jsonl(
     concurrency: int = 1,
     batch_size: int = 64,
     num_cpus: Optional[float] = None,
-    segmenter: str = "blank-line",
+    segmenter: str = "auto",
     aggregation: str = "min",
     **scorer_options: Any,
 ) -> Any:

@@ -15,14 +15,13 @@
 mod adapter;
 mod batch;
 mod context;
-mod head;
+mod kernels;
 mod matmul;
 pub mod ops;
 mod pipeline;
 mod pool;
 mod readback;
 mod repack;
-pub(crate) mod runtime;
 mod shaders;
 mod tensor;
 mod transformer;
@@ -31,7 +30,6 @@ pub use adapter::{
     choose as choose_adapter, AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV,
 };
 pub use context::{GpuContext, GpuOptions};
-pub use head::GpuHead;
 pub use matmul::GpuMatrix;
 pub use pool::PoolStats;
 pub use repack::{gpu_weight_layout, repack_blocks, GpuWeightLayout};

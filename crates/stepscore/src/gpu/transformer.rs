@@ -20,7 +20,7 @@ use super::ops::{self, AttentionShape, RopeShape};
 use super::pool::{PooledBuffer, Usage};
 use super::tensor::GpuTensor;
 use crate::error::{Error, Result};
-use crate::model::{Hidden, LmHead, ModelConfig, RopeStyle, Transformer};
+use crate::model::{Hidden, LmHead, ModelConfig, RopeStyle, States, Taps, Transformer};
 
 /// Ids of uploads, so a cache is never used with another model or device.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -65,6 +65,16 @@ pub struct GpuHidden {
     pub(crate) t: GpuTensor,
     n_tokens: usize,
     width: usize,
+}
+
+impl States for GpuHidden {
+    fn n_tokens(&self) -> usize {
+        self.n_tokens
+    }
+
+    fn width(&self) -> usize {
+        self.width
+    }
 }
 
 impl GpuHidden {
@@ -295,7 +305,25 @@ impl GpuTransformer {
     /// they start at position 0. Records one batch and submits it; the
     /// hidden states stay on the device.
     pub fn forward_gpu(&self, tokens: &[u32], cache: Option<&mut GpuKvCache>) -> Result<GpuHidden> {
+        Ok(self.forward_gpu_tapped(tokens, cache, None)?.last)
+    }
+
+    /// [`GpuTransformer::forward_gpu`], also leaving the hidden state of
+    /// layer `tap` on the device (the CPU engine's definition, see
+    /// [`Transformer::forward_tapped`]), in the same submission.
+    pub fn forward_gpu_tapped(
+        &self,
+        tokens: &[u32],
+        cache: Option<&mut GpuKvCache>,
+        tap: Option<usize>,
+    ) -> Result<Taps<GpuHidden>> {
         let c = &self.config;
+        if let Some(l) = tap.filter(|&l| l > c.n_layers) {
+            return Err(Error::InvalidArgument(format!(
+                "layer {l} does not exist: the model has {} layers (0 is the embeddings)",
+                c.n_layers
+            )));
+        }
         let mut scratch;
         let cache = match cache {
             Some(cache) => cache,
@@ -337,11 +365,18 @@ impl GpuTransformer {
         let (h, qd, kvd, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
         let x = GpuTensor::uninit(&self.ctx, n * h)?;
         let xn = GpuTensor::uninit(&self.ctx, n * h)?;
+        let hidden = |t| GpuHidden {
+            t,
+            n_tokens: n,
+            width: h,
+        };
+        let tapped = tap
+            .map(|_| GpuTensor::uninit(&self.ctx, n * h))
+            .transpose()?;
         if n == 0 {
-            return Ok(GpuHidden {
-                t: xn,
-                n_tokens: 0,
-                width: h,
+            return Ok(Taps {
+                last: hidden(xn),
+                layer: tapped.map(hidden),
             });
         }
         self.reserve(cache, total)?;
@@ -371,7 +406,12 @@ impl GpuTransformer {
         );
         let eps = c.rms_norm_eps;
         let base = start * kvd;
+        let norm = self.norm.buf.buffer()?;
+        let tb = tapped.as_ref().map(|t| t.buf.buffer()).transpose()?;
         self.embed.record_gather(&mut b, &ids, xb, n)?;
+        if let (Some(0), Some(tb)) = (tap, tb) {
+            ops::record_rms_norm(&mut b, xb, norm, tb, eps, h, n)?;
+        }
         for (li, l) in self.layers.iter().enumerate() {
             let (ck, cv) = match cache.layers.get(li) {
                 Some((k, v)) => (k.buffer()?, v.buffer()?),
@@ -426,14 +466,16 @@ impl GpuTransformer {
             ops::record_swiglu(&mut b, gb, ub, n * ff)?;
             l.down.record(&mut b, whole(gb), pb, 0, n)?;
             ops::record_add(&mut b, xb, pb, n * h)?;
+            if let Some(tb) = tb.filter(|_| tap == Some(li + 1)) {
+                ops::record_rms_norm(&mut b, xb, norm, tb, eps, h, n)?;
+            }
         }
-        ops::record_rms_norm(&mut b, xb, self.norm.buf.buffer()?, xnb, eps, h, n)?;
+        ops::record_rms_norm(&mut b, xb, norm, xnb, eps, h, n)?;
         b.submit()?;
         cache.len = total;
-        Ok(GpuHidden {
-            t: xn,
-            n_tokens: n,
-            width: h,
+        Ok(Taps {
+            last: hidden(xn),
+            layer: tapped.map(hidden),
         })
     }
 

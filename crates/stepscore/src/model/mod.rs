@@ -5,11 +5,13 @@
 pub mod config;
 pub mod gguf;
 pub mod hf;
+pub mod kernels;
 pub mod matrix;
 pub mod transformer;
 
 pub use config::{Arch, ModelConfig, RopeScaling};
 pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};
+pub use kernels::{Kernels, Linear, States, Taps, TokenStat};
 pub use matrix::{Matrix, SharedBytes};
 pub use transformer::{Hidden, KvCache, Layer, LmHead, RopeStyle, Transformer};

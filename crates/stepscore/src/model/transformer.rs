@@ -5,6 +5,7 @@
 //! because score-head PRMs never need it.
 
 use super::config::ModelConfig;
+use super::kernels::Taps;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
@@ -229,7 +230,6 @@ impl Transformer {
     }
 
     /// The weights, for uploading to another engine (the GPU's).
-    #[cfg(feature = "gpu")]
     pub(crate) fn embed(&self) -> &Matrix {
         &self.embed
     }
@@ -244,7 +244,6 @@ impl Transformer {
         &self.norm
     }
 
-    #[cfg(feature = "gpu")]
     pub(crate) fn lm_head(&self) -> &LmHead {
         &self.lm_head
     }
@@ -325,6 +324,18 @@ impl Transformer {
         !matches!(self.lm_head, LmHead::Absent)
     }
 
+    /// Keeps only the first `n` blocks (no-op when `n` is not smaller), for
+    /// a head that reads layer `n` and nothing after it: the final-normed
+    /// output of the truncated model is by definition the hidden state of
+    /// layer `n` (see [`Transformer::forward_tapped`]), and the later blocks
+    /// are never run. Caches made before the call no longer fit.
+    pub fn truncate_layers(&mut self, n: usize) {
+        if n < self.layers.len() {
+            self.layers.truncate(n);
+            self.config.n_layers = n;
+        }
+    }
+
     /// An empty cache shaped for this model.
     pub fn new_cache(&self) -> KvCache {
         KvCache {
@@ -340,6 +351,28 @@ impl Transformer {
     /// their keys/values are appended to it; without one they start at
     /// position 0.
     pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden> {
+        Ok(self.forward_tapped(tokens, cache, None)?.last)
+    }
+
+    /// [`Transformer::forward`], also returning the hidden state of layer
+    /// `tap` when asked. The hidden state of layer `L` (0 <= L <= n_layers)
+    /// is the residual stream after the first `L` blocks (`L = 0`: the token
+    /// embeddings) passed through the model's final RMSNorm, the convention
+    /// of the "logit lens": `L = n_layers` is the final hidden state every
+    /// head reads by default, and layer `L` of a model equals the final
+    /// hidden state of the same model cut to its first `L` blocks.
+    pub fn forward_tapped(
+        &self,
+        tokens: &[u32],
+        cache: Option<&mut KvCache>,
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
+        if let Some(l) = tap.filter(|&l| l > self.config.n_layers) {
+            return Err(Error::InvalidArgument(format!(
+                "layer {l} does not exist: the model has {} layers (0 is the embeddings)",
+                self.config.n_layers
+            )));
+        }
         let mut scratch;
         let cache = match cache {
             Some(c) => c,
@@ -371,7 +404,7 @@ impl Transformer {
                 self.config.max_position_embeddings
             )));
         }
-        let result = self.forward_inner(tokens, cache, start);
+        let result = self.forward_inner(tokens, cache, start, tap);
         // Leave the cache as it was if anything failed part-way.
         match result {
             Ok(h) => {
@@ -387,7 +420,13 @@ impl Transformer {
         }
     }
 
-    fn forward_inner(&self, tokens: &[u32], cache: &mut KvCache, start: usize) -> Result<Hidden> {
+    fn forward_inner(
+        &self,
+        tokens: &[u32],
+        cache: &mut KvCache,
+        start: usize,
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
         let c = &self.config;
         let n = tokens.len();
         let (h, qd, kvd, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
@@ -397,14 +436,24 @@ impl Transformer {
         for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
             self.embed.gather_row(t as usize, row)?;
         }
+        let hidden = |data| Hidden {
+            n_tokens: n,
+            width: h,
+            data,
+        };
         if n == 0 {
-            return Ok(Hidden {
-                n_tokens: 0,
-                width: h,
-                data: x,
+            return Ok(Taps {
+                last: hidden(Vec::new()),
+                layer: tap.map(|_| hidden(Vec::new())),
             });
         }
         let (cos, sin) = self.rope_tables(start, n);
+        let normed = |x: &[f32]| {
+            let mut out = vec![0.0f32; x.len()];
+            rms_norm(x, &self.norm, c.rms_norm_eps, &mut out);
+            out
+        };
+        let mut tapped = (tap == Some(0)).then(|| normed(&x));
 
         let mut xn = vec![0.0f32; n * h];
         let mut q = vec![0.0f32; n * qd];
@@ -453,12 +502,17 @@ impl Transformer {
             for (a, b) in x.iter_mut().zip(&proj) {
                 *a += b;
             }
+            if tap == Some(li + 1) && li + 1 < self.layers.len() {
+                tapped = Some(normed(&x));
+            }
         }
         rms_norm(&x, &self.norm, c.rms_norm_eps, &mut xn);
-        Ok(Hidden {
-            n_tokens: n,
-            width: h,
-            data: xn,
+        if tap == Some(self.layers.len()) {
+            tapped = Some(xn.clone());
+        }
+        Ok(Taps {
+            last: hidden(xn),
+            layer: tapped.map(hidden),
         })
     }
 
@@ -474,15 +528,7 @@ impl Transformer {
             )));
         }
         let n = hidden.len() / h;
-        let head = match &self.lm_head {
-            LmHead::Tied => &self.embed,
-            LmHead::Separate(m) => m,
-            LmHead::Absent => {
-                return Err(Error::InvalidArgument(
-                    "this checkpoint has no lm_head; only hidden states are available".into(),
-                ))
-            }
-        };
+        let head = self.vocab_projection()?;
         match rows {
             None => {
                 let mut out = vec![0.0f32; n * head.rows()];

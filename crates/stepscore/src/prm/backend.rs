@@ -26,7 +26,7 @@ use super::head::HeadOutput;
 use super::scorer::Scorer;
 use super::template::Encoded;
 use crate::error::{Error, Result};
-use crate::model::{Hidden, KvCache, Transformer};
+use crate::model::{Hidden, KvCache, Taps, Transformer};
 
 /// The engine a scorer runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -94,7 +94,7 @@ impl fmt::Display for BackendReport {
 }
 
 #[cfg(feature = "gpu")]
-use crate::gpu::runtime::{GpuRuntime, GpuState};
+use super::gpu_runtime::{GpuRuntime, GpuState};
 
 /// The engine behind a scorer.
 pub(crate) struct Engine {
@@ -363,34 +363,45 @@ impl Scorer {
         }
     }
 
-    /// Hidden states of `tokens` from position 0 on this scorer's engine.
-    pub(super) async fn engine_forward(&self, tokens: &[u32]) -> Result<Hidden> {
+    /// Hidden states of `tokens` from position 0 on this scorer's engine
+    /// (and those of layer `tap`), on the host.
+    pub(super) async fn engine_forward(
+        &self,
+        tokens: &[u32],
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
         #[cfg(feature = "gpu")]
         if let Some(g) = self.engine().gpu() {
             return g
                 .run(self.model(), self.head_opt(), async |st: &GpuState| {
-                    let h = st.model.forward_gpu(tokens, None)?;
-                    h.to_hidden_async(&st.ctx).await
+                    let h = st.model.forward_gpu_tapped(tokens, None, tap)?;
+                    let last = h.last.to_hidden_async(&st.ctx).await?;
+                    let layer = match &h.layer {
+                        Some(l) => Some(l.to_hidden_async(&st.ctx).await?),
+                        None => None,
+                    };
+                    Ok(Taps { last, layer })
                 })
                 .await;
         }
-        self.model().forward(tokens, None)
+        self.model().forward_tapped(tokens, None, tap)
     }
 
     /// Forward pass and head over a whole encoded prompt.
     pub(super) async fn engine_score(&self, enc: &Encoded) -> Result<HeadOutput> {
         let head = self.head()?;
+        let tap = self.tap();
         #[cfg(feature = "gpu")]
         if let Some(g) = self.engine().gpu() {
             return g
                 .run(self.model(), self.head_opt(), async |st: &GpuState| {
-                    let h = st.model.forward_gpu(&enc.tokens, None)?;
-                    st.head()?.apply_async(&st.model, &h, enc).await
+                    let h = st.model.forward_gpu_tapped(&enc.tokens, None, tap)?;
+                    st.head()?.apply(&st.model, &h, enc).await
                 })
                 .await;
         }
-        let hidden = self.model().forward(&enc.tokens, None)?;
-        head.apply(self.model(), &hidden, enc)
+        let hidden = self.model().forward_tapped(&enc.tokens, None, tap)?;
+        head.apply(self.model(), &hidden, enc).await
     }
 
     /// An empty session cache for this scorer's engine.
@@ -436,9 +447,11 @@ impl Scorer {
     ) -> Result<Option<HeadOutput>> {
         match cache {
             EngineCache::Cpu(c) => {
-                let hidden = self.model().forward(tokens, Some(c))?;
-                enc.map(|e| self.head()?.apply(self.model(), &hidden, e))
-                    .transpose()
+                let hidden = self.model().forward_tapped(tokens, Some(c), self.tap())?;
+                match enc {
+                    Some(e) => Ok(Some(self.head()?.apply(self.model(), &hidden, e).await?)),
+                    None => Ok(None),
+                }
             }
             #[cfg(feature = "gpu")]
             EngineCache::Gpu(c) => {
@@ -454,9 +467,11 @@ impl Scorer {
                                     .into(),
                             )),
                         };
-                    let h = st.model.forward_gpu(tokens, Some(cache))?;
+                    let h = st
+                        .model
+                        .forward_gpu_tapped(tokens, Some(cache), self.tap())?;
                     match enc {
-                        Some(e) => Ok(Some(st.head()?.apply_async(&st.model, &h, e).await?)),
+                        Some(e) => Ok(Some(st.head()?.apply(&st.model, &h, e).await?)),
                         None => Ok(None),
                     }
                 })

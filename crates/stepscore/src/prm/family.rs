@@ -69,7 +69,10 @@ impl Family {
         let arch = |needle: &str| architectures.iter().any(|a| a.contains(needle));
         if arch("ForProcessRewardModel") || has_tensor("score.2.weight") {
             Family::ScoreHead
-        } else if has_tensor("v_head.summary.weight") || arch("PrmModel") {
+        } else if has_tensor("v_head.summary.weight")
+            || has_tensor("v_head.summary.0.weight")
+            || arch("PrmModel")
+        {
             Family::ValueHead
         } else if has_token("ки") || has_token("▁ки") {
             Family::MathShepherd

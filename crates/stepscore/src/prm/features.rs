@@ -7,9 +7,21 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::head::{Head, StepConfidence};
+use super::backend::block_on;
+use super::head::{step_confidence, StepConfidence};
 use super::scorer::{Forward, HeadMode, Scorer, ScorerOptions};
 use crate::error::{Error, Result};
+
+/// Which features [`Scorer::step_features_with`] extracts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FeatureOptions {
+    /// The layer whose hidden state is read (`None`: the final one); see
+    /// [`Transformer::forward_tapped`](crate::model::Transformer::forward_tapped)
+    /// for what the hidden state of a layer is.
+    pub layer: Option<usize>,
+    /// Also the confidence statistics of each step's tokens.
+    pub confidence: bool,
+}
 
 /// Features of one trace's scored steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,7 +54,7 @@ impl Scorer {
 
     /// The hidden state at each step's marker.
     pub fn step_features(&self, problem: &str, steps: &[&str]) -> Result<StepFeatures> {
-        self.features(problem, steps, false)
+        self.step_features_with(problem, steps, &FeatureOptions::default())
     }
 
     /// [`Scorer::step_features`] plus the confidence statistics of each
@@ -52,10 +64,28 @@ impl Scorer {
         problem: &str,
         steps: &[&str],
     ) -> Result<StepFeatures> {
-        self.features(problem, steps, true)
+        let options = FeatureOptions {
+            confidence: true,
+            ..FeatureOptions::default()
+        };
+        self.step_features_with(problem, steps, &options)
     }
 
-    fn features(&self, problem: &str, steps: &[&str], confidence: bool) -> Result<StepFeatures> {
+    /// The features `options` asks for: the hidden state of a chosen layer
+    /// at each step's marker, with or without the confidence statistics.
+    pub fn step_features_with(
+        &self,
+        problem: &str,
+        steps: &[&str],
+        options: &FeatureOptions,
+    ) -> Result<StepFeatures> {
+        let n_layers = self.model().config().n_layers;
+        if let Some(l) = options.layer.filter(|&l| l > n_layers) {
+            return Err(Error::InvalidArgument(format!(
+                "layer {l} does not exist: the model has {n_layers} layers (0 is the embeddings)"
+            )));
+        }
+        let confidence = options.confidence;
         if confidence && !self.model().has_lm_head() {
             return Err(Error::model(
                 "lm_head.weight",
@@ -66,13 +96,14 @@ impl Scorer {
             enc,
             hidden,
             truncated_steps,
-        } = self.forward_steps(problem, steps)?;
+        } = self.forward_steps(problem, steps, options.layer.filter(|&l| l < n_layers))?;
+        let states = hidden.head_input();
         let rows = enc
             .markers
             .iter()
             .enumerate()
             .map(|(i, &p)| {
-                hidden.row(p).map(<[f32]>::to_vec).ok_or_else(|| {
+                states.row(p).map(<[f32]>::to_vec).ok_or_else(|| {
                     Error::InvalidArgument(format!(
                         "the marker of step {i} (position {p}) is past the prompt"
                     ))
@@ -81,15 +112,13 @@ impl Scorer {
             .collect::<Result<Vec<_>>>()?;
         let confidence = if confidence {
             // The confidence head's own statistics, over this family's
-            // prompt layout (its step token ranges).
-            Head::Confidence
-                .apply(self.model(), &hidden, &enc)?
-                .confidence
+            // prompt layout (its step token ranges), on the CPU engine.
+            Some(block_on(step_confidence(self.model(), &hidden.last, &enc))?)
         } else {
             None
         };
         Ok(StepFeatures {
-            width: hidden.width,
+            width: states.width,
             hidden: rows,
             confidence,
             tokens: enc.tokens.len(),

@@ -1,10 +1,15 @@
-//! Heads: from the decoder's hidden states at marker positions to one score
-//! per step. The final arithmetic runs in f64.
+//! Heads: from the decoder's hidden states to one score per step, written
+//! once over the engines' kernel interface ([`Kernels`]): the CPU engine
+//! and the WGSL engine run the same definition. The engine computes what
+//! is large (the score head's matrices, the "+"/"-" vocabulary rows, the
+//! LM's token statistics); the final arithmetic runs in f64 on the host,
+//! and so do value heads, whose few weights per step cost less than
+//! reading their output back.
 
 use super::family::Family;
 use super::template::{Encoded, Protocol};
 use crate::error::{Error, Result};
-use crate::model::{Hidden, Matrix, Transformer};
+use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -13,23 +18,83 @@ pub const SCORE_2_WEIGHT: &str = "score.2.weight";
 pub const SCORE_2_BIAS: &str = "score.2.bias";
 pub const V_HEAD_WEIGHT: &str = "v_head.summary.weight";
 pub const V_HEAD_BIAS: &str = "v_head.summary.bias";
+/// The MLP value head, `nn.Sequential(Linear(w, k), ReLU, Linear(k, 1))`
+/// naming (what stepscore-train exports).
+pub const V_HEAD_MLP_0_WEIGHT: &str = "v_head.summary.0.weight";
+pub const V_HEAD_MLP_0_BIAS: &str = "v_head.summary.0.bias";
+pub const V_HEAD_MLP_2_WEIGHT: &str = "v_head.summary.2.weight";
+pub const V_HEAD_MLP_2_BIAS: &str = "v_head.summary.2.bias";
 
-/// A family's head and its weights.
+/// The step statistics a head can join to the hidden state, in this order:
+/// `[ln(1 + tokens), mean_logprob, min_logprob, mean_entropy]`, each
+/// rounded to f32 (the row layout stepscore-train trains on).
+pub const CONFIDENCE_FEATURES: usize = 4;
+
+/// What a head reads besides its weights.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HeadInput {
+    /// The layer whose hidden state the head reads; `None`: the final one
+    /// (see [`Transformer::forward_tapped`] for the definition).
+    pub layer: Option<usize>,
+    /// Whether the step's confidence statistics are joined to the hidden
+    /// state (a value head of width `h + 4`).
+    pub confidence_features: bool,
+}
+
+/// A head and its weights, `W` being the engine's weight storage.
 #[derive(Debug, Clone)]
-pub enum Head {
+pub struct Head<W = Matrix> {
+    kind: Kind<W>,
+    layer: Option<usize>,
+}
+
+#[derive(Debug, Clone)]
+enum Kind<W> {
     /// Linear(h,h) -> ReLU -> Linear(h,2), softmax, class 1.
     Score {
-        w0: Matrix,
+        w0: W,
         b0: Vec<f32>,
-        w2: Matrix,
-        b2: Vec<f32>,
+        w2: W,
+        b2: [f32; 2],
     },
-    /// Linear(h,1) -> sigmoid.
-    Value { w: Vec<f32>, b: f32 },
-    /// Softmax over the "+" and "-" logits, probability of "+".
-    PlusMinus { plus: u32, minus: u32 },
+    /// Linear or MLP -> sigmoid, on the host.
+    Value(ValueHead),
+    /// Softmax over the "+" and "-" logits (those two vocabulary rows, in
+    /// that order), probability of "+".
+    PlusMinus { rows: W },
     /// Token log-probabilities of each step under the LM itself.
     Confidence,
+}
+
+/// A value head: `sigmoid(Linear(x))` or `sigmoid(Linear(ReLU(Linear(x))))`
+/// over the row `x` = hidden state (joined with the step's confidence
+/// statistics when `confidence_features`), all in f64.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValueHead {
+    width: usize,
+    /// `[units, width]` row-major, and `[units]`; one unit for a linear head.
+    w0: Vec<f32>,
+    b0: Vec<f32>,
+    /// The MLP's output layer `[1, units]` and its bias, after a ReLU.
+    out: Option<(Vec<f32>, f32)>,
+    confidence_features: bool,
+}
+
+impl ValueHead {
+    /// The head's logit for one input row of `width` values.
+    fn logit(&self, x: &[f32]) -> f64 {
+        let dot = |w: &[f32]| -> f64 { x.iter().zip(w).map(|(x, w)| *x as f64 * *w as f64).sum() };
+        match &self.out {
+            None => dot(&self.w0) + self.b0[0] as f64,
+            Some((w2, b2)) => {
+                let mut z = 0.0f64;
+                for ((w, b), v) in self.w0.chunks_exact(self.width).zip(&self.b0).zip(w2) {
+                    z += (dot(w) + *b as f64).max(0.0) * *v as f64;
+                }
+                z + *b2 as f64
+            }
+        }
+    }
 }
 
 /// What the confidence family measures on one step's tokens.
@@ -40,6 +105,18 @@ pub struct StepConfidence {
     pub min_logprob: f64,
     /// Mean entropy (nats) of the predictive distributions of the step's tokens.
     pub mean_entropy: f64,
+}
+
+impl StepConfidence {
+    /// The statistics as a value head reads them (see [`CONFIDENCE_FEATURES`]).
+    pub fn features(&self) -> [f32; CONFIDENCE_FEATURES] {
+        [
+            (self.tokens as f64).ln_1p() as f32,
+            self.mean_logprob as f32,
+            self.min_logprob as f32,
+            self.mean_entropy as f32,
+        ]
+    }
 }
 
 /// A head's result for one prompt.
@@ -60,104 +137,360 @@ fn require(get: &TensorLookup<'_>, name: &str, shape: &[usize]) -> Result<Vec<f3
         )),
         Some((s, _)) if s != shape => Err(Error::model(
             name,
-            format!("head tensor has shape {s:?}, expected {shape:?}"),
+            format!(
+                "head tensor has shape {s:?}, expected {shape:?}{}",
+                width_hint(&s, shape)
+            ),
         )),
         Some((_, data)) => Ok(data),
     }
 }
 
+/// Says what a head width off by the confidence statistics means.
+fn width_hint(got: &[usize], want: &[usize]) -> String {
+    match (got.last(), want.last()) {
+        (Some(&g), Some(&w)) if g == w + CONFIDENCE_FEATURES => format!(
+            " (a head over the hidden state and the {CONFIDENCE_FEATURES} confidence statistics: its file must say `stepscore.confidence_features` = true)"
+        ),
+        (Some(&g), Some(&w)) if g + CONFIDENCE_FEATURES == w => {
+            " (the file says `stepscore.confidence_features` = true, but the head is as wide as the hidden state)".to_string()
+        }
+        _ => String::new(),
+    }
+}
+
+fn value_head(
+    get: &TensorLookup<'_>,
+    width: usize,
+    confidence_features: bool,
+) -> Result<ValueHead> {
+    if get(V_HEAD_WEIGHT)?.is_some() {
+        let w0 = require(get, V_HEAD_WEIGHT, &[1, width])?;
+        let b = match get(V_HEAD_BIAS)? {
+            None => 0.0,
+            Some((s, d)) if s == [1] => d[0],
+            Some((s, _)) => {
+                return Err(Error::model(
+                    V_HEAD_BIAS,
+                    format!("has shape {s:?}, expected [1]"),
+                ))
+            }
+        };
+        return Ok(ValueHead {
+            width,
+            w0,
+            b0: vec![b],
+            out: None,
+            confidence_features,
+        });
+    }
+    let units = match get(V_HEAD_MLP_0_WEIGHT)? {
+        Some((s, _)) if s.len() == 2 && s[0] > 0 => s[0],
+        Some((s, _)) => {
+            return Err(Error::model(
+                V_HEAD_MLP_0_WEIGHT,
+                format!("head tensor has shape {s:?}, expected [k, {width}] with k > 0"),
+            ))
+        }
+        None => {
+            return Err(Error::model(
+                V_HEAD_WEIGHT,
+                format!("missing head tensor: a value head has `{V_HEAD_WEIGHT}` [1, {width}] (linear) or `{V_HEAD_MLP_0_WEIGHT}` [k, {width}] (MLP)"),
+            ))
+        }
+    };
+    let w0 = require(get, V_HEAD_MLP_0_WEIGHT, &[units, width])?;
+    let b0 = require(get, V_HEAD_MLP_0_BIAS, &[units])?;
+    let w2 = require(get, V_HEAD_MLP_2_WEIGHT, &[1, units])?;
+    let b2 = require(get, V_HEAD_MLP_2_BIAS, &[1])?;
+    Ok(ValueHead {
+        width,
+        w0,
+        b0,
+        out: Some((w2, b2[0])),
+        confidence_features,
+    })
+}
+
 impl Head {
-    /// Builds the head `protocol`'s family needs for a model of width `h`.
-    pub fn load(protocol: &Protocol, h: usize, get: &TensorLookup<'_>) -> Result<Head> {
-        Ok(match protocol.family {
-            Family::ScoreHead => Head::Score {
-                w0: Matrix::from_f32(h, h, require(get, SCORE_0_WEIGHT, &[h, h])?)?,
-                b0: require(get, SCORE_0_BIAS, &[h])?,
-                w2: Matrix::from_f32(2, h, require(get, SCORE_2_WEIGHT, &[2, h])?)?,
-                b2: require(get, SCORE_2_BIAS, &[2])?,
-            },
-            Family::ValueHead => Head::Value {
-                w: require(get, V_HEAD_WEIGHT, &[1, h])?,
-                b: match get(V_HEAD_BIAS)? {
-                    None => 0.0,
-                    Some((s, d)) if s == [1] => d[0],
-                    Some((s, _)) => {
-                        return Err(Error::model(
-                            V_HEAD_BIAS,
-                            format!("has shape {s:?}, expected [1]"),
-                        ))
-                    }
-                },
-            },
+    /// Builds the head `protocol`'s family needs for `model` (its final
+    /// form: the "+"/"-" rows are cut from its vocabulary projection as
+    /// scoring will use it), reading `input`'s layer and statistics.
+    pub fn load(
+        protocol: &Protocol,
+        model: &Transformer,
+        input: HeadInput,
+        get: &TensorLookup<'_>,
+    ) -> Result<Head> {
+        let h = model.config().hidden_size;
+        let n_layers = model.config().n_layers;
+        if let Some(l) = input.layer.filter(|&l| l > n_layers) {
+            return Err(Error::model(
+                "stepscore.layer",
+                format!("the head reads layer {l}, the model has {n_layers} layers (0 is the embeddings)"),
+            ));
+        }
+        let hidden_state_head = matches!(protocol.family, Family::ScoreHead | Family::ValueHead);
+        if !hidden_state_head && (input.layer.is_some() || input.confidence_features) {
+            return Err(Error::model(
+                "stepscore.layer",
+                format!("the {} family reads the LM's own outputs: it has no layer or confidence features to choose", protocol.family),
+            ));
+        }
+        if protocol.family == Family::ScoreHead && input.confidence_features {
+            return Err(Error::model(
+                "stepscore.confidence_features",
+                "only value heads join the confidence statistics to the hidden state",
+            ));
+        }
+        let kind = match protocol.family {
+            Family::ScoreHead => {
+                let b2 = require(get, SCORE_2_BIAS, &[2])?;
+                Kind::Score {
+                    w0: Matrix::from_f32(h, h, require(get, SCORE_0_WEIGHT, &[h, h])?)?,
+                    b0: require(get, SCORE_0_BIAS, &[h])?,
+                    w2: Matrix::from_f32(2, h, require(get, SCORE_2_WEIGHT, &[2, h])?)?,
+                    b2: [b2[0], b2[1]],
+                }
+            }
+            Family::ValueHead => {
+                let width = h + if input.confidence_features {
+                    CONFIDENCE_FEATURES
+                } else {
+                    0
+                };
+                Kind::Value(value_head(get, width, input.confidence_features)?)
+            }
             Family::MathShepherd | Family::Rlhflow => {
                 let (plus, minus) = protocol
                     .plus_minus
                     .ok_or_else(|| Error::Tokenizer("no \"+\"/\"-\" token ids resolved".into()))?;
-                Head::PlusMinus { plus, minus }
+                let vocab = model.config().vocab_size;
+                if let Some(r) = [plus, minus].into_iter().find(|&r| r as usize >= vocab) {
+                    return Err(Error::InvalidArgument(format!(
+                        "vocabulary row {r} is out of range for vocabulary size {vocab}"
+                    )));
+                }
+                Kind::PlusMinus {
+                    rows: model.vocab_projection()?.select_rows(&[plus, minus])?,
+                }
             }
-            Family::Confidence => Head::Confidence,
+            Family::Confidence => Kind::Confidence,
+        };
+        Ok(Head {
+            kind,
+            layer: input.layer.filter(|&l| l < n_layers),
         })
     }
 
-    /// Scores every step of `enc` from the hidden states of all its tokens.
-    pub fn apply(&self, model: &Transformer, hidden: &Hidden, enc: &Encoded) -> Result<HeadOutput> {
-        let rows = |positions: &[usize]| -> Result<Vec<f32>> {
-            let mut out = Vec::with_capacity(positions.len() * hidden.width);
-            for &p in positions {
-                out.extend_from_slice(hidden.row(p).ok_or_else(|| {
-                    Error::InvalidArgument(format!("marker position {p} is past the prompt"))
-                })?);
-            }
-            Ok(out)
+    /// The head with its weights in `k`'s storage.
+    pub fn upload<K: Kernels>(&self, k: &K) -> Result<Head<K::Weights>> {
+        let kind = match &self.kind {
+            Kind::Score { w0, b0, w2, b2 } => Kind::Score {
+                w0: k.upload(w0)?,
+                b0: b0.clone(),
+                w2: k.upload(w2)?,
+                b2: *b2,
+            },
+            Kind::Value(v) => Kind::Value(v.clone()),
+            Kind::PlusMinus { rows } => Kind::PlusMinus {
+                rows: k.upload(rows)?,
+            },
+            Kind::Confidence => Kind::Confidence,
         };
+        Ok(Head {
+            kind,
+            layer: self.layer,
+        })
+    }
+}
+
+impl<W> Head<W> {
+    /// The earlier layer the engine must also return (`None`: the final
+    /// states are enough).
+    pub fn layer(&self) -> Option<usize> {
+        self.layer
+    }
+
+    /// Whether the head reads the LM's token statistics (which need the
+    /// final states and the vocabulary projection).
+    pub fn needs_token_stats(&self) -> bool {
+        match &self.kind {
+            Kind::Confidence => true,
+            Kind::Value(v) => v.confidence_features,
+            _ => false,
+        }
+    }
+
+    /// Makes the head read the final states of a model cut to its first
+    /// [`Head::layer`] blocks (see [`Transformer::truncate_layers`]).
+    pub(crate) fn read_final_states(&mut self) {
+        self.layer = None;
+    }
+
+    /// Scores every step of `enc` from the states of all its tokens.
+    pub async fn apply<K: Kernels<Weights = W>>(
+        &self,
+        k: &K,
+        states: &Taps<K::Hidden>,
+        enc: &Encoded,
+    ) -> Result<HeadOutput> {
+        let input = states.head_input();
+        let reads_markers = !matches!(self.kind, Kind::Confidence);
+        if let Some(&p) = enc
+            .markers
+            .iter()
+            .find(|&&p| reads_markers && p >= input.n_tokens())
+        {
+            return Err(Error::InvalidArgument(format!(
+                "marker position {p} is past the prompt"
+            )));
+        }
         let n = enc.markers.len();
-        let scores = match self {
-            Head::Score { w0, b0, w2, b2 } => {
-                let x = rows(&enc.markers)?;
-                let mut mid = vec![0.0f32; n * w0.rows()];
-                w0.matmul(&x, n, &mut mid, model.threads())?;
-                for row in mid.chunks_mut(b0.len()) {
-                    for (v, b) in row.iter_mut().zip(b0) {
-                        *v = (*v + b).max(0.0);
-                    }
-                }
-                let mut logits = vec![0.0f32; n * 2];
-                w2.matmul(&mid, n, &mut logits, model.threads())?;
-                logits
-                    .chunks(2)
+        let mut confidence = None;
+        let scores = match &self.kind {
+            Kind::Score { w0, b0, w2, b2 } => {
+                let layers = [
+                    Linear {
+                        weight: w0,
+                        bias: Some(b0),
+                        relu: true,
+                    },
+                    Linear {
+                        weight: w2,
+                        bias: None,
+                        relu: false,
+                    },
+                ];
+                let l = k.rows(input, &enc.markers, &layers).await?;
+                l.chunks_exact(2)
                     .map(|l| softmax2(l[0] as f64 + b2[0] as f64, l[1] as f64 + b2[1] as f64).1)
                     .collect()
             }
-            Head::Value { w, b } => enc
-                .markers
-                .iter()
-                .map(|&p| {
-                    let row = hidden.row(p).ok_or_else(|| {
-                        Error::InvalidArgument(format!("marker {p} past the prompt"))
-                    })?;
-                    let z: f64 = row
-                        .iter()
-                        .zip(w)
-                        .map(|(x, w)| *x as f64 * *w as f64)
-                        .sum::<f64>()
-                        + *b as f64;
-                    Ok(sigmoid(z))
-                })
-                .collect::<Result<Vec<f64>>>()?,
-            Head::PlusMinus { plus, minus } => {
-                let logits = model.logits_for(&rows(&enc.markers)?, Some(&[*plus, *minus]))?;
-                logits
-                    .chunks(2)
+            Kind::PlusMinus { rows } => {
+                let layers = [Linear {
+                    weight: rows,
+                    bias: None,
+                    relu: false,
+                }];
+                let l = k.rows(&states.last, &enc.markers, &layers).await?;
+                l.chunks_exact(2)
                     .map(|l| softmax2(l[0] as f64, l[1] as f64).0)
                     .collect()
             }
-            Head::Confidence => return confidence(model, hidden, enc),
+            Kind::Value(v) => {
+                let stats = if v.confidence_features {
+                    let s = step_confidence(k, &states.last, enc).await?;
+                    if s.len() != n {
+                        return Err(Error::InvalidArgument(format!(
+                            "{} steps have statistics, {n} have markers",
+                            s.len()
+                        )));
+                    }
+                    Some(s)
+                } else {
+                    None
+                };
+                let width = input.width();
+                let rows = k.rows(input, &enc.markers, &[]).await?;
+                let mut x = Vec::with_capacity(v.width);
+                let scores = rows
+                    .chunks_exact(width.max(1))
+                    .take(n)
+                    .enumerate()
+                    .map(|(i, row)| {
+                        x.clear();
+                        x.extend_from_slice(row);
+                        if let Some(s) = stats.as_ref().and_then(|s| s.get(i)) {
+                            x.extend_from_slice(&s.features());
+                        }
+                        if x.len() != v.width {
+                            return Err(Error::InvalidArgument(format!(
+                                "the value head reads rows of {} values, the engine gave {}",
+                                v.width,
+                                x.len()
+                            )));
+                        }
+                        Ok(sigmoid(v.logit(&x)))
+                    })
+                    .collect::<Result<Vec<f64>>>()?;
+                confidence = stats;
+                scores
+            }
+            Kind::Confidence => {
+                let stats = step_confidence(k, &states.last, enc).await?;
+                let scores = stats.iter().map(|s| s.mean_logprob.exp()).collect();
+                confidence = Some(stats);
+                scores
+            }
         };
-        Ok(HeadOutput {
-            scores,
-            confidence: None,
-        })
+        if scores.len() != n && reads_markers {
+            return Err(Error::InvalidArgument(format!(
+                "the engine returned {} scores for {n} markers",
+                scores.len()
+            )));
+        }
+        Ok(HeadOutput { scores, confidence })
     }
+}
+
+/// The confidence statistics of each step's own tokens: token `j` is
+/// predicted by the distribution at position `j - 1`.
+pub(crate) async fn step_confidence<K: Kernels>(
+    k: &K,
+    last: &K::Hidden,
+    enc: &Encoded,
+) -> Result<Vec<StepConfidence>> {
+    let vocab = k.vocab().ok_or_else(|| {
+        Error::InvalidArgument(
+            "this checkpoint has no lm_head; only hidden states are available".into(),
+        )
+    })?;
+    for (i, range) in enc.step_tokens.iter().enumerate() {
+        if range.start == 0 || range.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "step {i} has no predictable tokens"
+            )));
+        }
+        if range.end > last.n_tokens() + 1 || range.end > enc.tokens.len() {
+            return Err(Error::InvalidArgument(format!(
+                "step {i} runs past the prompt"
+            )));
+        }
+        if let Some(&t) = enc.tokens[range.clone()]
+            .iter()
+            .find(|&&t| t as usize >= vocab)
+        {
+            return Err(Error::InvalidArgument(format!(
+                "token {t} outside the vocabulary"
+            )));
+        }
+    }
+    let stats = k.token_stats(last, &enc.step_tokens, &enc.tokens).await?;
+    let mut out = Vec::with_capacity(enc.step_tokens.len());
+    let mut it = stats.iter();
+    for range in &enc.step_tokens {
+        let (mut sum_lp, mut min_lp, mut sum_h) = (0.0f64, f64::INFINITY, 0.0f64);
+        for _ in range.clone() {
+            let s = it.next().ok_or_else(|| {
+                Error::InvalidArgument(
+                    "the engine returned fewer token statistics than tokens".into(),
+                )
+            })?;
+            let lp = s.logit - s.log_z;
+            sum_lp += lp;
+            min_lp = min_lp.min(lp);
+            sum_h += s.entropy;
+        }
+        let len = range.len() as f64;
+        out.push(StepConfidence {
+            tokens: range.len(),
+            mean_logprob: sum_lp / len,
+            min_logprob: min_lp,
+            mean_entropy: sum_h / len,
+        });
+    }
+    Ok(out)
 }
 
 /// The two probabilities of a 2-way softmax, computed stably.
@@ -175,63 +508,6 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
     }
 }
 
-/// Log-probability and entropy of each step's tokens: token `j` is
-/// predicted by the logits at position `j - 1`.
-fn confidence(model: &Transformer, hidden: &Hidden, enc: &Encoded) -> Result<HeadOutput> {
-    let mut scores = Vec::with_capacity(enc.step_tokens.len());
-    let mut stats = Vec::with_capacity(enc.step_tokens.len());
-    for (i, range) in enc.step_tokens.iter().enumerate() {
-        if range.start == 0 || range.is_empty() {
-            return Err(Error::InvalidArgument(format!(
-                "step {i} has no predictable tokens"
-            )));
-        }
-        let mut x = Vec::with_capacity(range.len() * hidden.width);
-        for j in range.clone() {
-            x.extend_from_slice(
-                hidden.row(j - 1).ok_or_else(|| {
-                    Error::InvalidArgument(format!("step {i} runs past the prompt"))
-                })?,
-            );
-        }
-        let logits = model.logits_for(&x, None)?;
-        let vocab = logits.len() / range.len();
-        let (mut sum_lp, mut min_lp, mut sum_h) = (0.0f64, f64::INFINITY, 0.0f64);
-        for (k, j) in range.clone().enumerate() {
-            let row = &logits[k * vocab..(k + 1) * vocab];
-            let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
-            let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
-            let log_z = max + z.ln();
-            let target = enc.tokens[j] as usize;
-            let lp = *row.get(target).ok_or_else(|| {
-                Error::InvalidArgument(format!("token {target} outside the vocabulary"))
-            })? as f64
-                - log_z;
-            // H = log Z - sum p * logit
-            let expect: f64 = row
-                .iter()
-                .map(|&v| ((v as f64 - log_z).exp()) * v as f64)
-                .sum();
-            sum_lp += lp;
-            min_lp = min_lp.min(lp);
-            sum_h += log_z - expect;
-        }
-        let len = range.len() as f64;
-        let mean_lp = sum_lp / len;
-        scores.push(mean_lp.exp());
-        stats.push(StepConfidence {
-            tokens: range.len(),
-            mean_logprob: mean_lp,
-            min_logprob: min_lp,
-            mean_entropy: sum_h / len,
-        });
-    }
-    Ok(HeadOutput {
-        scores,
-        confidence: Some(stats),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,5 +521,34 @@ mod tests {
         // softmax([2, 0])[0] = e^2 / (e^2 + 1) = 0.880797...
         assert!((softmax2(2.0, 0.0).0 - 0.8807970779778823).abs() < 1e-15);
         assert!((sigmoid(-745.0) - 0.0).abs() < 1e-300 && sigmoid(-745.0) >= 0.0);
+    }
+
+    #[test]
+    fn value_heads_compute_by_hand() {
+        // linear: 1*3 - 2*1 + 0.5 = 1.5
+        let lin = ValueHead {
+            width: 2,
+            w0: vec![1.0, -2.0],
+            b0: vec![0.5],
+            out: None,
+            confidence_features: false,
+        };
+        assert_eq!(lin.logit(&[3.0, 1.0]), 1.5);
+        // MLP: relu(3 + 0, 1 - 5) = (3, 0); 2*3 + 7*0 - 1 = 5
+        let mlp = ValueHead {
+            width: 2,
+            w0: vec![1.0, 0.0, 0.0, 1.0],
+            b0: vec![0.0, -5.0],
+            out: Some((vec![2.0, 7.0], -1.0)),
+            confidence_features: false,
+        };
+        assert_eq!(mlp.logit(&[3.0, 1.0]), 5.0);
+        let s = StepConfidence {
+            tokens: 3,
+            mean_logprob: -0.5,
+            min_logprob: -2.0,
+            mean_entropy: 1.25,
+        };
+        assert_eq!(s.features(), [4f64.ln() as f32, -0.5, -2.0, 1.25]);
     }
 }

@@ -5,7 +5,7 @@
 use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
-use super::head::{SCORE_0_WEIGHT, V_HEAD_WEIGHT};
+use super::head::{HeadInput, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT};
 use crate::error::{Error, Result};
 use crate::model::hf::to_f32;
 
@@ -14,7 +14,15 @@ use crate::model::hf::to_f32;
 pub struct HeadFile {
     name: String,
     tensors: Vec<(String, Vec<usize>, Vec<f32>)>,
+    metadata: Vec<(String, String)>,
 }
+
+/// Header metadata: the layer whose hidden state the head reads (absent:
+/// the final one; see `Transformer::forward_tapped`).
+pub const META_LAYER: &str = "stepscore.layer";
+/// Header metadata: `true` when the head's rows are the hidden state joined
+/// with the step's confidence statistics (width h + 4).
+pub const META_CONFIDENCE_FEATURES: &str = "stepscore.confidence_features";
 
 /// Heads are small (a value head is `hidden + 1` floats, a 2-class score
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
@@ -35,6 +43,17 @@ impl HeadFile {
         HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME)
     }
 
+    /// A head embedded in the crate, by file name (the heads that catalog
+    /// PRM entries name).
+    pub fn embedded(name: &str) -> Result<HeadFile> {
+        match name {
+            DEFAULT_HEAD_NAME => HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME),
+            _ => Err(Error::InvalidArgument(format!(
+                "no head named `{name}` is built in (built in: {DEFAULT_HEAD_NAME})"
+            ))),
+        }
+    }
+
     /// Parses safetensors bytes; `name` is used in error messages.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HeadFile> {
         if bytes.len() > MAX_HEAD_BYTES {
@@ -46,8 +65,18 @@ impl HeadFile {
                 ),
             ));
         }
-        let st = SafeTensors::deserialize(bytes)
-            .map_err(|e| Error::model(name, format!("not a valid safetensors file: {e}")))?;
+        let bad = |e: safetensors::SafeTensorError| {
+            Error::model(name, format!("not a valid safetensors file: {e}"))
+        };
+        let st = SafeTensors::deserialize(bytes).map_err(bad)?;
+        let (_, header) = SafeTensors::read_metadata(bytes).map_err(bad)?;
+        let mut metadata: Vec<(String, String)> = header
+            .metadata()
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        metadata.sort();
         let mut tensors = Vec::new();
         for (tensor_name, view) in st.tensors() {
             let data = to_f32(view.dtype(), view.data(), name, &tensor_name)?;
@@ -57,6 +86,43 @@ impl HeadFile {
         Ok(HeadFile {
             name: name.to_string(),
             tensors,
+            metadata,
+        })
+    }
+
+    /// A header metadata value.
+    pub fn metadata(&self, key: &str) -> Option<&str> {
+        self.metadata
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// What the head reads, from the header metadata ([`META_LAYER`],
+    /// [`META_CONFIDENCE_FEATURES`]).
+    pub fn input(&self) -> Result<HeadInput> {
+        let layer = match self.metadata(META_LAYER) {
+            None => None,
+            Some(v) => Some(v.trim().parse::<usize>().map_err(|_| {
+                Error::model(
+                    &self.name,
+                    format!("metadata `{META_LAYER}` is `{v}`, not a layer number"),
+                )
+            })?),
+        };
+        let confidence_features = match self.metadata(META_CONFIDENCE_FEATURES) {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(v) => {
+                return Err(Error::model(
+                    &self.name,
+                    format!("metadata `{META_CONFIDENCE_FEATURES}` is `{v}`, not true or false"),
+                ))
+            }
+        };
+        Ok(HeadInput {
+            layer,
+            confidence_features,
         })
     }
 
@@ -74,7 +140,7 @@ impl HeadFile {
 
     /// The family whose head tensors the file holds.
     pub fn family(&self) -> Result<Family> {
-        if self.tensor(V_HEAD_WEIGHT).is_some() {
+        if self.tensor(V_HEAD_WEIGHT).is_some() || self.tensor(V_HEAD_MLP_0_WEIGHT).is_some() {
             Ok(Family::ValueHead)
         } else if self.tensor(SCORE_0_WEIGHT).is_some() {
             Ok(Family::ScoreHead)
@@ -83,7 +149,7 @@ impl HeadFile {
             Err(Error::model(
                 &self.name,
                 format!(
-                    "no head tensors: expected `{V_HEAD_WEIGHT}` (value head) or `{SCORE_0_WEIGHT}` (score head), found {names:?}"
+                    "no head tensors: expected `{V_HEAD_WEIGHT}` or `{V_HEAD_MLP_0_WEIGHT}` (value head) or `{SCORE_0_WEIGHT}` (score head), found {names:?}"
                 ),
             ))
         }

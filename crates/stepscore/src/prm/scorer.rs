@@ -7,14 +7,14 @@ use serde::{Deserialize, Serialize};
 use super::backend::{block_on, Backend, Engine};
 use super::chat::ChatFormat;
 use super::family::Family;
-use super::head::{Head, StepConfidence};
+use super::head::{Head, HeadInput, StepConfidence};
 use super::head_file::HeadFile;
 use super::session::Session;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
-use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
+use crate::model::{GgufModel, HfCheckpoint, Hidden, Taps, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
 
@@ -88,7 +88,7 @@ pub(super) enum HeadMode {
 /// extractor read from.
 pub(super) struct Forward {
     pub enc: Encoded,
-    pub hidden: Hidden,
+    pub hidden: Taps<Hidden>,
     pub truncated_steps: usize,
 }
 
@@ -295,24 +295,26 @@ impl Scorer {
             let t = checkpoint.tensor_f32(name)?;
             Ok(Some((t.shape, t.data)))
         };
-        let head = match mode {
-            HeadMode::Load => Some(Head::load(&protocol, config.hidden_size, &lookup)?),
-            HeadMode::Skip => None,
-        };
+        let input = external.map_or(Ok(HeadInput::default()), HeadFile::input)?;
         let mut model = checkpoint.transformer()?;
-        if mode == HeadMode::Load && family.needs_lm_head() && !model.has_lm_head() {
+        let needs_lm = family.needs_lm_head() || input.confidence_features;
+        if mode == HeadMode::Load && needs_lm && !model.has_lm_head() {
             return Err(Error::model(
                 "lm_head.weight",
-                format!("the {family} family needs the vocabulary projection"),
+                format!("the {family} head needs the vocabulary projection"),
             ));
         }
-        if mode == HeadMode::Load && !family.needs_lm_head() {
+        if mode == HeadMode::Load && !needs_lm {
             model.drop_lm_head();
         }
         if let Some(ty) = options.quantize {
             model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
+        let head = match mode {
+            HeadMode::Load => Some(Head::load(&protocol, &model, input, &lookup)?),
+            HeadMode::Skip => None,
+        };
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -350,10 +352,14 @@ impl Scorer {
             ),
         };
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
+        let input = external.map_or(Ok(HeadInput::default()), HeadFile::input)?;
+        let mut model = gguf.transformer()?;
+        model.set_threads(resolve_threads(options.threads));
         let head = match mode {
             HeadMode::Load => Some(Head::load(
                 &protocol,
-                config.hidden_size,
+                &model,
+                input,
                 &|name| match external {
                     Some(head) => Ok(head.tensor(name)),
                     None => gguf.tensor_f32(name),
@@ -361,18 +367,24 @@ impl Scorer {
             )?),
             HeadMode::Skip => None,
         };
-        let mut model = gguf.transformer()?;
-        model.set_threads(resolve_threads(options.threads));
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
     fn assemble(
-        model: Transformer,
+        mut model: Transformer,
         tokenizer: Tokenizer,
         protocol: Protocol,
-        head: Option<Head>,
+        mut head: Option<Head>,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
+        // A head that reads layer L and nothing of the LM's outputs never
+        // needs the blocks after L: they are dropped, never run.
+        if let Some(h) = head.as_mut() {
+            if let (Some(l), false) = (h.layer(), h.needs_token_stats()) {
+                model.truncate_layers(l);
+                h.read_final_states();
+            }
+        }
         let context = model.config().max_position_embeddings;
         let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
         if max_tokens == 0 {
@@ -424,6 +436,11 @@ impl Scorer {
 
     pub(super) fn head_opt(&self) -> Option<&Head> {
         self.head.as_ref()
+    }
+
+    /// The earlier layer the head reads, which every forward also returns.
+    pub(super) fn tap(&self) -> Option<usize> {
+        self.head.as_ref().and_then(Head::layer)
     }
 
     pub(super) fn set_engine(&mut self, engine: Engine) {
@@ -498,11 +515,16 @@ impl Scorer {
 
     /// Encodes, applies the token limit and runs the decoder: the one path
     /// shared by scoring and feature extraction.
-    pub(super) fn forward_steps(&self, problem: &str, steps: &[&str]) -> Result<Forward> {
+    pub(super) fn forward_steps(
+        &self,
+        problem: &str,
+        steps: &[&str],
+        layer: Option<usize>,
+    ) -> Result<Forward> {
         self.blocking_allowed()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let hidden = block_on(self.engine_forward(&enc.tokens))?;
+        let hidden = block_on(self.engine_forward(&enc.tokens, layer))?;
         Ok(Forward {
             enc,
             hidden,

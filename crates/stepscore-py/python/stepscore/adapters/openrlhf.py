@@ -42,7 +42,7 @@ def make_reward_func(
     scorer: Scorer,
     *,
     aggregation: str = "min",
-    segmenter: str = "blank-line",
+    segmenter: str = "auto",
     unscored: float = 0.0,
 ) -> Callable[..., Dict[str, Any]]:
     """An OpenRLHF ``reward_func``: each response's reward is its steps'

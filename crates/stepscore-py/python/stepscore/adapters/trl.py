@@ -19,7 +19,7 @@ def reward_function(
     scorer: Scorer,
     *,
     aggregation: str = "min",
-    segmenter: str = "blank-line",
+    segmenter: str = "auto",
     name: str = "stepscore_prm",
 ) -> Callable[..., List[Optional[float]]]:
     """A reward function for TRL's ``GRPOTrainer``: each completion is cut

@@ -38,7 +38,7 @@ def compute_score_fn(
     scorer: Scorer,
     *,
     aggregation: str = "min",
-    segmenter: str = "blank-line",
+    segmenter: str = "auto",
     mode: str = "prm",
     unscored: float = 0.0,
 ) -> Callable[..., Dict[str, float]]:
@@ -146,7 +146,7 @@ class DenseRewardManager:
         reward_fn_key: str = "data_source",
         *,
         scorer: Scorer,
-        segmenter: str = "blank-line",
+        segmenter: str = "auto",
         mode: str = "last-token",
         shaping: Optional[str] = None,
         eta: float = 0.0,

@@ -7,27 +7,23 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::adapter::AdapterReport;
-use super::context::{GpuContext, GpuOptions};
-use super::head::GpuHead;
-use super::pool::PoolStats;
-use super::transformer::GpuTransformer;
+use super::head::Head;
 use crate::error::{Error, Result};
+use crate::gpu::{AdapterReport, GpuContext, GpuMatrix, GpuOptions, GpuTransformer, PoolStats};
 use crate::model::Transformer;
-use crate::prm::head::Head;
 
 /// Device, model and head, uploaded together.
 pub(crate) struct GpuState {
     pub ctx: Arc<GpuContext>,
     pub model: GpuTransformer,
-    pub head: Option<GpuHead>,
+    pub head: Option<Head<GpuMatrix>>,
 }
 
 impl GpuState {
     async fn build(model: &Transformer, head: Option<&Head>) -> Result<GpuState> {
         let ctx = Arc::new(GpuContext::new_async(GpuOptions::default()).await?);
         let gm = GpuTransformer::upload(ctx.clone(), model)?;
-        let head = head.map(|h| GpuHead::upload(&gm, h, model)).transpose()?;
+        let head = head.map(|h| h.upload(&gm)).transpose()?;
         #[cfg(not(target_arch = "wasm32"))]
         ctx.wait_idle()?;
         // Upload errors are reported by the device callback, not the calls.
@@ -39,7 +35,7 @@ impl GpuState {
         })
     }
 
-    pub fn head(&self) -> Result<&GpuHead> {
+    pub fn head(&self) -> Result<&Head<GpuMatrix>> {
         self.head.as_ref().ok_or_else(|| {
             Error::InvalidArgument(
                 "this model was opened as a backbone for feature extraction, without a head: it cannot score"

@@ -1,0 +1,529 @@
+//! Every value-head kind a head file can hold — linear and MLP, over the
+//! final hidden state or a chosen layer's, with or without the step's
+//! confidence statistics joined to it — scored on the tiny Skywork-layout
+//! checkpoint (2 layers, width 32, tied embeddings) and compared with a
+//! float64 computation written here from the definitions:
+//!
+//! - layer 0's hidden state: RMSNorm_final(embedding row), by hand in f64;
+//!   layer 1's: the final state of the same checkpoint cut to 1 block
+//!   (its config edited), run as a model of its own;
+//! - confidence statistics: log-softmax and entropy -Σ p ln p of the full
+//!   vocabulary logits, in f64;
+//! - heads: Σ w x + b, and Σ w2 relu(W0 x + b0) + b2, then sigmoid, in f64.
+//!
+//! Tolerances: 1e-6 on scores against the f64 reference (the engine's
+//! hidden states are f32; inputs cut to f32 like the trainer's rows), 1e-4
+//! on layer-0 states, 1e-4 between the GPU and CPU engines (the bar
+//! is 1e-3), 1e-6 between a session's appends and full scoring.
+
+#[cfg(feature = "gpu")]
+mod gpu_support;
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use stepscore::model::{HfCheckpoint, Transformer};
+use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions};
+
+const H: usize = 32;
+const N_LAYERS: usize = 2;
+
+#[derive(Deserialize)]
+struct Reference {
+    cases: Vec<Case>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    problem: String,
+    steps: Vec<String>,
+}
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny")
+}
+
+fn cases() -> Vec<Case> {
+    let text = std::fs::read_to_string(dir().join("reference.json")).unwrap();
+    serde_json::from_str::<Reference>(&text).unwrap().cases
+}
+
+/// xorshift64*: deterministic weights.
+struct Rng(u64);
+impl Rng {
+    fn f(&mut self) -> f32 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+    }
+    fn vec(&mut self, n: usize, scale: f32) -> Vec<f32> {
+        (0..n).map(|_| self.f() * scale).collect()
+    }
+}
+
+/// One head kind: its weights and what it reads.
+#[derive(Clone)]
+struct Kind {
+    name: String,
+    layer: Option<usize>,
+    confidence: bool,
+    /// `[units, width]` and `[units]`; the MLP's `[1, units]` and bias.
+    w0: Vec<f32>,
+    b0: Vec<f32>,
+    out: Option<(Vec<f32>, f32)>,
+}
+
+impl Kind {
+    fn new(mlp: bool, layer: Option<usize>, confidence: bool, seed: u64) -> Kind {
+        let mut rng = Rng(seed);
+        let width = H + if confidence { 4 } else { 0 };
+        let units = if mlp { 6 } else { 1 };
+        let mut w0 = rng.vec(units * width, 0.3);
+        // The statistics are O(1-10) where normed states are O(1): smaller
+        // weights keep the sigmoid off its flat ends, where scores could not
+        // tell a wrong input from a right one.
+        for row in w0.chunks_exact_mut(width) {
+            for v in &mut row[H..] {
+                *v *= 0.1;
+            }
+        }
+        let b0 = rng.vec(units, 0.3);
+        let out = mlp.then(|| (rng.vec(units, 0.8), rng.f() * 0.2));
+        Kind {
+            name: format!(
+                "{}{}{}",
+                if mlp { "mlp" } else { "linear" },
+                layer.map_or(String::new(), |l| format!(" @layer {l}")),
+                if confidence { " +confidence" } else { "" }
+            ),
+            layer,
+            confidence,
+            w0,
+            b0,
+            out,
+        }
+    }
+
+    fn width(&self) -> usize {
+        self.w0.len() / self.b0.len()
+    }
+
+    /// The head file stepscore-train would write.
+    fn file(&self) -> HeadFile {
+        let w = self.width();
+        let units = self.b0.len();
+        let mut tensors: Vec<(&str, Vec<usize>, Vec<f32>)> = match &self.out {
+            None => vec![
+                ("v_head.summary.weight", vec![1, w], self.w0.clone()),
+                ("v_head.summary.bias", vec![1], self.b0.clone()),
+            ],
+            Some((w2, b2)) => vec![
+                ("v_head.summary.0.weight", vec![units, w], self.w0.clone()),
+                ("v_head.summary.0.bias", vec![units], self.b0.clone()),
+                ("v_head.summary.2.weight", vec![1, units], w2.clone()),
+                ("v_head.summary.2.bias", vec![1], vec![*b2]),
+            ],
+        };
+        tensors.sort_by_key(|t| t.0);
+        let mut meta = HashMap::new();
+        meta.insert(
+            "stepscore.confidence_features".to_string(),
+            self.confidence.to_string(),
+        );
+        if let Some(l) = self.layer {
+            meta.insert("stepscore.layer".to_string(), l.to_string());
+        }
+        HeadFile::from_bytes(&safetensors_bytes(&tensors, meta), "kind.safetensors").unwrap()
+    }
+
+    /// The head's score for one f32 input row, in f64.
+    fn score(&self, x: &[f32]) -> f64 {
+        let w = self.width();
+        assert_eq!(x.len(), w);
+        let lin = |wr: &[f32], b: f32| {
+            let mut s = b as f64;
+            for (a, c) in wr.iter().zip(x) {
+                s += f64::from(*a) * f64::from(*c);
+            }
+            s
+        };
+        let z = match &self.out {
+            None => lin(&self.w0, self.b0[0]),
+            Some((w2, b2)) => {
+                let mut z = *b2 as f64;
+                for (j, row) in self.w0.chunks_exact(w).enumerate() {
+                    z += f64::from(w2[j]) * lin(row, self.b0[j]).max(0.0);
+                }
+                z
+            }
+        };
+        1.0 / (1.0 + (-z).exp())
+    }
+}
+
+/// A safetensors file written by hand (8-byte header length, JSON header
+/// with `__metadata__`, then the f32 data), as the format specifies.
+fn safetensors_bytes(
+    tensors: &[(&str, Vec<usize>, Vec<f32>)],
+    meta: HashMap<String, String>,
+) -> Vec<u8> {
+    let mut header = serde_json::Map::new();
+    header.insert("__metadata__".into(), serde_json::to_value(meta).unwrap());
+    let mut data = Vec::new();
+    for (name, shape, values) in tensors {
+        let start = data.len();
+        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let mut json = serde_json::to_vec(&header).unwrap();
+    while json.len() % 8 != 0 {
+        json.push(b' ');
+    }
+    let mut out = (json.len() as u64).to_le_bytes().to_vec();
+    out.extend(json);
+    out.extend(data);
+    out
+}
+
+fn kinds() -> Vec<Kind> {
+    let mut out = Vec::new();
+    let mut seed = 11;
+    for mlp in [false, true] {
+        for layer in [None, Some(0), Some(1)] {
+            for confidence in [false, true] {
+                seed += 1;
+                out.push(Kind::new(mlp, layer, confidence, seed));
+            }
+        }
+    }
+    out
+}
+
+fn options(backend: Backend) -> ScorerOptions {
+    ScorerOptions {
+        threads: 1,
+        backend,
+        ..Default::default()
+    }
+}
+
+/// The f64 reference for one trace: every step's input row of `kind`.
+struct RefModel {
+    full: Transformer,
+    cut: Transformer,
+    embed: Vec<f32>,
+    norm: Vec<f32>,
+    eps: f64,
+    backbone: Scorer,
+}
+
+impl RefModel {
+    fn new() -> RefModel {
+        let mut files: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+        for name in ["config.json", "model.safetensors"] {
+            files.insert(name.into(), std::fs::read(dir().join(name)).unwrap());
+        }
+        let full = HfCheckpoint::from_bytes(files.clone()).unwrap();
+        let mut cfg: serde_json::Value = serde_json::from_slice(&files["config.json"]).unwrap();
+        cfg["num_hidden_layers"] = 1.into();
+        files.insert("config.json".into(), serde_json::to_vec(&cfg).unwrap());
+        let cut = HfCheckpoint::from_bytes(files)
+            .unwrap()
+            .transformer()
+            .unwrap();
+        let backbone = Scorer::open_backbone(
+            dir(),
+            &ScorerOptions {
+                family: Some(Family::ValueHead),
+                threads: 1,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        RefModel {
+            embed: full.tensor_f32("model.embed_tokens.weight").unwrap().data,
+            norm: full.tensor_f32("model.norm.weight").unwrap().data,
+            eps: full.config().rms_norm_eps as f64,
+            full: full.transformer().unwrap(),
+            cut,
+            backbone,
+        }
+    }
+
+    /// Layer `layer`'s hidden state at each marker, and each step's four
+    /// statistics, of `case`.
+    fn rows(&self, case: &Case, layer: Option<usize>) -> (Vec<Vec<f32>>, Vec<[f32; 4]>) {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let enc = self.backbone.encode(&case.problem, &steps).unwrap();
+        let last = self.full.forward(&enc.tokens, None).unwrap();
+        let hidden: Vec<Vec<f32>> = match layer {
+            None | Some(N_LAYERS) => enc
+                .markers
+                .iter()
+                .map(|&p| last.row(p).unwrap().to_vec())
+                .collect(),
+            Some(1) => {
+                let h = self.cut.forward(&enc.tokens, None).unwrap();
+                enc.markers
+                    .iter()
+                    .map(|&p| h.row(p).unwrap().to_vec())
+                    .collect()
+            }
+            Some(0) => enc
+                .markers
+                .iter()
+                .map(|&p| {
+                    let t = enc.tokens[p] as usize;
+                    let e = &self.embed[t * H..(t + 1) * H];
+                    let ms = e.iter().map(|&v| f64::from(v) * f64::from(v)).sum::<f64>() / H as f64;
+                    let inv = 1.0 / (ms + self.eps).sqrt();
+                    e.iter()
+                        .zip(&self.norm)
+                        .map(|(&v, &w)| (f64::from(v) * inv * f64::from(w)) as f32)
+                        .collect()
+                })
+                .collect(),
+            Some(l) => panic!("no reference for layer {l}"),
+        };
+        let stats = enc
+            .step_tokens
+            .iter()
+            .map(|range| {
+                let rows: Vec<f32> = range
+                    .clone()
+                    .flat_map(|j| last.row(j - 1).unwrap().to_vec())
+                    .collect();
+                let logits = self.full.logits_for(&rows, None).unwrap();
+                let vocab = logits.len() / range.len();
+                let (mut sum, mut min, mut ent) = (0.0f64, f64::INFINITY, 0.0f64);
+                for (row, j) in logits.chunks_exact(vocab).zip(range.clone()) {
+                    let max = row
+                        .iter()
+                        .map(|&v| f64::from(v))
+                        .fold(f64::NEG_INFINITY, f64::max);
+                    let lse = max
+                        + row
+                            .iter()
+                            .map(|&v| (f64::from(v) - max).exp())
+                            .sum::<f64>()
+                            .ln();
+                    let lp = f64::from(row[enc.tokens[j] as usize]) - lse;
+                    sum += lp;
+                    min = min.min(lp);
+                    ent -= row
+                        .iter()
+                        .map(|&v| {
+                            let l = f64::from(v) - lse;
+                            l.exp() * l
+                        })
+                        .sum::<f64>();
+                }
+                let n = range.len() as f64;
+                [
+                    (n + 1.0).ln() as f32,
+                    (sum / n) as f32,
+                    min as f32,
+                    (ent / n) as f32,
+                ]
+            })
+            .collect();
+        (hidden, stats)
+    }
+}
+
+fn score_all(scorer: &Scorer) -> Vec<Vec<f64>> {
+    cases()
+        .iter()
+        .map(|c| {
+            let steps: Vec<&str> = c.steps.iter().map(String::as_str).collect();
+            let s = scorer.score_steps(&c.problem, &steps).unwrap();
+            s.step_scores.into_iter().map(Option::unwrap).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn every_head_kind_matches_the_f64_reference_on_the_cpu() {
+    let r = RefModel::new();
+    let mut per_kind = Vec::new();
+    for kind in kinds() {
+        let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
+            .unwrap_or_else(|e| panic!("{}: {e}", kind.name));
+        assert_eq!(scorer.family(), Family::ValueHead);
+        let got = score_all(&scorer);
+        let mut worst = 0f64;
+        for (case, scores) in cases().iter().zip(&got) {
+            let (hidden, stats) = r.rows(case, kind.layer);
+            for (i, (row, s)) in hidden.iter().zip(&stats).enumerate() {
+                let mut x = row.clone();
+                if kind.confidence {
+                    x.extend_from_slice(s);
+                }
+                let want = kind.score(&x);
+                let d = (scores[i] - want).abs();
+                worst = worst.max(d);
+                assert!(
+                    d <= 1e-6,
+                    "{}: step {i}: engine {} reference {want}",
+                    kind.name,
+                    scores[i]
+                );
+            }
+        }
+        eprintln!(
+            "{}: max |engine - f64 reference| = {worst:.1e} (scores {:.3?})",
+            kind.name, got[0]
+        );
+        per_kind.push(got);
+    }
+    // The layer and the statistics change what a head sees: the same
+    // weights at another layer score differently.
+    let a = Kind::new(false, None, false, 99);
+    let mut b = a.clone();
+    b.layer = Some(0);
+    let sa =
+        score_all(&Scorer::open_with_head_file(dir(), &a.file(), &options(Backend::Cpu)).unwrap());
+    let sb =
+        score_all(&Scorer::open_with_head_file(dir(), &b.file(), &options(Backend::Cpu)).unwrap());
+    assert!(sa
+        .iter()
+        .flatten()
+        .zip(sb.iter().flatten())
+        .any(|(x, y)| (x - y).abs() > 1e-3));
+}
+
+#[test]
+fn layer_features_are_the_heads_input() {
+    use stepscore::prm::FeatureOptions;
+    let r = RefModel::new();
+    let case = &cases()[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    for layer in [Some(0), Some(1), Some(2), None] {
+        let f = r
+            .backbone
+            .step_features_with(
+                &case.problem,
+                &steps,
+                &FeatureOptions {
+                    layer,
+                    confidence: true,
+                },
+            )
+            .unwrap();
+        let (hidden, stats) = r.rows(case, layer);
+        for (got, want) in f.hidden.iter().zip(&hidden) {
+            for (a, b) in got.iter().zip(want) {
+                assert!((a - b).abs() <= 1e-4, "layer {layer:?}: {a} vs {b}");
+            }
+        }
+        for (c, want) in f.confidence.unwrap().iter().zip(&stats) {
+            for (a, b) in c.features().iter().zip(want) {
+                assert!((a - b).abs() <= 1e-5, "statistics: {a} vs {b}");
+            }
+        }
+    }
+    let err = r
+        .backbone
+        .step_features_with(
+            &case.problem,
+            &steps,
+            &FeatureOptions {
+                layer: Some(3),
+                confidence: false,
+            },
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("layer 3") && err.contains("2 layers"), "{err}");
+}
+
+#[test]
+fn sessions_score_every_kind_like_full_scoring() {
+    for kind in kinds() {
+        let scorer =
+            Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu)).unwrap();
+        let full = score_all(&scorer);
+        for (case, want) in cases().iter().zip(&full) {
+            let mut s = scorer.session(&case.problem);
+            for (i, step) in case.steps.iter().enumerate() {
+                let got = s.append(step).unwrap();
+                assert!(
+                    (got - want[i]).abs() <= 1e-6,
+                    "{}: step {i}: {got} vs {}",
+                    kind.name,
+                    want[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn head_files_that_disagree_with_their_metadata_are_named_errors() {
+    let mut kind = Kind::new(false, None, true, 5);
+    kind.confidence = false; // width h + 4, metadata says no statistics
+    let err = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("v_head.summary.weight") && err.contains("confidence_features"),
+        "{err}"
+    );
+    let mut kind = Kind::new(true, None, false, 6);
+    kind.layer = Some(7);
+    let err = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("layer 7") && err.contains("2 layers"), "{err}");
+    let bytes = safetensors_bytes(
+        &[("v_head.summary.weight", vec![1, H], vec![0.0; H])],
+        HashMap::from([("stepscore.layer".to_string(), "last".to_string())]),
+    );
+    let err = HeadFile::from_bytes(&bytes, "odd.safetensors")
+        .unwrap()
+        .input()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("odd.safetensors") && err.contains("stepscore.layer"),
+        "{err}"
+    );
+}
+
+#[cfg(feature = "gpu")]
+#[test]
+fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
+    if !gpu_support::have_adapter() {
+        return;
+    }
+    for kind in kinds() {
+        let file = kind.file();
+        let cpu =
+            score_all(&Scorer::open_with_head_file(dir(), &file, &options(Backend::Cpu)).unwrap());
+        let gpu_scorer = Scorer::open_with_head_file(dir(), &file, &options(Backend::Gpu)).unwrap();
+        assert_eq!(gpu_scorer.backend_report().chosen, Backend::Gpu);
+        let gpu = score_all(&gpu_scorer);
+        let mut worst = 0f64;
+        for (a, b) in cpu.iter().flatten().zip(gpu.iter().flatten()) {
+            worst = worst.max((a - b).abs());
+            assert!((a - b).abs() <= 1e-4, "{}: cpu {a} gpu {b}", kind.name);
+        }
+        // A session on the device, through the KV cache.
+        let case = &cases()[0];
+        let mut s = gpu_scorer.session(&case.problem);
+        for (i, step) in case.steps.iter().enumerate() {
+            let got = s.append(step).unwrap();
+            assert!(
+                (got - gpu[0][i]).abs() <= 1e-4,
+                "{} session step {i}",
+                kind.name
+            );
+        }
+        eprintln!("{}: max |gpu - cpu| = {worst:.1e}", kind.name);
+    }
+}
