@@ -54,6 +54,9 @@ test('aggregate combines step scores', () => {
   throwsCode(() => aggregate('0.5'), 'INVALID_ARGUMENT', /array of numbers/);
   throwsCode(() => aggregate([0.5, '0.7']), 'INVALID_ARGUMENT', /scores\[1\] must be a number/);
   throwsCode(() => aggregate([0.5], 'median'), 'INVALID_ARGUMENT', /unknown aggregation/);
+  // Scores are probabilities: out-of-range values are refused, not ranked.
+  throwsCode(() => aggregate([0.5, 1.5]), 'INVALID_ARGUMENT', /scores\[1\].*outside \[0, 1\]/);
+  throwsCode(() => aggregate([-5, -7], 'prod'), 'INVALID_ARGUMENT', /outside \[0, 1\]/);
 });
 
 test('firstError finds the first step below the threshold', () => {
@@ -63,6 +66,7 @@ test('firstError finds the first step below the threshold', () => {
   assert.equal(firstError([]), -1);
   assert.equal(firstError([0.9, null, 0.9]), 1);
   throwsCode(() => firstError([0.9], Number.NaN), 'INVALID_ARGUMENT', /threshold/);
+  throwsCode(() => firstError([0.9], 2), 'INVALID_ARGUMENT', /threshold must be a number in \[0, 1\]/);
 });
 
 test('selectBest picks best-of-N and the votes', () => {
@@ -89,6 +93,7 @@ test('selectBest picks best-of-N and the votes', () => {
   assert.deepEqual(selectBest([]).best, null);
   throwsCode(() => selectBest([{ steps: ['a'] }, { steps: 'a' }]), 'TRACE_INVALID', /candidates\[1\]\.steps must be an array/);
   throwsCode(() => selectBest([{ steps: ['a', 'b'], scores: [1] }]), 'TRACE_INVALID', /2 steps/);
+  throwsCode(() => selectBest([{ steps: ['a'], scores: [-5] }]), 'TRACE_INVALID', /scores\[0\].*outside \[0, 1\]/);
 });
 
 test('extractAnswer reads the stated answer', () => {

@@ -13,7 +13,7 @@ use stepscore::prm::{
 };
 
 use crate::commands::fetch;
-use crate::input::{finish, for_each_trace, InputArgs};
+use crate::input::{finish, for_each_record, report_error, InputArgs};
 use crate::output::jsonl;
 use crate::Failure;
 
@@ -56,11 +56,11 @@ pub struct Args {
     pub layer: Option<usize>,
 
     /// CPU threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 
-    /// Token limit per trace (the model's context length at most).
-    #[arg(long)]
+    /// Token limit per trace, from 1 to the model's context length.
+    #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
     /// Keep the leading steps that fit the token limit instead of rejecting
@@ -112,7 +112,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ..ScorerOptions::default()
     };
     let scorer = Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options)
-        .map_err(|e| Failure::Io(e.to_string()))?;
+        .map_err(|e| Failure::during("cannot load model", e))?;
+    crate::options::max_tokens_fit(args.max_tokens, &scorer)?;
     let n_layers = scorer.model().config().n_layers;
     if let Some(l) = args.layer.filter(|&l| l > n_layers) {
         return Err(Failure::Usage(format!(
@@ -142,11 +143,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         None => (Box::new(std::io::stdout().lock()), HashSet::new()),
     };
+    // Typed, so a closed pipe or a full disk gets the I/O exit code.
+    let sink_name = args
+        .out
+        .as_ref()
+        .map_or("<stdout>".to_string(), |p| p.display().to_string());
+    let write_error = |e: std::io::Error| Failure::from(stepscore::Error::io(&sink_name, e));
     let start = Instant::now();
     let (mut traces, mut steps, mut tokens, mut failed) = (0usize, 0usize, 0usize, 0usize);
     let mut skipped = 0usize;
     let mut index = 0usize;
-    let bad = for_each_trace(&args.input, |trace| {
+    let bad = for_each_record(&args.input, |record| {
+        let trace = &record.trace;
         let this = index;
         index += 1;
         if done.contains(&key(trace.id.as_deref(), this)) {
@@ -160,10 +168,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Err(e) => {
                 // A trace the model cannot take (too long, a step without
                 // tokens) is reported and skipped like a bad record.
-                eprintln!(
-                    "error: trace {}: {e}",
-                    trace.id.as_deref().unwrap_or("(no id)")
-                );
+                report_error(&stepscore::Error::input_at(
+                    record.at.clone(),
+                    e.to_string(),
+                ));
                 failed += 1;
                 return Ok(());
             }
@@ -188,12 +196,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
             },
         )?;
         // Each record reaches the file whole before the next is computed.
-        out.flush().map_err(|e| Failure::Io(e.to_string()))
+        out.flush().map_err(write_error)
     })?;
     if skipped > 0 {
         eprintln!("features: {skipped} traces skipped (already in the output)");
     }
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    out.flush().map_err(write_error)?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "features: {traces} traces, {steps} steps, {tokens} tokens in {secs:.1} s ({:.0} tokens/s, {} family, width {}, layer {})",
