@@ -18,7 +18,7 @@ create_exception!(
     stepscore,
     InputError,
     StepscoreError,
-    "A trace or row is malformed. Attributes: `source`, `line` (1-based row), `field` (or None)."
+    "A trace or row is malformed. Attributes: `source`, `line` (1-based row), `item` (1-based item of a JSON array, or None), `id` (the row's id, or None), `field` (or None)."
 );
 create_exception!(
     stepscore,
@@ -42,13 +42,19 @@ create_exception!(
     stepscore,
     TraceTooLongError,
     StepscoreError,
-    "A trace needs more tokens than the limit. Attributes: `tokens`, `limit`."
+    "A trace needs more tokens than the limit. Attributes: `tokens`, `limit`, `truncating` (truncation was on and not even the first step fits)."
 );
 create_exception!(
     stepscore,
     TokenizerError,
     StepscoreError,
     "The tokenizer could not be built or could not encode the text."
+);
+create_exception!(
+    stepscore,
+    InternalError,
+    StepscoreError,
+    "An invariant of stepscore itself failed: a bug, never the caller's input."
 );
 create_exception!(
     stepscore,
@@ -67,6 +73,8 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
             let v = err.value(py);
             let _ = v.setattr("source", location.source);
             let _ = v.setattr("line", location.line);
+            let _ = v.setattr("item", location.item);
+            let _ = v.setattr("id", location.id);
             let _ = v.setattr("field", location.field);
             err
         }
@@ -81,15 +89,21 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
             let _ = err.value(py).setattr("file", file);
             err
         }
-        Error::TraceTooLong { tokens, limit } => {
+        Error::TraceTooLong {
+            tokens,
+            limit,
+            truncating,
+        } => {
             let err = TraceTooLongError::new_err(message);
             let v = err.value(py);
             let _ = v.setattr("tokens", tokens);
             let _ = v.setattr("limit", limit);
+            let _ = v.setattr("truncating", truncating);
             err
         }
         Error::Tokenizer(_) => TokenizerError::new_err(message),
         Error::Gpu(_) => GpuError::new_err(message),
+        Error::Internal(_) => InternalError::new_err(message),
     }
 }
 
@@ -117,5 +131,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TraceTooLongError", py.get_type::<TraceTooLongError>())?;
     m.add("TokenizerError", py.get_type::<TokenizerError>())?;
     m.add("GpuError", py.get_type::<GpuError>())?;
+    m.add("InternalError", py.get_type::<InternalError>())?;
     Ok(())
 }

@@ -10,7 +10,7 @@ from conftest import TINY
 
 def test_every_error_is_a_stepscore_error():
     for cls in (stepscore.InputError, stepscore.FileError, stepscore.InvalidArgumentError, stepscore.ModelError,
-                stepscore.TraceTooLongError, stepscore.TokenizerError, stepscore.GpuError):
+                stepscore.TraceTooLongError, stepscore.TokenizerError, stepscore.GpuError, stepscore.InternalError):
         assert issubclass(cls, stepscore.StepscoreError)
         assert issubclass(stepscore.StepscoreError, Exception)
 
@@ -68,7 +68,7 @@ def test_bad_trace_rows(tiny):
     with pytest.raises(stepscore.InputError) as e:
         tiny.score_batch(rows)
     assert e.value.index == 1 and e.value.line == 2 and e.value.field == "steps"
-    assert e.value.source == "traces"
+    assert e.value.source == "traces" and e.value.item is None
     out = tiny.score_batch(rows, errors="none")
     assert out[1] is None and out[2] is None
     assert out[0] is not None and out[3] is not None
@@ -81,7 +81,7 @@ def test_over_long_trace():
     steps = ["First compute 7 \\times 3 = 21.", "Then 12 + 21 = 33.", "The answer is \\boxed{33}."]
     with pytest.raises(stepscore.TraceTooLongError) as e:
         scorer.score("What is 12 + 7 \\times 3?", steps)
-    assert e.value.limit == 45 and e.value.tokens > 45
+    assert e.value.limit == 45 and e.value.tokens > 45 and e.value.truncating is False
     with pytest.raises(stepscore.TraceTooLongError) as e:
         scorer.score_batch([("ok", ["1."]), ("What is 12 + 7 \\times 3?", steps)])
     assert e.value.index == 1

@@ -23,6 +23,7 @@ pub mod segment;
 pub mod select;
 pub mod tokenizer;
 pub mod trace;
+pub mod validate;
 
 pub use error::{Error, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};

@@ -16,7 +16,7 @@ this package adds plain-Python adapters for RL trainers
 Offsets and spans on this side are ``str`` indices (code points).
 Errors are typed: every error is a ``StepscoreError``; its subclasses
 (``InputError``, ``FileError``, ``InvalidArgumentError``, ``ModelError``,
-``TraceTooLongError``, ``TokenizerError``, ``GpuError``) mirror the core's
+``TraceTooLongError``, ``TokenizerError``, ``GpuError``, ``InternalError``) mirror the core's
 error kinds. Wrong Python types raise ``TypeError``.
 """
 
@@ -28,6 +28,7 @@ from ._stepscore import (  # noqa: F401
     FileError,
     GpuError,
     InputError,
+    InternalError,
     InvalidArgumentError,
     ModelError,
     Scorer,
@@ -58,6 +59,7 @@ __all__ = [
     "FileError",
     "GpuError",
     "InputError",
+    "InternalError",
     "InvalidArgumentError",
     "ModelError",
     "Scorer",

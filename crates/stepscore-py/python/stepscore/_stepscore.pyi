@@ -20,6 +20,8 @@ class StepscoreError(Exception): ...
 class InputError(StepscoreError):
     source: str
     line: int
+    item: Optional[int]
+    id: Optional[str]
     field: Optional[str]
     index: int  # set when raised by score_batch / select_best
 
@@ -34,10 +36,12 @@ class ModelError(StepscoreError):
 class TraceTooLongError(StepscoreError):
     tokens: int
     limit: int
+    truncating: bool
     index: int  # set when raised by score_batch
 
 class TokenizerError(StepscoreError): ...
 class GpuError(StepscoreError): ...
+class InternalError(StepscoreError): ...
 
 class TraceScore:
     @property

@@ -183,5 +183,6 @@ pub fn error_kind(e: &stepscore::Error) -> &'static str {
         Error::TraceTooLong { .. } => "trace_too_long",
         Error::Tokenizer(_) => "tokenizer",
         Error::Gpu(_) => "gpu",
+        Error::Internal(_) => "internal",
     }
 }
