@@ -222,7 +222,7 @@ export const DEFAULT_CACHE: string;
 /** Deletes a cache of downloaded model files; false when there was none (or no Cache Storage). */
 export function clearCache(name?: string): Promise<boolean>;
 
-/** `segmenter`: 'blank-line' (default), 'newline', 'step-marker', 'chat', or 'regex:<pattern>'. */
+/** `segmenter`: 'auto' (default: "Step k:"/numbered markers, else blank lines, else single lines), 'blank-line', 'newline', 'step-marker', 'chat', or 'regex:<pattern>'. */
 export function segment(text: string, segmenter?: string): SegmentStep[];
 
 /** null for no scores; NaN when a score is NaN or missing (null). */

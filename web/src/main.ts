@@ -239,7 +239,7 @@ function setupGallery(): void {
   for (const ex of EXAMPLES) {
     const use = el('button', { attrs: { type: 'button', 'data-example': ex.id, 'aria-label': `Use this trace: ${ex.title} (${ex.kind})` } }, 'Use this trace');
     use.addEventListener('click', () => {
-      select('segmenter').value = 'blank-line';
+      select('segmenter').value = 'auto';
       updateRegexVisibility();
       setDraft(ex.problem, ex.response);
       activateTab('tab-paste');

@@ -242,7 +242,7 @@ function chatRow(row: Obj): AppTrace {
 }
 
 /** Converts one parsed row; throws RowError naming the field at fault. */
-export function rowToTrace(value: unknown, segmenter = 'blank-line'): AppTrace {
+export function rowToTrace(value: unknown, segmenter = 'auto'): AppTrace {
   if (!isObj(value)) throw new RowError(`expected a JSON object, found ${kind(value)}`);
   const format = detect(value);
   const trace =
@@ -271,7 +271,7 @@ export function rowToTrace(value: unknown, segmenter = 'blank-line'): AppTrace {
 }
 
 /** Reads a file's text: one JSON value (object or array of rows), else JSONL. */
-export function parseTraceFile(text: string, name = 'input', segmenter = 'blank-line'): ParseResult {
+export function parseTraceFile(text: string, name = 'input', segmenter = 'auto'): ParseResult {
   const traces: AppTrace[] = [];
   const errors: string[] = [];
   const trimmed = text.trim();

@@ -19,9 +19,11 @@ pub struct InputArgs {
     #[arg(long, default_value = "auto")]
     pub input_format: InputFormat,
 
-    /// How raw responses are split into steps: blank-line, newline,
-    /// step-marker, chat, or regex:<pattern> (matches are the delimiters).
-    #[arg(long, default_value = "blank-line")]
+    /// How raw responses are split into steps: auto ("Step k:" / numbered
+    /// markers if present, else blank lines, else single lines; the choice is
+    /// reported as `metadata.segmenter`), blank-line, newline, step-marker,
+    /// chat, or regex:<pattern> (matches are the delimiters).
+    #[arg(long, default_value = "auto")]
     pub segmenter: Segmenter,
 
     /// Longest accepted JSONL line, in bytes; longer lines are rejected unread.

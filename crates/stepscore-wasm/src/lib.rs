@@ -379,8 +379,9 @@ impl WasmSession {
 }
 
 /// Splits a response into steps: `[{text, start, end, role?, tool?}]`, with
-/// UTF-16 offsets. `segmenter`: blank-line (default), newline, step-marker,
-/// chat, or `regex:<pattern>`.
+/// UTF-16 offsets. `segmenter`: auto (default: step markers, else blank
+/// lines, else single lines), blank-line, newline, step-marker, chat, or
+/// `regex:<pattern>`.
 #[wasm_bindgen]
 pub fn segment(text: JsValue, segmenter: JsValue) -> JsResult<JsValue> {
     let text = string_arg(&text, "text", Code::InvalidArgument)?;

@@ -7,6 +7,7 @@
 
 pub mod aggregate;
 pub mod answer;
+pub mod catalog;
 pub mod error;
 pub mod format;
 pub mod ggml;

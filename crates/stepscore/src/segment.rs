@@ -21,9 +21,13 @@ use crate::trace::{Span, Step, StepRole, Trace};
 /// How a response is cut into steps.
 #[derive(Debug, Clone, Default)]
 pub enum Segmenter {
+    /// The layout the text itself shows ([`Segmenter::choose`]): step
+    /// markers when at least two lines start with one, else blank-line
+    /// paragraphs when there are at least two, else single lines.
+    #[default]
+    Auto,
     /// Paragraphs: steps are separated by one or more blank (empty or
     /// whitespace-only) lines. The convention of most PRMs ("\n\n").
-    #[default]
     BlankLine,
     /// Every non-blank line is a step.
     Newline,
@@ -43,10 +47,33 @@ pub enum Segmenter {
 }
 
 impl Segmenter {
+    /// The concrete segmenter used for `text`: itself, or for
+    /// [`Segmenter::Auto`] the one the text's layout calls for. A marker
+    /// line counts only at the start of a line, so "Step 1:" inside a
+    /// paragraph leaves the text to the paragraph rule.
+    pub fn choose(&self, text: &str) -> Segmenter {
+        if !matches!(self, Segmenter::Auto) {
+            return self.clone();
+        }
+        let re = step_marker_regex();
+        let markers = lines(text)
+            .filter(|&(s, e)| text.get(s..e).is_some_and(|l| re.is_match(l)))
+            .count();
+        if markers >= 2 {
+            return Segmenter::StepMarker;
+        }
+        if Segmenter::BlankLine.segment(text).len() >= 2 {
+            Segmenter::BlankLine
+        } else {
+            Segmenter::Newline
+        }
+    }
+
     /// The steps of `text`, with spans into `text`.
     pub fn segment(&self, text: &str) -> Vec<Step> {
         let mut steps = Vec::new();
         match self {
+            Segmenter::Auto => return self.choose(text).segment(text),
             Segmenter::BlankLine => {
                 // Runs of non-blank lines; `run` is the byte range of the current run.
                 let mut run: Option<(usize, usize)> = None;
@@ -106,8 +133,10 @@ impl Segmenter {
         steps
     }
 
-    fn name(&self) -> &'static str {
+    /// The name `FromStr` reads (`regex` without its pattern).
+    pub fn name(&self) -> &'static str {
         match self {
+            Segmenter::Auto => "auto",
             Segmenter::BlankLine => "blank-line",
             Segmenter::Newline => "newline",
             Segmenter::StepMarker => "step-marker",
@@ -118,14 +147,21 @@ impl Segmenter {
 }
 
 /// A trace for `problem` whose steps are `response` cut by `seg`; the
-/// response is kept so the step spans have something to point into.
+/// response is kept so the step spans have something to point into, and
+/// the segmenter used (after [`Segmenter::choose`]) is recorded in the
+/// metadata as `segmenter`.
 pub fn segment_response(problem: &str, response: &str, seg: &Segmenter) -> Trace {
-    Trace {
+    let chosen = seg.choose(response);
+    let mut trace = Trace {
         problem: problem.to_string(),
-        steps: seg.segment(response),
+        steps: chosen.segment(response),
         response: Some(response.to_string()),
         ..Default::default()
-    }
+    };
+    trace
+        .metadata
+        .insert("segmenter".into(), chosen.to_string().into());
+    trace
 }
 
 impl fmt::Display for Segmenter {
@@ -147,12 +183,13 @@ impl FromStr for Segmenter {
                 .map_err(|e| Error::InvalidArgument(format!("segmenter `{s}`: bad regex: {e}")));
         }
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "auto" => Ok(Segmenter::Auto),
             "blank-line" | "blankline" | "paragraph" => Ok(Segmenter::BlankLine),
             "newline" | "line" => Ok(Segmenter::Newline),
             "step-marker" | "stepmarker" | "step" => Ok(Segmenter::StepMarker),
             "chat" | "chat-turns" => Ok(Segmenter::ChatTurns),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown segmenter `{s}` (expected one of blank-line, newline, step-marker, regex:<pattern>, chat)"
+                "unknown segmenter `{s}` (expected one of auto, blank-line, newline, step-marker, regex:<pattern>, chat)"
             ))),
         }
     }
@@ -391,6 +428,7 @@ mod tests {
     #[test]
     fn names_parse_and_display() {
         for name in [
+            "auto",
             "blank-line",
             "newline",
             "step-marker",
@@ -406,7 +444,7 @@ mod tests {
         assert!(
             matches!("regex:(".parse::<Segmenter>(), Err(Error::InvalidArgument(m)) if m.contains("bad regex"))
         );
-        assert!(matches!(Segmenter::default(), Segmenter::BlankLine));
+        assert!(matches!(Segmenter::default(), Segmenter::Auto));
     }
 
     #[test]

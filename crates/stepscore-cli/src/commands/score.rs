@@ -7,7 +7,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncation};
 use stepscore::Trace;
 
 use crate::commands::fetch;
@@ -30,7 +30,8 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file or a Hugging Face checkpoint directory.
+    /// A GGUF file, a Hugging Face checkpoint directory, or a catalog name
+    /// (`stepscore fetch --list`); default: the default PRM.
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
@@ -82,10 +83,8 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let path = match &args.model {
-        Some(p) => p.clone(),
-        None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
-    };
+    let choice = fetch::resolve_model(args.model.as_deref())?;
+    let path = choice.path.clone();
     let options = ScorerOptions {
         family: args.family,
         threads: args.threads,
@@ -99,27 +98,26 @@ pub fn run(args: Args) -> Result<(), Failure> {
         backend: args.backend,
     };
     let started = Instant::now();
-    let default_head = args.model.is_none()
-        && args.head.is_none()
-        && matches!(args.family, None | Some(Family::ValueHead));
-    let scorer = match &args.head {
-        Some(head) => Scorer::open_with_head(&path, head, &options),
-        None if default_head => HeadFile::default_head()
-            .and_then(|head| Scorer::open_with_head_file(&path, &head, &options)),
-        None => Scorer::open(&path, &options),
+    // A catalog PRM's built-in head applies unless another head or a family
+    // that reads no value head (e.g. `--family confidence`) is asked for.
+    let builtin_head = choice
+        .head
+        .as_ref()
+        .filter(|_| args.head.is_none() && matches!(args.family, None | Some(Family::ValueHead)));
+    let scorer = match (&args.head, builtin_head) {
+        (Some(head), _) => Scorer::open_with_head(&path, head, &options),
+        (None, Some(head)) => Scorer::open_with_head_file(&path, head, &options),
+        (None, None) => Scorer::open(&path, &options),
     }
     .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
-    let head_note = match (&args.head, default_head) {
+    let head_note = match (&args.head, builtin_head) {
         (Some(h), _) => format!(" + head {}", h.display()),
-        (None, true) => format!(
-            " + built-in head {}",
-            stepscore::prm::head_file::DEFAULT_HEAD_NAME
-        ),
-        (None, false) => String::new(),
+        (None, Some(h)) => format!(" + built-in head {}", h.name()),
+        (None, None) => String::new(),
     };
     eprintln!(
         "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-        path.display(),
+        choice.label,
         scorer.family(),
         scorer.model().config().n_layers,
         scorer.model().config().hidden_size,

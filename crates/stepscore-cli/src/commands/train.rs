@@ -97,10 +97,8 @@ mod with_trainer {
     const HOLD_OUT: usize = 10;
 
     pub fn run(args: Args) -> Result<(), Failure> {
-        let model = match &args.model {
-            Some(p) => p.clone(),
-            None => fetch::ensure(&fetch::SMOLLM2_135M_Q4_1, &fetch::cache_dir(None)?, false)?,
-        };
+        // A catalog PRM name trains on its backbone (its built-in head is not used).
+        let model = fetch::resolve_model(args.model.as_deref())?.path;
         let options = ScorerOptions {
             family: Some(Family::ValueHead),
             threads: args.threads,

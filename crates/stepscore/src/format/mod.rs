@@ -12,16 +12,9 @@ pub use storage::ModelBytes;
 /// File name of the SmolLM2-135M-Instruct Q4_1 checkpoint in the cache.
 pub const SMOLLM2_GGUF_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// The directory stepscore caches model files in:
-/// `$XDG_CACHE_HOME/stepscore` when `XDG_CACHE_HOME` is set and non-empty,
-/// otherwise `$HOME/.cache/stepscore`. `None` when neither variable is set
-/// (e.g. in wasm, where there is no file system to cache in).
+/// The directory stepscore caches model files in; see [`crate::catalog::cache_dir`].
 pub fn default_cache_dir() -> Option<PathBuf> {
-    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
-        return Some(PathBuf::from(xdg).join("stepscore"));
-    }
-    non_empty("HOME").map(|home| PathBuf::from(home).join(".cache").join("stepscore"))
+    crate::catalog::cache_dir()
 }
 
 /// Where the SmolLM2 GGUF is expected: `$STEPSCORE_SMOLLM2_GGUF` when set,

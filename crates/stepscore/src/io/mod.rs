@@ -132,7 +132,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         ReadOptions {
             format: InputFormat::Auto,
-            segmenter: Segmenter::BlankLine,
+            segmenter: Segmenter::Auto,
             max_line_bytes: 16 << 20,
             max_document_bytes: 256 << 20,
             source_name: DEFAULT_SOURCE.to_string(),

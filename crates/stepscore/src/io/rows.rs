@@ -363,17 +363,23 @@ fn raw_row(row: &mut Map<String, Value>, seg: &Segmenter) -> RowResult<Trace> {
         .unwrap_or("problem");
     let problem = take_string(row, key)?;
     let response = take_string(row, "response")?;
-    let steps = seg.segment(&response);
+    let chosen = seg.choose(&response);
+    let steps = chosen.segment(&response);
     if steps.is_empty() {
         return Err(RowError::at(
             "response",
-            format!("the {seg} segmenter found no steps in it"),
+            format!("the {chosen} segmenter found no steps in it"),
         ));
     }
-    Ok(Trace {
+    let mut trace = Trace {
         problem,
         response: Some(response),
         steps,
         ..Default::default()
-    })
+    };
+    // Which rule cut the response (`auto` picks one per response).
+    trace
+        .metadata
+        .insert("segmenter".into(), chosen.to_string().into());
+    Ok(trace)
 }

