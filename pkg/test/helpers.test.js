@@ -15,7 +15,7 @@ const throwsCode = (fn, code, pattern) =>
 test('segment splits on blank lines with UTF-16 spans', () => {
   // "é" is one UTF-16 unit, "𝑥" two (a surrogate pair): spans must count units.
   const text = 'Step 1: é = 1\n\n  Step 2: 𝑥 + 1 = 2  \n\n\nSo ✓';
-  const steps = segment(text);
+  const steps = segment(text, 'blank-line');
   assert.deepEqual(
     steps.map((s) => s.text),
     ['Step 1: é = 1', 'Step 2: 𝑥 + 1 = 2', 'So ✓'],
@@ -25,6 +25,13 @@ test('segment splits on blank lines with UTF-16 spans', () => {
   // 'Step 2: ' (8) + '𝑥' (2) + ' + 1 = 2' (8) = 18 units long.
   assert.deepEqual([steps[1].start, steps[1].end], [17, 35]);
   assert.deepEqual(segment(text, 'newline').length, 3);
+  // The default, auto, follows the two "Step k:" markers: "So ✓" joins step 2.
+  assert.deepEqual(
+    segment(text).map((s) => s.text),
+    ['Step 1: é = 1', 'Step 2: 𝑥 + 1 = 2  \n\n\nSo ✓'],
+  );
+  assert.deepEqual(segment('a\n\nb').map((s) => s.text), ['a', 'b']);
+  assert.deepEqual(segment('a\nb').map((s) => s.text), ['a', 'b']);
   assert.deepEqual(segment('a; b;c', 'regex:;\\s*').map((s) => s.text), ['a', 'b', 'c']);
   const chat = segment('User: 2+2?\nAssistant: 4\nTool result (calc): 4', 'chat');
   assert.deepEqual(chat.map((s) => [s.role, s.tool ?? null, s.text]), [

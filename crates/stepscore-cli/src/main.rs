@@ -17,7 +17,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use commands::{aggregate, bench, doctor, eval, features, fetch, score, segment, select, train};
+use commands::{
+    aggregate, bench, doctor, eval, features, fetch, score, segment, select, serve, train,
+};
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +61,8 @@ enum Command {
     Bench(bench::Args),
     /// List the GPU adapters (features, limits) and what `--backend auto` would use.
     Doctor(doctor::Args),
+    /// Serve rewards over HTTP for RL trainers (OpenRLHF's /get_reward and per-step scores).
+    Serve(serve::Args),
 }
 
 /// What ended a command early.
@@ -201,6 +205,7 @@ fn main() -> ExitCode {
         Command::Features(args) => features::run(args),
         Command::Doctor(args) => doctor::run(args),
         Command::Train(args) => train::run(args),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

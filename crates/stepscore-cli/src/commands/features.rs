@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation};
+use stepscore::prm::{
+    DigitConfidence, Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation,
+};
 
 use crate::commands::fetch;
 use crate::input::{finish, for_each_record, report_error, InputArgs};
@@ -19,7 +21,8 @@ use crate::Failure;
 #[command(
     after_help = "Output: one JSON line per trace, {id, label, split, generator, group, \
     features: [[f32; hidden] per scored step], confidence: [{tokens, mean_logprob, min_logprob, \
-    mean_entropy}] (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
+    mean_entropy}] and digit_confidence: [{tokens, min_logprob, mean_logprob}] of the step's digit \
+    tokens (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
     first-error index (-1: all correct; absent when the row has no labels). Features are the \
     final-normed hidden states at the positions the family's head reads (value-head: each step's \
     \"\\n\"); the head's own tensors are not needed. With --layer L they are layer L's: the \
@@ -90,6 +93,8 @@ struct Record<'a> {
     features: &'a [Vec<f32>],
     #[serde(skip_serializing_if = "Option::is_none")]
     confidence: Option<&'a [StepConfidence]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digit_confidence: Option<&'a [DigitConfidence]>,
     tokens: usize,
     truncated_steps: usize,
 }
@@ -185,6 +190,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 group: trace.meta_str("group"),
                 features: &f.hidden,
                 confidence: f.confidence.as_deref(),
+                digit_confidence: f.digit_confidence.as_deref(),
                 tokens: f.tokens,
                 truncated_steps: f.truncated_steps,
             },

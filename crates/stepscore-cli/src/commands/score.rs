@@ -1,7 +1,7 @@
 //! `stepscore score`: run a PRM over traces and write per-step scores.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -84,25 +84,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    // GGUF files (the default model included) are already quantized: the
-    // flag would be ignored, so it is refused before anything is loaded.
-    if let Some(q) = args.quantize {
-        if !args.model.as_deref().is_some_and(std::path::Path::is_dir) {
-            let which = args
-                .model
-                .as_ref()
-                .map_or("the default model".to_string(), |m| m.display().to_string());
-            // Every catalog model is one GGUF file too.
-            return Err(Failure::Usage(format!(
-                "--quantize {}: load-time quantization applies to Hugging Face checkpoint \
-                 directories; {which} is a GGUF file, which keeps the tensor types it was \
-                 written with",
-                q.name()
-            )));
-        }
-    }
-    let choice = fetch::resolve_model(args.model.as_deref())?;
-    let path = choice.path.clone();
     let options = ScorerOptions {
         family: args.family,
         threads: args.threads,
@@ -115,34 +96,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         quantize: args.quantize,
         backend: args.backend,
     };
-    let started = Instant::now();
-    // A catalog PRM's built-in head applies unless another head or a family
-    // that reads no value head (e.g. `--family confidence`) is asked for.
-    let builtin_head = choice
-        .head
-        .as_ref()
-        .filter(|_| args.head.is_none() && matches!(args.family, None | Some(Family::ValueHead)));
-    let scorer = match (&args.head, builtin_head) {
-        (Some(head), _) => Scorer::open_with_head(&path, head, &options),
-        (None, Some(head)) => Scorer::open_with_head_file(&path, head, &options),
-        (None, None) => Scorer::open(&path, &options),
-    }
-    .map_err(|e| Failure::during("cannot load model", e))?;
-    crate::options::max_tokens_fit(args.max_tokens, &scorer)?;
-    let head_note = match (&args.head, builtin_head) {
-        (Some(h), _) => format!(" + head {}", h.display()),
-        (None, Some(h)) => format!(" + built-in head {}", h.name()),
-        (None, None) => String::new(),
-    };
-    eprintln!(
-        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-        choice.label,
-        scorer.family(),
-        scorer.model().config().n_layers,
-        scorer.model().config().hidden_size,
-        started.elapsed().as_secs_f64()
-    );
-    eprintln!("stepscore: engine {}", scorer.backend_report());
+    let scorer = open_scorer(args.model.as_deref(), args.head.as_deref(), &options)?;
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();
@@ -194,6 +148,62 @@ pub fn run(args: Args) -> Result<(), Failure> {
         tokens as f64 / secs.max(1e-9)
     );
     finish(bad + failed)
+}
+
+/// Loads the PRM a command names: `model` (a path, a catalog name, or by
+/// default the default PRM; fetched when not cached) with `head` (default:
+/// a catalog PRM's built-in head). Reports what was loaded and on which
+/// engine on stderr.
+pub fn open_scorer(
+    model: Option<&Path>,
+    head: Option<&Path>,
+    options: &ScorerOptions,
+) -> Result<Scorer, Failure> {
+    // GGUF files (the default model included) are already quantized: the
+    // flag would be ignored, so it is refused before anything is loaded.
+    if let Some(q) = options.quantize {
+        if !model.is_some_and(Path::is_dir) {
+            let which = model.map_or("the default model".to_string(), |m| m.display().to_string());
+            // Every catalog model is one GGUF file too.
+            return Err(Failure::Usage(format!(
+                "--quantize {}: load-time quantization applies to Hugging Face checkpoint \
+                 directories; {which} is a GGUF file, which keeps the tensor types it was \
+                 written with",
+                q.name()
+            )));
+        }
+    }
+    let choice = fetch::resolve_model(model)?;
+    let path = choice.path.clone();
+    let started = Instant::now();
+    // A catalog PRM's built-in head applies unless another head or a family
+    // that reads no value head (e.g. `--family confidence`) is asked for.
+    let builtin_head = choice
+        .head
+        .as_ref()
+        .filter(|_| head.is_none() && matches!(options.family, None | Some(Family::ValueHead)));
+    let scorer = match (head, builtin_head) {
+        (Some(head), _) => Scorer::open_with_head(&path, head, options),
+        (None, Some(head)) => Scorer::open_with_head_file(&path, head, options),
+        (None, None) => Scorer::open(&path, options),
+    }
+    .map_err(|e| Failure::during("cannot load model", e))?;
+    crate::options::max_tokens_fit(options.max_tokens, &scorer)?;
+    let head_note = match (head, builtin_head) {
+        (Some(h), _) => format!(" + head {}", h.display()),
+        (None, Some(h)) => format!(" + built-in head {}", h.name()),
+        (None, None) => String::new(),
+    };
+    eprintln!(
+        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
+        choice.label,
+        scorer.family(),
+        scorer.model().config().n_layers,
+        scorer.model().config().hidden_size,
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("stepscore: engine {}", scorer.backend_report());
+    Ok(scorer)
 }
 
 /// Writes the scores into the trace, and what produced them into its metadata.
@@ -296,7 +306,7 @@ fn write_table(
     Ok(())
 }
 
-fn parse_quant(s: &str) -> Result<GgmlType, String> {
+pub fn parse_quant(s: &str) -> Result<GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {
         "q8_0" | "q8" => Ok(GgmlType::Q8_0),
         "q4_0" | "q4" => Ok(GgmlType::Q4_0),

@@ -244,22 +244,6 @@ pub(crate) fn record_token_stats(
     )
 }
 
-/// (cos, sin) of every (token, frequency) pair for positions
-/// `start..start + n`, token-major and interleaved, computed in f64 and
-/// rounded exactly as the CPU engine's tables.
-pub fn rope_table(inv_freq: &[f64], start: usize, n: usize) -> Vec<f32> {
-    let mut out = Vec::with_capacity(n * inv_freq.len() * 2);
-    for t in 0..n {
-        let pos = (start + t) as f64;
-        for f in inv_freq {
-            let (s, c) = (pos * f).sin_cos();
-            out.push(c as f32);
-            out.push(s as f32);
-        }
-    }
-    out
-}
-
 /// RMSNorm of `x` (rows of `w.len()` values) with gain `w`.
 pub fn rms_norm(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor> {
     let cols = w.len();
@@ -309,7 +293,7 @@ pub fn rope(
         shape.base + (shape.n_tokens - 1) * shape.row_stride + shape.n_heads * shape.head_dim;
     check_len(x, last, "rope")?;
     let mut b = Batch::new(ctx, "rope");
-    let cs = b.upload(bytemuck::cast_slice(&rope_table(
+    let cs = b.upload(bytemuck::cast_slice(&crate::model::decoder::rope_table(
         inv_freq,
         start,
         shape.n_tokens,

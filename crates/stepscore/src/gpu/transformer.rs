@@ -20,32 +20,11 @@ use super::ops::{self, AttentionShape, RopeShape};
 use super::pool::{PooledBuffer, Usage};
 use super::tensor::GpuTensor;
 use crate::error::{Error, Result};
-use crate::model::{Hidden, LmHead, ModelConfig, RopeStyle, States, Taps, Transformer};
+use crate::model::decoder::{self, Act, DecoderPass, Weights};
+use crate::model::{Hidden, ModelConfig, RopeStyle, States, Taps, Transformer};
 
 /// Ids of uploads, so a cache is never used with another model or device.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-struct GpuLayer {
-    attn_norm: GpuTensor,
-    q: GpuMatrix,
-    k: GpuMatrix,
-    v: GpuMatrix,
-    o: GpuMatrix,
-    q_bias: Option<GpuTensor>,
-    k_bias: Option<GpuTensor>,
-    v_bias: Option<GpuTensor>,
-    o_bias: Option<GpuTensor>,
-    mlp_norm: GpuTensor,
-    gate: GpuMatrix,
-    up: GpuMatrix,
-    down: GpuMatrix,
-}
-
-enum GpuLmHead {
-    Tied,
-    Separate(GpuMatrix),
-    Absent,
-}
 
 /// A decoder uploaded to a device.
 pub struct GpuTransformer {
@@ -54,10 +33,7 @@ pub struct GpuTransformer {
     config: ModelConfig,
     rope_style: RopeStyle,
     inv_freq: Vec<f64>,
-    embed: GpuMatrix,
-    layers: Vec<GpuLayer>,
-    norm: GpuTensor,
-    lm_head: GpuLmHead,
+    w: Weights<GpuMatrix, GpuTensor>,
 }
 
 /// Final-normed hidden states left on the device (token-major rows).
@@ -163,14 +139,6 @@ impl GpuKvCache {
     }
 }
 
-fn upload_vec(ctx: &GpuContext, v: &[f32]) -> Result<GpuTensor> {
-    GpuTensor::from_slice(ctx, v)
-}
-
-fn upload_opt(ctx: &GpuContext, v: Option<&Vec<f32>>) -> Result<Option<GpuTensor>> {
-    v.map(|v| upload_vec(ctx, v)).transpose()
-}
-
 fn named<T>(r: Result<T>, what: &str) -> Result<T> {
     r.map_err(|e| match e {
         Error::Gpu(m) => Error::Gpu(format!("{what}: {m}")),
@@ -182,34 +150,7 @@ impl GpuTransformer {
     /// Uploads every weight of `model` (once; calls only allocate pooled
     /// activations).
     pub fn upload(ctx: Arc<GpuContext>, model: &Transformer) -> Result<GpuTransformer> {
-        let c = &ctx;
         let config = model.config().clone();
-        let embed = named(GpuMatrix::upload(c, model.embed()), "embed_tokens")?;
-        let mut layers = Vec::with_capacity(model.layers().len());
-        for (i, l) in model.layers().iter().enumerate() {
-            let m = |x, what: &str| named(GpuMatrix::upload(c, x), &format!("layer {i} {what}"));
-            layers.push(GpuLayer {
-                attn_norm: upload_vec(c, &l.attn_norm)?,
-                q: m(&l.q, "q_proj")?,
-                k: m(&l.k, "k_proj")?,
-                v: m(&l.v, "v_proj")?,
-                o: m(&l.o, "o_proj")?,
-                q_bias: upload_opt(c, l.q_bias.as_ref())?,
-                k_bias: upload_opt(c, l.k_bias.as_ref())?,
-                v_bias: upload_opt(c, l.v_bias.as_ref())?,
-                o_bias: upload_opt(c, l.o_bias.as_ref())?,
-                mlp_norm: upload_vec(c, &l.mlp_norm)?,
-                gate: m(&l.gate, "gate_proj")?,
-                up: m(&l.up, "up_proj")?,
-                down: m(&l.down, "down_proj")?,
-            });
-        }
-        let norm = upload_vec(c, model.final_norm())?;
-        let lm_head = match model.lm_head() {
-            LmHead::Tied => GpuLmHead::Tied,
-            LmHead::Separate(m) => GpuLmHead::Separate(named(GpuMatrix::upload(c, m), "lm_head")?),
-            LmHead::Absent => GpuLmHead::Absent,
-        };
         if config.head_dim > ops::MAX_HEAD_DIM {
             return Err(Error::Gpu(format!(
                 "head_dim {} is over the attention kernel's {}",
@@ -217,16 +158,17 @@ impl GpuTransformer {
                 ops::MAX_HEAD_DIM
             )));
         }
+        let w = model.weights().map(
+            |m, what| named(GpuMatrix::upload(&ctx, m), what),
+            |v| GpuTensor::from_slice(&ctx, v),
+        )?;
         ctx.check()?;
         Ok(GpuTransformer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             inv_freq: model.inv_freq().to_vec(),
             rope_style: model.rope_style(),
             config,
-            embed,
-            layers,
-            norm,
-            lm_head,
+            w,
             ctx,
         })
     }
@@ -241,11 +183,7 @@ impl GpuTransformer {
 
     /// The vocabulary projection (the embedding when tied), if any.
     pub fn lm_head(&self) -> Option<&GpuMatrix> {
-        match &self.lm_head {
-            GpuLmHead::Tied => Some(&self.embed),
-            GpuLmHead::Separate(m) => Some(m),
-            GpuLmHead::Absent => None,
-        }
+        self.w.vocab_projection()
     }
 
     /// An empty cache for this model (buffers come with the first forward).
@@ -264,7 +202,7 @@ impl GpuTransformer {
     /// forward that fails later leaves the cache intact).
     fn reserve(&self, cache: &mut GpuKvCache, need: usize) -> Result<()> {
         let shared = Arc::strong_count(&cache.layers) > 1;
-        if need <= cache.cap && !shared && cache.layers.len() == self.layers.len() {
+        if need <= cache.cap && !shared && cache.layers.len() == self.w.layers.len() {
             return Ok(());
         }
         let cap = if need <= cache.cap {
@@ -284,8 +222,8 @@ impl GpuTransformer {
         }
         let keep_bytes = cache.len as u64 * row_bytes;
         let mut b = Batch::new(&self.ctx, "kv cache");
-        let mut fresh = Vec::with_capacity(self.layers.len());
-        for i in 0..self.layers.len() {
+        let mut fresh = Vec::with_capacity(self.w.layers.len());
+        for i in 0..self.w.layers.len() {
             let k = self.ctx.pool.acquire(Usage::Storage, bytes.max(4))?;
             let v = self.ctx.pool.acquire(Usage::Storage, bytes.max(4))?;
             if let Some((ok, ov)) = cache.layers.get(i) {
@@ -318,12 +256,6 @@ impl GpuTransformer {
         tap: Option<usize>,
     ) -> Result<Taps<GpuHidden>> {
         let c = &self.config;
-        if let Some(l) = tap.filter(|&l| l > c.n_layers) {
-            return Err(Error::InvalidArgument(format!(
-                "layer {l} does not exist: the model has {} layers (0 is the embeddings)",
-                c.n_layers
-            )));
-        }
         let mut scratch;
         let cache = match cache {
             Some(cache) => cache,
@@ -337,42 +269,25 @@ impl GpuTransformer {
                 "GPU KV cache was made for a different model or device".into(),
             ));
         }
-        if let Some((i, &t)) = tokens
-            .iter()
-            .enumerate()
-            .find(|(_, &t)| t as usize >= c.vocab_size)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "token id {t} at position {i} is out of range for vocabulary size {}",
-                c.vocab_size
-            )));
-        }
         let n = tokens.len();
         let start = cache.len;
-        let total = start.saturating_add(n);
-        if total > c.max_position_embeddings {
-            return Err(Error::InvalidArgument(format!(
-                "sequence of {total} tokens exceeds max_position_embeddings {}",
-                c.max_position_embeddings
-            )));
-        }
+        let total = decoder::check_input(c, tokens, start, tap)?;
         let max_groups = self.ctx.limits().max_compute_workgroups_per_dimension as usize;
         if n > max_groups {
             return Err(Error::InvalidArgument(format!(
                 "{n} tokens in one forward is over the adapter's {max_groups} workgroups per dimension; run them in pieces with a cache"
             )));
         }
-        let (h, qd, kvd, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-        let x = GpuTensor::uninit(&self.ctx, n * h)?;
-        let xn = GpuTensor::uninit(&self.ctx, n * h)?;
+        let (h, qd, ff) = (c.hidden_size, c.q_dim(), c.intermediate_size);
+        let ctx = &*self.ctx;
         let hidden = |t| GpuHidden {
             t,
             n_tokens: n,
             width: h,
         };
-        let tapped = tap
-            .map(|_| GpuTensor::uninit(&self.ctx, n * h))
-            .transpose()?;
+        let x = GpuTensor::uninit(ctx, n * h)?;
+        let xn = GpuTensor::uninit(ctx, n * h)?;
+        let tapped = tap.map(|_| GpuTensor::uninit(ctx, n * h)).transpose()?;
         if n == 0 {
             return Ok(Taps {
                 last: hidden(xn),
@@ -380,22 +295,20 @@ impl GpuTransformer {
             });
         }
         self.reserve(cache, total)?;
-        let ctx = &*self.ctx;
         let mut b = Batch::new(ctx, "forward");
         // Uploads first: their writes land before every recorded command.
         let ids = b.upload(bytemuck::cast_slice(tokens))?;
-        let cs = b.upload(bytemuck::cast_slice(&ops::rope_table(
+        let rope = b.upload(bytemuck::cast_slice(&decoder::rope_table(
             &self.inv_freq,
             start,
             n,
         )))?;
-
         let q = GpuTensor::uninit(ctx, n * qd)?;
         let attn = GpuTensor::uninit(ctx, n * qd)?;
         let proj = GpuTensor::uninit(ctx, n * h)?;
         let gate = GpuTensor::uninit(ctx, n * ff)?;
         let up = GpuTensor::uninit(ctx, n * ff)?;
-        let (xb, xnb, qb, ab, pb, gb, ub) = (
+        let bufs = [
             x.buf.buffer()?,
             xn.buf.buffer()?,
             q.buf.buffer()?,
@@ -403,79 +316,36 @@ impl GpuTransformer {
             proj.buf.buffer()?,
             gate.buf.buffer()?,
             up.buf.buffer()?,
-        );
-        let eps = c.rms_norm_eps;
-        let base = start * kvd;
-        let norm = self.norm.buf.buffer()?;
-        let tb = tapped.as_ref().map(|t| t.buf.buffer()).transpose()?;
-        self.embed.record_gather(&mut b, &ids, xb, n)?;
-        if let (Some(0), Some(tb)) = (tap, tb) {
-            ops::record_rms_norm(&mut b, xb, norm, tb, eps, h, n)?;
-        }
-        for (li, l) in self.layers.iter().enumerate() {
-            let (ck, cv) = match cache.layers.get(li) {
-                Some((k, v)) => (k.buffer()?, v.buffer()?),
-                None => return Err(Error::Gpu("KV cache has too few layers".into())),
-            };
-            ops::record_rms_norm(&mut b, xb, l.attn_norm.buf.buffer()?, xnb, eps, h, n)?;
-            l.q.record(&mut b, whole(xnb), qb, 0, n)?;
-            l.k.record(&mut b, whole(xnb), ck, base, n)?;
-            l.v.record(&mut b, whole(xnb), cv, base, n)?;
-            if let Some(bias) = &l.q_bias {
-                ops::record_bias_add(&mut b, qb, bias.buf.buffer()?, qd, n, qd, 0, false)?;
-            }
-            if let Some(bias) = &l.k_bias {
-                ops::record_bias_add(&mut b, ck, bias.buf.buffer()?, kvd, n, kvd, base, false)?;
-            }
-            if let Some(bias) = &l.v_bias {
-                ops::record_bias_add(&mut b, cv, bias.buf.buffer()?, kvd, n, kvd, base, false)?;
-            }
-            let rope = |heads: usize, stride: usize, at: usize| RopeShape {
-                n_tokens: n,
-                n_heads: heads,
-                head_dim: c.head_dim,
-                row_stride: stride,
-                base: at,
-                style: self.rope_style,
-            };
-            ops::record_rope(&mut b, qb, &cs, &rope(c.n_heads, qd, 0))?;
-            ops::record_rope(&mut b, ck, &cs, &rope(c.n_kv_heads, kvd, base))?;
-            ops::record_attention(
-                &mut b,
-                qb,
-                ck,
-                cv,
-                ab,
-                &AttentionShape {
-                    n_tokens: n,
-                    start,
-                    n_heads: c.n_heads,
-                    n_kv_heads: c.n_kv_heads,
-                    head_dim: c.head_dim,
-                    sliding_window: c.sliding_window,
-                },
-            )?;
-            l.o.record(&mut b, whole(ab), pb, 0, n)?;
-            if let Some(bias) = &l.o_bias {
-                ops::record_bias_add(&mut b, pb, bias.buf.buffer()?, h, n, h, 0, false)?;
-            }
-            ops::record_add(&mut b, xb, pb, n * h)?;
-            ops::record_rms_norm(&mut b, xb, l.mlp_norm.buf.buffer()?, xnb, eps, h, n)?;
-            l.gate.record(&mut b, whole(xnb), gb, 0, n)?;
-            l.up.record(&mut b, whole(xnb), ub, 0, n)?;
-            ops::record_swiglu(&mut b, gb, ub, n * ff)?;
-            l.down.record(&mut b, whole(gb), pb, 0, n)?;
-            ops::record_add(&mut b, xb, pb, n * h)?;
-            if let Some(tb) = tb.filter(|_| tap == Some(li + 1)) {
-                ops::record_rms_norm(&mut b, xb, norm, tb, eps, h, n)?;
-            }
-        }
-        ops::record_rms_norm(&mut b, xb, norm, xnb, eps, h, n)?;
-        b.submit()?;
+        ];
+        self.w.embed.record_gather(&mut b, &ids, bufs[0], n)?;
+        let mut pass = GpuPass {
+            model: self,
+            b,
+            cache,
+            bufs,
+            rope,
+            tap: tapped.as_ref().map(|t| t.buf.buffer()).transpose()?,
+            start,
+            n,
+            kv: None,
+        };
+        decoder::run(&mut pass, &self.w, tap)?;
+        pass.b.submit()?;
         cache.len = total;
+        let layer = match tap {
+            Some(l) if l == self.w.layers.len() => {
+                // The final states are the tapped layer's: copy them.
+                let t = GpuTensor::uninit(ctx, n * h)?;
+                let mut b = Batch::new(ctx, "tap");
+                b.copy(xn.buf.buffer()?, 0, t.buf.buffer()?, 0, (n * h * 4) as u64);
+                b.submit()?;
+                Some(hidden(t))
+            }
+            _ => tapped.map(hidden),
+        };
         Ok(Taps {
             last: hidden(xn),
-            layer: tapped.map(hidden),
+            layer,
         })
     }
 
@@ -505,5 +375,170 @@ impl GpuTransformer {
             )
         })?;
         head.matmul(&self.ctx, &hidden.t, hidden.n_tokens)
+    }
+}
+
+/// One forward pass being recorded: the activations' buffers (keys and
+/// values are written straight into the cache at their positions) and the
+/// batch every step of the decoder is recorded into.
+struct GpuPass<'a> {
+    model: &'a GpuTransformer,
+    b: Batch<'a>,
+    cache: &'a GpuKvCache,
+    /// X, Xn, Q, Attn, Proj, Gate, Up.
+    bufs: [&'a wgpu::Buffer; 7],
+    rope: wgpu::Buffer,
+    tap: Option<&'a wgpu::Buffer>,
+    start: usize,
+    n: usize,
+    /// The current block's cache buffers (keys, values).
+    kv: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer)>,
+}
+
+impl<'a> GpuPass<'a> {
+    /// The buffer of `a` and the first element the pass writes there.
+    fn buf(&self, a: Act) -> Result<(&'a wgpu::Buffer, usize)> {
+        let kv_base = self.start * self.model.config.kv_dim();
+        let kv = || {
+            self.kv
+                .ok_or_else(|| Error::Gpu("keys used before a block began".into()))
+        };
+        let i = match a {
+            Act::X => 0,
+            Act::Xn => 1,
+            Act::Q => 2,
+            Act::Attn => 3,
+            Act::Proj => 4,
+            Act::Gate => 5,
+            Act::Up => 6,
+            Act::K => return Ok((kv()?.0, kv_base)),
+            Act::V => return Ok((kv()?.1, kv_base)),
+        };
+        Ok((self.bufs[i], 0))
+    }
+}
+
+impl<'a> DecoderPass for GpuPass<'a> {
+    type M = GpuMatrix;
+    type V = GpuTensor;
+
+    fn begin_block(&mut self, layer: usize) -> Result<()> {
+        let cache: &'a GpuKvCache = self.cache;
+        self.kv = match cache.layers.get(layer) {
+            Some((k, v)) => Some((k.buffer()?, v.buffer()?)),
+            None => return Err(Error::Gpu("KV cache has too few layers".into())),
+        };
+        Ok(())
+    }
+
+    fn rms_norm(&mut self, src: Act, w: &GpuTensor, dst: Act) -> Result<()> {
+        let (src, _) = self.buf(src)?;
+        let (dst, _) = self.buf(dst)?;
+        let c = &self.model.config;
+        ops::record_rms_norm(
+            &mut self.b,
+            src,
+            w.buf.buffer()?,
+            dst,
+            c.rms_norm_eps,
+            c.hidden_size,
+            self.n,
+        )
+    }
+
+    fn matmul(&mut self, w: &GpuMatrix, src: Act, dst: Act) -> Result<()> {
+        let (src, _) = self.buf(src)?;
+        let (dst, at) = self.buf(dst)?;
+        w.record(&mut self.b, whole(src), dst, at, self.n)
+    }
+
+    fn add_bias(&mut self, dst: Act, bias: &GpuTensor) -> Result<()> {
+        let (dst, at) = self.buf(dst)?;
+        let len = bias.len();
+        ops::record_bias_add(
+            &mut self.b,
+            dst,
+            bias.buf.buffer()?,
+            len,
+            self.n,
+            len,
+            at,
+            false,
+        )
+    }
+
+    fn rope(&mut self, dst: Act) -> Result<()> {
+        let c = &self.model.config;
+        let (heads, stride) = if dst == Act::Q {
+            (c.n_heads, c.q_dim())
+        } else {
+            (c.n_kv_heads, c.kv_dim())
+        };
+        let (buf, at) = self.buf(dst)?;
+        let shape = RopeShape {
+            n_tokens: self.n,
+            n_heads: heads,
+            head_dim: c.head_dim,
+            row_stride: stride,
+            base: at,
+            style: self.model.rope_style,
+        };
+        ops::record_rope(&mut self.b, buf, &self.rope, &shape)
+    }
+
+    fn attention(&mut self) -> Result<()> {
+        let c = &self.model.config;
+        let (q, _) = self.buf(Act::Q)?;
+        let (k, _) = self.buf(Act::K)?;
+        let (v, _) = self.buf(Act::V)?;
+        let (out, _) = self.buf(Act::Attn)?;
+        let shape = AttentionShape {
+            n_tokens: self.n,
+            start: self.start,
+            n_heads: c.n_heads,
+            n_kv_heads: c.n_kv_heads,
+            head_dim: c.head_dim,
+            sliding_window: c.sliding_window,
+        };
+        ops::record_attention(&mut self.b, q, k, v, out, &shape)
+    }
+
+    fn add(&mut self, dst: Act, src: Act) -> Result<()> {
+        let (dst, _) = self.buf(dst)?;
+        let (src, _) = self.buf(src)?;
+        ops::record_add(
+            &mut self.b,
+            dst,
+            src,
+            self.n * self.model.config.hidden_size,
+        )
+    }
+
+    fn swiglu(&mut self) -> Result<()> {
+        let (g, _) = self.buf(Act::Gate)?;
+        let (u, _) = self.buf(Act::Up)?;
+        ops::record_swiglu(
+            &mut self.b,
+            g,
+            u,
+            self.n * self.model.config.intermediate_size,
+        )
+    }
+
+    fn tap(&mut self, w: &GpuTensor) -> Result<()> {
+        let out = self
+            .tap
+            .ok_or_else(|| Error::Gpu("a layer tap without its buffer".into()))?;
+        let (x, _) = self.buf(Act::X)?;
+        let c = &self.model.config;
+        ops::record_rms_norm(
+            &mut self.b,
+            x,
+            w.buf.buffer()?,
+            out,
+            c.rms_norm_eps,
+            c.hidden_size,
+            self.n,
+        )
     }
 }

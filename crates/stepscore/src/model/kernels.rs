@@ -10,7 +10,7 @@
 use std::ops::Range;
 
 use super::matrix::Matrix;
-use super::transformer::{Hidden, LmHead, Transformer};
+use super::transformer::{Hidden, Transformer};
 use crate::error::{Error, Result};
 
 /// Hidden states an engine holds, on the host or on a device (token-major).
@@ -198,12 +198,10 @@ impl Kernels for Transformer {
 impl Transformer {
     /// The vocabulary projection: the embedding when tied.
     pub(crate) fn vocab_projection(&self) -> Result<&Matrix> {
-        match self.lm_head() {
-            LmHead::Tied => Ok(self.embed()),
-            LmHead::Separate(m) => Ok(m),
-            LmHead::Absent => Err(Error::InvalidArgument(
+        self.weights().vocab_projection().ok_or_else(|| {
+            Error::InvalidArgument(
                 "this checkpoint has no lm_head; only hidden states are available".into(),
-            )),
-        }
+            )
+        })
     }
 }

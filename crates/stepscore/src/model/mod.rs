@@ -3,6 +3,7 @@
 //! the same [`Transformer`] from its own tensors).
 
 pub mod config;
+pub mod decoder;
 pub mod gguf;
 pub mod hf;
 pub mod kernels;
@@ -10,6 +11,7 @@ pub mod matrix;
 pub mod transformer;
 
 pub use config::{Arch, ModelConfig, RopeScaling};
+pub use decoder::{Block, VocabHead, Weights};
 pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};
 pub use kernels::{Kernels, Linear, States, Taps, TokenStat};

@@ -5,6 +5,7 @@
 //! because score-head PRMs never need it.
 
 use super::config::ModelConfig;
+use super::decoder::{self, Act, Block, DecoderPass, VocabHead, Weights};
 use super::kernels::Taps;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
@@ -21,34 +22,11 @@ pub enum RopeStyle {
     AdjacentPairs,
 }
 
-/// One decoder block's weights. Vectors are per-channel (norm gains, biases).
-#[derive(Debug, Clone)]
-pub struct Layer {
-    pub attn_norm: Vec<f32>,
-    pub q: Matrix,
-    pub k: Matrix,
-    pub v: Matrix,
-    pub o: Matrix,
-    pub q_bias: Option<Vec<f32>>,
-    pub k_bias: Option<Vec<f32>>,
-    pub v_bias: Option<Vec<f32>>,
-    pub o_bias: Option<Vec<f32>>,
-    pub mlp_norm: Vec<f32>,
-    pub gate: Matrix,
-    pub up: Matrix,
-    pub down: Matrix,
-}
+/// One decoder block's weights on the CPU. Vectors are per-channel (norm gains, biases).
+pub type Layer = Block<Matrix, Vec<f32>>;
 
-/// Where the vocabulary projection comes from.
-#[derive(Debug, Clone)]
-pub enum LmHead {
-    /// Reuse the embedding matrix (`tie_word_embeddings`).
-    Tied,
-    Separate(Matrix),
-    /// The checkpoint has none (e.g. `Qwen2ForProcessRewardModel`); only
-    /// hidden states are available.
-    Absent,
-}
+/// Where the CPU engine's vocabulary projection comes from.
+pub type LmHead = VocabHead<Matrix>;
 
 /// Final-normed hidden states, token-major: row `t` is `data[t*width..(t+1)*width]`.
 #[derive(Debug, Clone, PartialEq)]
@@ -108,10 +86,7 @@ pub struct Transformer {
     config: ModelConfig,
     rope_style: RopeStyle,
     inv_freq: Vec<f64>,
-    embed: Matrix,
-    layers: Vec<Layer>,
-    norm: Vec<f32>,
-    lm_head: LmHead,
+    w: Weights<Matrix, Vec<f32>>,
     threads: usize,
 }
 
@@ -213,10 +188,12 @@ impl Transformer {
             inv_freq: config.rope_inv_freq(),
             config,
             rope_style,
-            embed,
-            layers,
-            norm,
-            lm_head,
+            w: Weights {
+                embed,
+                layers,
+                norm,
+                lm_head,
+            },
             threads,
         })
     }
@@ -230,22 +207,8 @@ impl Transformer {
     }
 
     /// The weights, for uploading to another engine (the GPU's).
-    pub(crate) fn embed(&self) -> &Matrix {
-        &self.embed
-    }
-
-    #[cfg(feature = "gpu")]
-    pub(crate) fn layers(&self) -> &[Layer] {
-        &self.layers
-    }
-
-    #[cfg(feature = "gpu")]
-    pub(crate) fn final_norm(&self) -> &[f32] {
-        &self.norm
-    }
-
-    pub(crate) fn lm_head(&self) -> &LmHead {
-        &self.lm_head
+    pub(crate) fn weights(&self) -> &Weights<Matrix, Vec<f32>> {
+        &self.w
     }
 
     /// RoPE inverse frequencies (f64, as the CPU tables use them).
@@ -269,8 +232,8 @@ impl Transformer {
     /// reference path for checking the forward pass on quantized checkpoints.
     pub fn dequantized(&self) -> Result<Transformer> {
         let mut t = self.clone();
-        t.embed = t.embed.to_f32()?;
-        for l in &mut t.layers {
+        t.w.embed = t.w.embed.to_f32()?;
+        for l in &mut t.w.layers {
             for m in [
                 &mut l.q,
                 &mut l.k,
@@ -283,7 +246,7 @@ impl Transformer {
                 *m = m.to_f32()?;
             }
         }
-        if let LmHead::Separate(m) = &mut t.lm_head {
+        if let LmHead::Separate(m) = &mut t.w.lm_head {
             *m = m.to_f32()?;
         }
         Ok(t)
@@ -292,8 +255,8 @@ impl Transformer {
     /// Quantizes every f32 weight matrix to `ty` (Q8_0 or Q4_0), as llama.cpp's
     /// converter would: the Hugging Face path's optional load-time quantization.
     pub fn quantize_weights(&mut self, ty: GgmlType) -> Result<()> {
-        self.embed = self.embed.quantized(ty)?;
-        for l in &mut self.layers {
+        self.w.embed = self.w.embed.quantized(ty)?;
+        for l in &mut self.w.layers {
             for m in [
                 &mut l.q,
                 &mut l.k,
@@ -306,7 +269,7 @@ impl Transformer {
                 *m = m.quantized(ty)?;
             }
         }
-        if let LmHead::Separate(m) = &mut self.lm_head {
+        if let LmHead::Separate(m) = &mut self.w.lm_head {
             *m = m.quantized(ty)?;
         }
         Ok(())
@@ -315,13 +278,13 @@ impl Transformer {
     /// Frees the vocabulary projection when the head never needs it (score
     /// and value heads): for a 1.5B Qwen2 that is ~230M parameters.
     pub fn drop_lm_head(&mut self) {
-        if let LmHead::Separate(_) = self.lm_head {
-            self.lm_head = LmHead::Absent;
+        if let LmHead::Separate(_) = self.w.lm_head {
+            self.w.lm_head = LmHead::Absent;
         }
     }
 
     pub fn has_lm_head(&self) -> bool {
-        !matches!(self.lm_head, LmHead::Absent)
+        self.w.vocab_projection().is_some()
     }
 
     /// Keeps only the first `n` blocks (no-op when `n` is not smaller), for
@@ -330,8 +293,8 @@ impl Transformer {
     /// layer `n` (see [`Transformer::forward_tapped`]), and the later blocks
     /// are never run. Caches made before the call no longer fit.
     pub fn truncate_layers(&mut self, n: usize) {
-        if n < self.layers.len() {
-            self.layers.truncate(n);
+        if n < self.w.layers.len() {
+            self.w.layers.truncate(n);
             self.config.n_layers = n;
         }
     }
@@ -367,12 +330,6 @@ impl Transformer {
         cache: Option<&mut KvCache>,
         tap: Option<usize>,
     ) -> Result<Taps<Hidden>> {
-        if let Some(l) = tap.filter(|&l| l > self.config.n_layers) {
-            return Err(Error::InvalidArgument(format!(
-                "layer {l} does not exist: the model has {} layers (0 is the embeddings)",
-                self.config.n_layers
-            )));
-        }
         let mut scratch;
         let cache = match cache {
             Some(c) => c,
@@ -386,24 +343,8 @@ impl Transformer {
                 "KV cache was made for a different model".into(),
             ));
         }
-        if let Some((i, &t)) = tokens
-            .iter()
-            .enumerate()
-            .find(|(_, &t)| t as usize >= self.config.vocab_size)
-        {
-            return Err(Error::InvalidArgument(format!(
-                "token id {t} at position {i} is out of range for vocabulary size {}",
-                self.config.vocab_size
-            )));
-        }
         let start = cache.len;
-        let total = start.saturating_add(tokens.len());
-        if total > self.config.max_position_embeddings {
-            return Err(Error::InvalidArgument(format!(
-                "sequence of {total} tokens exceeds max_position_embeddings {}",
-                self.config.max_position_embeddings
-            )));
-        }
+        let total = decoder::check_input(&self.config, tokens, start, tap)?;
         let result = self.forward_inner(tokens, cache, start, tap);
         // Leave the cache as it was if anything failed part-way.
         match result {
@@ -430,12 +371,6 @@ impl Transformer {
         let c = &self.config;
         let n = tokens.len();
         let (h, qd, kvd, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
-        let threads = self.threads;
-
-        let mut x = vec![0.0f32; n * h];
-        for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
-            self.embed.gather_row(t as usize, row)?;
-        }
         let hidden = |data| Hidden {
             n_tokens: n,
             width: h,
@@ -447,71 +382,41 @@ impl Transformer {
                 layer: tap.map(|_| hidden(Vec::new())),
             });
         }
-        let (cos, sin) = self.rope_tables(start, n);
-        let normed = |x: &[f32]| {
-            let mut out = vec![0.0f32; x.len()];
-            rms_norm(x, &self.norm, c.rms_norm_eps, &mut out);
-            out
+        let mut x = vec![0.0f32; n * h];
+        for (row, &t) in x.chunks_exact_mut(h).zip(tokens) {
+            self.w.embed.gather_row(t as usize, row)?;
+        }
+        let len = |a: Act| match a {
+            Act::X | Act::Xn | Act::Proj => n * h,
+            Act::Q | Act::Attn => n * qd,
+            Act::K | Act::V => n * kvd,
+            Act::Gate | Act::Up => n * ff,
         };
-        let mut tapped = (tap == Some(0)).then(|| normed(&x));
-
-        let mut xn = vec![0.0f32; n * h];
-        let mut q = vec![0.0f32; n * qd];
-        let mut k = vec![0.0f32; n * kvd];
-        let mut v = vec![0.0f32; n * kvd];
-        let mut attn = vec![0.0f32; n * qd];
-        let mut proj = vec![0.0f32; n * h];
-        let mut gate = vec![0.0f32; n * ff];
-        let mut up = vec![0.0f32; n * ff];
-
-        for (li, layer) in self.layers.iter().enumerate() {
-            rms_norm(&x, &layer.attn_norm, c.rms_norm_eps, &mut xn);
-            layer.q.matmul(&xn, n, &mut q, threads)?;
-            layer.k.matmul(&xn, n, &mut k, threads)?;
-            layer.v.matmul(&xn, n, &mut v, threads)?;
-            add_bias(&mut q, layer.q_bias.as_deref());
-            add_bias(&mut k, layer.k_bias.as_deref());
-            add_bias(&mut v, layer.v_bias.as_deref());
-            self.apply_rope(&mut q, c.n_heads, &cos, &sin);
-            self.apply_rope(&mut k, c.n_kv_heads, &cos, &sin);
-
-            let (ck, cv) = match (cache.k.get_mut(li), cache.v.get_mut(li)) {
-                (Some(ck), Some(cv)) => (ck, cv),
-                _ => return Err(Error::InvalidArgument("KV cache has too few layers".into())),
-            };
-            ck.truncate(start * kvd);
-            cv.truncate(start * kvd);
-            ck.extend_from_slice(&k);
-            cv.extend_from_slice(&v);
-            self.attention(&q, ck, cv, start, n, &mut attn);
-
-            layer.o.matmul(&attn, n, &mut proj, threads)?;
-            add_bias(&mut proj, layer.o_bias.as_deref());
-            for (a, b) in x.iter_mut().zip(&proj) {
-                *a += b;
-            }
-
-            rms_norm(&x, &layer.mlp_norm, c.rms_norm_eps, &mut xn);
-            layer.gate.matmul(&xn, n, &mut gate, threads)?;
-            layer.up.matmul(&xn, n, &mut up, threads)?;
-            for (g, u) in gate.iter_mut().zip(&up) {
-                // SiLU(g) * u
-                *g = *g / (1.0 + (-*g).exp()) * u;
-            }
-            layer.down.matmul(&gate, n, &mut proj, threads)?;
-            for (a, b) in x.iter_mut().zip(&proj) {
-                *a += b;
-            }
-            if tap == Some(li + 1) && li + 1 < self.layers.len() {
-                tapped = Some(normed(&x));
-            }
-        }
-        rms_norm(&x, &self.norm, c.rms_norm_eps, &mut xn);
-        if tap == Some(self.layers.len()) {
-            tapped = Some(xn.clone());
-        }
+        let mut pass = CpuPass {
+            model: self,
+            cache,
+            start,
+            n,
+            layer: 0,
+            rope: decoder::rope_table(&self.inv_freq, start, n),
+            bufs: ACTS.map(|a| {
+                if a == Act::X {
+                    Vec::new()
+                } else {
+                    vec![0.0f32; len(a)]
+                }
+            }),
+            tapped: None,
+        };
+        pass.bufs[Act::X as usize] = x;
+        decoder::run(&mut pass, &self.w, tap)?;
+        let last = std::mem::take(&mut pass.bufs[Act::Xn as usize]);
+        let tapped = match tap {
+            Some(l) if l == self.w.layers.len() => Some(last.clone()),
+            _ => pass.tapped.take(),
+        };
         Ok(Taps {
-            last: hidden(xn),
+            last: hidden(last),
             layer: tapped.map(hidden),
         })
     }
@@ -550,45 +455,32 @@ impl Transformer {
         }
     }
 
-    /// cos/sin of every (token, frequency) pair, token-major.
-    fn rope_tables(&self, start: usize, n: usize) -> (Vec<f32>, Vec<f32>) {
-        let half = self.inv_freq.len();
-        let mut cos = Vec::with_capacity(n * half);
-        let mut sin = Vec::with_capacity(n * half);
-        for t in 0..n {
-            let pos = (start + t) as f64;
-            for f in &self.inv_freq {
-                let (s, c) = (pos * f).sin_cos();
-                cos.push(c as f32);
-                sin.push(s as f32);
-            }
-        }
-        (cos, sin)
-    }
-
-    /// Rotates each head of each token row of `x` (`n_heads * head_dim` wide).
-    fn apply_rope(&self, x: &mut [f32], n_heads: usize, cos: &[f32], sin: &[f32]) {
+    /// Rotates each head of each token row of `x` (`n_heads * head_dim`
+    /// wide) by the interleaved (cos, sin) table of [`decoder::rope_table`].
+    fn apply_rope(&self, x: &mut [f32], n_heads: usize, table: &[f32]) {
         let hd = self.config.head_dim;
         let half = hd / 2;
-        for (row, (c, s)) in x
+        for (row, cs) in x
             .chunks_exact_mut(n_heads * hd)
-            .zip(cos.chunks_exact(half).zip(sin.chunks_exact(half)))
+            .zip(table.chunks_exact(2 * half))
         {
             for head in row.chunks_exact_mut(hd) {
                 match self.rope_style {
                     RopeStyle::HalfSplit => {
                         let (lo, hi) = head.split_at_mut(half);
                         for i in 0..half {
+                            let (c, s) = (cs[2 * i], cs[2 * i + 1]);
                             let (a, b) = (lo[i], hi[i]);
-                            lo[i] = a * c[i] - b * s[i];
-                            hi[i] = b * c[i] + a * s[i];
+                            lo[i] = a * c - b * s;
+                            hi[i] = b * c + a * s;
                         }
                     }
                     RopeStyle::AdjacentPairs => {
                         for (i, pair) in head.chunks_exact_mut(2).enumerate() {
+                            let (c, s) = (cs[2 * i], cs[2 * i + 1]);
                             let (a, b) = (pair[0], pair[1]);
-                            pair[0] = a * c[i] - b * s[i];
-                            pair[1] = b * c[i] + a * s[i];
+                            pair[0] = a * c - b * s;
+                            pair[1] = b * c + a * s;
                         }
                     }
                 }
@@ -661,6 +553,140 @@ impl Transformer {
             }
         }
         attend_one_body(&shape, q, keys, values, out);
+    }
+}
+
+/// Every activation of a pass, in [`Act`] order.
+const ACTS: [Act; 9] = [
+    Act::X,
+    Act::Xn,
+    Act::Q,
+    Act::K,
+    Act::V,
+    Act::Attn,
+    Act::Proj,
+    Act::Gate,
+    Act::Up,
+];
+
+/// One CPU forward pass: host buffers per activation, the quantized
+/// matmuls and threaded attention of [`Transformer`].
+struct CpuPass<'a> {
+    model: &'a Transformer,
+    cache: &'a mut KvCache,
+    start: usize,
+    n: usize,
+    layer: usize,
+    rope: Vec<f32>,
+    bufs: [Vec<f32>; 9],
+    tapped: Option<Vec<f32>>,
+}
+
+impl CpuPass<'_> {
+    /// `f(src, dst)` over two distinct activations.
+    fn with2(
+        &mut self,
+        src: Act,
+        dst: Act,
+        f: impl FnOnce(&[f32], &mut [f32]) -> Result<()>,
+    ) -> Result<()> {
+        let mut out = std::mem::take(&mut self.bufs[dst as usize]);
+        let r = f(&self.bufs[src as usize], &mut out);
+        self.bufs[dst as usize] = out;
+        r
+    }
+}
+
+impl DecoderPass for CpuPass<'_> {
+    type M = Matrix;
+    type V = Vec<f32>;
+
+    fn begin_block(&mut self, layer: usize) -> Result<()> {
+        self.layer = layer;
+        Ok(())
+    }
+
+    fn rms_norm(&mut self, src: Act, w: &Vec<f32>, dst: Act) -> Result<()> {
+        let eps = self.model.config.rms_norm_eps;
+        self.with2(src, dst, |x, out| {
+            rms_norm(x, w, eps, out);
+            Ok(())
+        })
+    }
+
+    fn matmul(&mut self, w: &Matrix, src: Act, dst: Act) -> Result<()> {
+        let (n, threads) = (self.n, self.model.threads);
+        self.with2(src, dst, |x, out| w.matmul(x, n, out, threads))
+    }
+
+    fn add_bias(&mut self, dst: Act, b: &Vec<f32>) -> Result<()> {
+        add_bias(&mut self.bufs[dst as usize], Some(b));
+        Ok(())
+    }
+
+    fn rope(&mut self, dst: Act) -> Result<()> {
+        let c = &self.model.config;
+        let heads = if dst == Act::Q {
+            c.n_heads
+        } else {
+            c.n_kv_heads
+        };
+        self.model
+            .apply_rope(&mut self.bufs[dst as usize], heads, &self.rope);
+        Ok(())
+    }
+
+    fn attention(&mut self) -> Result<()> {
+        let kvd = self.model.config.kv_dim();
+        let (ck, cv) = match (
+            self.cache.k.get_mut(self.layer),
+            self.cache.v.get_mut(self.layer),
+        ) {
+            (Some(ck), Some(cv)) => (ck, cv),
+            _ => return Err(Error::InvalidArgument("KV cache has too few layers".into())),
+        };
+        ck.truncate(self.start * kvd);
+        cv.truncate(self.start * kvd);
+        ck.extend_from_slice(&self.bufs[Act::K as usize]);
+        cv.extend_from_slice(&self.bufs[Act::V as usize]);
+        let mut attn = std::mem::take(&mut self.bufs[Act::Attn as usize]);
+        self.model.attention(
+            &self.bufs[Act::Q as usize],
+            ck,
+            cv,
+            self.start,
+            self.n,
+            &mut attn,
+        );
+        self.bufs[Act::Attn as usize] = attn;
+        Ok(())
+    }
+
+    fn add(&mut self, dst: Act, src: Act) -> Result<()> {
+        self.with2(src, dst, |y, x| {
+            for (a, b) in x.iter_mut().zip(y) {
+                *a += b;
+            }
+            Ok(())
+        })
+    }
+
+    fn swiglu(&mut self) -> Result<()> {
+        self.with2(Act::Up, Act::Gate, |up, gate| {
+            for (g, u) in gate.iter_mut().zip(up) {
+                // SiLU(g) * u
+                *g = *g / (1.0 + (-*g).exp()) * u;
+            }
+            Ok(())
+        })
+    }
+
+    fn tap(&mut self, w: &Vec<f32>) -> Result<()> {
+        let x = &self.bufs[Act::X as usize];
+        let mut out = vec![0.0f32; x.len()];
+        rms_norm(x, w, self.model.config.rms_norm_eps, &mut out);
+        self.tapped = Some(out);
+        Ok(())
     }
 }
 
