@@ -2,8 +2,9 @@
 //! attention, SwiGLU, residual and bias adds, row gather and the
 //! confidence family's token statistics. Each has a `record_*` form that
 //! adds one dispatch to a [`Batch`] (the forward pass records all of them
-//! into one submission) and a public form over [`GpuTensor`]s that records
-//! and submits it alone (the kernel tests' entry point).
+//! into one submission) and, with the `testing` feature, a public form over
+//! [`GpuTensor`]s that records and submits it alone (the kernel tests'
+//! entry point).
 
 use super::batch::{u32_of, whole, Batch, WG};
 use super::context::GpuContext;
@@ -245,6 +246,7 @@ pub(crate) fn record_token_stats(
 }
 
 /// RMSNorm of `x` (rows of `w.len()` values) with gain `w`.
+#[cfg(any(test, feature = "testing"))]
 pub fn rms_norm(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor> {
     let cols = w.len();
     if cols == 0 || x.len() % cols != 0 {
@@ -272,6 +274,7 @@ pub fn rms_norm(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Res
 }
 
 /// Rotates `x` in place at positions `start..start + n_tokens`.
+#[cfg(any(test, feature = "testing"))]
 pub fn rope(
     ctx: &GpuContext,
     x: &mut GpuTensor,
@@ -305,6 +308,7 @@ pub fn rope(
 
 /// Causal attention of `q` (`n_tokens` rows of `n_heads * head_dim`) over
 /// keys/values `k`, `v` (`start + n_tokens` rows of `n_kv_heads * head_dim`).
+#[cfg(any(test, feature = "testing"))]
 pub fn attention(
     ctx: &GpuContext,
     q: &GpuTensor,
@@ -335,6 +339,7 @@ pub fn attention(
 }
 
 /// `gate = silu(gate) * up`, in place.
+#[cfg(any(test, feature = "testing"))]
 pub fn swiglu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor) -> Result<()> {
     check_len(up, gate.len(), "swiglu")?;
     if gate.is_empty() {
@@ -347,6 +352,7 @@ pub fn swiglu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor) -> Result<
 }
 
 /// `x += y`, in place.
+#[cfg(any(test, feature = "testing"))]
 pub fn add(ctx: &GpuContext, x: &mut GpuTensor, y: &GpuTensor) -> Result<()> {
     check_len(y, x.len(), "add")?;
     if x.is_empty() {
@@ -359,6 +365,7 @@ pub fn add(ctx: &GpuContext, x: &mut GpuTensor, y: &GpuTensor) -> Result<()> {
 }
 
 /// Adds `bias` to every row of `x` (rows of `bias.len()`), then ReLU if asked.
+#[cfg(any(test, feature = "testing"))]
 pub fn bias_add(ctx: &GpuContext, x: &mut GpuTensor, bias: &GpuTensor, relu: bool) -> Result<()> {
     let len = bias.len();
     if len == 0 || x.len() % len != 0 {
@@ -386,6 +393,7 @@ pub fn bias_add(ctx: &GpuContext, x: &mut GpuTensor, bias: &GpuTensor, relu: boo
 }
 
 /// Rows `idx` of `src` (rows of `cols` values).
+#[cfg(any(test, feature = "testing"))]
 pub fn gather_rows(
     ctx: &GpuContext,
     src: &GpuTensor,
@@ -425,6 +433,7 @@ pub fn gather_rows(
 
 /// Per row of `logits` (rows of `vocab`): (log Z, logit of the target,
 /// entropy), 3 values per row.
+#[cfg(any(test, feature = "testing"))]
 pub fn token_stats(
     ctx: &GpuContext,
     logits: &GpuTensor,
