@@ -17,6 +17,9 @@ cargo test --workspace --locked
 # `stepscore train` lives behind the CLI's `train` feature (burn stays out of default builds).
 cargo test --locked -p stepscore-cli --features train --test train_cli
 
+echo "== Python package (crates/stepscore-py): wheel + pytest (server, adapters, Ray)"
+scripts/test-python.sh
+
 echo "== wasm package (pkg/): build, Node tests, types"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -15,7 +15,7 @@ const throwsCode = (fn, code, pattern) =>
 test('segment splits on blank lines with UTF-16 spans', () => {
   // "é" is one UTF-16 unit, "𝑥" two (a surrogate pair): spans must count units.
   const text = 'Step 1: é = 1\n\n  Step 2: 𝑥 + 1 = 2  \n\n\nSo ✓';
-  const steps = segment(text);
+  const steps = segment(text, 'blank-line');
   assert.deepEqual(
     steps.map((s) => s.text),
     ['Step 1: é = 1', 'Step 2: 𝑥 + 1 = 2', 'So ✓'],
@@ -25,6 +25,13 @@ test('segment splits on blank lines with UTF-16 spans', () => {
   // 'Step 2: ' (8) + '𝑥' (2) + ' + 1 = 2' (8) = 18 units long.
   assert.deepEqual([steps[1].start, steps[1].end], [17, 35]);
   assert.deepEqual(segment(text, 'newline').length, 3);
+  // The default, auto, follows the two "Step k:" markers: "So ✓" joins step 2.
+  assert.deepEqual(
+    segment(text).map((s) => s.text),
+    ['Step 1: é = 1', 'Step 2: 𝑥 + 1 = 2  \n\n\nSo ✓'],
+  );
+  assert.deepEqual(segment('a\n\nb').map((s) => s.text), ['a', 'b']);
+  assert.deepEqual(segment('a\nb').map((s) => s.text), ['a', 'b']);
   assert.deepEqual(segment('a; b;c', 'regex:;\\s*').map((s) => s.text), ['a', 'b', 'c']);
   const chat = segment('User: 2+2?\nAssistant: 4\nTool result (calc): 4', 'chat');
   assert.deepEqual(chat.map((s) => [s.role, s.tool ?? null, s.text]), [
@@ -54,6 +61,9 @@ test('aggregate combines step scores', () => {
   throwsCode(() => aggregate('0.5'), 'INVALID_ARGUMENT', /array of numbers/);
   throwsCode(() => aggregate([0.5, '0.7']), 'INVALID_ARGUMENT', /scores\[1\] must be a number/);
   throwsCode(() => aggregate([0.5], 'median'), 'INVALID_ARGUMENT', /unknown aggregation/);
+  // Scores are probabilities: out-of-range values are refused, not ranked.
+  throwsCode(() => aggregate([0.5, 1.5]), 'INVALID_ARGUMENT', /scores\[1\].*outside \[0, 1\]/);
+  throwsCode(() => aggregate([-5, -7], 'prod'), 'INVALID_ARGUMENT', /outside \[0, 1\]/);
 });
 
 test('firstError finds the first step below the threshold', () => {
@@ -63,6 +73,7 @@ test('firstError finds the first step below the threshold', () => {
   assert.equal(firstError([]), -1);
   assert.equal(firstError([0.9, null, 0.9]), 1);
   throwsCode(() => firstError([0.9], Number.NaN), 'INVALID_ARGUMENT', /threshold/);
+  throwsCode(() => firstError([0.9], 2), 'INVALID_ARGUMENT', /threshold must be a number in \[0, 1\]/);
 });
 
 test('selectBest picks best-of-N and the votes', () => {
@@ -89,6 +100,7 @@ test('selectBest picks best-of-N and the votes', () => {
   assert.deepEqual(selectBest([]).best, null);
   throwsCode(() => selectBest([{ steps: ['a'] }, { steps: 'a' }]), 'TRACE_INVALID', /candidates\[1\]\.steps must be an array/);
   throwsCode(() => selectBest([{ steps: ['a', 'b'], scores: [1] }]), 'TRACE_INVALID', /2 steps/);
+  throwsCode(() => selectBest([{ steps: ['a'], scores: [-5] }]), 'TRACE_INVALID', /scores\[0\].*outside \[0, 1\]/);
 });
 
 test('extractAnswer reads the stated answer', () => {

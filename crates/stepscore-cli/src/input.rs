@@ -1,11 +1,14 @@
 //! Reading traces for every command: the shared input flags, and a loop that
-//! reports bad records on stderr and keeps the good ones.
+//! reports bad records on stderr and keeps the good ones. Every report names
+//! the record by its place in the input (line, array item, id), never by how
+//! many good records came before it.
 
 use std::path::PathBuf;
 
-use stepscore::io::{open_traces, InputFormat, ReadOptions};
+use stepscore::io::{open_traces, InputFormat, ReadOptions, Record};
 use stepscore::segment::Segmenter;
-use stepscore::{Error, Trace};
+use stepscore::validate::{Problem, Unscored};
+use stepscore::{Error, Location, Trace};
 
 use crate::Failure;
 
@@ -22,12 +25,14 @@ pub struct InputArgs {
     /// How raw responses are split into steps: auto ("Step k:" / numbered
     /// markers if present, else blank lines, else single lines; the choice is
     /// reported as `metadata.segmenter`), blank-line, newline, step-marker,
-    /// chat, or regex:<pattern> (matches are the delimiters).
+    /// chat, or regex:<pattern> (matches are the delimiters; a pattern that
+    /// can match the empty string is refused).
     #[arg(long, default_value = "auto")]
     pub segmenter: Segmenter,
 
-    /// Longest accepted JSONL line, in bytes; longer lines are rejected unread.
-    #[arg(long, default_value_t = 16 << 20)]
+    /// The record limit, in bytes: the longest JSONL line, and the largest
+    /// element of a JSON array; longer records are skipped with an error.
+    #[arg(long, default_value_t = 16 << 20, value_parser = crate::options::positive)]
     pub max_line_bytes: usize,
 }
 
@@ -47,38 +52,79 @@ impl InputArgs {
     }
 }
 
-/// Calls `each` on every good trace in input order; bad records are printed
-/// to stderr as they come. Returns how many were bad.
-pub fn for_each_trace(
+/// What `aggregate` and `select` do with a trace whose last steps have no
+/// score (what `stepscore score --truncate` writes for a trace over the
+/// token limit).
+#[derive(clap::Args, Debug, Clone)]
+pub struct UnscoredArgs {
+    /// Traces whose last steps are unscored (truncated): `prefix` uses the
+    /// scored steps and reports how many were left out; `reject` reports the
+    /// trace as a bad record.
+    #[arg(long, default_value = "prefix")]
+    pub unscored: Unscored,
+}
+
+/// Prints a bad record's error on stderr.
+pub fn report_error(e: &Error) {
+    eprintln!("error: {e}");
+}
+
+/// Prints what is wrong with the record at `at` on stderr.
+pub fn report(at: &Location, problem: Problem) {
+    report_error(&Error::input_at(
+        at.with_field(problem.field),
+        problem.message,
+    ));
+}
+
+/// How a table row names a record: its id, else its place in the input.
+pub fn record_name(at: &Location) -> String {
+    match (&at.id, at.item) {
+        (Some(id), _) => id.clone(),
+        (None, Some(item)) => format!("item {item}"),
+        (None, None) => format!("line {}", at.line),
+    }
+}
+
+/// Calls `each` on every good record in input order; bad records are
+/// printed to stderr as they come. Returns how many were bad.
+pub fn for_each_record(
     args: &InputArgs,
-    mut each: impl FnMut(Trace) -> Result<(), Failure>,
+    mut each: impl FnMut(Record) -> Result<(), Failure>,
 ) -> Result<usize, Failure> {
-    let reader = open_traces(&args.input, args.options()).map_err(|e| match e {
-        Error::Io { .. } => Failure::Io(e.to_string()),
-        other => Failure::Usage(other.to_string()),
-    })?;
+    let reader = open_traces(&args.input, args.options())?;
     let mut bad = 0;
-    for item in reader {
+    for item in reader.records() {
         match item {
-            Ok(trace) => each(trace)?,
-            Err(e @ Error::Io { .. }) => return Err(Failure::Io(e.to_string())),
-            Err(e) => {
+            Ok(record) => each(record)?,
+            Err(e @ Error::Input { .. }) => {
                 bad += 1;
-                eprintln!("error: {e}");
+                report_error(&e);
             }
+            // I/O and anything that is not about one record ends the run.
+            Err(e) => return Err(e.into()),
         }
     }
     Ok(bad)
 }
 
-/// Reads every good trace into memory (for commands that need them all).
-pub fn read_all(args: &InputArgs) -> Result<(Vec<Trace>, usize), Failure> {
-    let mut traces = Vec::new();
-    let bad = for_each_trace(args, |t| {
-        traces.push(t);
+/// [`for_each_record`] for commands that only need the traces.
+#[cfg_attr(not(feature = "train"), allow(dead_code))]
+pub fn for_each_trace(
+    args: &InputArgs,
+    mut each: impl FnMut(Trace) -> Result<(), Failure>,
+) -> Result<usize, Failure> {
+    for_each_record(args, |r| each(r.trace))
+}
+
+/// Reads every good record into memory (for commands that need them all).
+pub fn read_all(args: &InputArgs) -> Result<(Vec<Record>, usize), Failure> {
+    let mut records = Vec::new();
+    let bad = for_each_record(args, |r| {
+        records.push(r);
         Ok(())
     })?;
-    Ok((traces, bad))
+    Ok((records, bad))
 }
 
 /// The exit status after a command that read input with `bad` bad records.

@@ -1,5 +1,6 @@
 //! Output: JSONL for pipes and programs, aligned tables for people.
 
+use std::fmt::Display;
 use std::io::{IsTerminal, Write};
 
 use serde::Serialize;
@@ -25,14 +26,30 @@ impl OutputMode {
     }
 }
 
-fn io_failure(e: std::io::Error) -> Failure {
-    Failure::Io(format!("<stdout>: {e}"))
+/// A failed write to stdout, kept typed so the exit code follows its kind
+/// (a closed pipe included).
+pub fn stdout_error(e: std::io::Error) -> Failure {
+    Failure::from(stepscore::Error::io("<stdout>", e))
 }
 
 /// Writes one JSON value as a line.
 pub fn jsonl(out: &mut impl Write, value: &impl Serialize) -> Result<(), Failure> {
-    serde_json::to_writer(&mut *out, value).map_err(|e| Failure::Io(format!("<stdout>: {e}")))?;
-    out.write_all(b"\n").map_err(io_failure)
+    serde_json::to_writer(&mut *out, value).map_err(|e| match e.io_error_kind() {
+        Some(kind) => stdout_error(std::io::Error::new(kind, e)),
+        // Only I/O can fail here: the values written are plain data.
+        None => Failure::from(stepscore::Error::Internal(format!("writing JSON: {e}"))),
+    })?;
+    out.write_all(b"\n").map_err(stdout_error)
+}
+
+/// Prints one line on stdout (never panics, unlike `println!`, when stdout
+/// is a closed pipe).
+pub fn print_line(text: impl Display) -> Result<(), Failure> {
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    writeln!(out, "{text}")
+        .and_then(|()| out.flush())
+        .map_err(stdout_error)
 }
 
 /// A plain text table: a header row, a rule, and rows, columns padded to fit.
@@ -74,11 +91,11 @@ impl Table {
             }
             s.trim_end().to_string()
         };
-        writeln!(out, "{}", line(&self.header)).map_err(io_failure)?;
+        writeln!(out, "{}", line(&self.header)).map_err(stdout_error)?;
         let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
-        writeln!(out, "{}", line(&rule)).map_err(io_failure)?;
+        writeln!(out, "{}", line(&rule)).map_err(stdout_error)?;
         for row in &self.rows {
-            writeln!(out, "{}", line(row)).map_err(io_failure)?;
+            writeln!(out, "{}", line(row)).map_err(stdout_error)?;
         }
         Ok(())
     }

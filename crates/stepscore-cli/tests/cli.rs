@@ -400,7 +400,8 @@ fn score_with_a_broken_model_file_is_a_clear_error() {
         Some(GOOD.as_bytes()),
     );
     let _ = std::fs::remove_file(&tmp);
-    assert_eq!(out.status.code(), Some(2));
+    // A malformed model file is a model error (exit 4 in --help), not a usage error.
+    assert_eq!(out.status.code(), Some(4));
     assert!(
         text(&out.stderr).contains("cannot load model"),
         "{}",

@@ -24,6 +24,8 @@ pub enum Code {
     Io,
     /// The GPU engine failed (device lost, validation, limits).
     Gpu,
+    /// An invariant of stepscore itself failed: a bug.
+    Internal,
 }
 
 impl Code {
@@ -37,6 +39,7 @@ impl Code {
             Code::InvalidArgument => "INVALID_ARGUMENT",
             Code::Io => "IO_ERROR",
             Code::Gpu => "GPU_ERROR",
+            Code::Internal => "INTERNAL",
         }
     }
 }
@@ -72,35 +75,36 @@ impl Error {
         Error::new(Code::TraceInvalid, message)
     }
 
-    /// An error raised while building a scorer from model files.
+    /// An error raised while building a scorer from model files; the code
+    /// follows the error's kind (its variant), never its message or file name.
     pub fn from_load(e: stepscore::Error) -> Self {
+        use stepscore::Error as E;
         let code = match &e {
-            stepscore::Error::Model { file, .. } if file.starts_with("tokenizer") => {
-                Code::TokenizerInvalid
-            }
-            stepscore::Error::Model { .. } | stepscore::Error::Input { .. } => Code::ModelInvalid,
-            stepscore::Error::Tokenizer(_) => Code::TokenizerInvalid,
-            stepscore::Error::InvalidArgument(_) => Code::InvalidArgument,
-            stepscore::Error::TraceTooLong { .. } => Code::TraceTooLong,
-            stepscore::Error::Io { .. } => Code::Io,
-            stepscore::Error::Gpu(_) => Code::Gpu,
+            // A head file or checkpoint index read as records is model input.
+            E::Model { .. } | E::Input { .. } => Code::ModelInvalid,
+            E::Tokenizer(_) => Code::TokenizerInvalid,
+            E::InvalidArgument(_) => Code::InvalidArgument,
+            E::TraceTooLong { .. } => Code::TraceTooLong,
+            E::Io { .. } => Code::Io,
+            E::Gpu(_) => Code::Gpu,
+            E::Internal(_) => Code::Internal,
         };
         Error::new(code, e.to_string())
     }
 
     /// An error raised while scoring `what` (e.g. `trace`, `traces[2]`).
     pub fn from_score(what: &str, e: stepscore::Error) -> Self {
+        use stepscore::Error as E;
         let code = match &e {
-            stepscore::Error::TraceTooLong { .. } => Code::TraceTooLong,
-            stepscore::Error::Tokenizer(_) => Code::TokenizeFailed,
+            E::TraceTooLong { .. } => Code::TraceTooLong,
+            E::Tokenizer(_) => Code::TokenizeFailed,
             // At scoring time the only argument is the trace: no steps, an
-            // empty step, a step holding the family's marker token.
-            stepscore::Error::InvalidArgument(_) | stepscore::Error::Input { .. } => {
-                Code::TraceInvalid
-            }
-            stepscore::Error::Model { .. } => Code::ModelInvalid,
-            stepscore::Error::Io { .. } => Code::Io,
-            stepscore::Error::Gpu(_) => Code::Gpu,
+            // empty or blank step, a step holding the family's marker token.
+            E::InvalidArgument(_) | E::Input { .. } => Code::TraceInvalid,
+            E::Model { .. } => Code::ModelInvalid,
+            E::Io { .. } => Code::Io,
+            E::Gpu(_) => Code::Gpu,
+            E::Internal(_) => Code::Internal,
         };
         Error::new(code, format!("{what}: {e}"))
     }
@@ -111,15 +115,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn load_errors_name_the_tokenizer_files_apart_from_the_weights() {
-        let tok = Error::from_load(stepscore::Error::model("tokenizer_config.json", "bad json"));
+    fn load_error_codes_follow_the_variant_not_the_file_name() {
+        let tok = Error::from_load(stepscore::Error::Tokenizer(
+            "tokenizer_config.json: bad json".into(),
+        ));
         assert_eq!(tok.code, Code::TokenizerInvalid);
-        assert_eq!(tok.message, "tokenizer_config.json: bad json");
+        assert_eq!(tok.message, "tokenizer: tokenizer_config.json: bad json");
         let weights = Error::from_load(stepscore::Error::model("model.safetensors", "truncated"));
         assert_eq!(weights.code, Code::ModelInvalid);
+        // A model error stays one whatever the file is called.
+        let named = Error::from_load(stepscore::Error::model("tokenizer-like.gguf", "truncated"));
+        assert_eq!(named.code, Code::ModelInvalid);
+        let bug = Error::from_load(stepscore::Error::Internal("x".into()));
+        assert_eq!(bug.code.as_str(), "INTERNAL");
         assert_eq!(
-            Error::from_load(stepscore::Error::Tokenizer("x".into())).code,
-            Code::TokenizerInvalid
+            Error::from_score("trace", stepscore::Error::Internal("x".into())).code,
+            Code::Internal
         );
     }
 
@@ -130,6 +141,7 @@ mod tests {
             stepscore::Error::TraceTooLong {
                 tokens: 9000,
                 limit: 8192,
+                truncating: false,
             },
         );
         assert_eq!(e.code, Code::TraceTooLong);

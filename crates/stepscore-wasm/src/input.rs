@@ -50,7 +50,13 @@ fn opt_score(v: Option<&Value>, what: &str) -> Result<Option<f64>> {
     match v {
         // serde-wasm-bindgen turns NaN into null: both mean "no usable score".
         None | Some(Value::Null) => Ok(None),
-        Some(Value::Number(n)) => Ok(n.as_f64()),
+        // The core's one rule for step scores: a probability in [0, 1].
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) => stepscore::validate::check_score(x, what)
+                .map(Some)
+                .map_err(|p| Error::trace(p.to_string())),
+            None => Err(Error::trace(format!("{what} must be a number, got {n}"))),
+        },
         Some(other) => Err(Error::trace(format!(
             "{what} must be a number, got {}",
             kind(other)

@@ -101,9 +101,22 @@ fn type_name(v: &JsValue) -> String {
     }
 }
 
-/// A list of step scores; `null` / `undefined` entries read as NaN (an
-/// unscored step, which aggregation and first-error treat as failing).
+/// A list of step scores; `null` / `undefined` (and NaN) entries read as
+/// NaN (an unscored step, which aggregation and first-error treat as
+/// failing). Any other value must be a probability in [0, 1]
+/// ([`stepscore::validate`]).
 fn scores_arg(value: &JsValue) -> JsResult<Vec<f64>> {
+    let scores = scores_list(value)?;
+    for (i, &s) in scores.iter().enumerate() {
+        if !s.is_nan() {
+            stepscore::validate::check_score(s, &format!("scores[{i}]"))
+                .map_err(|p| js_error(Error::invalid_argument(p.to_string())))?;
+        }
+    }
+    Ok(scores)
+}
+
+fn scores_list(value: &JsValue) -> JsResult<Vec<f64>> {
     let bad = |m: String| js_error(Error::invalid_argument(m));
     if let Some(typed) = value.dyn_ref::<js_sys::Float64Array>() {
         return Ok(typed.to_vec());
@@ -416,8 +429,12 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
     } else {
         threshold
             .as_f64()
-            .filter(|t| t.is_finite())
-            .ok_or_else(|| js_error(Error::invalid_argument("threshold must be a finite number")))?
+            .filter(|t| (0.0..=1.0).contains(t))
+            .ok_or_else(|| {
+                js_error(Error::invalid_argument(
+                    "threshold must be a number in [0, 1] (step scores are probabilities)",
+                ))
+            })?
     };
     match first_error(&scores, threshold) {
         None => Ok(-1),

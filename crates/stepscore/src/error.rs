@@ -3,20 +3,41 @@
 
 use std::fmt;
 
-/// Where in an input a bad record sits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where in an input a record sits: `<stdin> line 4, item 2, id `c7`,
+/// field `scores[1]``.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Location {
     /// A file path, or `<stdin>`.
     pub source: String,
-    /// 1-based line number (JSONL) or, for a JSON array, 1-based item number.
+    /// The 1-based physical line the record starts on.
     pub line: usize,
+    /// For an element of a JSON array, its 1-based position in the array.
+    pub item: Option<usize>,
+    /// The record's `id`, when it has one.
+    pub id: Option<String>,
     /// The field at fault, when one is known (`steps`, `steps[2].text`, ...).
     pub field: Option<String>,
+}
+
+impl Location {
+    /// The same place, naming `field`.
+    pub fn with_field(&self, field: Option<String>) -> Location {
+        Location {
+            field,
+            ..self.clone()
+        }
+    }
 }
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} line {}", self.source, self.line)?;
+        if let Some(item) = self.item {
+            write!(f, ", item {item}")?;
+        }
+        if let Some(id) = &self.id {
+            write!(f, ", id `{id}`")?;
+        }
         if let Some(field) = &self.field {
             write!(f, ", field `{field}`")?;
         }
@@ -24,6 +45,8 @@ impl fmt::Display for Location {
     }
 }
 
+/// What went wrong, by kind: callers (the CLI's exit codes, the wasm
+/// bindings' error codes) decide by the variant, never by the message.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A record of an input file is malformed.
@@ -47,9 +70,13 @@ pub enum Error {
     Model { file: String, message: String },
 
     /// A trace needs more tokens than the model's context or the set limit.
-    #[error("the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens); \
-             shorten it, raise the limit, or choose truncation to score only the steps that fit")]
-    TraceTooLong { tokens: usize, limit: usize },
+    /// `truncating`: truncation was on, and not even the first step fits.
+    #[error("{}", too_long(*tokens, *limit, *truncating))]
+    TraceTooLong {
+        tokens: usize,
+        limit: usize,
+        truncating: bool,
+    },
 
     /// A tokenizer could not be built or could not encode the text.
     #[error("tokenizer: {0}")]
@@ -59,6 +86,10 @@ pub enum Error {
     /// validation error, a shape over the adapter's limits, a failed readback.
     #[error("gpu: {0}")]
     Gpu(String),
+
+    /// An invariant of stepscore itself failed: a bug, never the caller's input.
+    #[error("internal error (a bug in stepscore, please report it): {0}")]
+    Internal(String),
 }
 
 impl Error {
@@ -73,7 +104,16 @@ impl Error {
                 source: source.to_string(),
                 line,
                 field: field.map(str::to_string),
+                ..Default::default()
             },
+            message: message.into(),
+        }
+    }
+
+    /// A bad record at `location`.
+    pub fn input_at(location: Location, message: impl Into<String>) -> Self {
+        Error::Input {
+            location,
             message: message.into(),
         }
     }
@@ -90,6 +130,23 @@ impl Error {
             file: file.into(),
             message: message.into(),
         }
+    }
+}
+
+fn too_long(tokens: usize, limit: usize, truncating: bool) -> String {
+    let head = format!(
+        "the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens)"
+    );
+    if truncating {
+        format!(
+            "{head}, and not even its first step fits after the problem, so truncation leaves \
+             nothing to score; shorten the problem or the first step, or raise the limit"
+        )
+    } else {
+        format!(
+            "{head}; shorten it, raise the limit, or choose truncation to score only the steps \
+             that fit"
+        )
     }
 }
 

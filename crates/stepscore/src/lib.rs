@@ -25,6 +25,7 @@ pub mod select;
 pub mod testing;
 pub mod tokenizer;
 pub mod trace;
+pub mod validate;
 
 pub use error::{Error, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};

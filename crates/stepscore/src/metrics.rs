@@ -151,26 +151,17 @@ fn trace_name(trace: &Trace, index: usize) -> String {
     }
 }
 
-/// A trace's step scores and ProcessBench label, or an error naming what is missing.
+/// A trace's step scores and ProcessBench label, or an error naming what is
+/// missing or out of range ([`crate::validate`]: every step scored, each
+/// score in [0, 1], a label).
 fn scores_and_label(trace: &Trace, index: usize) -> Result<(Vec<f64>, i64)> {
-    let label = trace.first_error_label().ok_or_else(|| {
-        Error::InvalidArgument(format!(
-            "{}: no step carries a label",
-            trace_name(trace, index)
-        ))
-    })?;
-    let scores = trace.scores().ok_or_else(|| {
-        let step = trace
-            .steps
-            .iter()
-            .position(|s| s.score.is_none())
-            .unwrap_or(0);
-        Error::InvalidArgument(format!(
-            "{}: step {step} has no score",
-            trace_name(trace, index)
-        ))
-    })?;
-    Ok((scores, label))
+    let named = |p: crate::validate::Problem| {
+        Error::InvalidArgument(format!("{}: {p}", trace_name(trace, index)))
+    };
+    let label = crate::validate::first_error_label(trace).map_err(named)?;
+    let scored =
+        crate::validate::scored_steps(trace, crate::validate::Unscored::Reject).map_err(named)?;
+    Ok((scored.scores, label))
 }
 
 /// ProcessBench F1 of scored, labelled traces. The split is the `split`
@@ -366,16 +357,17 @@ fn check_lengths(what: &str, n_scores: usize, n_labels: usize) -> Result<()> {
 }
 
 /// The scores and labels of every step that has both, across traces.
-/// A NaN score is an error naming the trace and step.
+/// A score that is not a probability (NaN, outside [0, 1]) is an error
+/// naming the trace and step.
 fn labelled_step_scores(traces: &[Trace]) -> Result<(Vec<f64>, Vec<bool>)> {
     let mut scores = Vec::new();
     let mut labels = Vec::new();
     for (i, trace) in traces.iter().enumerate() {
         for (k, step) in trace.steps.iter().enumerate() {
             if let (Some(score), Some(label)) = (step.score, step.label) {
-                if score.is_nan() {
+                if let Some(problem) = crate::validate::score_problem(score) {
                     return Err(Error::InvalidArgument(format!(
-                        "{}: step {k} score is NaN",
+                        "{}: step {k}: {problem}",
                         trace_name(trace, i)
                     )));
                 }

@@ -4,7 +4,9 @@
 //! byte offsets into the segmented text, on char boundaries, with
 //! `&text[span.start..span.end] == step.text` exactly. Steps are trimmed of
 //! surrounding (Unicode) whitespace and empty steps are dropped, so spans are
-//! ordered, non-overlapping and never empty.
+//! ordered, non-overlapping and never empty. A piece that is blank in the
+//! sense of [`crate::validate::is_blank`] (whitespace or zero-width
+//! characters only) is dropped like an empty one.
 //!
 //! Lines end at `\n`; a `\r` right before it belongs to the terminator, so
 //! CRLF text segments the same way as LF text.
@@ -36,7 +38,9 @@ pub enum Segmenter {
     /// markdown (`**`, `#`, `>`, `_`). Text before the first marker is a step
     /// of its own; a text without markers is one step.
     StepMarker,
-    /// The regex's matches are the delimiters between steps.
+    /// The regex's matches are the delimiters between steps. Parsing refuses
+    /// a pattern that can match the empty string; empty matches of one built
+    /// directly are not delimiters.
     Regex(Regex),
     /// A step starts at each line that begins with a role prefix (`User:`,
     /// `Assistant:`, `System:`, `Tool:`, `Tool (name):`, `Tool call (name):`,
@@ -109,7 +113,7 @@ impl Segmenter {
             }
             Segmenter::Regex(re) => {
                 let mut start = 0;
-                for m in re.find_iter(text) {
+                for m in re.find_iter(text).filter(|m| !m.is_empty()) {
                     push_trimmed(text, start, m.start(), None, None, &mut steps);
                     start = m.end();
                 }
@@ -178,9 +182,20 @@ impl FromStr for Segmenter {
 
     fn from_str(s: &str) -> Result<Self> {
         if let Some(pattern) = s.strip_prefix("regex:") {
-            return Regex::new(pattern)
-                .map(Segmenter::Regex)
-                .map_err(|e| Error::InvalidArgument(format!("segmenter `{s}`: bad regex: {e}")));
+            let re = Regex::new(pattern)
+                .map_err(|e| Error::InvalidArgument(format!("segmenter `{s}`: bad regex: {e}")))?;
+            // A delimiter that can be empty would cut between every character.
+            let min_len = regex_syntax::parse(pattern)
+                .ok()
+                .and_then(|hir| hir.properties().minimum_len());
+            if min_len == Some(0) {
+                return Err(Error::InvalidArgument(format!(
+                    "segmenter `{s}`: the pattern can match the empty string, so it would split \
+                     between every character; make the delimiter match at least one character \
+                     (e.g. `x+` instead of `x*`)"
+                )));
+            }
+            return Ok(Segmenter::Regex(re));
         }
         match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
             "auto" => Ok(Segmenter::Auto),
@@ -239,7 +254,7 @@ fn push_trimmed(
     let trimmed_front = piece.trim_start();
     let s = start + (piece.len() - trimmed_front.len());
     let body = trimmed_front.trim_end();
-    if body.is_empty() {
+    if crate::validate::is_blank(body) {
         return;
     }
     out.push(Step {
@@ -376,11 +391,13 @@ mod tests {
     fn regex_delimiters() {
         let seg: Segmenter = "regex:\\s*;\\s*".parse().unwrap();
         assert_eq!(texts(&seg, "a; b;;c ;"), ["a", "b", "c"]);
-        // A pattern that matches the empty string must not split chars.
-        let seg: Segmenter = "regex:x*".parse().unwrap();
+        // A pattern that matches the empty string is refused when parsed and,
+        // built directly, its empty matches do not split between chars.
+        assert!("regex:x*".parse::<Segmenter>().is_err());
+        let seg = Segmenter::Regex(Regex::new("x*").unwrap());
         let steps = seg.segment("aé🦀");
         check_spans("aé🦀", &steps);
-        assert_eq!(texts(&seg, "aé🦀"), ["a", "é", "🦀"]);
+        assert_eq!(texts(&seg, "aé🦀"), ["aé🦀"]);
     }
 
     #[test]
@@ -444,7 +461,39 @@ mod tests {
         assert!(
             matches!("regex:(".parse::<Segmenter>(), Err(Error::InvalidArgument(m)) if m.contains("bad regex"))
         );
+        for empty in [
+            "regex:",
+            "regex:x*",
+            "regex:a|",
+            r"regex:\b",
+            "regex:(?m)^",
+            "regex:(x?)",
+        ] {
+            assert!(
+                matches!(empty.parse::<Segmenter>(), Err(Error::InvalidArgument(m)) if m.contains("empty string")),
+                "{empty}"
+            );
+        }
+        assert!("regex:x+".parse::<Segmenter>().is_ok());
         assert!(matches!(Segmenter::default(), Segmenter::Auto));
+    }
+
+    #[test]
+    fn empty_matches_are_not_delimiters() {
+        // Built directly (not parsed), a pattern matching "" still does not
+        // cut between characters.
+        let seg = Segmenter::Regex(Regex::new("x*").unwrap());
+        let steps = seg.segment("abxxcd");
+        let texts: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["ab", "cd"]);
+    }
+
+    #[test]
+    fn zero_width_pieces_are_dropped_like_empty_ones() {
+        let text = "a\n\n\u{200B}\n\n \u{FEFF} \n\nb";
+        let steps = Segmenter::BlankLine.segment(text);
+        let texts: Vec<&str> = steps.iter().map(|s| s.text.as_str()).collect();
+        assert_eq!(texts, ["a", "b"]);
     }
 
     #[test]

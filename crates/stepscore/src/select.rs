@@ -3,9 +3,12 @@
 //! accuracy of each choice over many problems.
 //!
 //! Scores: a candidate's score is its steps' scores aggregated with
-//! [`aggregate`]; it has none when any step is unscored or it has no steps.
-//! Only finite scores count: NaN, infinite and missing scores never win
-//! best-of-N and add nothing to a vote's weight.
+//! [`aggregate`]; it has none when any step is unscored or it has no steps
+//! ([`select_with`] and [`Unscored::Prefix`] aggregate the scored prefix of
+//! a truncated candidate instead, see [`crate::validate`]). Only usable
+//! scores count: a candidate whose step scores are not all probabilities
+//! (NaN, infinite, outside [0, 1]) never wins best-of-N and adds nothing to
+//! a vote's weight, and neither does a missing score.
 //!
 //! Answers: [`Trace::answer`], normalized with [`normalize_answer`]; answers
 //! that are equal under [`normalized_equal`] share one vote. Candidates
@@ -18,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::aggregate::{aggregate, Aggregation};
 use crate::answer::{normalize_answer, normalized_equal};
 use crate::trace::Trace;
+use crate::validate::{scored_steps, Unscored};
 
 /// One distinct answer and the candidates that gave it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +49,13 @@ pub struct CandidateSummary {
     pub raw_answer: Option<String>,
     /// The aggregate score (may be NaN when a step score is NaN).
     pub score: Option<f64>,
+    /// Whether `score` takes part in selection: every step score used is a
+    /// probability in [0, 1].
+    #[serde(default)]
+    pub usable: bool,
+    /// Unscored last steps left out of `score` ([`Unscored::Prefix`]).
+    #[serde(default)]
+    pub unscored_steps: usize,
 }
 
 /// The outcome of [`select`] for one problem.
@@ -65,13 +76,21 @@ pub struct Selection {
     pub weighted: Option<Vote>,
 }
 
-/// A score that may take part in selection.
-fn usable(score: Option<f64>) -> Option<f64> {
-    score.filter(|s| s.is_finite())
+/// A candidate's score when it may take part in selection.
+fn usable(c: &CandidateSummary) -> Option<f64> {
+    c.score.filter(|s| c.usable && s.is_finite())
 }
 
-/// Scores, answers and the three choices for one problem's candidates.
+/// Scores, answers and the three choices for one problem's candidates; a
+/// candidate with an unscored step has no score.
 pub fn select(candidates: &[Trace], how: Aggregation) -> Selection {
+    select_with(candidates, how, Unscored::Reject)
+}
+
+/// [`select`], with `unscored` deciding what a candidate whose last steps
+/// are unscored (truncated) is worth: the aggregate of its scored prefix,
+/// or no score.
+pub fn select_with(candidates: &[Trace], how: Aggregation, unscored: Unscored) -> Selection {
     let summaries: Vec<CandidateSummary> = candidates
         .iter()
         .enumerate()
@@ -81,20 +100,27 @@ pub fn select(candidates: &[Trace], how: Aggregation) -> Selection {
                 .as_deref()
                 .map(normalize_answer)
                 .filter(|a| !a.is_empty());
-            let score = trace.scores().and_then(|s| aggregate(&s, how));
+            let (score, usable, unscored_steps) = match scored_steps(trace, unscored) {
+                Ok(s) => (aggregate(&s.scores, how), true, s.unscored),
+                // Not usable, but shown: the aggregate of a complete set of
+                // scores, NaN or out of range ones included.
+                Err(_) => (trace.scores().and_then(|s| aggregate(&s, how)), false, 0),
+            };
             CandidateSummary {
                 index,
                 id: trace.id.clone(),
                 answer,
                 raw_answer,
                 score,
+                usable,
+                unscored_steps,
             }
         })
         .collect();
 
     let mut best: Option<(usize, f64)> = None;
     for c in &summaries {
-        if let Some(s) = usable(c.score) {
+        if let Some(s) = usable(c) {
             // Strictly greater: an equal later score does not displace the earlier.
             if best.is_none_or(|(_, b)| s > b) {
                 best = Some((c.index, s));
@@ -113,7 +139,7 @@ pub fn select(candidates: &[Trace], how: Aggregation) -> Selection {
     }
     let any_weight = summaries
         .iter()
-        .any(|c| c.answer.is_some() && usable(c.score).is_some());
+        .any(|c| c.answer.is_some() && usable(c).is_some());
     let mut weighted: Option<&Vote> = None;
     if any_weight {
         for v in &votes {
@@ -137,7 +163,7 @@ fn tally(summaries: &[CandidateSummary]) -> Vec<Vote> {
     let mut votes: Vec<Vote> = Vec::new();
     for c in summaries {
         let Some(answer) = &c.answer else { continue };
-        let weight = usable(c.score).unwrap_or(0.0);
+        let weight = usable(c).unwrap_or(0.0);
         match votes
             .iter_mut()
             .find(|v| normalized_equal(&v.answer, answer))
@@ -230,6 +256,15 @@ impl BestOfNReport {
 /// without a reference are counted in `groups` and otherwise skipped. A rule
 /// that makes no choice (no scores, no answers) counts as wrong.
 pub fn best_of_n_accuracy(groups: &[Vec<Trace>], how: Aggregation) -> BestOfNReport {
+    best_of_n_accuracy_with(groups, how, Unscored::Reject)
+}
+
+/// [`best_of_n_accuracy`] with [`select_with`]'s policy for truncated candidates.
+pub fn best_of_n_accuracy_with(
+    groups: &[Vec<Trace>],
+    how: Aggregation,
+    unscored: Unscored,
+) -> BestOfNReport {
     let mut report = BestOfNReport {
         groups: groups.len(),
         ..Default::default()
@@ -243,7 +278,7 @@ pub fn best_of_n_accuracy(groups: &[Vec<Trace>], how: Aggregation) -> BestOfNRep
         let Some(reference) = reference else { continue };
         report.with_reference += 1;
         let right = |answer: Option<&str>| answer.is_some_and(|a| normalized_equal(a, &reference));
-        let sel = select(group, how);
+        let sel = select_with(group, how, unscored);
         let best_answer = sel
             .best
             .and_then(|i| sel.candidates.get(i))

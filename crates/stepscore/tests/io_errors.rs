@@ -290,7 +290,10 @@ fn array_items_are_numbered() {
     let results = read_bytes(input.as_bytes(), opts());
     assert_eq!(results.len(), 3);
     let (loc, _) = location(&results[1]);
-    assert_eq!((loc.line, loc.field.as_deref()), (2, Some("steps")));
+    assert_eq!(
+        (loc.line, loc.item, loc.field.as_deref()),
+        (2, Some(2), Some("steps"))
+    );
     assert!(results[2].is_ok());
 }
 
@@ -375,7 +378,130 @@ fn array_items_with_tricky_strings() {
     let results = read_bytes(input.as_bytes(), opts());
     assert_eq!(results.len(), 3);
     assert_eq!(results[0].as_ref().unwrap().problem, "a,]}\"[");
+    // All on line 1: the element is item 2 of line 1, not "line 2".
     let (loc, _) = location(&results[1]);
-    assert_eq!((loc.line, loc.field.as_deref()), (2, Some("steps")));
+    assert_eq!(
+        (loc.line, loc.item, loc.field.as_deref()),
+        (1, Some(2), Some("steps"))
+    );
+    assert_eq!(
+        results[1].as_ref().unwrap_err().to_string(),
+        "data.jsonl line 1, item 2, field `steps`: expected an array, found a number"
+    );
     assert_eq!(results[2].as_ref().unwrap().problem, "c");
+}
+
+/// Scores are probabilities: anything outside [0, 1] is refused where it
+/// is read, naming the field, in every format that carries scores.
+#[test]
+fn scores_outside_the_unit_interval_are_refused() {
+    for (row, field) in [
+        (
+            r#"{"problem":"p","steps":["a","b"],"scores":[0.5,1.5]}"#,
+            "scores[1]",
+        ),
+        (
+            r#"{"problem":"p","steps":["a"],"scores":[-0.25]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"problem":"p","steps":["a"],"scores":[1e308]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"prompt":"p","completions":["a","b"],"labels":[true,false],"scores":[7.5,0.1]}"#,
+            "scores[0]",
+        ),
+        (
+            r#"{"problem":"p","steps":[{"text":"x","score":0.9},{"text":"y","score":-7}]}"#,
+            "steps[1].score",
+        ),
+        (
+            r#"{"problem":"p","response":"a\n\nb","scores":[0.5,2]}"#,
+            "scores[1]",
+        ),
+    ] {
+        assert_bad_line(row.as_bytes(), Some(field), "outside [0, 1]");
+    }
+    // The ends of the interval are fine.
+    let r = read_bytes(
+        br#"{"problem":"p","steps":["a","b"],"scores":[0,1]}"#,
+        opts(),
+    );
+    assert_eq!(r[0].as_ref().unwrap().scores(), Some(vec![0.0, 1.0]));
+}
+
+/// serde_json keeps the last of two equal keys; the reader refuses them.
+#[test]
+fn duplicate_keys_are_refused_by_path() {
+    assert_bad_line(
+        br#"{"problem":"p","steps":["a","b"],"label":-1,"label":1}"#,
+        Some("label"),
+        "duplicate key `label`",
+    );
+    assert_bad_line(
+        br#"{"problem":"p","steps":[{"text":"a","score":0.1,"score":0.9}]}"#,
+        Some("steps[0].score"),
+        "duplicate key",
+    );
+    // In an array document too, and the next item is still read.
+    let input = format!(r#"[{{"problem":"p","problem":"q","steps":["a"]}}, {GOOD}]"#);
+    let results = read_bytes(input.as_bytes(), opts());
+    assert_eq!(results.len(), 2);
+    let (loc, message) = location(&results[0]);
+    assert_eq!((loc.item, loc.field.as_deref()), (Some(1), Some("problem")));
+    assert!(message.contains("duplicate key"), "{message}");
+    assert!(results[1].is_ok());
+}
+
+/// Errors name the record's id when it has one.
+#[test]
+fn errors_name_the_id() {
+    let input = format!("{GOOD}\n{}\n", r#"{"id":7,"problem":"p","steps":[]}"#);
+    let results = read_bytes(input.as_bytes(), opts());
+    let shown = results[1].as_ref().unwrap_err().to_string();
+    assert_eq!(
+        shown,
+        "data.jsonl line 2, id `7`, field `steps`: empty step list"
+    );
+}
+
+/// An element of a JSON array obeys the record limit like a JSONL line;
+/// the elements around it are kept.
+#[test]
+fn array_items_obey_the_record_limit() {
+    let long = format!(r#"{{"problem":"{}","steps":["a"]}}"#, "x".repeat(200));
+    let small = ReadOptions {
+        max_line_bytes: 100,
+        ..opts()
+    };
+    let input = format!("[{GOOD},\n{long},\n{GOOD}]");
+    let results = read_bytes(input.as_bytes(), small);
+    assert_eq!(results.len(), 3);
+    let (loc, message) = location(&results[1]);
+    assert_eq!((loc.line, loc.item), (2, Some(2)));
+    assert!(message.contains("array item of 228 bytes"), "{message}");
+    assert!(message.contains("100-byte limit"), "{message}");
+    assert!(results[0].is_ok() && results[2].is_ok());
+}
+
+/// A stream without line breaks ends with an error once the skip cap is
+/// passed, instead of being read forever (`stepscore segment /dev/zero`).
+#[test]
+fn endless_line_ends_the_read() {
+    let small = ReadOptions {
+        max_line_bytes: 64,
+        max_document_bytes: 1 << 20,
+        ..opts()
+    };
+    let endless = std::io::BufReader::new(std::io::repeat(b'x'));
+    let mut reader = TraceReader::new(endless, small);
+    let (loc, message) = match reader.next() {
+        Some(Err(Error::Input { location, message })) => (location, message),
+        other => panic!("expected an input error, got {other:?}"),
+    };
+    assert_eq!(loc.line, 1);
+    assert!(message.contains("no line break"), "{message}");
+    assert!(message.contains("stopped reading"), "{message}");
+    assert!(reader.next().is_none());
 }

@@ -184,7 +184,9 @@ fn over_long_traces_error_or_truncate() {
     )
     .unwrap();
     match strict.score_steps(&case.problem, &steps) {
-        Err(Error::TraceTooLong { tokens, limit: l }) => {
+        Err(Error::TraceTooLong {
+            tokens, limit: l, ..
+        }) => {
             assert_eq!(tokens, case.input_ids.len());
             assert_eq!(l, limit);
         }

@@ -4,25 +4,35 @@ use std::io::Write;
 
 use serde::Serialize;
 use stepscore::aggregate::{aggregate, first_error_label, Aggregation};
+use stepscore::validate::scored_steps;
 
-use crate::input::{finish, for_each_trace, InputArgs};
+use crate::input::{finish, for_each_record, record_name, report, InputArgs, UnscoredArgs};
 use crate::output::{jsonl, num, OutputMode, Table};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
-#[command(after_help = "Every input trace must carry a score on each step.\n\
-    Example:\n  stepscore aggregate scored.jsonl --aggregation min --threshold 0.5")]
+#[command(
+    after_help = "Every input trace must carry a score (a probability in [0, 1]) on \
+    each step, or on each of its first steps when the last ones were left unscored by \
+    `score --truncate` (see --unscored). Unscored steps are reported in `unscored_steps` \
+    (JSONL) or as `scored/total` in the steps column (table); `first_error` is over the \
+    scored steps.\n\
+    Example:\n  stepscore aggregate scored.jsonl --aggregation min --threshold 0.5"
+)]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
+
+    #[command(flatten)]
+    pub scores: UnscoredArgs,
 
     /// Aggregations to report (repeat or comma-separate); all five by default:
     /// min, prod, last, mean, geo_mean.
     #[arg(long, short, value_delimiter = ',')]
     pub aggregation: Vec<Aggregation>,
 
-    /// A step scoring below this is an error (ProcessBench convention).
-    #[arg(long, default_value_t = 0.5)]
+    /// A step scoring below this is an error (ProcessBench convention), in [0, 1].
+    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
     pub threshold: f64,
 
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
@@ -32,11 +42,19 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct Record<'a> {
+    /// The output row's number (0-based, good records only).
     index: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     id: Option<&'a str>,
+    /// Where the record is in the input: its line, and item in a JSON array.
+    line: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    item: Option<usize>,
     steps: usize,
+    /// The scores aggregated: every step's, or the scored prefix's.
     scores: &'a [f64],
+    /// Last steps without a score, left out of the aggregates.
+    unscored_steps: usize,
     aggregates: serde_json::Map<String, serde_json::Value>,
     threshold: f64,
     /// Index of the first step below the threshold, -1 if none.
@@ -47,12 +65,7 @@ struct Record<'a> {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    if !(0.0..=1.0).contains(&args.threshold) {
-        return Err(Failure::Usage(format!(
-            "--threshold {} is outside [0, 1]",
-            args.threshold
-        )));
-    }
+    let policy = args.scores.unscored;
     let hows: Vec<Aggregation> = if args.aggregation.is_empty() {
         Aggregation::ALL.to_vec()
     } else {
@@ -66,30 +79,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     header.extend(["first error", "label"]);
     let mut table = Table::new(&header);
     let mut index = 0usize;
-    let mut unscored = 0usize;
+    let (mut refused, mut partial) = (0usize, 0usize);
 
-    let bad = for_each_trace(&args.input, |trace| {
+    let bad = for_each_record(&args.input, |record| {
+        let (at, trace) = (&record.at, &record.trace);
+        let scored = match scored_steps(trace, policy) {
+            Ok(s) => s,
+            Err(problem) => {
+                report(at, problem);
+                refused += 1;
+                return Ok(());
+            }
+        };
         let i = index;
         index += 1;
-        let name = trace.id.clone().unwrap_or_else(|| format!("#{i}"));
-        let Some(scores) = trace.scores() else {
-            let missing = trace
-                .steps
-                .iter()
-                .position(|s| s.score.is_none())
-                .unwrap_or(0);
-            eprintln!(
-                "error: trace {name} (record {}): step {missing} has no score",
-                i + 1
-            );
-            unscored += 1;
-            return Ok(());
-        };
-        let first = first_error_label(&scores, args.threshold);
+        partial += usize::from(!scored.complete());
+        let scores = &scored.scores;
+        let first = first_error_label(scores, args.threshold);
         let label = trace.first_error_label();
         if as_table {
-            let mut row = vec![name.clone(), scores.len().to_string()];
-            row.extend(hows.iter().map(|&h| num(aggregate(&scores, h), 4)));
+            let steps = if scored.complete() {
+                scores.len().to_string()
+            } else {
+                format!("{}/{}", scores.len(), trace.steps.len())
+            };
+            let mut row = vec![record_name(at), steps];
+            row.extend(hows.iter().map(|&h| num(aggregate(scores, h), 4)));
             row.push(first.to_string());
             row.push(label.map_or("-".to_string(), |l| l.to_string()));
             table.row(row);
@@ -97,15 +112,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
         } else {
             let aggregates = hows
                 .iter()
-                .map(|&h| (h.name().to_string(), json_number(aggregate(&scores, h))))
+                .map(|&h| (h.name().to_string(), json_number(aggregate(scores, h))))
                 .collect();
             jsonl(
                 &mut out,
                 &Record {
                     index: i,
                     id: trace.id.as_deref(),
-                    steps: scores.len(),
-                    scores: &scores,
+                    line: at.line,
+                    item: at.item,
+                    steps: trace.steps.len(),
+                    scores,
+                    unscored_steps: scored.unscored,
                     aggregates,
                     threshold: args.threshold,
                     first_error: first,
@@ -117,8 +135,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if as_table {
         table.write(&mut out)?;
     }
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
-    finish(bad + unscored)
+    out.flush().map_err(crate::output::stdout_error)?;
+    if partial > 0 {
+        eprintln!(
+            "stepscore: {partial} trace(s) had unscored last steps (truncated); aggregated over \
+             their scored steps (--unscored reject refuses them)"
+        );
+    }
+    finish(bad + refused)
 }
 
 /// JSON has no NaN: an undefined aggregate is written as null.

@@ -55,7 +55,7 @@ pub struct Args {
     pub tokens: usize,
 
     /// CPU threads.
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = 2, value_parser = crate::options::threads)]
     pub threads: usize,
 
     /// Timed runs of each measurement (best and median are reported).
@@ -138,7 +138,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let rss_before_load = proc_status_kib("VmRSS");
     let started = Instant::now();
     let scorer = Scorer::open(&path, &options)
-        .map_err(|e| Failure::Usage(format!("cannot load {}: {e}", path.display())))?;
+        .map_err(|e| Failure::during(format!("cannot load {}", path.display()), e))?;
     let load_s = started.elapsed().as_secs_f64();
     let rss_after_load = proc_status_kib("VmRSS");
     if args.tokens < 8 || args.tokens > scorer.max_tokens() {
@@ -222,13 +222,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
             },
             "append": append.as_ref().map(|a| a.json()),
         });
-        println!("{value}");
-        return Ok(());
+        return crate::output::print_line(value);
     }
 
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
     writeln!(
         out,
         "stepscore bench: {} ({} family), cpu/{backend}, {} threads, {n} tokens ({} steps, {logit_rows} scored tokens), \
@@ -329,7 +328,7 @@ fn gpu_timings(
     let ctx = match GpuContext::new(GpuOptions::default()) {
         Ok(c) => Arc::new(c),
         Err(e) if args.backend == Backend::Auto => return Ok(Err(e.to_string())),
-        Err(e) => return Err(Failure::Usage(format!("--backend gpu: {e}"))),
+        Err(e) => return Err(Failure::during("--backend gpu", e)),
     };
     let adapter = ctx.adapter().to_string();
     let model = GpuTransformer::upload(ctx, scorer.model())?;
@@ -343,7 +342,7 @@ fn gpu_timings(
             ..options.clone()
         },
     )
-    .map_err(|e| Failure::Usage(format!("cannot load {} on the GPU: {e}", path.display())))?;
+    .map_err(|e| Failure::during(format!("cannot load {} on the GPU", path.display()), e))?;
     let score = time(args.warmup, args.repeats, || {
         gpu_scorer.score_steps(&trace.problem, steps).map(|_| ())
     })?;

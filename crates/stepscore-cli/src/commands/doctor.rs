@@ -21,7 +21,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let auto = auto_preference();
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
     if args.json {
         let list: Vec<serde_json::Value> = adapters
             .iter()

@@ -9,8 +9,11 @@ use stepscore::metrics::{
     step_calibration_from_traces, Calibration, ProcessBenchReport,
 };
 
+use stepscore::validate::{first_error_label, scored_steps, Problem, Unscored};
+use stepscore::Trace;
+
 use crate::commands::aggregate::json_number;
-use crate::input::{finish, read_all, InputArgs};
+use crate::input::{finish, read_all, report, InputArgs};
 use crate::output::{jsonl, num, OutputMode, Table};
 use crate::Failure;
 
@@ -18,20 +21,23 @@ use crate::Failure;
 #[command(
     after_help = "Input rows need per-step scores and labels: ProcessBench rows \
     ({problem, steps, label, scores}), TRL rows ({prompt, completions, labels, scores}) or \
-    stepscore traces. Rows are grouped into splits by their `split` field.\n\
+    stepscore traces. Rows are grouped into splits by their `split` field. A row without \
+    labels, or with a step unscored or scored outside [0, 1], is reported on stderr and \
+    skipped; the metrics cover the other rows, the output says how many were skipped, and the \
+    exit code is then 1.\n\
     Example:\n  stepscore eval tests/fixtures/processbench_scored.jsonl"
 )]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A step scoring below this is predicted wrong.
-    #[arg(long, default_value_t = 0.5)]
+    /// A step scoring below this is predicted wrong, in [0, 1].
+    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
     pub threshold: f64,
 
     /// Choose the threshold that maximizes overall F1 on this input (report it;
     /// use it on held-out data, not as a score on the same data).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "threshold")]
     pub calibrate: bool,
 
     /// Bins of the reliability table.
@@ -45,34 +51,55 @@ pub struct Args {
 
 #[derive(Serialize)]
 struct EvalRecord<'a> {
+    /// Rows the metrics cover.
     traces: usize,
+    /// Rows left out, each reported on stderr.
+    skipped: usize,
     processbench: &'a ProcessBenchReport,
     step_auroc: serde_json::Value,
     #[serde(skip_serializing_if = "Option::is_none")]
     calibration: Option<&'a Calibration>,
 }
 
+/// Whether a trace can be evaluated: labelled, and every step scored.
+fn evaluable(trace: &Trace) -> Result<(), Problem> {
+    first_error_label(trace)?;
+    scored_steps(trace, Unscored::Reject).map_err(|mut p| {
+        if trace.steps.iter().any(|s| s.score.is_none()) {
+            p.message
+                .push_str("; eval needs every step scored (the prediction depends on them all)");
+        }
+        p
+    })?;
+    Ok(())
+}
+
 pub fn run(args: Args) -> Result<(), Failure> {
-    if !(0.0..=1.0).contains(&args.threshold) {
-        return Err(Failure::Usage(format!(
-            "--threshold {} is outside [0, 1]",
-            args.threshold
-        )));
-    }
     if args.bins == 0 || args.bins > 1000 {
         return Err(Failure::Usage(format!(
             "--bins {} must be between 1 and 1000",
             args.bins
         )));
     }
-    let (traces, bad) = read_all(&args.input)?;
+    let (records, bad) = read_all(&args.input)?;
+    let mut skipped = bad;
+    let mut traces = Vec::with_capacity(records.len());
+    for r in records {
+        match evaluable(&r.trace) {
+            Ok(()) => traces.push(r.trace),
+            Err(problem) => {
+                report(&r.at, problem);
+                skipped += 1;
+            }
+        }
+    }
     if traces.is_empty() {
         eprintln!("error: no usable traces in the input");
-        return Err(Failure::BadRecords(bad.max(1)));
+        return Err(Failure::BadRecords(skipped.max(1)));
     }
     let data_error = |e: stepscore::Error| {
         eprintln!("error: {e}");
-        Failure::BadRecords(bad + 1)
+        Failure::BadRecords(skipped + 1)
     };
     let threshold = if args.calibrate {
         calibrate_threshold_from_traces(&traces).map_err(data_error)?
@@ -93,7 +120,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.output.table() {
         write_tables(
             &mut out,
-            &traces.len(),
+            (traces.len(), skipped),
             &report,
             auroc,
             calib.as_ref(),
@@ -104,31 +131,35 @@ pub fn run(args: Args) -> Result<(), Failure> {
             &mut out,
             &EvalRecord {
                 traces: traces.len(),
+                skipped,
                 processbench: &report,
                 step_auroc: json_number(auroc),
                 calibration: calib.as_ref(),
             },
         )?;
     }
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
-    finish(bad)
+    out.flush().map_err(crate::output::stdout_error)?;
+    finish(skipped)
 }
 
 fn write_tables(
     out: &mut impl Write,
-    n_traces: &usize,
+    (n_traces, skipped): (usize, usize),
     report: &ProcessBenchReport,
     auroc: Option<f64>,
     calib: Option<&Calibration>,
     n_steps: usize,
 ) -> Result<(), Failure> {
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
     writeln!(
         out,
         "ProcessBench F1 over {n_traces} traces (threshold {}):",
         report.threshold
     )
     .map_err(io)?;
+    if skipped > 0 {
+        writeln!(out, "({skipped} bad record(s) skipped, reported on stderr)").map_err(io)?;
+    }
     let mut t = Table::new(&[
         "split",
         "erroneous",

@@ -8,10 +8,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation};
+use stepscore::prm::{
+    DigitConfidence, Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation,
+};
 
 use crate::commands::fetch;
-use crate::input::{finish, for_each_trace, InputArgs};
+use crate::input::{finish, for_each_record, report_error, InputArgs};
 use crate::output::jsonl;
 use crate::Failure;
 
@@ -19,7 +21,8 @@ use crate::Failure;
 #[command(
     after_help = "Output: one JSON line per trace, {id, label, split, generator, group, \
     features: [[f32; hidden] per scored step], confidence: [{tokens, mean_logprob, min_logprob, \
-    mean_entropy}] (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
+    mean_entropy}] and digit_confidence: [{tokens, min_logprob, mean_logprob}] of the step's digit \
+    tokens (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
     first-error index (-1: all correct; absent when the row has no labels). Features are the \
     final-normed hidden states at the positions the family's head reads (value-head: each step's \
     \"\\n\"); the head's own tensors are not needed. With --layer L they are layer L's: the \
@@ -53,11 +56,11 @@ pub struct Args {
     pub layer: Option<usize>,
 
     /// CPU threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 
-    /// Token limit per trace (the model's context length at most).
-    #[arg(long)]
+    /// Token limit per trace, from 1 to the model's context length.
+    #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
     /// Keep the leading steps that fit the token limit instead of rejecting
@@ -90,6 +93,8 @@ struct Record<'a> {
     features: &'a [Vec<f32>],
     #[serde(skip_serializing_if = "Option::is_none")]
     confidence: Option<&'a [StepConfidence]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    digit_confidence: Option<&'a [DigitConfidence]>,
     tokens: usize,
     truncated_steps: usize,
 }
@@ -107,7 +112,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
         ..ScorerOptions::default()
     };
     let scorer = Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options)
-        .map_err(|e| Failure::Io(e.to_string()))?;
+        .map_err(|e| Failure::during("cannot load model", e))?;
+    crate::options::max_tokens_fit(args.max_tokens, &scorer)?;
     let n_layers = scorer.model().config().n_layers;
     if let Some(l) = args.layer.filter(|&l| l > n_layers) {
         return Err(Failure::Usage(format!(
@@ -137,11 +143,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
         None => (Box::new(std::io::stdout().lock()), HashSet::new()),
     };
+    // Typed, so a closed pipe or a full disk gets the I/O exit code.
+    let sink_name = args
+        .out
+        .as_ref()
+        .map_or("<stdout>".to_string(), |p| p.display().to_string());
+    let write_error = |e: std::io::Error| Failure::from(stepscore::Error::io(&sink_name, e));
     let start = Instant::now();
     let (mut traces, mut steps, mut tokens, mut failed) = (0usize, 0usize, 0usize, 0usize);
     let mut skipped = 0usize;
     let mut index = 0usize;
-    let bad = for_each_trace(&args.input, |trace| {
+    let bad = for_each_record(&args.input, |record| {
+        let trace = &record.trace;
         let this = index;
         index += 1;
         if done.contains(&key(trace.id.as_deref(), this)) {
@@ -155,10 +168,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Err(e) => {
                 // A trace the model cannot take (too long, a step without
                 // tokens) is reported and skipped like a bad record.
-                eprintln!(
-                    "error: trace {}: {e}",
-                    trace.id.as_deref().unwrap_or("(no id)")
-                );
+                report_error(&stepscore::Error::input_at(
+                    record.at.clone(),
+                    e.to_string(),
+                ));
                 failed += 1;
                 return Ok(());
             }
@@ -177,17 +190,18 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 group: trace.meta_str("group"),
                 features: &f.hidden,
                 confidence: f.confidence.as_deref(),
+                digit_confidence: f.digit_confidence.as_deref(),
                 tokens: f.tokens,
                 truncated_steps: f.truncated_steps,
             },
         )?;
         // Each record reaches the file whole before the next is computed.
-        out.flush().map_err(|e| Failure::Io(e.to_string()))
+        out.flush().map_err(write_error)
     })?;
     if skipped > 0 {
         eprintln!("features: {skipped} traces skipped (already in the output)");
     }
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    out.flush().map_err(write_error)?;
     let secs = start.elapsed().as_secs_f64();
     eprintln!(
         "features: {traces} traces, {steps} steps, {tokens} tokens in {secs:.1} s ({:.0} tokens/s, {} family, width {}, layer {})",

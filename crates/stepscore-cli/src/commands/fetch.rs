@@ -54,13 +54,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
             } else {
                 ""
             };
-            println!(
+            crate::output::print_line(format_args!(
                 "{:<24} {:>7.0} MB  {}  {}{default}",
                 e.name,
                 e.file.size as f64 / 1e6,
                 if cached { "cached " } else { "       " },
                 e.summary
-            );
+            ))?;
         }
         return Ok(());
     }
@@ -75,7 +75,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         .collect::<Result<Vec<_>, _>>()?;
     for entry in entries {
         let path = ensure(entry, &dir, args.force)?;
-        println!("{}", path.display());
+        crate::output::print_line(path.display())?;
     }
     Ok(())
 }
@@ -147,7 +147,21 @@ pub fn resolve_model(model: Option<&Path>) -> Result<ModelChoice, Failure> {
                 label: p.display().to_string(),
             })
         }
-        Some(p) => p.to_string_lossy().into_owned(),
+        Some(p) => {
+            let name = p.to_string_lossy().into_owned();
+            // Not a catalog name but a path (a directory in it, or a file
+            // extension) that does not exist: an I/O error, exit 3.
+            let path_like = p.components().count() > 1 || p.extension().is_some();
+            if path_like && catalog::lookup(&name).is_err() {
+                if let Err(e) = std::fs::metadata(p) {
+                    return Err(Failure::during(
+                        "cannot load model",
+                        stepscore::Error::io(p.display().to_string(), e),
+                    ));
+                }
+            }
+            name
+        }
         None => catalog::DEFAULT_PRM.to_string(),
     };
     let entry = catalog::lookup(&name).map_err(|e| Failure::Usage(e.to_string()))?;

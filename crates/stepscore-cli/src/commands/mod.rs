@@ -9,4 +9,5 @@ pub mod fetch;
 pub mod score;
 pub mod segment;
 pub mod select;
+pub mod serve;
 pub mod train;

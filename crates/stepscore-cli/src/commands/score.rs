@@ -1,7 +1,7 @@
 //! `stepscore score`: run a PRM over traces and write per-step scores.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +11,7 @@ use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncat
 use stepscore::Trace;
 
 use crate::commands::fetch;
-use crate::input::{finish, for_each_trace, InputArgs};
+use crate::input::{finish, for_each_record, report_error, InputArgs};
 use crate::output::{clip, jsonl, num, OutputMode};
 use crate::Failure;
 
@@ -52,12 +52,12 @@ pub struct Args {
     #[arg(long, default_value = "auto")]
     pub backend: Backend,
 
-    /// CPU threads (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    /// CPU threads (0: all cores; more than the cores are capped, with a note).
+    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 
-    /// Token limit per trace (the model's context length at most).
-    #[arg(long)]
+    /// Token limit per trace, from 1 to the model's context length.
+    #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
     /// Score only the leading steps that fit the token limit instead of
@@ -65,7 +65,8 @@ pub struct Args {
     #[arg(long)]
     pub truncate: bool,
 
-    /// Quantize a Hugging Face checkpoint's weights at load: q8_0 or q4_0.
+    /// Quantize a Hugging Face checkpoint's weights at load: q8_0 or q4_0
+    /// (refused for GGUF files, which keep the types they were written with).
     #[arg(long, value_parser = parse_quant)]
     pub quantize: Option<GgmlType>,
 
@@ -73,8 +74,8 @@ pub struct Args {
     #[arg(long, short, default_value = "min")]
     pub aggregation: Aggregation,
 
-    /// A step scoring below this is marked as the first error in the table.
-    #[arg(long, default_value_t = 0.5)]
+    /// A step scoring below this is marked as the first error in the table, in [0, 1].
+    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
     pub threshold: f64,
 
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
@@ -83,8 +84,6 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let choice = fetch::resolve_model(args.model.as_deref())?;
-    let path = choice.path.clone();
     let options = ScorerOptions {
         family: args.family,
         threads: args.threads,
@@ -97,20 +96,100 @@ pub fn run(args: Args) -> Result<(), Failure> {
         quantize: args.quantize,
         backend: args.backend,
     };
+    let scorer = open_scorer(args.model.as_deref(), args.head.as_deref(), &options)?;
+
+    let progress = progress_bar(&args.input);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let as_table = args.output.table();
+    let mut failed = 0usize;
+    let mut index = 0usize;
+    let (mut tokens, started) = (0usize, Instant::now());
+    let bad = for_each_record(&args.input, |record| {
+        let (at, mut trace) = (record.at, record.trace);
+        index += 1;
+        progress.inc(1);
+        let name = crate::input::record_name(&at);
+        match scorer.score(&trace) {
+            Ok(result) => {
+                tokens += result.tokens;
+                attach(&mut trace, &result, scorer.family());
+                if as_table {
+                    progress.suspend(|| write_table(&mut out, &name, &trace, &result, &args))
+                } else {
+                    jsonl(&mut out, &trace)
+                }
+            }
+            // What is wrong with this trace (too long, a blank step, a
+            // step holding the family's marker, text the tokenizer refuses)
+            // or a GPU failure the engine recovers from: report it, go on.
+            Err(
+                e @ (stepscore::Error::TraceTooLong { .. }
+                | stepscore::Error::InvalidArgument(_)
+                | stepscore::Error::Input { .. }
+                | stepscore::Error::Tokenizer(_)
+                | stepscore::Error::Gpu(_)),
+            ) => {
+                failed += 1;
+                let e = stepscore::Error::input_at(at.clone(), e.to_string());
+                progress.suspend(|| report_error(&e));
+                Ok(())
+            }
+            // A broken model, an I/O error or a bug ends the run.
+            Err(e) => Err(Failure::during(format!("scoring {}", at), e)),
+        }
+    })?;
+    progress.finish_and_clear();
+    out.flush().map_err(crate::output::stdout_error)?;
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "stepscore: scored {} traces, {tokens} tokens in {secs:.2}s ({:.0} tokens/s)",
+        index - failed,
+        tokens as f64 / secs.max(1e-9)
+    );
+    finish(bad + failed)
+}
+
+/// Loads the PRM a command names: `model` (a path, a catalog name, or by
+/// default the default PRM; fetched when not cached) with `head` (default:
+/// a catalog PRM's built-in head). Reports what was loaded and on which
+/// engine on stderr.
+pub fn open_scorer(
+    model: Option<&Path>,
+    head: Option<&Path>,
+    options: &ScorerOptions,
+) -> Result<Scorer, Failure> {
+    // GGUF files (the default model included) are already quantized: the
+    // flag would be ignored, so it is refused before anything is loaded.
+    if let Some(q) = options.quantize {
+        if !model.is_some_and(Path::is_dir) {
+            let which = model.map_or("the default model".to_string(), |m| m.display().to_string());
+            // Every catalog model is one GGUF file too.
+            return Err(Failure::Usage(format!(
+                "--quantize {}: load-time quantization applies to Hugging Face checkpoint \
+                 directories; {which} is a GGUF file, which keeps the tensor types it was \
+                 written with",
+                q.name()
+            )));
+        }
+    }
+    let choice = fetch::resolve_model(model)?;
+    let path = choice.path.clone();
     let started = Instant::now();
     // A catalog PRM's built-in head applies unless another head or a family
     // that reads no value head (e.g. `--family confidence`) is asked for.
     let builtin_head = choice
         .head
         .as_ref()
-        .filter(|_| args.head.is_none() && matches!(args.family, None | Some(Family::ValueHead)));
-    let scorer = match (&args.head, builtin_head) {
-        (Some(head), _) => Scorer::open_with_head(&path, head, &options),
-        (None, Some(head)) => Scorer::open_with_head_file(&path, head, &options),
-        (None, None) => Scorer::open(&path, &options),
+        .filter(|_| head.is_none() && matches!(options.family, None | Some(Family::ValueHead)));
+    let scorer = match (head, builtin_head) {
+        (Some(head), _) => Scorer::open_with_head(&path, head, options),
+        (None, Some(head)) => Scorer::open_with_head_file(&path, head, options),
+        (None, None) => Scorer::open(&path, options),
     }
-    .map_err(|e| Failure::Usage(format!("cannot load model: {e}")))?;
-    let head_note = match (&args.head, builtin_head) {
+    .map_err(|e| Failure::during("cannot load model", e))?;
+    crate::options::max_tokens_fit(options.max_tokens, &scorer)?;
+    let head_note = match (head, builtin_head) {
         (Some(h), _) => format!(" + head {}", h.display()),
         (None, Some(h)) => format!(" + built-in head {}", h.name()),
         (None, None) => String::new(),
@@ -124,45 +203,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         started.elapsed().as_secs_f64()
     );
     eprintln!("stepscore: engine {}", scorer.backend_report());
-
-    let progress = progress_bar(&args.input);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    let as_table = args.output.table();
-    let mut failed = 0usize;
-    let mut index = 0usize;
-    let (mut tokens, started) = (0usize, Instant::now());
-    let bad = for_each_trace(&args.input, |mut trace| {
-        let i = index;
-        index += 1;
-        progress.inc(1);
-        let name = trace.id.clone().unwrap_or_else(|| format!("#{i}"));
-        match scorer.score(&trace) {
-            Ok(result) => {
-                tokens += result.tokens;
-                attach(&mut trace, &result, scorer.family());
-                if as_table {
-                    progress.suspend(|| write_table(&mut out, &name, &trace, &result, &args))
-                } else {
-                    jsonl(&mut out, &trace)
-                }
-            }
-            Err(e) => {
-                failed += 1;
-                progress.suspend(|| eprintln!("error: trace {name} (record {}): {e}", i + 1));
-                Ok(())
-            }
-        }
-    })?;
-    progress.finish_and_clear();
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "stepscore: scored {} traces, {tokens} tokens in {secs:.2}s ({:.0} tokens/s)",
-        index - failed,
-        tokens as f64 / secs.max(1e-9)
-    );
-    finish(bad + failed)
+    Ok(scorer)
 }
 
 /// Writes the scores into the trace, and what produced them into its metadata.
@@ -220,7 +261,7 @@ fn write_table(
     result: &TraceScore,
     args: &Args,
 ) -> Result<(), Failure> {
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
     let scores: Vec<f64> = result
         .step_scores
@@ -265,7 +306,7 @@ fn write_table(
     Ok(())
 }
 
-fn parse_quant(s: &str) -> Result<GgmlType, String> {
+pub fn parse_quant(s: &str) -> Result<GgmlType, String> {
     match s.to_ascii_lowercase().as_str() {
         "q8_0" | "q8" => Ok(GgmlType::Q8_0),
         "q4_0" | "q4" => Ok(GgmlType::Q4_0),

@@ -28,7 +28,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         if table {
             let name = trace.id.clone().unwrap_or_else(|| format!("#{index}"));
             writeln!(out, "{name}: {}", clip(&trace.problem, 70))
-                .map_err(|e| Failure::Io(e.to_string()))?;
+                .map_err(crate::output::stdout_error)?;
             let mut t = Table::new(&["step", "span", "role", "text"]);
             for (i, step) in trace.steps.iter().enumerate() {
                 let span = step
@@ -38,13 +38,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 t.row(vec![i.to_string(), span, role, clip(&step.text, 60)]);
             }
             t.write(&mut out)?;
-            writeln!(out).map_err(|e| Failure::Io(e.to_string()))?;
+            writeln!(out).map_err(crate::output::stdout_error)?;
         } else {
             jsonl(&mut out, &trace)?;
         }
         index += 1;
         Ok(())
     })?;
-    out.flush().map_err(|e| Failure::Io(e.to_string()))?;
+    out.flush().map_err(crate::output::stdout_error)?;
     finish(bad)
 }

@@ -5,23 +5,29 @@ use std::io::Write;
 use serde::Serialize;
 use stepscore::aggregate::Aggregation;
 use stepscore::answer::answers_equal;
-use stepscore::select::{best_of_n_accuracy, group_candidates, select, Selection, Vote};
+use stepscore::select::{best_of_n_accuracy_with, group_candidates, select_with, Selection, Vote};
+use stepscore::validate::scored_steps;
 use stepscore::Trace;
 
-use crate::input::{finish, read_all, InputArgs};
+use crate::input::{finish, read_all, report, InputArgs, UnscoredArgs};
 use crate::output::{clip, jsonl, num, OutputMode, Table};
 use crate::Failure;
 
 #[derive(clap::Args, Debug)]
 #[command(
     after_help = "Candidates are grouped by their `group` field, else by problem text. \
-    Each candidate's steps must carry scores; its answer comes from `final_answer` or is \
+    Each candidate's steps must carry scores (probabilities in [0, 1]; see --unscored for \
+    candidates whose last steps were left unscored by `score --truncate`); a candidate that \
+    does not is reported on stderr and left out. Its answer comes from `final_answer` or is \
     extracted from the response (\\boxed{}, ####, \"The answer is\", last number).\n\
     Example:\n  stepscore select tests/fixtures/best_of_n.jsonl --aggregation min"
 )]
 pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
+
+    #[command(flatten)]
+    pub scores: UnscoredArgs,
 
     /// How step scores combine into a candidate's score.
     #[arg(long, short, default_value = "min")]
@@ -54,15 +60,28 @@ struct Correct {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let (traces, bad) = read_all(&args.input)?;
+    let policy = args.scores.unscored;
+    let (records, bad) = read_all(&args.input)?;
+    let mut refused = 0;
+    let traces: Vec<Trace> = records
+        .into_iter()
+        .filter_map(|r| match scored_steps(&r.trace, policy) {
+            Ok(_) => Some(r.trace),
+            Err(problem) => {
+                report(&r.at, problem);
+                refused += 1;
+                None
+            }
+        })
+        .collect();
     let groups = group_candidates(traces);
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     let as_table = args.output.table();
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
 
     for (key, candidates) in &groups {
-        let selection = select(candidates, args.aggregation);
+        let selection = select_with(candidates, args.aggregation, policy);
         let reference = candidates
             .iter()
             .find_map(|c| c.reference_answer.as_deref());
@@ -104,7 +123,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
 
     let grouped: Vec<Vec<Trace>> = groups.into_iter().map(|(_, c)| c).collect();
-    let report = best_of_n_accuracy(&grouped, args.aggregation);
+    let report = best_of_n_accuracy_with(&grouped, args.aggregation, policy);
     if report.with_reference > 0 {
         if as_table {
             let pct = |k: usize| {
@@ -154,7 +173,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         }
     }
     out.flush().map_err(io)?;
-    finish(bad)
+    finish(bad + refused)
 }
 
 fn best_answer(selection: &Selection) -> Option<String> {
@@ -191,7 +210,7 @@ fn write_group_table(
     selection: &Selection,
     correct: Option<&Correct>,
 ) -> Result<(), Failure> {
-    let io = |e: std::io::Error| Failure::Io(e.to_string());
+    let io = crate::output::stdout_error;
     writeln!(out, "problem {key}: {}", clip(problem, 70)).map_err(io)?;
     if let Some(r) = reference {
         writeln!(out, "reference answer: {r}").map_err(io)?;
@@ -211,10 +230,15 @@ fn write_group_table(
         };
         let name = c.id.clone().unwrap_or_else(|| format!("#{}", c.index));
         let steps = candidates.get(c.index).map_or(0, |t| t.steps.len());
+        let steps = if c.unscored_steps > 0 {
+            format!("{}/{steps}", steps - c.unscored_steps)
+        } else {
+            steps.to_string()
+        };
         t.row(vec![
             chosen.to_string(),
             name,
-            steps.to_string(),
+            steps,
             num(c.score, 3),
             c.raw_answer.clone().unwrap_or_else(|| "-".to_string()),
         ]);

@@ -57,11 +57,11 @@ pub struct Args {
     pub seed: u64,
 
     /// CPU threads for feature extraction (0: all cores).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 
     /// Token limit per trace; longer traces keep the steps that fit.
-    #[arg(long)]
+    #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 }
 
@@ -107,7 +107,7 @@ mod with_trainer {
             ..ScorerOptions::default()
         };
         let backbone = Scorer::open_backbone(&model, &options)
-            .map_err(|e| Failure::Usage(format!("cannot load backbone: {e}")))?;
+            .map_err(|e| Failure::during("cannot load backbone", e))?;
         eprintln!("stepscore train: backbone {}", model.display());
 
         let started = Instant::now();

@@ -1,5 +1,7 @@
 //! Reading one line with a hard cap on the bytes kept in memory, so a
-//! multi-gigabyte line costs at most the cap.
+//! multi-gigabyte line costs at most the cap, and a second cap on how far an
+//! over-long line is skipped, so a stream without line breaks (`/dev/zero`)
+//! ends with an error instead of being read forever.
 
 use std::io::{self, BufRead};
 
@@ -13,14 +15,19 @@ pub(crate) enum LineRead {
     /// The line had `len` bytes, more than the cap; it was skipped through
     /// its end and the buffer holds nothing useful.
     TooLong { len: u64 },
+    /// `len` bytes (more than `max_skip`) went by without a line break; they
+    /// were consumed and the rest of the stream was not looked at.
+    Unterminated { len: u64 },
 }
 
 /// Reads the next line into `buf` (cleared first), keeping at most `max`
-/// bytes. A longer line is consumed to its end without being stored.
+/// bytes. A longer line is consumed to its end without being stored, unless
+/// it runs past `max_skip` bytes without ending.
 pub(crate) fn read_bounded_line<R: BufRead + ?Sized>(
     r: &mut R,
     buf: &mut Vec<u8>,
     max: usize,
+    max_skip: u64,
 ) -> io::Result<LineRead> {
     buf.clear();
     let mut len: u64 = 0;
@@ -55,6 +62,10 @@ pub(crate) fn read_bounded_line<R: BufRead + ?Sized>(
         if done {
             break;
         }
+        if len > max_skip {
+            buf.clear();
+            return Ok(LineRead::Unterminated { len });
+        }
     }
     if !saw_any {
         return Ok(LineRead::Eof);
@@ -80,29 +91,41 @@ mod tests {
         let mut r = BufReader::with_capacity(3, data);
         let mut buf = Vec::new();
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Line
         );
         assert_eq!(buf, b"ab");
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Line
         );
         assert_eq!(buf, b"");
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::TooLong { len: 8 }
         );
         assert!(buf.capacity() <= 8, "kept more than the cap");
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Line
         );
         assert_eq!(buf, b"xyz");
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Eof
         );
+    }
+
+    #[test]
+    fn endless_line_stops_after_the_skip_cap() {
+        // An endless stream of zeros, read in 7-byte chunks.
+        let mut r = BufReader::with_capacity(7, std::io::repeat(0));
+        let mut buf = Vec::new();
+        match read_bounded_line(&mut r, &mut buf, 5, 40).unwrap() {
+            LineRead::Unterminated { len } => assert!((41..=47).contains(&len), "{len}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(buf.is_empty());
     }
 
     #[test]
@@ -110,12 +133,12 @@ mod tests {
         let mut r: &[u8] = b"12345\n";
         let mut buf = Vec::new();
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Line
         );
         assert_eq!(buf, b"12345");
         assert_eq!(
-            read_bounded_line(&mut r, &mut buf, 5).unwrap(),
+            read_bounded_line(&mut r, &mut buf, 5, 100).unwrap(),
             LineRead::Eof
         );
     }

@@ -5,12 +5,17 @@
 //! - `[`: one JSON array of rows, read whole but bounded by
 //!   [`ReadOptions::max_document_bytes`]. It is validated without building a
 //!   value tree and its items are then parsed one at a time, so memory is the
-//!   document's bytes plus one row; errors number rows 1.. as "line". A
-//!   syntax error anywhere in the array ends the read (the array cannot be
+//!   document's bytes plus one row; each item obeys the record limit
+//!   ([`ReadOptions::max_line_bytes`]) like a JSONL line, and is located by
+//!   the physical line it starts on and its 1-based item number. A syntax
+//!   error anywhere in the array ends the read (the array cannot be
 //!   resynchronised), reported at its physical line.
 //! - anything else: JSONL, streamed one line at a time with at most
 //!   [`ReadOptions::max_line_bytes`] of a line in memory; blank lines are
-//!   skipped, line numbers are physical lines.
+//!   skipped, line numbers are physical lines. An over-long line is skipped
+//!   to its end; when no line break comes within
+//!   [`ReadOptions::max_document_bytes`], the input is not JSON Lines and the
+//!   read ends with an error.
 //! - pretty-printed JSON objects: when the first record line starts with `{`
 //!   and ends mid-value (an EOF-type JSON error), the document is read whole
 //!   (bounded) and parsed as a sequence of JSON values; each row's "line" is
@@ -18,8 +23,13 @@
 //!   over the limit, the first line's error is reported and reading goes on
 //!   line by line from line 2, so no later record is lost.
 //!
-//! A bad row yields an [`Error::Input`] naming source, line and field, and the
-//! reader moves on to the next row. Only an I/O error ends the iteration.
+//! A bad row yields an [`Error::Input`] naming source, line (array item), id
+//! and field, and the reader moves on to the next row. Only an I/O error, a
+//! broken array or a line without end ends the iteration. Duplicate keys in
+//! an object are an error (serde_json would keep the last one silently), and
+//! step scores are checked as they are read ([`crate::validate`]).
+//! [`TraceReader::records`] yields each trace with its [`Location`], for
+//! errors found later (a trace that cannot be scored, an unlabelled row).
 //!
 //! Row formats (see [`InputFormat`]) are detected per row in `Auto` mode:
 //! `messages` -> chat, `completions` -> TRL, `steps` of objects -> native,
@@ -31,6 +41,7 @@
 mod chat;
 mod lines;
 mod rows;
+mod strict;
 
 use std::fmt;
 use std::fs::File;
@@ -41,7 +52,7 @@ use std::str::FromStr;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Location, Result};
 use crate::segment::Segmenter;
 use crate::trace::Trace;
 use lines::{read_bounded_line, LineRead};
@@ -116,11 +127,13 @@ pub struct ReadOptions {
     pub format: InputFormat,
     /// Cuts `response` text into steps for raw rows.
     pub segmenter: Segmenter,
-    /// The longest JSONL line kept in memory; longer lines are skipped with an
+    /// The record limit: the longest JSONL line kept in memory, and the
+    /// largest item of a JSON array; longer records are skipped with an
     /// error. Default 16 MiB.
     pub max_line_bytes: usize,
     /// The largest whole JSON document (array, pretty-printed objects) read
-    /// into memory. Default 256 MiB.
+    /// into memory, and how far an over-long line is skipped looking for its
+    /// end. Default 256 MiB.
     pub max_document_bytes: usize,
     /// Names the input in errors: a file path, or `<stdin>`.
     pub source_name: String,
@@ -150,10 +163,25 @@ enum State {
         doc: Vec<u8>,
         items: std::vec::IntoIter<(usize, usize)>,
         item_no: usize,
+        /// The line (absolute) of byte `offset` of `doc`, advanced item by
+        /// item so numbering all items costs one pass over the document.
+        line: usize,
+        offset: usize,
     },
-    /// Pretty-printed rows read whole, each with the line it starts on.
-    Items(std::vec::IntoIter<(usize, Value)>),
+    /// Pretty-printed rows read whole, each with the line it starts on and
+    /// its byte range in the document.
+    Items {
+        doc: Vec<u8>,
+        items: std::vec::IntoIter<(usize, usize, usize)>,
+    },
     Done,
+}
+
+/// One good trace and where it was read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record {
+    pub at: Location,
+    pub trace: Trace,
 }
 
 /// Streams traces out of JSON or JSONL; see the module docs for the layout
@@ -195,8 +223,34 @@ impl<R: BufRead> TraceReader<R> {
         self.line_no
     }
 
+    /// The same rows, each good one with its [`Location`].
+    pub fn records(self) -> Records<R> {
+        Records(self)
+    }
+
     fn source(&self) -> &str {
         &self.opts.source_name
+    }
+
+    fn at(&self, line: usize, item: Option<usize>) -> Location {
+        Location {
+            source: self.source().to_string(),
+            line,
+            item,
+            ..Default::default()
+        }
+    }
+
+    /// The error for a record over the record limit.
+    fn too_long(&self, at: Location, what: &str, len: u64) -> Error {
+        Error::input_at(
+            at,
+            format!(
+                "{what} of {len} bytes is longer than the {}-byte limit on a record \
+                 (--max-line-bytes); skipped",
+                self.opts.max_line_bytes
+            ),
+        )
     }
 
     fn io_error(&mut self, e: std::io::Error) -> Error {
@@ -296,6 +350,8 @@ impl<R: BufRead> TraceReader<R> {
                     doc,
                     items: items.into_iter(),
                     item_no: 0,
+                    line: base + 1,
+                    offset: 0,
                 };
                 Ok(())
             }
@@ -313,10 +369,15 @@ impl<R: BufRead> TraceReader<R> {
     }
 
     /// The next JSONL record, or `None` at the end of the input.
-    fn next_line(&mut self) -> Option<Result<Trace>> {
+    fn next_line(&mut self) -> Option<Result<Record>> {
         loop {
             let src = self.src.as_mut()?;
-            let outcome = match read_bounded_line(src, &mut self.buf, self.opts.max_line_bytes) {
+            let outcome = match read_bounded_line(
+                src,
+                &mut self.buf,
+                self.opts.max_line_bytes,
+                self.opts.max_document_bytes as u64,
+            ) {
                 Ok(o) => o,
                 Err(e) => return Some(Err(self.io_error(e))),
             };
@@ -329,12 +390,17 @@ impl<R: BufRead> TraceReader<R> {
                 LineRead::TooLong { len } => {
                     self.line_no = line;
                     self.first_record = false;
+                    return Some(Err(self.too_long(self.at(line, None), "line", len)));
+                }
+                LineRead::Unterminated { len } => {
+                    self.state = State::Done;
                     return Some(Err(Error::input(
                         self.source(),
                         line,
                         None,
                         format!(
-                            "line of {len} bytes is longer than the {}-byte limit; skipped",
+                            "no line break in {len} bytes (the record limit is {} bytes, \
+                             --max-line-bytes): this is not JSON Lines; stopped reading",
                             self.opts.max_line_bytes
                         ),
                     )));
@@ -360,21 +426,15 @@ impl<R: BufRead> TraceReader<R> {
                 continue;
             }
             let first = std::mem::replace(&mut self.first_record, false);
-            return Some(match serde_json::from_str::<Value>(text) {
-                Ok(v) => self.convert(line, v),
+            return Some(match strict::from_slice(text.as_bytes()) {
+                Ok(v) => self.convert(self.at(line, None), v),
                 Err(e) => {
-                    let err = Error::input(
-                        self.source(),
-                        line,
-                        None,
-                        format!("invalid JSON, column {}: {}", e.column(), json_message(&e)),
-                    );
-                    if first
-                        && self.starts_with_brace
-                        && e.classify() == serde_json::error::Category::Eof
-                    {
+                    let eof = e.duplicate.is_none()
+                        && e.json.classify() == serde_json::error::Category::Eof;
+                    let err = parse_error(self.at(line, None), e);
+                    if first && self.starts_with_brace && eof {
                         match self.try_document(line) {
-                            Ok(true) => return self.next(),
+                            Ok(true) => return self.next_record(),
                             Ok(false) => Err(err),
                             Err(io) => Err(io),
                         }
@@ -396,8 +456,11 @@ impl<R: BufRead> TraceReader<R> {
         doc.push(b'\n');
         let complete = self.read_rest(&mut doc)?;
         if complete {
-            if let Some(items) = parse_values(&doc, line) {
-                self.state = State::Items(items.into_iter());
+            if let Some(items) = value_ranges(&doc, line) {
+                self.state = State::Items {
+                    doc,
+                    items: items.into_iter(),
+                };
                 return Ok(true);
             }
         }
@@ -410,24 +473,35 @@ impl<R: BufRead> TraceReader<R> {
         Ok(false)
     }
 
-    fn convert(&self, line: usize, value: Value) -> Result<Trace> {
-        rows::row_to_trace(value, self.opts.format, &self.opts.segmenter).map_err(|e| {
-            Error::Input {
-                location: crate::error::Location {
-                    source: self.source().to_string(),
-                    line,
-                    field: e.field,
-                },
-                message: e.message,
-            }
-        })
+    /// One parsed row -> a record, or the row's error at `at` (with the
+    /// row's id, when it has one, and the field at fault).
+    fn convert(&self, mut at: Location, value: Value) -> Result<Record> {
+        at.id = row_id(&value);
+        match rows::row_to_trace(value, self.opts.format, &self.opts.segmenter) {
+            Ok(trace) => Ok(Record { at, trace }),
+            Err(p) => Err(Error::input_at(at.with_field(p.field), p.message)),
+        }
     }
-}
 
-impl<R: BufRead> Iterator for TraceReader<R> {
-    type Item = Result<Trace>;
+    /// One item of a whole document (array element or pretty-printed
+    /// value): the record limit, then a strict parse and conversion.
+    fn item(&self, at: Location, bytes: &[u8]) -> Result<Record> {
+        if bytes.len() > self.opts.max_line_bytes {
+            let what = if at.item.is_some() {
+                "array item"
+            } else {
+                "record"
+            };
+            return Err(self.too_long(at, what, bytes.len() as u64));
+        }
+        match strict::from_slice(bytes) {
+            Ok(v) => self.convert(at, v),
+            Err(e) => Err(parse_error(at, e)),
+        }
+    }
 
-    fn next(&mut self) -> Option<Result<Trace>> {
+    /// The next row: a good trace with its location, or a bad row's error.
+    pub fn next_record(&mut self) -> Option<Result<Record>> {
         loop {
             match &mut self.state {
                 State::Start => {
@@ -440,26 +514,39 @@ impl<R: BufRead> Iterator for TraceReader<R> {
                     doc,
                     items,
                     item_no,
+                    line,
+                    offset,
                 } => match items.next() {
                     Some((a, b)) => {
                         *item_no += 1;
-                        let n = *item_no;
-                        let parsed =
-                            serde_json::from_slice::<Value>(doc.get(a..b).unwrap_or_default());
-                        return Some(match parsed {
-                            Ok(v) => self.convert(n, v),
-                            Err(e) => Err(Error::input(
-                                self.source(),
-                                n,
-                                None,
-                                format!("invalid JSON: {}", json_message(&e)),
-                            )),
-                        });
+                        let passed = doc.get(*offset..a).unwrap_or_default();
+                        *line += passed.iter().filter(|&&c| c == b'\n').count();
+                        *offset = a;
+                        let at = Location {
+                            source: self.opts.source_name.clone(),
+                            line: *line,
+                            item: Some(*item_no),
+                            ..Default::default()
+                        };
+                        let bytes = std::mem::take(doc);
+                        let result = self.item(at, bytes.get(a..b).unwrap_or_default());
+                        if let State::Array { doc, .. } = &mut self.state {
+                            *doc = bytes;
+                        }
+                        return Some(result);
                     }
                     None => self.state = State::Done,
                 },
-                State::Items(items) => match items.next() {
-                    Some((line, v)) => return Some(self.convert(line, v)),
+                State::Items { doc, items } => match items.next() {
+                    Some((line, a, b)) => {
+                        let bytes = std::mem::take(doc);
+                        let result =
+                            self.item(self.at(line, None), bytes.get(a..b).unwrap_or_default());
+                        if let State::Items { doc, .. } = &mut self.state {
+                            *doc = bytes;
+                        }
+                        return Some(result);
+                    }
                     None => self.state = State::Done,
                 },
                 State::Done => return None,
@@ -468,12 +555,58 @@ impl<R: BufRead> Iterator for TraceReader<R> {
     }
 }
 
-/// Parses `doc` as whitespace-separated JSON values, each with the line it
-/// starts on (`first_line` is the document's first line); `None` if any
-/// part of it is not valid JSON.
-fn parse_values(doc: &[u8], first_line: usize) -> Option<Vec<(usize, Value)>> {
+impl<R: BufRead> Iterator for TraceReader<R> {
+    type Item = Result<Trace>;
+
+    fn next(&mut self) -> Option<Result<Trace>> {
+        self.next_record().map(|r| r.map(|rec| rec.trace))
+    }
+}
+
+/// [`TraceReader::records`]: the good rows with their locations.
+pub struct Records<R: BufRead>(TraceReader<R>);
+
+impl<R: BufRead> Records<R> {
+    pub fn reader(&self) -> &TraceReader<R> {
+        &self.0
+    }
+}
+
+impl<R: BufRead> Iterator for Records<R> {
+    type Item = Result<Record>;
+
+    fn next(&mut self) -> Option<Result<Record>> {
+        self.0.next_record()
+    }
+}
+
+/// A row's `id` (a string or a number), for locating its errors.
+fn row_id(row: &Value) -> Option<String> {
+    match row.get("id")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A failed strict parse as an input error at `at`: a duplicate key names
+/// its path as the field.
+fn parse_error(at: Location, e: strict::StrictError) -> Error {
+    let column = e.json.column();
+    let message = match &e.duplicate {
+        Some(_) => format!("{}, column {column}", json_message(&e.json)),
+        None => format!("invalid JSON, column {column}: {}", json_message(&e.json)),
+    };
+    Error::input_at(at.with_field(e.duplicate), message)
+}
+
+/// The values of `doc`, whitespace-separated JSON values, as (line they
+/// start on, byte range); `first_line` is the document's first line. `None`
+/// if any part of it is not valid JSON.
+fn value_ranges(doc: &[u8], first_line: usize) -> Option<Vec<(usize, usize, usize)>> {
     let mut out = Vec::new();
-    let mut stream = serde_json::Deserializer::from_slice(doc).into_iter::<Value>();
+    let mut stream = serde_json::Deserializer::from_slice(doc).into_iter::<serde::de::IgnoredAny>();
+    let (mut line, mut counted) = (first_line, 0);
     loop {
         let pos = stream.byte_offset();
         let ws = doc
@@ -483,10 +616,15 @@ fn parse_values(doc: &[u8], first_line: usize) -> Option<Vec<(usize, Value)>> {
             .count();
         match stream.next() {
             None => return Some(out),
-            Some(Ok(v)) => {
+            Some(Ok(_)) => {
                 let start = pos + ws;
-                let line = first_line + doc.get(..start)?.iter().filter(|&&b| b == b'\n').count();
-                out.push((line, v));
+                line += doc
+                    .get(counted..start)?
+                    .iter()
+                    .filter(|&&b| b == b'\n')
+                    .count();
+                counted = start;
+                out.push((line, start, stream.byte_offset()));
             }
             Some(Err(_)) => return None,
         }

@@ -9,29 +9,10 @@ use super::chat::chat_row;
 use super::InputFormat;
 use crate::segment::Segmenter;
 use crate::trace::{Step, Trace};
+use crate::validate::check_score;
 
 /// A row-level problem: the field at fault (if known) and what is wrong.
-#[derive(Debug)]
-pub(crate) struct RowError {
-    pub field: Option<String>,
-    pub message: String,
-}
-
-impl RowError {
-    pub fn at(field: impl Into<String>, message: impl Into<String>) -> Self {
-        RowError {
-            field: Some(field.into()),
-            message: message.into(),
-        }
-    }
-
-    pub fn whole(message: impl Into<String>) -> Self {
-        RowError {
-            field: None,
-            message: message.into(),
-        }
-    }
-}
+pub(crate) use crate::validate::Problem as RowError;
 
 pub(crate) type RowResult<T> = std::result::Result<T, RowError>;
 
@@ -161,7 +142,9 @@ pub(crate) fn row_to_trace(value: Value, format: InputFormat, seg: &Segmenter) -
 
 // `detect` never returns Auto; an error instead of a panic keeps that local.
 fn unreachable_auto() -> RowResult<Trace> {
-    Err(RowError::whole("internal: row format left undetected"))
+    Err(RowError::whole(
+        "internal error (a bug in stepscore, please report it): row format left undetected",
+    ))
 }
 
 /// Fields every format shares: id, answers, optional per-step scores.
@@ -200,7 +183,13 @@ fn parse_scores(v: &Value, n_steps: usize) -> RowResult<Vec<Option<f64>>> {
         .enumerate()
         .map(|(i, s)| match s {
             Value::Null => Ok(None),
-            Value::Number(n) => Ok(n.as_f64().filter(|x| x.is_finite())),
+            Value::Number(n) => match n.as_f64() {
+                Some(x) => check_score(x, &format!("scores[{i}]")).map(Some),
+                None => Err(RowError::at(
+                    format!("scores[{i}]"),
+                    format!("{n} is not a number"),
+                )),
+            },
             other => Err(wrong_type(
                 &format!("scores[{i}]"),
                 "a number or null",
@@ -226,6 +215,9 @@ fn native_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
         }
         let step: Step =
             serde_json::from_value(v).map_err(|e| RowError::at(&field, e.to_string()))?;
+        if let Some(score) = step.score {
+            check_score(score, &format!("{field}.score"))?;
+        }
         if let Some(span) = step.span {
             check_span(&field, &step, span, response.as_deref())?;
         }

@@ -434,13 +434,13 @@ impl<W> Head<W> {
     }
 }
 
-/// The confidence statistics of each step's own tokens: token `j` is
-/// predicted by the distribution at position `j - 1`.
-pub(crate) async fn step_confidence<K: Kernels>(
+/// Per step, the `(log-prob, entropy)` of each of its own tokens: token
+/// `j` is predicted by the distribution at position `j - 1`.
+pub(crate) async fn step_token_logprobs<K: Kernels>(
     k: &K,
     last: &K::Hidden,
     enc: &Encoded,
-) -> Result<Vec<StepConfidence>> {
+) -> Result<Vec<Vec<(f64, f64)>>> {
     let vocab = k.vocab().ok_or_else(|| {
         Error::InvalidArgument(
             "this checkpoint has no lm_head; only hidden states are available".into(),
@@ -470,27 +470,51 @@ pub(crate) async fn step_confidence<K: Kernels>(
     let mut out = Vec::with_capacity(enc.step_tokens.len());
     let mut it = stats.iter();
     for range in &enc.step_tokens {
-        let (mut sum_lp, mut min_lp, mut sum_h) = (0.0f64, f64::INFINITY, 0.0f64);
+        let mut tokens = Vec::with_capacity(range.len());
         for _ in range.clone() {
             let s = it.next().ok_or_else(|| {
                 Error::InvalidArgument(
                     "the engine returned fewer token statistics than tokens".into(),
                 )
             })?;
-            let lp = s.logit - s.log_z;
+            tokens.push((s.logit - s.log_z, s.entropy));
+        }
+        out.push(tokens);
+    }
+    Ok(out)
+}
+
+/// The confidence statistics of each step's own tokens: token `j` is
+/// predicted by the distribution at position `j - 1`.
+pub(crate) async fn step_confidence<K: Kernels>(
+    k: &K,
+    last: &K::Hidden,
+    enc: &Encoded,
+) -> Result<Vec<StepConfidence>> {
+    Ok(step_token_logprobs(k, last, enc)
+        .await?
+        .iter()
+        .map(|t| StepConfidence::of(t))
+        .collect())
+}
+
+impl StepConfidence {
+    /// The statistics of one step's `(log-prob, entropy)` per token.
+    pub(crate) fn of(tokens: &[(f64, f64)]) -> StepConfidence {
+        let (mut sum_lp, mut min_lp, mut sum_h) = (0.0f64, f64::INFINITY, 0.0f64);
+        for &(lp, h) in tokens {
             sum_lp += lp;
             min_lp = min_lp.min(lp);
-            sum_h += s.entropy;
+            sum_h += h;
         }
-        let len = range.len() as f64;
-        out.push(StepConfidence {
-            tokens: range.len(),
+        let len = tokens.len() as f64;
+        StepConfidence {
+            tokens: tokens.len(),
             mean_logprob: sum_lp / len,
             min_logprob: min_lp,
             mean_entropy: sum_h / len,
-        });
+        }
     }
-    Ok(out)
 }
 
 /// The two probabilities of a 2-way softmax, computed stably.

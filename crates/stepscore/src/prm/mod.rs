@@ -17,7 +17,7 @@ pub mod template;
 pub use backend::auto_preference;
 pub use backend::{auto_preference_async, Backend, BackendReport};
 pub use family::Family;
-pub use features::{FeatureOptions, StepFeatures};
+pub use features::{DigitConfidence, FeatureOptions, StepFeatures};
 pub use head::{HeadInput, StepConfidence};
 pub use head_file::HeadFile;
 pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};

@@ -42,7 +42,7 @@ pub struct ScorerOptions {
     pub max_tokens: Option<usize>,
     pub truncation: Truncation,
     /// Quantize a Hugging Face checkpoint's weights at load (Q8_0 or Q4_0);
-    /// GGUF files keep the types they were written with.
+    /// refused for GGUF files, which keep the types they were written with.
     pub quantize: Option<GgmlType>,
     /// The engine: CPU (default), GPU, or Auto (see [`Backend`]).
     pub backend: Backend,
@@ -124,7 +124,7 @@ struct NamedTemplate {
 impl TokenizerConfig {
     fn parse(bytes: &[u8]) -> Result<Self> {
         serde_json::from_slice(bytes)
-            .map_err(|e| Error::model("tokenizer_config.json", e.to_string()))
+            .map_err(|e| Error::Tokenizer(format!("tokenizer_config.json: {e}")))
     }
 
     fn bos(&self) -> Option<String> {
@@ -335,6 +335,13 @@ impl Scorer {
         mode: HeadMode,
         external: Option<&HeadFile>,
     ) -> Result<Scorer> {
+        if let Some(ty) = options.quantize {
+            return Err(Error::InvalidArgument(format!(
+                "quantize {}: load-time quantization applies to Hugging Face checkpoints; \
+                 a GGUF file keeps the tensor types it was written with",
+                ty.name()
+            )));
+        }
         let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
         let chat = gguf
             .file
@@ -543,6 +550,7 @@ impl Scorer {
             return Err(Error::TraceTooLong {
                 tokens: enc.tokens.len(),
                 limit,
+                truncating: false,
             });
         }
         let keep = enc
@@ -555,6 +563,7 @@ impl Scorer {
             return Err(Error::TraceTooLong {
                 tokens: enc.tokens.len(),
                 limit,
+                truncating: true,
             });
         }
         let dropped = enc.markers.len() - keep;

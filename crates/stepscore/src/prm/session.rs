@@ -97,6 +97,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             return Err(Error::TraceTooLong {
                 tokens: enc.tokens.len(),
                 limit,
+                truncating: false,
             });
         }
         let k = steps.len() - 1;

@@ -114,6 +114,13 @@ pub fn encode(
             "a trace needs at least one step to score".into(),
         ));
     }
+    // Blank steps (whitespace or zero-width only) are refused like empty
+    // ones, in every family: there is nothing in them to score.
+    if let Some(i) = crate::validate::first_blank(steps.iter().copied()) {
+        return Err(Error::InvalidArgument(format!(
+            "step {i} is empty (nothing but whitespace or zero-width characters)"
+        )));
+    }
     match protocol.family {
         Family::ScoreHead => score_head(protocol, tokenizer, problem, steps),
         Family::ValueHead => value_head(protocol, tokenizer, problem, steps),

@@ -1,0 +1,126 @@
+"""stepscore: score every step of a reasoning trace with a process reward model.
+
+The compiled core (``stepscore._stepscore``) holds the model, the scoring,
+segmentation, aggregation, selection, answer matching and reward shaping;
+this package adds plain-Python adapters for RL trainers
+(``stepscore.adapters.trl``, ``.verl``, ``.openrlhf``), a client for
+``stepscore serve`` (``stepscore.client``) and Ray Data scoring
+(``stepscore.ray``).
+
+>>> import stepscore
+>>> scorer = stepscore.Scorer()  # the default PRM, fetched on first use  # doctest: +SKIP
+>>> scorer = stepscore.Scorer("tests/fixtures/prm/skywork-prm-tiny")  # doctest: +SKIP
+>>> scorer.score("What is 2+3?", ["2+3 = 5.", "The answer is 5."]).step_scores  # doctest: +SKIP
+[0.49..., 0.50...]
+
+Offsets and spans on this side are ``str`` indices (code points).
+Errors are typed: every error is a ``StepscoreError``; its subclasses
+(``InputError``, ``FileError``, ``InvalidArgumentError``, ``ModelError``,
+``TraceTooLongError``, ``TokenizerError``, ``GpuError``, ``InternalError``) mirror the core's
+error kinds. Wrong Python types raise ``TypeError``.
+"""
+
+from typing import Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+from ._stepscore import (  # noqa: F401
+    FileError,
+    GpuError,
+    InputError,
+    InternalError,
+    InvalidArgumentError,
+    ModelError,
+    Scorer,
+    Session,
+    StepscoreError,
+    TokenizerError,
+    TraceScore,
+    TraceTooLongError,
+    __version__,
+    aggregate,
+    answers_equal,
+    catalog_models,
+    clip_rewards,
+    delta_rewards,
+    dense_rewards,
+    dense_token_rewards,
+    extract_answer,
+    fetch,
+    first_error,
+    normalize_answer,
+    papo_advantages,
+    progress_rewards,
+    segment,
+    select_best,
+)
+
+__all__ = [
+    "FileError",
+    "GpuError",
+    "InputError",
+    "InternalError",
+    "InvalidArgumentError",
+    "ModelError",
+    "Scorer",
+    "Session",
+    "StepscoreError",
+    "TokenizerError",
+    "TraceScore",
+    "TraceTooLongError",
+    "aggregate",
+    "answers_equal",
+    "catalog_models",
+    "clip_rewards",
+    "delta_rewards",
+    "dense_rewards",
+    "dense_rewards_for_response",
+    "dense_token_rewards",
+    "extract_answer",
+    "fetch",
+    "first_error",
+    "normalize_answer",
+    "papo_advantages",
+    "progress_rewards",
+    "segment",
+    "select_best",
+]
+
+
+def dense_rewards_for_response(
+    scorer: Scorer,
+    problem: str,
+    response: str,
+    token_offsets: Sequence[Tuple[int, int]],
+    *,
+    segmenter: str = "auto",
+    mode: str = "last-token",
+    shaping: Optional[str] = None,
+    eta: float = 0.0,
+    baseline: float = 0.0,
+    offsets_unit: str = "char",
+) -> np.ndarray:
+    """Scores ``response`` step by step and puts the step scores on the
+    policy's tokens (see :func:`dense_rewards` for the placement rules).
+
+    Steps dropped by truncation get no reward (their tokens get 0), as do
+    tokens after the last scored step. A response with no step gives zeros.
+    """
+    steps = segment(response, segmenter)
+    if not steps:
+        return np.zeros(len(token_offsets))
+    result = scorer.score(problem, [s["text"] for s in steps])
+    scored = len(result) - result.truncated_steps
+    return dense_rewards(
+        response,
+        steps[:scored],
+        result.step_scores[:scored],
+        token_offsets,
+        mode=mode,
+        shaping=shaping,
+        eta=eta,
+        baseline=baseline,
+        offsets_unit=offsets_unit,
+    )
+
+

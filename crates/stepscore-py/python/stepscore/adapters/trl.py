@@ -1,0 +1,61 @@
+"""A TRL reward function: ``GRPOTrainer(reward_funcs=[reward_function(scorer)])``.
+
+TRL calls a reward function as ``f(prompts=..., completions=...,
+completion_ids=..., **dataset_columns)`` and takes one ``float`` (or
+``None`` for a sample the function cannot score) per completion. Prompts
+and completions are strings (standard format) or lists of messages
+(conversational format). An ``async def`` reward function is also accepted
+by TRL: :func:`async_reward_function` runs the scoring in a worker thread.
+"""
+
+import asyncio
+from typing import Any, Callable, List, Optional, Sequence
+
+from .. import Scorer
+from . import message_text
+
+
+def reward_function(
+    scorer: Scorer,
+    *,
+    aggregation: str = "min",
+    segmenter: str = "auto",
+    name: str = "stepscore_prm",
+) -> Callable[..., List[Optional[float]]]:
+    """A reward function for TRL's ``GRPOTrainer``: each completion is cut
+    into steps (``segmenter``), scored step by step, and its reward is the
+    steps' ``aggregation`` (min, prod, last, mean, geo_mean). A completion
+    that cannot be scored (no steps, over the token limit) gets ``None``,
+    which TRL skips for that reward function."""
+
+    def reward(
+        prompts: Sequence[Any],
+        completions: Sequence[Any],
+        completion_ids: Optional[Sequence[Sequence[int]]] = None,
+        **kwargs: Any,
+    ) -> List[Optional[float]]:
+        if len(prompts) != len(completions):
+            raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
+        rows = [
+            {"problem": message_text(p, "user"), "response": message_text(c, "assistant")}
+            for p, c in zip(prompts, completions)
+        ]
+        results = scorer.score_batch(rows, segmenter=segmenter, errors="none")
+        return [None if r is None else r.aggregate(aggregation) for r in results]
+
+    reward.__name__ = name
+    reward.__qualname__ = name
+    return reward
+
+
+def async_reward_function(scorer: Scorer, **options: Any) -> Callable[..., Any]:
+    """:func:`reward_function` as an ``async def`` (TRL awaits it; the
+    scoring runs in a thread, the interpreter released meanwhile)."""
+    sync = reward_function(scorer, **options)
+
+    async def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> List[Optional[float]]:
+        return await asyncio.to_thread(sync, prompts, completions, **kwargs)
+
+    reward.__name__ = sync.__name__
+    reward.__qualname__ = sync.__name__
+    return reward

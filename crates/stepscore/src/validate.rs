@@ -1,0 +1,340 @@
+//! The checks every reader applies to what a trace carries: step scores,
+//! labels, step texts. Written once so the CLI, the crate's readers, the wasm
+//! bindings and the Python bindings accept and refuse the same things.
+//!
+//! Scores. A step score is a probability that the step is right: a finite
+//! number in [0, 1]. Anything else (a logit, -5, 7.5, 1e308) is refused where
+//! it is read, because aggregation and selection would otherwise rank it as
+//! if it were a probability (a product of two negative scores is a large
+//! positive one).
+//!
+//! Unscored steps. A step without a score (`score` absent or `null`) is
+//! unscored. The one documented shape of a partly scored trace is a scored
+//! prefix followed by unscored steps: what `stepscore score --truncate`
+//! writes when a trace runs past the token limit (it also records the count
+//! in `metadata.stepscore.truncated_steps`). [`Unscored`] says what a
+//! consumer does with such a trace; an unscored step *before* a scored one is
+//! refused under every policy, since no aggregate of it means anything.
+//!
+//! Blank steps. A step whose text is empty, whitespace or zero-width
+//! characters only is blank ([`is_blank`]): segmenters drop such pieces, and
+//! the scorer refuses them, the same way for all three kinds.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::error::Error;
+use crate::trace::Trace;
+
+/// A problem with one field of a record: the field (`scores[2]`,
+/// `steps[1].score`, `label`) when one is at fault, and what is wrong. The
+/// readers add where the record sits (source, line, array item, id).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    pub field: Option<String>,
+    pub message: String,
+}
+
+impl Problem {
+    pub fn at(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Problem {
+            field: Some(field.into()),
+            message: message.into(),
+        }
+    }
+
+    pub fn whole(message: impl Into<String>) -> Self {
+        Problem {
+            field: None,
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "field `{field}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// Why `score` is not a usable step score, or `None` when it is one.
+pub fn score_problem(score: f64) -> Option<String> {
+    if !score.is_finite() {
+        Some(format!(
+            "score {score} is not a finite number (a step score is a probability in [0, 1])"
+        ))
+    } else if !(0.0..=1.0).contains(&score) {
+        Some(format!(
+            "score {score} is outside [0, 1] (a step score is a probability; \
+             convert logits with a sigmoid first)"
+        ))
+    } else {
+        None
+    }
+}
+
+/// `score` when it is a usable step score, else the problem at `field`.
+pub fn check_score(score: f64, field: &str) -> Result<f64, Problem> {
+    match score_problem(score) {
+        None => Ok(score),
+        Some(m) => Err(Problem::at(field, m)),
+    }
+}
+
+/// Every step score of `trace` in [0, 1] (unscored steps pass); the first
+/// bad one named `steps[i].score`. For traces built in code: the readers
+/// check scores as they parse them.
+pub fn check_trace_scores(trace: &Trace) -> Result<(), Problem> {
+    for (i, step) in trace.steps.iter().enumerate() {
+        if let Some(s) = step.score {
+            check_score(s, &format!("steps[{i}].score"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Characters that occupy no space and carry no text: a step made of these
+/// (and whitespace) says nothing, exactly like an empty one.
+fn is_invisible(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '\u{200B}' // zero width space
+                | '\u{200C}' // zero width non-joiner
+                | '\u{200D}' // zero width joiner
+                | '\u{2060}' // word joiner
+                | '\u{FEFF}' // zero width no-break space (BOM)
+                | '\u{180E}' // Mongolian vowel separator
+                | '\u{00AD}' // soft hyphen
+        )
+}
+
+/// Whether a step text is empty, or whitespace / zero-width characters only.
+pub fn is_blank(text: &str) -> bool {
+    text.chars().all(is_invisible)
+}
+
+/// The index of the first blank step text, if any.
+pub fn first_blank<'a>(steps: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+    steps.into_iter().position(is_blank)
+}
+
+/// What a consumer of scores does with a trace whose last steps are unscored
+/// (the truncation shape, see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Unscored {
+    /// Use the scored prefix and report how many steps were left out.
+    #[default]
+    Prefix,
+    /// Refuse the trace: every step must be scored.
+    Reject,
+}
+
+impl Unscored {
+    pub fn name(self) -> &'static str {
+        match self {
+            Unscored::Prefix => "prefix",
+            Unscored::Reject => "reject",
+        }
+    }
+}
+
+impl fmt::Display for Unscored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Unscored {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Self, Error> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "prefix" => Ok(Unscored::Prefix),
+            "reject" => Ok(Unscored::Reject),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown unscored-step policy `{s}` (expected prefix or reject)"
+            ))),
+        }
+    }
+}
+
+/// A trace's usable scores: the scored prefix, and how many steps after it
+/// are unscored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scored {
+    pub scores: Vec<f64>,
+    pub unscored: usize,
+}
+
+impl Scored {
+    /// Whether every step was scored.
+    pub fn complete(&self) -> bool {
+        self.unscored == 0
+    }
+}
+
+/// The scores of `trace` laid out the documented way, under `policy`.
+/// Refused: a trace without steps, a step score outside [0, 1], no scored
+/// step at all, an unscored step followed by a scored one, and (under
+/// [`Unscored::Reject`]) any unscored step.
+pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> {
+    check_trace_scores(trace)?;
+    if trace.steps.is_empty() {
+        return Err(Problem::at("steps", "the trace has no steps"));
+    }
+    let prefix = trace.steps.iter().take_while(|s| s.score.is_some()).count();
+    if let Some(later) = trace.steps[prefix..].iter().position(|s| s.score.is_some()) {
+        return Err(Problem::at(
+            format!("steps[{prefix}].score"),
+            format!(
+                "step {prefix} has no score but step {} has one; only the last steps may be \
+                 unscored (as `score --truncate` leaves them)",
+                prefix + later
+            ),
+        ));
+    }
+    if prefix == 0 {
+        return Err(Problem::at(
+            "steps[0].score",
+            "no step has a score (score the traces first: `stepscore score`)",
+        ));
+    }
+    let unscored = trace.steps.len() - prefix;
+    if unscored > 0 && policy == Unscored::Reject {
+        return Err(Problem::at(
+            format!("steps[{prefix}].score"),
+            if unscored == 1 {
+                format!(
+                    "step {prefix} of {} has no score (left unscored by `score --truncate`?)",
+                    trace.steps.len()
+                )
+            } else {
+                format!(
+                    "steps {prefix}..{} of {} have no score (left unscored by `score --truncate`?)",
+                    trace.steps.len() - 1,
+                    trace.steps.len()
+                )
+            },
+        ));
+    }
+    Ok(Scored {
+        scores: trace.steps[..prefix]
+            .iter()
+            .filter_map(|s| s.score)
+            .collect(),
+        unscored,
+    })
+}
+
+/// The trace's ProcessBench label (first wrong step, or -1), or the problem
+/// when no step carries one.
+pub fn first_error_label(trace: &Trace) -> Result<i64, Problem> {
+    trace.first_error_label().ok_or_else(|| {
+        Problem::at(
+            "label",
+            "no step carries a label (ProcessBench rows need `label`, TRL rows `labels`, \
+             native steps `label`)",
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::Step;
+
+    fn trace(scores: &[Option<f64>]) -> Trace {
+        Trace {
+            problem: "p".into(),
+            steps: scores
+                .iter()
+                .map(|&score| Step {
+                    text: "s".into(),
+                    score,
+                    ..Default::default()
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn scores_are_probabilities() {
+        for ok in [0.0, 0.5, 1.0] {
+            assert_eq!(check_score(ok, "s"), Ok(ok));
+        }
+        for bad in [-0.1, 1.0000001, -5.0, 7.5, 1e308, f64::NAN, f64::INFINITY] {
+            let e = check_score(bad, "scores[1]").unwrap_err();
+            assert_eq!(e.field.as_deref(), Some("scores[1]"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn blank_means_nothing_visible() {
+        for blank in [
+            "",
+            " ",
+            "\t\n ",
+            "\u{200B}",
+            "\u{FEFF}\u{200D} \u{2060}",
+            "\u{3000}",
+        ] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in ["a", " x ", "\u{200B}1", "·"] {
+            assert!(!is_blank(text), "{text:?}");
+        }
+        assert_eq!(first_blank(["a", "b", " \u{200B}"]), Some(2));
+    }
+
+    #[test]
+    fn scored_prefix_is_the_only_partial_shape() {
+        let full = trace(&[Some(0.9), Some(0.2)]);
+        assert_eq!(
+            scored_steps(&full, Unscored::Reject).unwrap(),
+            Scored {
+                scores: vec![0.9, 0.2],
+                unscored: 0
+            }
+        );
+        let truncated = trace(&[Some(0.9), None, None]);
+        let s = scored_steps(&truncated, Unscored::Prefix).unwrap();
+        assert_eq!((s.scores, s.unscored), (vec![0.9], 2));
+        let e = scored_steps(&truncated, Unscored::Reject).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("steps[1].score"));
+        let hole = trace(&[Some(0.9), None, Some(0.5)]);
+        for policy in [Unscored::Prefix, Unscored::Reject] {
+            let e = scored_steps(&hole, policy).unwrap_err();
+            assert!(e.message.contains("step 2 has one"), "{e}");
+        }
+        let none = trace(&[None, None]);
+        assert_eq!(
+            scored_steps(&none, Unscored::Prefix)
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("steps[0].score")
+        );
+        let bad = trace(&[Some(0.5), Some(-5.0)]);
+        assert_eq!(
+            scored_steps(&bad, Unscored::Prefix)
+                .unwrap_err()
+                .field
+                .as_deref(),
+            Some("steps[1].score")
+        );
+        assert!(scored_steps(&trace(&[]), Unscored::Prefix).is_err());
+    }
+
+    #[test]
+    fn policy_names_parse_back() {
+        for p in [Unscored::Prefix, Unscored::Reject] {
+            assert_eq!(p.name().parse::<Unscored>().unwrap(), p);
+        }
+        assert!("skip".parse::<Unscored>().is_err());
+    }
+}
