@@ -7,8 +7,10 @@
 //! entry point).
 
 use super::batch::{u32_of, whole, Batch, WG};
+#[cfg(any(test, feature = "testing"))]
 use super::context::GpuContext;
 use super::shaders;
+#[cfg(any(test, feature = "testing"))]
 use super::tensor::GpuTensor;
 use crate::error::{Error, Result};
 use crate::model::RopeStyle;
@@ -42,6 +44,7 @@ pub struct AttentionShape {
 /// The attention kernel keeps a query and its accumulator in registers.
 pub const MAX_HEAD_DIM: usize = 256;
 
+#[cfg(any(test, feature = "testing"))]
 fn check_len(t: &GpuTensor, need: usize, what: &str) -> Result<()> {
     if t.len() < need {
         return Err(Error::InvalidArgument(format!(
