@@ -382,3 +382,41 @@ fn garbage_tokenizer_json_is_an_error() {
         }
     }
 }
+
+/// Found by the tokenizer_json fuzz target: the `tokenizers` crate panics on
+/// a JSON syntax error or a lone surrogate inside the `decoder` value, and at
+/// the first encode when a template names an undefined special token; each
+/// must be an error.
+#[test]
+fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
+    let doc = br#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+        "normalizer":null,"pre_tokenizer":null,"post_processor":null,
+        "decoder":{"type":"ByteLevel","add_prefix_space":true"#;
+    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc) {
+        Err(stepscore::Error::Tokenizer(m)) => assert!(m.contains("invalid tokenizer.json"), "{m}"),
+        other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
+    }
+    // A lone surrogate escape (`\udfff`) in the decoder: valid-looking JSON
+    // that serde_json refuses when it builds the string.
+    let doc = br#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+        "normalizer":null,"pre_tokenizer":null,"post_processor":null,
+        "decoder":{"type":"ByteLevel","x":"\udfff"},"model":{"type":"BPE","vocab":{},"merges":[]}}"#;
+    assert!(matches!(
+        stepscore::tokenizer::Tokenizer::from_json_bytes(doc),
+        Err(stepscore::Error::Tokenizer(_))
+    ));
+    // The fuzzer's own inputs (a fixture's tokenizer.json with a few bytes
+    // changed or removed) fail the same way.
+    for crash in [
+        &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-decoder-syntax.json")[..],
+        &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-lone-surrogate.json")[..],
+        // A template naming a special token the post-processor does not
+        // define: the crate panicked at the first encode.
+        &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-missing-special-token.json")[..],
+    ] {
+        assert!(matches!(
+            stepscore::tokenizer::Tokenizer::from_json_bytes(crash),
+            Err(stepscore::Error::Tokenizer(_))
+        ));
+    }
+}

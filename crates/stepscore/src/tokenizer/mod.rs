@@ -31,6 +31,107 @@ pub struct Tokenizer {
     add_eos: bool,
 }
 
+/// Any JSON value, checked as serde_json would build it (string escapes and
+/// lone surrogates included, which `IgnoredAny` skips) without building it.
+struct ValidJson;
+
+impl<'de> serde::Deserialize<'de> for ValidJson {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(ValidJsonVisitor)
+    }
+}
+
+struct ValidJsonVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ValidJsonVisitor {
+    type Value = ValidJson;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_unit<E>(self) -> std::result::Result<ValidJson, E> {
+        Ok(ValidJson)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<ValidJson, A::Error> {
+        while seq.next_element::<ValidJson>()?.is_some() {}
+        Ok(ValidJson)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<ValidJson, A::Error> {
+        while map.next_entry::<ValidJson, ValidJson>()?.is_some() {}
+        Ok(ValidJson)
+    }
+}
+
+/// A `TemplateProcessing` post-processor (alone or in a `Sequence`) must
+/// define every special token its templates name: the `tokenizers` crate
+/// checks that in its builder but not when it reads a file, and then panics
+/// at the first encode (found by the tokenizer_json fuzz target).
+fn check_templates(bytes: &[u8]) -> Result<()> {
+    use serde_json::Value;
+    #[derive(serde::Deserialize)]
+    struct Doc {
+        #[serde(default)]
+        post_processor: Option<Value>,
+    }
+    fn walk(p: &Value) -> std::result::Result<(), String> {
+        match p.get("type").and_then(Value::as_str) {
+            Some("Sequence") => p
+                .get("processors")
+                .and_then(Value::as_array)
+                .map_or(Ok(()), |list| list.iter().try_for_each(walk)),
+            Some("TemplateProcessing") => {
+                let known = p.get("special_tokens").and_then(Value::as_object);
+                for template in ["single", "pair"] {
+                    let pieces = p.get(template).and_then(Value::as_array);
+                    for piece in pieces.into_iter().flatten() {
+                        let id = piece
+                            .get("SpecialToken")
+                            .and_then(|t| t.get("id"))
+                            .and_then(Value::as_str);
+                        if let Some(id) = id {
+                            if !known.is_some_and(|k| k.contains_key(id)) {
+                                return Err(format!(
+                                    "post_processor: the {template} template names the special \
+                                     token `{id}`, which `special_tokens` does not define"
+                                ));
+                            }
+                        }
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    let doc: Doc =
+        serde_json::from_slice(bytes).map_err(|e| tok_err("invalid tokenizer.json", e))?;
+    match doc.post_processor {
+        Some(p) => walk(&p).map_err(|m| tok_err("invalid tokenizer.json", m)),
+        None => Ok(()),
+    }
+}
+
 fn tok_err(context: &str, e: impl std::fmt::Display) -> Error {
     Error::Tokenizer(format!("{context}: {e}"))
 }
@@ -39,6 +140,14 @@ impl Tokenizer {
     /// Reads a HF `tokenizer.json`. BOS/EOS are taken from what its
     /// post-processor adds around a text (override with [`Self::with_bos_eos`]).
     pub fn from_json_bytes(bytes: &[u8]) -> Result<Self> {
+        // The `tokenizers` crate (0.23) panics, rather than failing, on a JSON
+        // syntax error inside the `decoder` value (`expect("Helper")`; found
+        // by the tokenizer_json fuzz target). Checking the whole document
+        // first turns every such file into an error; on valid JSON that code
+        // path cannot fail.
+        serde_json::from_slice::<ValidJson>(bytes)
+            .map_err(|e| tok_err("invalid tokenizer.json", e))?;
+        check_templates(bytes)?;
         let inner = tokenizers::Tokenizer::from_bytes(bytes)
             .map_err(|e| tok_err("invalid tokenizer.json", e))?;
         let mut t = Tokenizer {
