@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
+use stepscore::catalog::{self, fetch::Progress, Entry, Kind, ModelArg};
 use stepscore::prm::HeadFile;
 use stepscore::{Error, Result};
 
@@ -19,22 +19,12 @@ pub struct Resolved {
 }
 
 pub fn resolve(model: Option<&Path>) -> Result<Resolved> {
-    let name = match model {
-        Some(p) if p.exists() => {
-            return Ok(Resolved {
-                path: p.to_path_buf(),
-                head: None,
-            })
-        }
-        Some(p) => p.to_string_lossy().into_owned(),
-        None => catalog::DEFAULT_PRM.to_string(),
+    let entry = match catalog::model_arg(model)? {
+        ModelArg::Path(path) => return Ok(Resolved { path, head: None }),
+        ModelArg::Entry(entry) => entry,
     };
-    let entry = catalog::lookup(&name)?;
     let path = fetch_entry(entry, false)?;
-    let head = match entry.kind {
-        Kind::Prm { head } => Some(HeadFile::embedded(head)?),
-        Kind::Backbone => None,
-    };
+    let head = entry.head().map(HeadFile::embedded).transpose()?;
     Ok(Resolved { path, head })
 }
 

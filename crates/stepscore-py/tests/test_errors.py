@@ -16,8 +16,13 @@ def test_every_error_is_a_stepscore_error():
 
 
 def test_missing_model_is_neither_a_path_nor_a_catalog_name():
-    with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
+    # A path-like argument that is no catalog name is a missing file.
+    with pytest.raises(stepscore.FileError) as err:
         stepscore.Scorer("/nonexistent/prm.gguf")
+    assert err.value.path == "/nonexistent/prm.gguf"
+    # A bare word that is no catalog name lists the catalog.
+    with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
+        stepscore.Scorer("qwen-9000")
 
 
 def test_not_a_model(tmp_path):

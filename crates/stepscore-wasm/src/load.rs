@@ -251,7 +251,7 @@ mod tests {
 
     #[test]
     fn gguf_plus_head_file_scores_like_the_core_and_refuses_bad_heads_by_name() {
-        let Some(path) = stepscore::format::find_smollm2_gguf() else {
+        let Some(path) = stepscore::testing::find_smollm2_gguf() else {
             eprintln!("SKIPPED: SmolLM2 GGUF not in the cache (run `stepscore fetch`)");
             return;
         };

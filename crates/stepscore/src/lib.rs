@@ -21,6 +21,8 @@ pub mod quant;
 pub mod reward;
 pub mod segment;
 pub mod select;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod tokenizer;
 pub mod trace;
 pub mod validate;

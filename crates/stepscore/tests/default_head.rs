@@ -4,9 +4,9 @@
 //! training set) equals the scorer's step scores. Skipped with a printed
 //! reason when the GGUF is not cached.
 
-use stepscore::format::find_smollm2_gguf;
 use stepscore::prm::head_file::DEFAULT_HEAD_NAME;
 use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions};
+use stepscore::testing::find_smollm2_gguf;
 
 #[test]
 fn embedded_head_is_a_smollm2_value_head() {

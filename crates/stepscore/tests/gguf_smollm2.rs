@@ -4,16 +4,17 @@
 //! (Llama architecture, 30 layers, d=576, 9/3 heads, vocab 49152).
 
 use std::collections::BTreeMap;
-use stepscore::format::{find_smollm2_gguf, GgufFile, ModelBytes};
+use stepscore::format::{GgufFile, ModelBytes};
 use stepscore::ggml::GgmlType;
+use stepscore::testing::find_smollm2_gguf;
 
 #[test]
 fn parses_smollm2_q4_1() {
     let Some(path) = find_smollm2_gguf() else {
         eprintln!(
             "SKIPPED: SmolLM2 GGUF not found (set STEPSCORE_SMOLLM2_GGUF or place {} in {:?})",
-            stepscore::format::SMOLLM2_GGUF_FILE,
-            stepscore::format::default_cache_dir()
+            stepscore::testing::SMOLLM2_GGUF_FILE,
+            stepscore::testing::default_cache_dir()
         );
         return;
     };

@@ -24,9 +24,10 @@ mod gpu {
     use std::sync::Arc;
 
     use super::gpu_support::{have_adapter, skip_or_fail};
-    use stepscore::format::{find_smollm2_gguf, ModelBytes};
+    use stepscore::format::ModelBytes;
     use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
     use stepscore::model::{GgufModel, HfCheckpoint, Transformer};
+    use stepscore::testing::find_smollm2_gguf;
     use stepscore::tokenizer::Tokenizer;
 
     fn context() -> Option<Arc<GpuContext>> {

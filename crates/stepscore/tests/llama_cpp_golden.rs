@@ -23,8 +23,9 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use stepscore::format::{find_smollm2_gguf, ModelBytes};
+use stepscore::format::ModelBytes;
 use stepscore::model::GgufModel;
+use stepscore::testing::find_smollm2_gguf;
 use stepscore::tokenizer::Tokenizer;
 
 #[derive(Deserialize)]

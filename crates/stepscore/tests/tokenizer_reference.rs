@@ -5,7 +5,8 @@
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use stepscore::format::{find_smollm2_gguf, GgufFile, ModelBytes};
+use stepscore::format::{GgufFile, ModelBytes};
+use stepscore::testing::find_smollm2_gguf;
 use stepscore::tokenizer::Tokenizer;
 
 #[derive(Deserialize)]

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
+use stepscore::catalog::{self, fetch::Progress, Entry, ModelArg};
 use stepscore::prm::HeadFile;
 
 use crate::Failure;
@@ -136,40 +136,23 @@ pub struct ModelChoice {
     pub label: String,
 }
 
-/// Resolves `--model`: an existing path as it is; else a catalog name
-/// (fetched when not cached); without `--model`, the default PRM.
+/// Resolves `--model` by the core's rule (`catalog::model_arg`), fetching a
+/// catalog entry that is not cached yet.
 pub fn resolve_model(model: Option<&Path>) -> Result<ModelChoice, Failure> {
-    let name = match model {
-        Some(p) if p.exists() => {
-            return Ok(ModelChoice {
-                path: p.to_path_buf(),
-                head: None,
-                label: p.display().to_string(),
-            })
-        }
-        Some(p) => {
-            let name = p.to_string_lossy().into_owned();
-            // Not a catalog name but a path (a directory in it, or a file
-            // extension) that does not exist: an I/O error, exit 3.
-            let path_like = p.components().count() > 1 || p.extension().is_some();
-            if path_like && catalog::lookup(&name).is_err() {
-                if let Err(e) = std::fs::metadata(p) {
-                    return Err(Failure::during(
-                        "cannot load model",
-                        stepscore::Error::io(p.display().to_string(), e),
-                    ));
-                }
+    // An unknown name is a usage error (exit 2), a missing file an I/O error (3).
+    let entry =
+        match catalog::model_arg(model).map_err(|e| Failure::during("cannot load model", e))? {
+            ModelArg::Path(path) => {
+                return Ok(ModelChoice {
+                    label: path.display().to_string(),
+                    path,
+                    head: None,
+                })
             }
-            name
-        }
-        None => catalog::DEFAULT_PRM.to_string(),
-    };
-    let entry = catalog::lookup(&name).map_err(|e| Failure::Usage(e.to_string()))?;
+            ModelArg::Entry(entry) => entry,
+        };
     let path = ensure(entry, &cache_dir(None)?, false)?;
-    let head = match entry.kind {
-        Kind::Prm { head } => Some(HeadFile::embedded(head)?),
-        Kind::Backbone => None,
-    };
+    let head = entry.head().map(HeadFile::embedded).transpose()?;
     Ok(ModelChoice {
         label: format!("{} ({})", entry.name, path.display()),
         path,

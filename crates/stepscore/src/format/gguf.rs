@@ -808,7 +808,9 @@ impl GgufFile {
     }
 }
 
-/// Builds GGUF files in memory: tiny checkpoints for tests and fixtures.
+#[cfg(any(test, feature = "testing"))]
+/// Builds GGUF files in memory: tiny checkpoints for tests and fixtures
+/// (feature `testing`).
 #[derive(Debug, Clone)]
 pub struct GgufWriter {
     version: u32,
@@ -816,6 +818,7 @@ pub struct GgufWriter {
     tensors: Vec<(String, Vec<u64>, GgmlType, Vec<u8>)>,
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl Default for GgufWriter {
     fn default() -> Self {
         GgufWriter {
@@ -826,6 +829,7 @@ impl Default for GgufWriter {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 impl GgufWriter {
     pub fn new() -> Self {
         Self::default()
@@ -911,11 +915,13 @@ impl GgufWriter {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 fn write_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u64).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
+#[cfg(any(test, feature = "testing"))]
 fn write_value(out: &mut Vec<u8>, v: &GgufValue) {
     match v {
         GgufValue::U8(x) => out.push(*x),
@@ -934,6 +940,7 @@ fn write_value(out: &mut Vec<u8>, v: &GgufValue) {
     }
 }
 
+#[cfg(any(test, feature = "testing"))]
 fn write_array(out: &mut Vec<u8>, a: &GgufArray) {
     out.extend_from_slice(&a.elem_type().id().to_le_bytes());
     out.extend_from_slice(&(a.len() as u64).to_le_bytes());

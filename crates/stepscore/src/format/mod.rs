@@ -4,26 +4,7 @@
 pub mod gguf;
 pub mod storage;
 
-use std::path::PathBuf;
-
-pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, GgufWriter, TensorInfo};
+#[cfg(any(test, feature = "testing"))]
+pub use gguf::GgufWriter;
+pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, TensorInfo};
 pub use storage::ModelBytes;
-
-/// File name of the SmolLM2-135M-Instruct Q4_1 checkpoint in the cache.
-pub const SMOLLM2_GGUF_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
-/// The directory stepscore caches model files in; see [`crate::catalog::cache_dir`].
-pub fn default_cache_dir() -> Option<PathBuf> {
-    crate::catalog::cache_dir()
-}
-
-/// Where the SmolLM2 GGUF is expected: `$STEPSCORE_SMOLLM2_GGUF` when set,
-/// otherwise [`SMOLLM2_GGUF_FILE`] inside [`default_cache_dir`]. Returns the
-/// path only if a file exists there.
-pub fn find_smollm2_gguf() -> Option<PathBuf> {
-    let candidate = match std::env::var_os("STEPSCORE_SMOLLM2_GGUF").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => default_cache_dir()?.join(SMOLLM2_GGUF_FILE),
-    };
-    candidate.is_file().then_some(candidate)
-}

@@ -2,12 +2,15 @@
 //! attention, SwiGLU, residual and bias adds, row gather and the
 //! confidence family's token statistics. Each has a `record_*` form that
 //! adds one dispatch to a [`Batch`] (the forward pass records all of them
-//! into one submission) and a public form over [`GpuTensor`]s that records
-//! and submits it alone (the kernel tests' entry point).
+//! into one submission) and, with the `testing` feature, a public form over
+//! [`GpuTensor`]s that records and submits it alone (the kernel tests'
+//! entry point).
 
 use super::batch::{u32_of, whole, Batch, WG};
+#[cfg(any(test, feature = "testing"))]
 use super::context::GpuContext;
 use super::shaders;
+#[cfg(any(test, feature = "testing"))]
 use super::tensor::GpuTensor;
 use crate::error::{Error, Result};
 use crate::model::RopeStyle;
@@ -41,6 +44,7 @@ pub struct AttentionShape {
 /// The attention kernel keeps a query and its accumulator in registers.
 pub const MAX_HEAD_DIM: usize = 256;
 
+#[cfg(any(test, feature = "testing"))]
 fn check_len(t: &GpuTensor, need: usize, what: &str) -> Result<()> {
     if t.len() < need {
         return Err(Error::InvalidArgument(format!(
@@ -245,6 +249,7 @@ pub(crate) fn record_token_stats(
 }
 
 /// RMSNorm of `x` (rows of `w.len()` values) with gain `w`.
+#[cfg(any(test, feature = "testing"))]
 pub fn rms_norm(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Result<GpuTensor> {
     let cols = w.len();
     if cols == 0 || x.len() % cols != 0 {
@@ -272,6 +277,7 @@ pub fn rms_norm(ctx: &GpuContext, x: &GpuTensor, w: &GpuTensor, eps: f32) -> Res
 }
 
 /// Rotates `x` in place at positions `start..start + n_tokens`.
+#[cfg(any(test, feature = "testing"))]
 pub fn rope(
     ctx: &GpuContext,
     x: &mut GpuTensor,
@@ -305,6 +311,7 @@ pub fn rope(
 
 /// Causal attention of `q` (`n_tokens` rows of `n_heads * head_dim`) over
 /// keys/values `k`, `v` (`start + n_tokens` rows of `n_kv_heads * head_dim`).
+#[cfg(any(test, feature = "testing"))]
 pub fn attention(
     ctx: &GpuContext,
     q: &GpuTensor,
@@ -335,6 +342,7 @@ pub fn attention(
 }
 
 /// `gate = silu(gate) * up`, in place.
+#[cfg(any(test, feature = "testing"))]
 pub fn swiglu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor) -> Result<()> {
     check_len(up, gate.len(), "swiglu")?;
     if gate.is_empty() {
@@ -347,6 +355,7 @@ pub fn swiglu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor) -> Result<
 }
 
 /// `x += y`, in place.
+#[cfg(any(test, feature = "testing"))]
 pub fn add(ctx: &GpuContext, x: &mut GpuTensor, y: &GpuTensor) -> Result<()> {
     check_len(y, x.len(), "add")?;
     if x.is_empty() {
@@ -359,6 +368,7 @@ pub fn add(ctx: &GpuContext, x: &mut GpuTensor, y: &GpuTensor) -> Result<()> {
 }
 
 /// Adds `bias` to every row of `x` (rows of `bias.len()`), then ReLU if asked.
+#[cfg(any(test, feature = "testing"))]
 pub fn bias_add(ctx: &GpuContext, x: &mut GpuTensor, bias: &GpuTensor, relu: bool) -> Result<()> {
     let len = bias.len();
     if len == 0 || x.len() % len != 0 {
@@ -386,6 +396,7 @@ pub fn bias_add(ctx: &GpuContext, x: &mut GpuTensor, bias: &GpuTensor, relu: boo
 }
 
 /// Rows `idx` of `src` (rows of `cols` values).
+#[cfg(any(test, feature = "testing"))]
 pub fn gather_rows(
     ctx: &GpuContext,
     src: &GpuTensor,
@@ -425,6 +436,7 @@ pub fn gather_rows(
 
 /// Per row of `logits` (rows of `vocab`): (log Z, logit of the target,
 /// entropy), 3 values per row.
+#[cfg(any(test, feature = "testing"))]
 pub fn token_stats(
     ctx: &GpuContext,
     logits: &GpuTensor,

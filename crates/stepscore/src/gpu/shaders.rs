@@ -13,22 +13,22 @@ macro_rules! single {
     ($name:literal, $file:literal) => {
         Shader {
             name: $name,
-            parts: &[include_str!(concat!("../../../../shaders/", $file))],
+            parts: &[include_str!(concat!("../../shaders/", $file))],
         }
     };
 }
 
-const QUANT_COMMON: &str = include_str!("../../../../shaders/matmul_quant_common.wgsl");
-const GATHER_COMMON: &str = include_str!("../../../../shaders/embed_gather_quant_common.wgsl");
-const Q8_0: &str = include_str!("../../../../shaders/matmul_q8_0.wgsl");
-const Q4_0: &str = include_str!("../../../../shaders/matmul_q4_0.wgsl");
-const Q4_1: &str = include_str!("../../../../shaders/matmul_q4_1.wgsl");
-const Q4_K: &str = include_str!("../../../../shaders/matmul_q4_k.wgsl");
-const Q6_K: &str = include_str!("../../../../shaders/matmul_q6_k.wgsl");
+const QUANT_COMMON: &str = include_str!("../../shaders/matmul_quant_common.wgsl");
+const GATHER_COMMON: &str = include_str!("../../shaders/embed_gather_quant_common.wgsl");
+const Q8_0: &str = include_str!("../../shaders/matmul_q8_0.wgsl");
+const Q4_0: &str = include_str!("../../shaders/matmul_q4_0.wgsl");
+const Q4_1: &str = include_str!("../../shaders/matmul_q4_1.wgsl");
+const Q4_K: &str = include_str!("../../shaders/matmul_q4_k.wgsl");
+const Q6_K: &str = include_str!("../../shaders/matmul_q6_k.wgsl");
 
 pub(crate) const MATMUL_F32: Shader = Shader {
     name: "matmul_f32",
-    parts: &[include_str!("../../../../shaders/matmul_f32.wgsl")],
+    parts: &[include_str!("../../shaders/matmul_f32.wgsl")],
 };
 pub(crate) const MATMUL_Q8_0: Shader = Shader {
     name: "matmul_q8_0",

@@ -35,7 +35,7 @@ const MAX_HEAD_BYTES: usize = 256 << 20;
 /// GGUF is fetched.
 pub const DEFAULT_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
 const DEFAULT_HEAD_BYTES: &[u8] =
-    include_bytes!("../../../../models/smollm2-135m-gsm-value-head.safetensors");
+    include_bytes!("../../models/smollm2-135m-gsm-value-head.safetensors");
 
 impl HeadFile {
     /// The embedded default head (see [`DEFAULT_HEAD_NAME`]).

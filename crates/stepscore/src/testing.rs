@@ -1,0 +1,26 @@
+//! Test support (feature `testing`, on for this crate's own tests through
+//! its dev-dependency on itself): where the suites find the cached SmolLM2
+//! GGUF. The GGUF writer (`format::GgufWriter`) and the GPU engine's
+//! one-kernel-per-call reference ops (`gpu::ops`) are behind the same
+//! feature: they exist for tests and fixtures, not as API.
+
+use std::path::PathBuf;
+
+/// File name of the SmolLM2-135M-Instruct Q4_1 checkpoint in the cache.
+pub const SMOLLM2_GGUF_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The directory stepscore caches model files in ([`crate::catalog::cache_dir`]).
+pub fn default_cache_dir() -> Option<PathBuf> {
+    crate::catalog::cache_dir()
+}
+
+/// Where the SmolLM2 GGUF is expected: `$STEPSCORE_SMOLLM2_GGUF` when set,
+/// otherwise [`SMOLLM2_GGUF_FILE`] inside [`default_cache_dir`]. Returns the
+/// path only if a file exists there.
+pub fn find_smollm2_gguf() -> Option<PathBuf> {
+    let candidate = match std::env::var_os("STEPSCORE_SMOLLM2_GGUF").filter(|v| !v.is_empty()) {
+        Some(p) => PathBuf::from(p),
+        None => default_cache_dir()?.join(SMOLLM2_GGUF_FILE),
+    };
+    candidate.is_file().then_some(candidate)
+}

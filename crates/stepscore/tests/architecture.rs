@@ -1,0 +1,197 @@
+//! The allowed direction of imports between the core crate's top-level
+//! modules (docs/ARCHITECTURE.md, "Import directions"): every module has a
+//! layer, and code may only name (`crate::m`, in `use` lines or paths)
+//! modules of a lower layer. Layers make cycles impossible; the cycle
+//! search below still reports one by name if the table is ever edited into
+//! one. A module missing from the table fails the test, so a new module
+//! gets a place. Comments are ignored (doc links are not imports).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// (module, layer): a module may import only modules of a lower layer.
+const LAYERS: &[(&str, u32)] = &[
+    ("error", 0),
+    ("answer", 0),
+    ("trace", 1),
+    ("ggml", 1),
+    ("validate", 2),
+    ("segment", 3),
+    ("aggregate", 3),
+    ("reward", 3),
+    ("quant", 3),
+    ("format", 3),
+    ("io", 4),
+    ("metrics", 4),
+    ("select", 4),
+    ("tokenizer", 4),
+    ("model", 4),
+    ("gpu", 5),
+    ("prm", 6),
+    ("catalog", 7),
+    ("testing", 8),
+];
+
+/// The top-level modules each file names through `crate::`, by module.
+fn imports(files: &[(String, String)]) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (module, text) in files {
+        let deps = out.entry(module.clone()).or_default();
+        for line in text.lines() {
+            let code = line.split("//").next().unwrap_or("");
+            let mut rest = code;
+            while let Some(i) = rest.find("crate::") {
+                rest = &rest[i + "crate::".len()..];
+                let names: Vec<&str> = if let Some(group) = rest.strip_prefix('{') {
+                    // `use crate::{a::X, b};`: the first segment of each item.
+                    let end = group.find('}').unwrap_or(group.len());
+                    group[..end]
+                        .split(',')
+                        .map(|item| item.trim().split("::").next().unwrap_or(""))
+                        .collect()
+                } else {
+                    vec![rest
+                        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                        .next()
+                        .unwrap_or("")]
+                };
+                for n in names {
+                    if !n.is_empty()
+                        && n != module
+                        && n.chars().next().is_some_and(|c| c.is_lowercase())
+                    {
+                        deps.insert(n.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every violation of the layer rule, and every cycle, as messages.
+fn check(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    let layer = |m: &str| LAYERS.iter().find(|(n, _)| *n == m).map(|(_, l)| *l);
+    let mut errors = Vec::new();
+    for (m, deps) in graph {
+        let Some(lm) = layer(m) else {
+            errors.push(format!(
+                "module `{m}` has no layer in tests/architecture.rs"
+            ));
+            continue;
+        };
+        for d in deps {
+            match layer(d) {
+                // Names outside the table (`crate::Error` re-exports are
+                // capitalised and skipped) are not modules.
+                None => {}
+                Some(ld) if ld >= lm => errors.push(format!(
+                    "`{m}` (layer {lm}) imports `{d}` (layer {ld}): imports go only to lower layers"
+                )),
+                Some(_) => {}
+            }
+        }
+    }
+    // Depth-first search for a cycle, named module by module.
+    fn visit(
+        m: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        errors: &mut Vec<String>,
+    ) {
+        if let Some(i) = path.iter().position(|p| p == m) {
+            errors.push(format!("import cycle: {} -> {m}", path[i..].join(" -> ")));
+            return;
+        }
+        if !done.insert(m.to_string()) {
+            return;
+        }
+        path.push(m.to_string());
+        for d in g.get(m).into_iter().flatten() {
+            visit(d, g, path, done, errors);
+        }
+        path.pop();
+    }
+    let mut done = BTreeSet::new();
+    for m in graph.keys() {
+        visit(m, graph, &mut Vec::new(), &mut done, &mut errors);
+    }
+    errors
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+#[test]
+fn core_modules_import_only_downward_and_form_no_cycle() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut paths = Vec::new();
+    rust_files(&src, &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = p.strip_prefix(&src).unwrap();
+            let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+            let module = first.trim_end_matches(".rs").to_string();
+            (module != "lib").then(|| (module, std::fs::read_to_string(p).unwrap()))
+        })
+        .collect();
+    let graph = imports(&files);
+    assert!(graph.len() >= 15, "found only {:?}", graph.keys());
+    let errors = check(&graph);
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+    for (m, deps) in &graph {
+        eprintln!("{m} -> {deps:?}");
+    }
+}
+
+#[test]
+fn the_check_catches_an_upward_import_and_a_cycle() {
+    let files = vec![
+        (
+            "gpu".to_string(),
+            "use crate::prm::head::Head; // crate::io in a comment\n".to_string(),
+        ),
+        (
+            "prm".to_string(),
+            "use crate::{gpu::GpuMatrix, model};\n".to_string(),
+        ),
+        (
+            "model".to_string(),
+            "let x = crate::error::Error::Gpu(m);\n".to_string(),
+        ),
+    ];
+    let graph = imports(&files);
+    assert_eq!(graph["gpu"], BTreeSet::from(["prm".to_string()]));
+    assert_eq!(
+        graph["prm"],
+        BTreeSet::from(["gpu".to_string(), "model".to_string()])
+    );
+    let errors = check(&graph);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("`gpu` (layer 5) imports `prm`")),
+        "{errors:?}"
+    );
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.starts_with("import cycle") && e.contains("gpu") && e.contains("prm")),
+        "{errors:?}"
+    );
+    let mut bad = graph.clone();
+    bad.insert("newmodule".into(), BTreeSet::new());
+    assert!(check(&bad)
+        .iter()
+        .any(|e| e.contains("`newmodule` has no layer")));
+}
