@@ -385,8 +385,9 @@ fn garbage_tokenizer_json_is_an_error() {
 
 /// Found by the tokenizer_json fuzz target: the `tokenizers` crate panics on
 /// a JSON syntax error or a lone surrogate inside the `decoder` value, and at
-/// the first encode when a template names an undefined special token; each
-/// must be an error.
+/// the first encode when a template names an undefined special token, and
+/// while loading a BPE merge whose joined token is longer than every
+/// vocabulary token; each must be an error.
 #[test]
 fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
     let doc = br#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
@@ -413,10 +414,42 @@ fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
         // A template naming a special token the post-processor does not
         // define: the crate panicked at the first encode.
         &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-missing-special-token.json")[..],
+        // A merge whose joined token is longer than any vocabulary token:
+        // the crate copied it into a too-short buffer while loading.
+        &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-bpe-subword-prefix.json")[..],
     ] {
         assert!(matches!(
             stepscore::tokenizer::Tokenizer::from_json_bytes(crash),
             Err(stepscore::Error::Tokenizer(_))
         ));
+    }
+}
+
+/// A real `continuing_subword_prefix` (WordPiece-style "##" merges) still
+/// loads; a merge whose second token lacks the prefix, or whose result is
+/// not in the vocabulary, is named.
+#[test]
+fn bpe_merges_must_carry_the_continuing_subword_prefix() {
+    let doc = |merge: &str| {
+        format!(
+            r###"{{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
+            "normalizer":null,"pre_tokenizer":null,"post_processor":null,"decoder":null,
+            "model":{{"type":"BPE","continuing_subword_prefix":"##","vocab":{{"a":0,"##b":1,"ab":2,"b":3}},
+            "merges":[{merge}]}}}}"###
+        )
+    };
+    assert!(stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#""a ##b""#).as_bytes()).is_ok());
+    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#"["a", "b"]"#).as_bytes()) {
+        Err(stepscore::Error::Tokenizer(m)) => {
+            assert!(
+                m.contains("merges[0]") && m.contains("continuing_subword_prefix"),
+                "{m}"
+            )
+        }
+        other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
+    }
+    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#""ab ##b""#).as_bytes()) {
+        Err(stepscore::Error::Tokenizer(m)) => assert!(m.contains("not in the vocabulary"), "{m}"),
+        other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
     }
 }

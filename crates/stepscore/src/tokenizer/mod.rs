@@ -83,7 +83,8 @@ impl<'de> serde::de::Visitor<'de> for ValidJsonVisitor {
     }
 }
 
-/// A `TemplateProcessing` post-processor (alone or in a `Sequence`) must
+/// Inputs the `tokenizers` crate panics on instead of refusing. A
+/// `TemplateProcessing` post-processor (alone or in a `Sequence`) must
 /// define every special token its templates name: the `tokenizers` crate
 /// checks that in its builder but not when it reads a file, and then panics
 /// at the first encode (found by the tokenizer_json fuzz target).
@@ -93,6 +94,8 @@ fn check_templates(bytes: &[u8]) -> Result<()> {
     struct Doc {
         #[serde(default)]
         post_processor: Option<Value>,
+        #[serde(default)]
+        model: Option<Value>,
     }
     fn walk(p: &Value) -> std::result::Result<(), String> {
         match p.get("type").and_then(Value::as_str) {
@@ -126,10 +129,65 @@ fn check_templates(bytes: &[u8]) -> Result<()> {
     }
     let doc: Doc =
         serde_json::from_slice(bytes).map_err(|e| tok_err("invalid tokenizer.json", e))?;
+    if let Some(model) = &doc.model {
+        check_bpe_merges(model).map_err(|m| tok_err("invalid tokenizer.json", m))?;
+    }
     match doc.post_processor {
         Some(p) => walk(&p).map_err(|m| tok_err("invalid tokenizer.json", m)),
         None => Ok(()),
     }
+}
+
+/// Every BPE merge must join two vocabulary tokens into a third. The
+/// `tokenizers` crate checks that, but only after copying the joined bytes
+/// into a buffer as long as the longest vocabulary token, so a merge whose
+/// result is longer panics instead (found by the tokenizer_json fuzz
+/// target); and it strips a `continuing_subword_prefix` from the second
+/// token by byte count without checking the token starts with it.
+fn check_bpe_merges(model: &serde_json::Value) -> std::result::Result<(), String> {
+    use serde_json::Value;
+    if model.get("type").and_then(Value::as_str) != Some("BPE") {
+        return Ok(());
+    }
+    let (Some(vocab), Some(merges)) = (
+        model.get("vocab").and_then(Value::as_object),
+        model.get("merges").and_then(Value::as_array),
+    ) else {
+        return Ok(());
+    };
+    let prefix = model
+        .get("continuing_subword_prefix")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    for (i, merge) in merges.iter().enumerate() {
+        let (a, b) = match merge {
+            Value::String(s) => match s.split_once(' ') {
+                Some(pair) => pair,
+                None => continue,
+            },
+            Value::Array(pair) => match (
+                pair.first().and_then(Value::as_str),
+                pair.get(1).and_then(Value::as_str),
+            ) {
+                (Some(a), Some(b)) => (a, b),
+                _ => continue,
+            },
+            _ => continue,
+        };
+        let Some(rest) = b.strip_prefix(prefix) else {
+            return Err(format!(
+                "model.merges[{i}]: the second token {b:?} does not start with the \
+                 continuing_subword_prefix {prefix:?}"
+            ));
+        };
+        let joined = format!("{a}{rest}");
+        if !vocab.contains_key(&joined) {
+            return Err(format!(
+                "model.merges[{i}]: {a:?} + {b:?} makes {joined:?}, which is not in the vocabulary"
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn tok_err(context: &str, e: impl std::fmt::Display) -> Error {
