@@ -38,8 +38,8 @@ use queue::Queue;
     OpenRLHF: --remote_rm_url http://HOST:8000/get_reward"
 )]
 pub struct Args {
-    /// A GGUF file or a Hugging Face checkpoint directory (default: the
-    /// default PRM, SmolLM2-135M-Instruct with the built-in value head).
+    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name
+    /// (`stepscore fetch --list`; default: the default PRM).
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
