@@ -10,6 +10,7 @@
 
 mod commands;
 mod input;
+mod model_args;
 mod options;
 mod output;
 

@@ -377,13 +377,8 @@ impl Session {
     }
 }
 
-/// Load-time quantization of a Hugging Face checkpoint (what `--quantize` takes).
+/// Load-time quantization of a Hugging Face checkpoint: the core's names
+/// (`stepscore::prm::parse_quantize`), a bad one a ValueError.
 fn parse_quant(s: &str) -> PyResult<GgmlType> {
-    match s.to_ascii_lowercase().as_str() {
-        "q8_0" | "q8" => Ok(GgmlType::Q8_0),
-        "q4_0" | "q4" => Ok(GgmlType::Q4_0),
-        _ => Err(PyValueError::new_err(format!(
-            "quantize={s:?}: load-time quantization supports q8_0 and q4_0"
-        ))),
-    }
+    stepscore::prm::parse_quantize(s).map_err(|e| PyValueError::new_err(e.to_string()))
 }

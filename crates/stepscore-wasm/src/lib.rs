@@ -220,21 +220,17 @@ impl WasmScorer {
         Ok(WasmScorer { loaded })
     }
 
-    /// Moves this scorer to `backend` (`cpu` or `gpu`: the WGSL engine on
-    /// WebGPU) and resolves to the scorer, which replaces this object (its
+    /// Moves this scorer to `backend` (the core's names: `cpu`, `gpu` or
+    /// `webgpu` for the WGSL engine on WebGPU, `auto` for the core's choice)
+    /// and resolves to the scorer, which replaces this object (its
     /// handle is consumed). Rejects with `GPU_ERROR` when no device can be
     /// made or the model does not fit it; the model is freed then.
     #[wasm_bindgen(js_name = withBackend)]
     pub fn with_backend(self, backend: JsValue) -> JsResult<js_sys::Promise> {
-        let backend = match string_arg(&backend, "backend", Code::InvalidArgument)?.as_str() {
-            "cpu" => Backend::Cpu,
-            "gpu" => Backend::Gpu,
-            other => {
-                return Err(js_error(Error::invalid_argument(format!(
-                    "backend must be 'cpu' or 'gpu', got '{other}'"
-                ))))
-            }
-        };
+        // The core's names: auto, gpu (also webgpu), cpu.
+        let backend = string_arg(&backend, "backend", Code::InvalidArgument)?
+            .parse::<Backend>()
+            .map_err(|e| js_error(Error::invalid_argument(e.to_string())))?;
         let mut loaded = self.loaded;
         Ok(promise(async move {
             let scorer = Rc::get_mut(&mut loaded.scorer).ok_or_else(|| {

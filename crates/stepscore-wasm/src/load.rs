@@ -7,7 +7,6 @@ use std::rc::Rc;
 
 use serde_json::Value;
 use stepscore::format::ModelBytes;
-use stepscore::ggml::GgmlType;
 use stepscore::model::{GgufModel, HfCheckpoint};
 use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions, Truncation};
 
@@ -64,16 +63,13 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
             )))
         }
     };
-    options.quantize = match text("quantize")?.map(str::to_ascii_lowercase).as_deref() {
-        None => None,
-        Some("q8_0") => Some(GgmlType::Q8_0),
-        Some("q4_0") => Some(GgmlType::Q4_0),
-        Some(other) => {
-            return Err(Error::invalid_argument(format!(
-                "option `quantize` must be 'q8_0' or 'q4_0', got '{other}'"
-            )))
-        }
-    };
+    // The core's names (q8_0 / q8, q4_0 / q4).
+    options.quantize = text("quantize")?
+        .map(|q| {
+            stepscore::prm::parse_quantize(q)
+                .map_err(|e| Error::invalid_argument(format!("option `quantize`: {e}")))
+        })
+        .transpose()?;
     Ok(options)
 }
 
@@ -116,7 +112,7 @@ impl Loaded {
 pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<Loaded> {
     let model_bytes = bytes.len();
     let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
-    let scorer = Scorer::from_gguf(gguf, options).map_err(Error::from_load)?;
+    let scorer = Scorer::from_gguf(gguf, None, options).map_err(Error::from_load)?;
     Ok(Loaded {
         scorer: Rc::new(scorer),
         format: "gguf",
@@ -137,7 +133,7 @@ pub fn load_gguf_with_head(
     let model_bytes = bytes.len() + head.len();
     let head = HeadFile::from_bytes(head, head_name).map_err(Error::from_load)?;
     let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
-    let scorer = Scorer::from_gguf_with_head(gguf, &head, options).map_err(Error::from_load)?;
+    let scorer = Scorer::from_gguf(gguf, Some(&head), options).map_err(Error::from_load)?;
     Ok(Loaded {
         scorer: Rc::new(scorer),
         format: "gguf",
@@ -178,6 +174,7 @@ mod tests {
     use crate::error::Code;
     use serde_json::json;
     use std::path::PathBuf;
+    use stepscore::ggml::GgmlType;
 
     fn fixture_files(name: &str) -> BTreeMap<String, Vec<u8>> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -300,9 +297,9 @@ mod tests {
             &options,
         )
         .unwrap();
-        let core = Scorer::from_gguf_with_head(
+        let core = Scorer::from_gguf(
             GgufModel::parse(ModelBytes::from_vec(bytes.clone()), "smol.gguf").unwrap(),
-            &HeadFile::from_bytes(&head, "head.safetensors").unwrap(),
+            Some(&HeadFile::from_bytes(&head, "head.safetensors").unwrap()),
             &options,
         )
         .unwrap();

@@ -7,7 +7,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use stepscore::ggml::GgmlType;
-use stepscore::quant::{f32_to_f16, matmul_with, Backend, QMatrix, QuantizedActs};
+use stepscore::quant::{f32_to_f16, matmul_with, QMatrix, QuantizedActs, Simd};
 
 fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
     let bb = ty.block_bytes();
@@ -40,9 +40,9 @@ fn bench(c: &mut Criterion) {
         let acts = QuantizedActs::for_weight(GgmlType::Q4_1, &x, n_tokens, cols).unwrap();
         let mut out = vec![0.0f32; n_tokens * rows];
         g.throughput(Throughput::Elements((rows * cols * n_tokens) as u64));
-        let mut backends = vec![Backend::Portable];
-        if Backend::detect() != Backend::Portable {
-            backends.push(Backend::detect());
+        let mut backends = vec![Simd::Portable];
+        if Simd::detect() != Simd::Portable {
+            backends.push(Simd::detect());
         }
         for backend in backends {
             for threads in [1, 2] {

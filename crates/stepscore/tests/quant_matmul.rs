@@ -10,8 +10,8 @@ use proptest::prelude::*;
 use stepscore::ggml::GgmlType;
 use stepscore::quant::{
     dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, matmul, matmul_quantized, matmul_rows,
-    matmul_with, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, Backend,
-    QMatrix, QuantizedActs,
+    matmul_with, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, QMatrix,
+    QuantizedActs, Simd,
 };
 use stepscore::Error;
 
@@ -192,8 +192,8 @@ fn check_against_reference(
     }
 }
 
-fn backends() -> Vec<Backend> {
-    [Backend::Portable, Backend::Avx2]
+fn backends() -> Vec<Simd> {
+    [Simd::Portable, Simd::Avx2]
         .into_iter()
         .filter(|b| b.is_available())
         .collect()

@@ -3,9 +3,9 @@
 //!
 //! Three timings, so each can be set beside the matching llama.cpp figure
 //! (scripts/bench_vs_llama_cpp.sh):
-//! - `prefill`: `Transformer::forward` only (final-normed hidden states, no
-//!   vocabulary projection), like llama.cpp's prompt eval with logits for the
-//!   last token only;
+//! - `prefill`: `Scorer::forward` only (the engine's final-normed hidden
+//!   states, no vocabulary projection), like llama.cpp's prompt eval with
+//!   logits for the last token only;
 //! - `logits_all`: `forward` plus full-vocabulary logits for every position,
 //!   like llama.cpp with `logits_all=True`;
 //! - `score`: `Scorer::score_steps` end to end (tokenization, forward, the
@@ -15,7 +15,8 @@
 //! With a GPU adapter (`--backend auto`, the default, or `gpu`), `prefill`
 //! and `score` are also timed on the WGSL engine in the same run, on any
 //! adapter, software rasterizers included (the point is the comparison;
-//! `--backend cpu` skips it). The append benchmark times a step of
+//! `--backend cpu` skips it): a second scorer opened with `Backend::Gpu`,
+//! so what is timed is the core's engine, the one `score` runs. The append benchmark times a step of
 //! `--append-step` tokens run after a cached prefix of `--append-prefix`
 //! tokens against the same tokens run without a prefix, on each engine:
 //! the cost of scoring a step of a trace being generated.
@@ -24,11 +25,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use std::sync::Arc;
-
-use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
 use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
-use stepscore::quant::Backend as Simd;
+use stepscore::quant::Simd;
 
 use crate::commands::fetch;
 use crate::output::Table;
@@ -167,10 +165,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let model = scorer.model();
     let n = enc.tokens.len();
     let prefill = time(args.warmup, args.repeats, || {
-        model.forward(&enc.tokens, None).map(|_| ())
+        scorer.forward(&enc.tokens, None).map(|_| ())
     })?;
     let logits_all = time(args.warmup, args.repeats, || {
-        let hidden = model.forward(&enc.tokens, None)?;
+        let hidden = scorer.forward(&enc.tokens, None)?;
         model.logits_for(&hidden.data, None).map(|_| ())
     })?;
     let score = time(args.warmup, args.repeats, || {
@@ -181,7 +179,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let gpu = if args.backend == Backend::Cpu {
         Err("--backend cpu".to_string())
     } else {
-        gpu_timings(&args, &path, &options, &scorer, &enc.tokens, &trace, &steps)?
+        gpu_timings(&args, &path, &options, &enc.tokens, &trace, &steps)?
     };
     let append = if args.append_prefix == 0 {
         None
@@ -267,7 +265,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     }
     table.write(&mut out)?;
     match &gpu {
-        Ok(g) => writeln!(out, "gpu adapter: {}", g.adapter).map_err(io)?,
+        Ok(g) => writeln!(out, "gpu engine: {}", g.adapter).map_err(io)?,
         Err(why) => writeln!(out, "gpu: skipped ({why})").map_err(io)?,
     }
     if let Some(a) = &append {
@@ -307,48 +305,48 @@ pub fn run(args: Args) -> Result<(), Failure> {
 /// The GPU engine's timings.
 struct GpuTimings {
     adapter: String,
-    /// The decoder uploaded once, for `prefill` and the append benchmark.
-    model: GpuTransformer,
+    /// The scorer on the GPU engine, for `prefill`, `score` and the append benchmark.
+    scorer: Scorer,
     prefill: Timing,
     score: Timing,
 }
 
 /// Times `prefill` and `score` on the GPU; `Err(reason)` when there is no
 /// usable adapter and `--backend auto` allows skipping.
-#[allow(clippy::too_many_arguments)]
 fn gpu_timings(
     args: &Args,
     path: &std::path::Path,
     options: &ScorerOptions,
-    scorer: &Scorer,
     tokens: &[u32],
     trace: &SyntheticTrace,
     steps: &[&str],
 ) -> Result<Result<GpuTimings, String>, Failure> {
-    let ctx = match GpuContext::new(GpuOptions::default()) {
-        Ok(c) => Arc::new(c),
-        Err(e) if args.backend == Backend::Auto => return Ok(Err(e.to_string())),
-        Err(e) => return Err(Failure::during("--backend gpu", e)),
+    let options = ScorerOptions {
+        backend: Backend::Gpu,
+        ..options.clone()
     };
-    let adapter = ctx.adapter().to_string();
-    let model = GpuTransformer::upload(ctx, scorer.model())?;
+    let scorer = match Scorer::open(path, &options) {
+        Ok(s) => s,
+        Err(e @ stepscore::Error::Gpu(_)) if args.backend == Backend::Auto => {
+            return Ok(Err(e.to_string()))
+        }
+        Err(e) => {
+            return Err(Failure::during(
+                format!("cannot load {} on the GPU", path.display()),
+                e,
+            ))
+        }
+    };
+    let adapter = scorer.backend_report().to_string();
     let prefill = time(args.warmup, args.repeats, || {
-        model.forward(tokens, None).map(|_| ())
+        scorer.forward(tokens, None).map(|_| ())
     })?;
-    let gpu_scorer = Scorer::open(
-        path,
-        &ScorerOptions {
-            backend: Backend::Gpu,
-            ..options.clone()
-        },
-    )
-    .map_err(|e| Failure::during(format!("cannot load {} on the GPU", path.display()), e))?;
     let score = time(args.warmup, args.repeats, || {
-        gpu_scorer.score_steps(&trace.problem, steps).map(|_| ())
+        scorer.score_steps(&trace.problem, steps).map(|_| ())
     })?;
     Ok(Ok(GpuTimings {
         adapter,
-        model,
+        scorer,
         prefill,
         score,
     }))
@@ -408,37 +406,22 @@ fn append_bench(
     let (head, tail) = tokens.split_at(prefix);
     let tail = &tail[..step];
 
-    let model = scorer.model();
-    let mut cache = model.new_cache();
-    model.forward(head, Some(&mut cache))?;
-    let cpu = AppendPair {
-        append: time(args.warmup, args.repeats, || {
-            model.forward(tail, Some(&mut cache))?;
-            cache.truncate(prefix);
-            Ok(())
-        })?,
-        plain: time(args.warmup, args.repeats, || {
-            model.forward(tail, None).map(|_| ())
-        })?,
+    let pair = |scorer: &Scorer| -> Result<AppendPair, Failure> {
+        let mut cache = scorer.new_cache();
+        scorer.forward(head, Some(&mut cache))?;
+        Ok(AppendPair {
+            append: time(args.warmup, args.repeats, || {
+                scorer.forward(tail, Some(&mut cache))?;
+                cache.truncate(prefix);
+                Ok(())
+            })?,
+            plain: time(args.warmup, args.repeats, || {
+                scorer.forward(tail, None).map(|_| ())
+            })?,
+        })
     };
-    let gpu = match gpu {
-        None => None,
-        Some(g) => {
-            let gm = &g.model;
-            let mut cache = gm.new_cache();
-            gm.forward(head, Some(&mut cache))?;
-            Some(AppendPair {
-                append: time(args.warmup, args.repeats, || {
-                    gm.forward(tail, Some(&mut cache))?;
-                    cache.truncate(prefix);
-                    Ok(())
-                })?,
-                plain: time(args.warmup, args.repeats, || {
-                    gm.forward(tail, None).map(|_| ())
-                })?,
-            })
-        }
-    };
+    let cpu = pair(scorer)?;
+    let gpu = gpu.map(|g| pair(&g.scorer)).transpose()?;
     Ok(AppendTimings {
         prefix,
         step,

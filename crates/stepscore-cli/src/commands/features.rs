@@ -8,12 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
-use stepscore::prm::{
-    DigitConfidence, Family, FeatureOptions, Scorer, ScorerOptions, StepConfidence, Truncation,
-};
+use stepscore::prm::{DigitConfidence, FeatureOptions, StepConfidence};
 
-use crate::commands::fetch;
 use crate::input::{finish, for_each_record, report_error, InputArgs};
+use crate::model_args::ModelArgs;
 use crate::output::jsonl;
 use crate::Failure;
 
@@ -36,14 +34,11 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name (the backbone).
-    #[arg(long, short)]
-    pub model: PathBuf,
-
-    /// Prompt protocol whose marker positions are read: score-head,
-    /// value-head, math-shepherd, rlhflow, confidence (detected when omitted).
-    #[arg(long)]
-    pub family: Option<Family>,
+    /// The backbone and its engine (`--model` is required; `--head` does
+    /// not apply; `--family` sets the prompt protocol whose marker positions
+    /// are read).
+    #[command(flatten)]
+    pub model: ModelArgs,
 
     /// Also write the confidence statistics of each step's tokens (needs the
     /// model's LM head).
@@ -54,19 +49,6 @@ pub struct Args {
     /// after L blocks, through the final RMSNorm) instead of the final one.
     #[arg(long, value_name = "L")]
     pub layer: Option<usize>,
-
-    /// CPU threads (0: all cores).
-    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
-    pub threads: usize,
-
-    /// Token limit per trace, from 1 to the model's context length.
-    #[arg(long, value_parser = crate::options::positive)]
-    pub max_tokens: Option<usize>,
-
-    /// Keep the leading steps that fit the token limit instead of rejecting
-    /// longer traces.
-    #[arg(long)]
-    pub truncate: bool,
 
     /// Write to FILE instead of stdout, resuming it when it exists: traces
     /// whose key (`id`, else the input position `index`) it already holds are
@@ -100,20 +82,12 @@ struct Record<'a> {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let options = ScorerOptions {
-        family: args.family,
-        threads: args.threads,
-        max_tokens: args.max_tokens,
-        truncation: if args.truncate {
-            Truncation::DropSteps
-        } else {
-            Truncation::Error
-        },
-        ..ScorerOptions::default()
-    };
-    let scorer = Scorer::open_backbone(&fetch::resolve_model(Some(&args.model))?.path, &options)
-        .map_err(|e| Failure::during("cannot load model", e))?;
-    crate::options::max_tokens_fit(args.max_tokens, &scorer)?;
+    if args.model.model.is_none() {
+        return Err(Failure::Usage(
+            "--model is required: the backbone whose features are extracted".into(),
+        ));
+    }
+    let scorer = args.model.open_backbone()?;
     let n_layers = scorer.model().config().n_layers;
     if let Some(l) = args.layer.filter(|&l| l > n_layers) {
         return Err(Failure::Usage(format!(

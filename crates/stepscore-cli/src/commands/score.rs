@@ -1,17 +1,15 @@
 //! `stepscore score`: run a PRM over traces and write per-step scores.
 
 use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, TraceScore, Truncation};
+use stepscore::prm::{Family, TraceScore};
 use stepscore::Trace;
 
-use crate::commands::fetch;
 use crate::input::{finish, for_each_record, report_error, InputArgs};
+use crate::model_args::ModelArgs;
 use crate::output::{clip, jsonl, num, OutputMode};
 use crate::Failure;
 
@@ -30,45 +28,8 @@ pub struct Args {
     #[command(flatten)]
     pub input: InputArgs,
 
-    /// A GGUF file, a Hugging Face checkpoint directory, or a catalog name
-    /// (`stepscore fetch --list`); default: the default PRM.
-    #[arg(long, short)]
-    pub model: Option<PathBuf>,
-
-    /// A PRM head in its own safetensors file (e.g. from `stepscore train`),
-    /// applied to the --model backbone (default backbone: SmolLM2-135M-Instruct).
-    #[arg(long)]
-    pub head: Option<PathBuf>,
-
-    /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence
-    /// (detected from the checkpoint when omitted).
-    #[arg(long)]
-    pub family: Option<Family>,
-
-    /// Engine: auto (a hardware GPU if there is one, else the CPU; a
-    /// software rasterizer such as llvmpipe counts as no GPU), gpu (the WGSL
-    /// engine on the chosen adapter, software ones included; STEPSCORE_ADAPTER
-    /// picks by name), cpu.
-    #[arg(long, default_value = "auto")]
-    pub backend: Backend,
-
-    /// CPU threads (0: all cores; more than the cores are capped, with a note).
-    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
-    pub threads: usize,
-
-    /// Token limit per trace, from 1 to the model's context length.
-    #[arg(long, value_parser = crate::options::positive)]
-    pub max_tokens: Option<usize>,
-
-    /// Score only the leading steps that fit the token limit instead of
-    /// rejecting longer traces (dropped steps are reported).
-    #[arg(long)]
-    pub truncate: bool,
-
-    /// Quantize a Hugging Face checkpoint's weights at load: q8_0 or q4_0
-    /// (refused for GGUF files, which keep the types they were written with).
-    #[arg(long, value_parser = parse_quant)]
-    pub quantize: Option<GgmlType>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 
     /// Aggregation shown in the table.
     #[arg(long, short, default_value = "min")]
@@ -84,19 +45,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let options = ScorerOptions {
-        family: args.family,
-        threads: args.threads,
-        max_tokens: args.max_tokens,
-        truncation: if args.truncate {
-            Truncation::DropSteps
-        } else {
-            Truncation::Error
-        },
-        quantize: args.quantize,
-        backend: args.backend,
-    };
-    let scorer = open_scorer(args.model.as_deref(), args.head.as_deref(), &options)?;
+    let scorer = args.model.open()?;
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();
@@ -148,62 +97,6 @@ pub fn run(args: Args) -> Result<(), Failure> {
         tokens as f64 / secs.max(1e-9)
     );
     finish(bad + failed)
-}
-
-/// Loads the PRM a command names: `model` (a path, a catalog name, or by
-/// default the default PRM; fetched when not cached) with `head` (default:
-/// a catalog PRM's built-in head). Reports what was loaded and on which
-/// engine on stderr.
-pub fn open_scorer(
-    model: Option<&Path>,
-    head: Option<&Path>,
-    options: &ScorerOptions,
-) -> Result<Scorer, Failure> {
-    // GGUF files (the default model included) are already quantized: the
-    // flag would be ignored, so it is refused before anything is loaded.
-    if let Some(q) = options.quantize {
-        if !model.is_some_and(Path::is_dir) {
-            let which = model.map_or("the default model".to_string(), |m| m.display().to_string());
-            // Every catalog model is one GGUF file too.
-            return Err(Failure::Usage(format!(
-                "--quantize {}: load-time quantization applies to Hugging Face checkpoint \
-                 directories; {which} is a GGUF file, which keeps the tensor types it was \
-                 written with",
-                q.name()
-            )));
-        }
-    }
-    let choice = fetch::resolve_model(model)?;
-    let path = choice.path.clone();
-    let started = Instant::now();
-    // A catalog PRM's built-in head applies unless another head or a family
-    // that reads no value head (e.g. `--family confidence`) is asked for.
-    let builtin_head = choice
-        .head
-        .as_ref()
-        .filter(|_| head.is_none() && matches!(options.family, None | Some(Family::ValueHead)));
-    let scorer = match (head, builtin_head) {
-        (Some(head), _) => Scorer::open_with_head(&path, head, options),
-        (None, Some(head)) => Scorer::open_with_head_file(&path, head, options),
-        (None, None) => Scorer::open(&path, options),
-    }
-    .map_err(|e| Failure::during("cannot load model", e))?;
-    crate::options::max_tokens_fit(options.max_tokens, &scorer)?;
-    let head_note = match (head, builtin_head) {
-        (Some(h), _) => format!(" + head {}", h.display()),
-        (None, Some(h)) => format!(" + built-in head {}", h.name()),
-        (None, None) => String::new(),
-    };
-    eprintln!(
-        "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-        choice.label,
-        scorer.family(),
-        scorer.model().config().n_layers,
-        scorer.model().config().hidden_size,
-        started.elapsed().as_secs_f64()
-    );
-    eprintln!("stepscore: engine {}", scorer.backend_report());
-    Ok(scorer)
 }
 
 /// Writes the scores into the trace, and what produced them into its metadata.
@@ -304,14 +197,4 @@ fn write_table(
     )
     .map_err(io)?;
     Ok(())
-}
-
-pub fn parse_quant(s: &str) -> Result<GgmlType, String> {
-    match s.to_ascii_lowercase().as_str() {
-        "q8_0" | "q8" => Ok(GgmlType::Q8_0),
-        "q4_0" | "q4" => Ok(GgmlType::Q4_0),
-        _ => Err(format!(
-            "`{s}`: load-time quantization supports q8_0 and q4_0"
-        )),
-    }
 }

@@ -18,15 +18,12 @@ mod queue;
 mod routes;
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, ScorerOptions, Truncation};
 use stepscore::segment::Segmenter;
 
-use crate::commands::score::open_scorer;
+use crate::model_args::ModelArgs;
 use crate::Failure;
 use metrics::Metrics;
 use queue::Queue;
@@ -38,38 +35,8 @@ use queue::Queue;
     OpenRLHF: --remote_rm_url http://HOST:8000/get_reward"
 )]
 pub struct Args {
-    /// A GGUF file, a Hugging Face checkpoint directory or a catalog name
-    /// (`stepscore fetch --list`; default: the default PRM).
-    #[arg(long, short)]
-    pub model: Option<PathBuf>,
-
-    /// A PRM head in its own safetensors file.
-    #[arg(long)]
-    pub head: Option<PathBuf>,
-
-    /// PRM family (detected from the checkpoint when omitted).
-    #[arg(long)]
-    pub family: Option<Family>,
-
-    /// Engine: auto, gpu, cpu.
-    #[arg(long, default_value = "auto")]
-    pub backend: Backend,
-
-    /// CPU threads of the engine (0: all cores).
-    #[arg(long, default_value_t = 0)]
-    pub threads: usize,
-
-    /// Token limit per trace (the model's context length at most).
-    #[arg(long)]
-    pub max_tokens: Option<usize>,
-
-    /// Score the leading steps that fit the token limit instead of failing the trace.
-    #[arg(long)]
-    pub truncate: bool,
-
-    /// Quantize a Hugging Face checkpoint's weights at load: q8_0 or q4_0.
-    #[arg(long, value_parser = super::score::parse_quant)]
-    pub quantize: Option<GgmlType>,
+    #[command(flatten)]
+    pub model: ModelArgs,
 
     /// Address to listen on (port 0: any free port; the chosen one is printed).
     #[arg(long, default_value = "127.0.0.1:8000")]
@@ -129,23 +96,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "--timeout must be a positive number of seconds".into(),
         ));
     }
-    let options = ScorerOptions {
-        family: args.family,
-        threads: args.threads,
-        max_tokens: args.max_tokens,
-        truncation: if args.truncate {
-            Truncation::DropSteps
-        } else {
-            Truncation::Error
-        },
-        quantize: args.quantize,
-        backend: args.backend,
-    };
-    let scorer = Arc::new(open_scorer(
-        args.model.as_deref(),
-        args.head.as_deref(),
-        &options,
-    )?);
+    let scorer = Arc::new(args.model.open()?);
     let metrics = Arc::new(Metrics::default());
     let (queue, worker) = Queue::start(
         Arc::clone(&scorer),

@@ -2,11 +2,11 @@
 //! the `Scorer` that runs a checkpoint over traces.
 
 pub mod backend;
+mod blocking;
 pub mod chat;
+mod engine;
 pub mod family;
 pub mod features;
-#[cfg(feature = "gpu")]
-mod gpu_runtime;
 pub mod head;
 pub mod head_file;
 pub mod scorer;
@@ -16,9 +16,10 @@ pub mod template;
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
 pub use backend::{auto_preference_async, Backend, BackendReport};
+pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{DigitConfidence, FeatureOptions, StepFeatures};
 pub use head::{HeadInput, StepConfidence};
 pub use head_file::HeadFile;
-pub use scorer::{Scorer, ScorerOptions, TraceScore, Truncation};
+pub use scorer::{parse_quantize, Scorer, ScorerOptions, TraceScore, Truncation};
 pub use session::{Session, SessionOf};

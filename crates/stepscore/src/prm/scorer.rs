@@ -1,20 +1,26 @@
 //! The `Scorer`: load a PRM checkpoint once, then score traces.
+//!
+//! A scorer holds one engine ([`Engine`], chosen at load or by
+//! [`Scorer::set_backend_async`]); every forward pass goes through it, so
+//! nothing here knows which engine runs.
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::backend::{block_on, Backend, Engine};
+use super::backend::{Backend, BackendReport};
+use super::blocking::ASYNC_ONLY;
 use super::chat::ChatFormat;
+use super::engine::{block_on, Engine, EngineCache};
 use super::family::Family;
-use super::head::{Head, HeadInput, StepConfidence};
+use super::features::{self, FeatureOptions, StepFeatures};
+use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup};
 use super::head_file::HeadFile;
-use super::session::Session;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
-use crate::model::{GgufModel, HfCheckpoint, Hidden, Taps, Transformer};
+use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
 
@@ -31,6 +37,18 @@ pub enum Truncation {
 }
 
 /// How to load a scorer.
+///
+/// ```
+/// use stepscore::prm::{Backend, ScorerOptions, Truncation};
+///
+/// let options = ScorerOptions {
+///     max_tokens: Some(2048),
+///     truncation: Truncation::DropSteps,
+///     backend: Backend::Auto,
+///     ..ScorerOptions::default()
+/// };
+/// assert_eq!(options.threads, 0); // every core
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct ScorerOptions {
     /// The PRM family; detected from the checkpoint when `None`.
@@ -46,6 +64,28 @@ pub struct ScorerOptions {
     pub quantize: Option<GgmlType>,
     /// The engine: CPU (default), GPU, or Auto (see [`Backend`]).
     pub backend: Backend,
+}
+
+/// The load-time quantization a name asks for ([`ScorerOptions::quantize`]):
+/// `q8_0` (or `q8`) and `q4_0` (or `q4`), any case; the one vocabulary of the
+/// CLI's `--quantize`, the wasm load options and the Python `quantize=`.
+///
+/// ```
+/// use stepscore::ggml::GgmlType;
+/// use stepscore::prm::parse_quantize;
+///
+/// assert_eq!(parse_quantize("Q8").unwrap(), GgmlType::Q8_0);
+/// assert_eq!(parse_quantize("q4_0").unwrap(), GgmlType::Q4_0);
+/// assert!(parse_quantize("q5_0").is_err());
+/// ```
+pub fn parse_quantize(name: &str) -> Result<GgmlType> {
+    match name.to_ascii_lowercase().as_str() {
+        "q8_0" | "q8" => Ok(GgmlType::Q8_0),
+        "q4_0" | "q4" => Ok(GgmlType::Q4_0),
+        _ => Err(Error::InvalidArgument(format!(
+            "quantize `{name}`: load-time quantization supports q8_0 (q8) and q4_0 (q4)"
+        ))),
+    }
 }
 
 /// Per-step scores of one trace.
@@ -77,19 +117,11 @@ pub struct Scorer {
 
 /// Whether loading reads the family's head tensors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum HeadMode {
+enum HeadMode {
     Load,
     /// Backbone only (feature extraction): no head tensors needed, and the
     /// vocabulary projection is kept when the checkpoint has one.
     Skip,
-}
-
-/// One run of the engine over a trace: what every head and the feature
-/// extractor read from.
-pub(super) struct Forward {
-    pub enc: Encoded,
-    pub hidden: Taps<Hidden>,
-    pub truncated_steps: usize,
 }
 
 /// The parts of `tokenizer_config.json` the prompt layout uses.
@@ -147,27 +179,41 @@ impl TokenizerConfig {
 }
 
 impl Scorer {
-    /// Loads a model: a Hugging Face checkpoint directory, or a GGUF file.
+    /// Loads a model: a Hugging Face checkpoint directory (config.json,
+    /// safetensors, single or sharded, tokenizer.json and, when present,
+    /// tokenizer_config.json) or a GGUF file (decoder, tokenizer and chat
+    /// template from its metadata). The family's head tensors come from the
+    /// same checkpoint; the family is detected unless `options.family` says.
+    ///
+    /// ```
+    /// use stepscore::prm::{Family, Scorer, ScorerOptions};
+    ///
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/prm/skywork-prm-tiny");
+    /// let scorer = Scorer::open(dir, &ScorerOptions::default())?;
+    /// assert_eq!(scorer.family(), Family::ValueHead);
+    /// let scores = scorer.score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."])?;
+    /// assert_eq!(scores.step_scores.len(), 2);
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::open_with(path.as_ref(), options, HeadMode::Load)
-    }
-
-    pub(super) fn open_with(
-        path: &Path,
-        options: &ScorerOptions,
-        mode: HeadMode,
-    ) -> Result<Scorer> {
-        if path.is_dir() {
-            Self::hf_dir(path, options, mode, None)
-        } else {
-            Self::gguf(parse_gguf_file(path)?, options, mode, None)
-        }
+        Self::open_with(path.as_ref(), options, HeadMode::Load, None)
     }
 
     /// Loads a backbone (GGUF file or Hugging Face directory) and its PRM head
     /// from a separate safetensors file, e.g. a head trained by
     /// `stepscore train`. The family comes from the head's tensors unless
     /// `options.family` says otherwise.
+    ///
+    /// ```no_run
+    /// use stepscore::prm::{Scorer, ScorerOptions};
+    ///
+    /// let scorer = Scorer::open_with_head(
+    ///     "SmolLM2-135M-Instruct.Q4_1.gguf",
+    ///     "my-head.safetensors",
+    ///     &ScorerOptions::default(),
+    /// )?;
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
     pub fn open_with_head(
         model: impl AsRef<Path>,
         head: impl AsRef<Path>,
@@ -180,35 +226,114 @@ impl Scorer {
         Self::open_with_head_file(model, &head, options)
     }
 
-    /// [`Scorer::open_with_head`] with the head already parsed (e.g.
-    /// [`HeadFile::default_head`]).
+    /// [`Scorer::open_with_head`] with the head already parsed, e.g. the
+    /// default PRM's embedded head:
+    ///
+    /// ```no_run
+    /// use stepscore::prm::{HeadFile, Scorer, ScorerOptions};
+    ///
+    /// let head = HeadFile::default_head()?;
+    /// let scorer = Scorer::open_with_head_file(
+    ///     "SmolLM2-135M-Instruct.Q4_1.gguf",
+    ///     &head,
+    ///     &ScorerOptions::default(),
+    /// )?;
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
     pub fn open_with_head_file(
         model: impl AsRef<Path>,
         head: &HeadFile,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
-        let path = model.as_ref();
-        if path.is_dir() {
-            Self::hf_dir(path, options, HeadMode::Load, Some(head))
-        } else {
-            Self::from_gguf_with_head(parse_gguf_file(path)?, head, options)
-        }
+        Self::open_with(model.as_ref(), options, HeadMode::Load, Some(head))
     }
 
-    /// A parsed GGUF backbone plus a head file (the wasm path).
-    pub fn from_gguf_with_head(
+    /// Opens a model as a backbone for feature extraction: the family gives
+    /// the prompt layout and marker positions, but its head tensors are not
+    /// read (a checkpoint without `v_head.*` or `score.*` loads), and the
+    /// vocabulary projection is kept when present so confidence statistics
+    /// can be computed. Such a scorer cannot score.
+    ///
+    /// ```
+    /// use stepscore::prm::{Scorer, ScorerOptions};
+    ///
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/prm/skywork-prm-tiny");
+    /// let backbone = Scorer::open_backbone(dir, &ScorerOptions::default())?;
+    /// let features = backbone.step_features("What is 2 + 3?", &["2 + 3 = 5."])?;
+    /// assert_eq!(features.hidden.len(), 1);
+    /// assert_eq!(features.hidden[0].len(), features.width);
+    /// assert!(backbone.score_steps("What is 2 + 3?", &["2 + 3 = 5."]).is_err());
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn open_backbone(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
+        Self::open_with(path.as_ref(), options, HeadMode::Skip, None)
+    }
+
+    /// A parsed GGUF model, with its head in the same file (`head` `None`)
+    /// or in a separate head file: the path for bytes that arrive without a
+    /// file system (the wasm bindings).
+    ///
+    /// ```no_run
+    /// use stepscore::format::ModelBytes;
+    /// use stepscore::model::GgufModel;
+    /// use stepscore::prm::{HeadFile, Scorer, ScorerOptions};
+    ///
+    /// let bytes = std::fs::read("SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
+    /// let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), "SmolLM2-135M-Instruct.Q4_1.gguf")?;
+    /// let head = HeadFile::default_head()?;
+    /// let scorer = Scorer::from_gguf(gguf, Some(&head), &ScorerOptions::default())?;
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn from_gguf(
         gguf: GgufModel,
-        head: &HeadFile,
+        head: Option<&HeadFile>,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
-        Self::gguf(gguf, options, HeadMode::Load, Some(head))
+        Self::gguf(gguf, options, HeadMode::Load, head)
     }
 
-    /// Loads a Hugging Face checkpoint directory: config.json, safetensors
-    /// (single or sharded), tokenizer.json and, when present,
-    /// tokenizer_config.json.
-    pub fn from_hf_dir(dir: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::hf_dir(dir.as_ref(), options, HeadMode::Load, None)
+    /// An opened Hugging Face checkpoint and its tokenizer files as bytes
+    /// (the wasm path: everything arrives as bytes).
+    ///
+    /// ```
+    /// use stepscore::model::HfCheckpoint;
+    /// use stepscore::prm::{Scorer, ScorerOptions};
+    ///
+    /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+    ///     .join("../../tests/fixtures/prm/skywork-prm-tiny");
+    /// let checkpoint = HfCheckpoint::open_dir(&dir)?;
+    /// let tokenizer = std::fs::read(dir.join("tokenizer.json")).unwrap();
+    /// let scorer = Scorer::from_hf(&checkpoint, &tokenizer, None, &ScorerOptions::default())?;
+    /// assert_eq!(scorer.score_steps("1 + 1?", &["2."])?.step_scores.len(), 1);
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn from_hf(
+        checkpoint: &HfCheckpoint,
+        tokenizer_json: &[u8],
+        tokenizer_config: Option<&[u8]>,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        Self::hf_with(
+            checkpoint,
+            tokenizer_json,
+            tokenizer_config,
+            options,
+            HeadMode::Load,
+            None,
+        )
+    }
+
+    fn open_with(
+        path: &Path,
+        options: &ScorerOptions,
+        mode: HeadMode,
+        external: Option<&HeadFile>,
+    ) -> Result<Scorer> {
+        if path.is_dir() {
+            Self::hf_dir(path, options, mode, external)
+        } else {
+            Self::gguf(parse_gguf_file(path)?, options, mode, external)
+        }
     }
 
     fn hf_dir(
@@ -238,24 +363,6 @@ impl Scorer {
         )
     }
 
-    /// Builds a scorer from an opened checkpoint and tokenizer files (the
-    /// wasm path: everything arrives as bytes).
-    pub fn from_hf(
-        checkpoint: &HfCheckpoint,
-        tokenizer_json: &[u8],
-        tokenizer_config: Option<&[u8]>,
-        options: &ScorerOptions,
-    ) -> Result<Scorer> {
-        Self::hf_with(
-            checkpoint,
-            tokenizer_json,
-            tokenizer_config,
-            options,
-            HeadMode::Load,
-            None,
-        )
-    }
-
     fn hf_with(
         checkpoint: &HfCheckpoint,
         tokenizer_json: &[u8],
@@ -274,28 +381,15 @@ impl Scorer {
             let eos = tokenizer.eos_id();
             tokenizer = tokenizer.with_bos_eos(Some(bos), eos)?;
         }
-        let config = checkpoint.config();
-        let family = match (options.family, external) {
-            (Some(f), _) => f,
-            (None, Some(head)) => head.family()?,
-            (None, None) => Family::detect(
-                &config.architectures,
-                |t| checkpoint.has_tensor(t),
-                |t| tokenizer.token_to_id(t).is_some(),
-            ),
-        };
+        let family = choose_family(
+            options,
+            external,
+            &checkpoint.config().architectures,
+            |t| checkpoint.has_tensor(t),
+            &tokenizer,
+        )?;
         let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
-        let lookup = |name: &str| -> Result<Option<(Vec<usize>, Vec<f32>)>> {
-            if let Some(head) = external {
-                return Ok(head.tensor(name));
-            }
-            if !checkpoint.has_tensor(name) {
-                return Ok(None);
-            }
-            let t = checkpoint.tensor_f32(name)?;
-            Ok(Some((t.shape, t.data)))
-        };
-        let input = external.map_or(Ok(HeadInput::default()), HeadFile::input)?;
+        let input = head_input(external)?;
         let mut model = checkpoint.transformer()?;
         let needs_lm = family.needs_lm_head() || input.confidence_features;
         if mode == HeadMode::Load && needs_lm && !model.has_lm_head() {
@@ -311,22 +405,14 @@ impl Scorer {
             model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
-        let head = match mode {
-            HeadMode::Load => Some(Head::load(&protocol, &model, input, &lookup)?),
-            HeadMode::Skip => None,
-        };
+        let head = load_head(mode, &protocol, &model, input, external, &|name| {
+            if !checkpoint.has_tensor(name) {
+                return Ok(None);
+            }
+            let t = checkpoint.tensor_f32(name)?;
+            Ok(Some((t.shape, t.data)))
+        })?;
         Self::assemble(model, tokenizer, protocol, head, options)
-    }
-
-    /// Loads a GGUF file: decoder, tokenizer and chat template from its
-    /// metadata; PRM head tensors, when the family needs them, from the same file.
-    pub fn from_gguf_file(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::open_with(path.as_ref(), options, HeadMode::Load)
-    }
-
-    /// Builds a scorer from a parsed GGUF model (the wasm path).
-    pub fn from_gguf(gguf: GgufModel, options: &ScorerOptions) -> Result<Scorer> {
-        Self::gguf(gguf, options, HeadMode::Load, None)
     }
 
     fn gguf(
@@ -348,32 +434,20 @@ impl Scorer {
             .opt_str("tokenizer.chat_template")?
             .and_then(ChatFormat::from_template);
         let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
-        let config = gguf.config()?;
-        let family = match (options.family, external) {
-            (Some(f), _) => f,
-            (None, Some(head)) => head.family()?,
-            (None, None) => Family::detect(
-                &config.architectures,
-                |t| gguf.file.tensor(t).is_some(),
-                |t| tokenizer.token_to_id(t).is_some(),
-            ),
-        };
+        let family = choose_family(
+            options,
+            external,
+            &gguf.config()?.architectures,
+            |t| gguf.file.tensor(t).is_some(),
+            &tokenizer,
+        )?;
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
-        let input = external.map_or(Ok(HeadInput::default()), HeadFile::input)?;
+        let input = head_input(external)?;
         let mut model = gguf.transformer()?;
         model.set_threads(resolve_threads(options.threads));
-        let head = match mode {
-            HeadMode::Load => Some(Head::load(
-                &protocol,
-                &model,
-                input,
-                &|name| match external {
-                    Some(head) => Ok(head.tensor(name)),
-                    None => gguf.tensor_f32(name),
-                },
-            )?),
-            HeadMode::Skip => None,
-        };
+        let head = load_head(mode, &protocol, &model, input, external, &|name| {
+            gguf.tensor_f32(name)
+        })?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -419,12 +493,43 @@ impl Scorer {
         &self.tokenizer
     }
 
+    /// The decoder's weights on the host (the CPU engine's, and what a GPU
+    /// engine uploads).
     pub fn model(&self) -> &Transformer {
         &self.model
     }
 
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// Which engine this scorer runs on, and why.
+    pub fn backend_report(&self) -> &BackendReport {
+        self.engine.report()
+    }
+
+    /// Moves this scorer to `backend`, setting up the device and uploading
+    /// the model when it is a GPU one: how a browser gets the WebGPU
+    /// engine (natively, [`ScorerOptions::backend`] does the same at load).
+    /// Sessions must be started after this.
+    pub async fn set_backend_async(&mut self, backend: Backend) -> Result<()> {
+        self.engine = Engine::new_async(backend, &self.model, self.head.as_ref()).await?;
+        Ok(())
+    }
+
+    /// Device buffers of the GPU engine (None on the CPU engine, or before
+    /// a device exists): the leak tests' counter.
+    #[cfg(feature = "gpu")]
+    pub fn gpu_pool_stats(&self) -> Option<crate::gpu::PoolStats> {
+        self.engine.pool_stats()
+    }
+
+    /// Destroys the GPU device as a driver reset would (tests of recovery):
+    /// the next call fails with [`Error::Gpu`], the one after recreates the
+    /// device and re-uploads the model.
+    #[cfg(feature = "gpu")]
+    pub fn simulate_device_loss(&self) {
+        self.engine.destroy_device();
     }
 
     /// The head; an error for a backbone opened without one.
@@ -437,47 +542,13 @@ impl Scorer {
         })
     }
 
-    pub(super) fn engine(&self) -> &Engine {
-        &self.engine
-    }
-
-    pub(super) fn head_opt(&self) -> Option<&Head> {
-        self.head.as_ref()
-    }
-
-    /// The earlier layer the head reads, which every forward also returns.
-    pub(super) fn tap(&self) -> Option<usize> {
-        self.head.as_ref().and_then(Head::layer)
-    }
-
-    pub(super) fn set_engine(&mut self, engine: Engine) {
-        self.engine = engine;
-    }
-
-    /// Starts scoring a trace step by step (see [`Session::append`]).
-    pub fn session(&self, problem: &str) -> Session<'_> {
-        Session::new(self, problem)
-    }
-
-    /// Scores N candidate step lists for one problem, running the tokens
-    /// they share (system prompt and problem) once.
-    pub fn score_candidates(
-        &self,
-        problem: &str,
-        candidates: &[Vec<&str>],
-    ) -> Result<Vec<Vec<f64>>> {
-        let mut base = self.session(problem);
-        base.prime()?;
-        candidates
-            .iter()
-            .map(|steps| {
-                let mut s = base.clone();
-                for step in steps {
-                    s.append(step)?;
-                }
-                Ok(s.scores().to_vec())
-            })
-            .collect()
+    /// Fails when results can only be awaited (the WebGPU engine in a
+    /// browser): the blocking methods call this before starting any work.
+    pub(super) fn blocking_allowed(&self) -> Result<()> {
+        if self.engine.async_only() {
+            return Err(Error::InvalidArgument(ASYNC_ONLY.into()));
+        }
+        Ok(())
     }
 
     /// The token ids and marker positions the scorer would run for a trace.
@@ -509,7 +580,10 @@ impl Scorer {
         self.head()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let out = self.engine_score(&enc).await?;
+        let out = self
+            .run(&enc.tokens, None, Some(&enc))
+            .await?
+            .ok_or_else(|| Error::Internal("the head returned no output".into()))?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
         Ok(TraceScore {
@@ -520,23 +594,128 @@ impl Scorer {
         })
     }
 
-    /// Encodes, applies the token limit and runs the decoder: the one path
-    /// shared by scoring and feature extraction.
-    pub(super) fn forward_steps(
+    /// The hidden state at each step's marker.
+    pub fn step_features(&self, problem: &str, steps: &[&str]) -> Result<StepFeatures> {
+        self.step_features_with(problem, steps, &FeatureOptions::default())
+    }
+
+    /// [`Scorer::step_features`] plus the confidence statistics of each
+    /// step's tokens; the model must have its vocabulary projection.
+    pub fn step_features_with_confidence(
         &self,
         problem: &str,
         steps: &[&str],
-        layer: Option<usize>,
-    ) -> Result<Forward> {
+    ) -> Result<StepFeatures> {
+        let options = FeatureOptions {
+            confidence: true,
+            ..FeatureOptions::default()
+        };
+        self.step_features_with(problem, steps, &options)
+    }
+
+    /// The features `options` asks for: the hidden state of a chosen layer
+    /// at each step's marker, with or without the confidence statistics
+    /// (`features.rs`), from the scoring path's own encode + forward.
+    pub fn step_features_with(
+        &self,
+        problem: &str,
+        steps: &[&str],
+        options: &FeatureOptions,
+    ) -> Result<StepFeatures> {
+        let layer = features::forward_layer(&self.model, options)?;
         self.blocking_allowed()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let hidden = block_on(self.engine_forward(&enc.tokens, layer))?;
-        Ok(Forward {
-            enc,
-            hidden,
+        let hidden = block_on(self.engine.forward(
+            &self.model,
+            self.head.as_ref(),
+            &enc.tokens,
+            None,
+            layer,
+        ))?;
+        features::collect(
+            &self.model,
+            &self.tokenizer,
+            &enc,
+            &hidden,
             truncated_steps,
+            options,
+        )
+    }
+
+    /// Runs the decoder over `tokens` on this scorer's engine and returns
+    /// the final-normed hidden states on the host: from position 0 without
+    /// a cache, else after what `cache` holds (made by
+    /// [`Scorer::new_cache`]), whose keys and values they extend. No
+    /// template, no head: for benchmarks and tools that time or inspect the
+    /// engine itself.
+    ///
+    /// ```
+    /// use stepscore::prm::{Scorer, ScorerOptions};
+    ///
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/prm/skywork-prm-tiny");
+    /// let scorer = Scorer::open(dir, &ScorerOptions::default())?;
+    /// let tokens = scorer.encode("What is 2 + 3?", &["2 + 3 = 5."])?.tokens;
+    /// let whole = scorer.forward(&tokens, None)?;
+    /// let mut cache = scorer.new_cache();
+    /// scorer.forward(&tokens[..4], Some(&mut cache))?;
+    /// let rest = scorer.forward(&tokens[4..], Some(&mut cache))?;
+    /// assert_eq!(rest.n_tokens, tokens.len() - 4);
+    /// assert_eq!(cache.len(), tokens.len());
+    /// assert_eq!(whole.n_tokens, tokens.len());
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn forward(&self, tokens: &[u32], cache: Option<&mut EngineCache>) -> Result<Hidden> {
+        self.blocking_allowed()?;
+        block_on(async {
+            let cache = match cache {
+                Some(c) => {
+                    let held = c.len();
+                    if self.cache_ready(c).await? < held {
+                        return Err(Error::Gpu(
+                            "the device was recreated since this cache was filled: start a new cache"
+                                .into(),
+                        ));
+                    }
+                    Some(c)
+                }
+                None => None,
+            };
+            let taps = self
+                .engine
+                .forward(&self.model, self.head.as_ref(), tokens, cache, None)
+                .await?;
+            Ok(taps.last)
         })
+    }
+
+    /// An empty KV cache on this scorer's engine.
+    pub fn new_cache(&self) -> EngineCache {
+        self.engine.new_cache(&self.model)
+    }
+
+    /// Makes `cache` usable on the engine's current state; how many
+    /// positions it still holds (0 after a device was recreated).
+    pub(super) async fn cache_ready(&self, cache: &mut EngineCache) -> Result<usize> {
+        self.engine
+            .cache_ready(&self.model, self.head.as_ref(), cache)
+            .await
+    }
+
+    /// Runs `tokens` on the engine (after `cache`, when given) and, with
+    /// `enc` (positions relative to `tokens`), this scorer's head on them.
+    pub(super) async fn run(
+        &self,
+        tokens: &[u32],
+        cache: Option<&mut EngineCache>,
+        enc: Option<&Encoded>,
+    ) -> Result<Option<HeadOutput>> {
+        if enc.is_some() {
+            self.head()?;
+        }
+        self.engine
+            .run(&self.model, self.head.as_ref(), tokens, cache, enc)
+            .await
     }
 
     /// Applies the token limit: an error, or the leading steps whose tokens
@@ -587,6 +766,55 @@ fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
         |n| n.to_string_lossy().into_owned(),
     );
     GgufModel::parse(bytes, &name)
+}
+
+/// The family: `options.family`, else the separate head file's, else
+/// detected from the checkpoint's architectures, tensors and tokens (one
+/// rule for both checkpoint formats).
+fn choose_family(
+    options: &ScorerOptions,
+    external: Option<&HeadFile>,
+    architectures: &[String],
+    has_tensor: impl Fn(&str) -> bool,
+    tokenizer: &Tokenizer,
+) -> Result<Family> {
+    match (options.family, external) {
+        (Some(f), _) => Ok(f),
+        (None, Some(head)) => head.family(),
+        (None, None) => Ok(Family::detect(architectures, has_tensor, |t| {
+            tokenizer.token_to_id(t).is_some()
+        })),
+    }
+}
+
+/// What the head reads: a separate head file says (layer, confidence
+/// features); a checkpoint's own head reads the final states.
+fn head_input(external: Option<&HeadFile>) -> Result<HeadInput> {
+    external.map_or(Ok(HeadInput::default()), HeadFile::input)
+}
+
+/// The head's tensors from the separate head file when there is one, else
+/// from the checkpoint (`lookup`); none for a backbone.
+fn load_head(
+    mode: HeadMode,
+    protocol: &Protocol,
+    model: &Transformer,
+    input: HeadInput,
+    external: Option<&HeadFile>,
+    lookup: &TensorLookup<'_>,
+) -> Result<Option<Head>> {
+    match mode {
+        HeadMode::Load => Ok(Some(Head::load(
+            protocol,
+            model,
+            input,
+            &|name| match external {
+                Some(head) => Ok(head.tensor(name)),
+                None => lookup(name),
+            },
+        )?)),
+        HeadMode::Skip => Ok(None),
+    }
 }
 
 /// 0 means every core the platform reports.

@@ -14,11 +14,14 @@
 //!
 //! A session holds its scorer through any pointer (`SessionOf<S>`): borrowed
 //! (`Session<'a>`, from [`Scorer::session`]) or shared (`Rc`/`Arc`), for
-//! callers such as the JS bindings whose sessions cannot borrow.
+//! callers such as the JS bindings whose sessions cannot borrow. The
+//! scorer's session constructors ([`Scorer::session`],
+//! [`Scorer::score_candidates`]) live here, beside what they make, so the
+//! scorer never imports its sessions.
 
 use std::ops::Deref;
 
-use super::backend::{block_on, EngineCache};
+use super::engine::{block_on, EngineCache};
 use super::head::StepConfidence;
 use super::scorer::Scorer;
 use super::template::Encoded;
@@ -42,10 +45,50 @@ pub struct SessionOf<S> {
 /// A session borrowing its scorer.
 pub type Session<'a> = SessionOf<&'a Scorer>;
 
+impl Scorer {
+    /// Starts scoring a trace step by step (see [`Session::append`]).
+    ///
+    /// ```
+    /// use stepscore::prm::{Scorer, ScorerOptions};
+    ///
+    /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/prm/skywork-prm-tiny");
+    /// let scorer = Scorer::open(dir, &ScorerOptions::default())?;
+    /// let mut session = scorer.session("What is 2 + 3?");
+    /// let first = session.append("2 + 3 = 5.")?;
+    /// session.append("The answer is 5.")?;
+    /// assert_eq!(session.scores()[0], first);
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn session(&self, problem: &str) -> Session<'_> {
+        Session::new(self, problem)
+    }
+
+    /// Scores N candidate step lists for one problem, running the tokens
+    /// they share (system prompt and problem) once.
+    pub fn score_candidates(
+        &self,
+        problem: &str,
+        candidates: &[Vec<&str>],
+    ) -> Result<Vec<Vec<f64>>> {
+        let mut base = self.session(problem);
+        base.prime()?;
+        candidates
+            .iter()
+            .map(|steps| {
+                let mut s = base.clone();
+                for step in steps {
+                    s.append(step)?;
+                }
+                Ok(s.scores().to_vec())
+            })
+            .collect()
+    }
+}
+
 impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// Starts a session on `scorer`, any pointer to one (`&Scorer`, `Rc<Scorer>`, `Arc<Scorer>`).
     pub fn new(scorer: S, problem: &str) -> Self {
-        let cache = scorer.engine_cache();
+        let cache = scorer.new_cache();
         SessionOf {
             scorer,
             problem: problem.to_string(),
@@ -106,7 +149,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         // Reuse the cache as far as it agrees with the new encoding and stays
         // before every position the new step's head reads.
         // (A cache on a device that was since recreated holds nothing.)
-        let valid = self.scorer.engine_cache_ready(&mut self.cache).await?;
+        let valid = self.scorer.cache_ready(&mut self.cache).await?;
         let keep = self
             .cached
             .iter()
@@ -128,7 +171,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         };
         let out = self
             .scorer
-            .engine_extend(&enc.tokens[keep..], &mut self.cache, Some(&local))
+            .run(&enc.tokens[keep..], Some(&mut self.cache), Some(&local))
             .await?
             .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
         self.computed += enc.tokens.len() - keep;
@@ -154,15 +197,13 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         if tokens.is_empty() {
             return Ok(());
         }
-        let valid = self.scorer.engine_cache_ready(&mut self.cache).await?;
+        let valid = self.scorer.cache_ready(&mut self.cache).await?;
         if valid < self.cached.len() {
             // The device was recreated: the cache holds nothing now.
             self.cache.truncate(0);
             self.cached.clear();
         }
-        self.scorer
-            .engine_extend(tokens, &mut self.cache, None)
-            .await?;
+        self.scorer.run(tokens, Some(&mut self.cache), None).await?;
         self.computed += tokens.len();
         self.cached.extend_from_slice(tokens);
         Ok(())

@@ -85,27 +85,27 @@ impl<'a> QMatrix<'a> {
 
 /// Which dot-product kernels to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
+pub enum Simd {
     /// Plain Rust, auto-vectorized; runs everywhere (wasm32 included).
     Portable,
     /// x86_64 AVX2 + FMA intrinsics.
     Avx2,
 }
 
-impl Backend {
+impl Simd {
     /// The fastest backend this CPU supports.
-    pub fn detect() -> Backend {
+    pub fn detect() -> Simd {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
-                return Backend::Avx2;
+                return Simd::Avx2;
             }
         }
-        Backend::Portable
+        Simd::Portable
     }
 
     pub fn is_available(self) -> bool {
-        self == Backend::Portable || Backend::detect() == Backend::Avx2
+        self == Simd::Portable || Simd::detect() == Simd::Avx2
     }
 }
 
@@ -145,7 +145,7 @@ pub fn matmul_quantized(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    run(w, RowSel::All, acts, out, threads, Backend::detect())
+    run(w, RowSel::All, acts, out, threads, Simd::detect())
 }
 
 /// [`matmul_rows`] with activations already converted.
@@ -156,7 +156,7 @@ pub fn matmul_rows_quantized(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    run(w, RowSel::List(rows), acts, out, threads, Backend::detect())
+    run(w, RowSel::List(rows), acts, out, threads, Simd::detect())
 }
 
 /// Full control: an optional row list and an explicit backend (for tests and
@@ -167,7 +167,7 @@ pub fn matmul_with(
     acts: &QuantizedActs,
     out: &mut [f32],
     threads: usize,
-    backend: Backend,
+    backend: Simd,
 ) -> Result<()> {
     if !backend.is_available() {
         return Err(Error::InvalidArgument(format!(
@@ -211,7 +211,7 @@ fn run(
     acts: &QuantizedActs,
     out: &mut [f32],
     threads: usize,
-    backend: Backend,
+    backend: Simd,
 ) -> Result<()> {
     // The fields are public: re-check a hand-built matrix before indexing it.
     QMatrix::new(w.ty, w.rows, w.cols, w.data)?;
@@ -360,7 +360,7 @@ fn worker(
     hi: usize,
     acts: &QuantizedActs,
     mut outs: Vec<&mut [f32]>,
-    backend: Backend,
+    backend: Simd,
 ) {
     // Enough rows per chunk to amortize the act tile, few enough to stay in L1/L2.
     let chunk = (16 * 1024 / w.cols.max(1)).clamp(1, 64);
@@ -400,7 +400,7 @@ fn tile<const T: usize>(
     t0: usize,
     local0: usize,
     outs: &mut [&mut [f32]],
-    backend: Backend,
+    backend: Simd,
 ) {
     let cols = w.cols;
     let (min, signed) = flavour(w.ty);
@@ -412,7 +412,7 @@ fn tile<const T: usize>(
                 let wr = &buf.f[j * cols..(j + 1) * cols];
                 match backend {
                     #[cfg(target_arch = "x86_64")]
-                    Backend::Avx2 => unsafe { super::x86::dot_f32::<T>(wr, &a) },
+                    Simd::Avx2 => unsafe { super::x86::dot_f32::<T>(wr, &a) },
                     _ => kernels::dot_f32::<T>(wr, &a),
                 }
             }
@@ -453,13 +453,13 @@ fn dispatch32<const T: usize>(
     a: &[&[BlockQ8]; T],
     min: bool,
     signed: bool,
-    backend: Backend,
+    backend: Simd,
 ) -> [f32; T] {
     match backend {
-        // SAFETY: Avx2 is only chosen when the CPU has AVX2 and FMA (Backend::detect /
+        // SAFETY: Avx2 is only chosen when the CPU has AVX2 and FMA (Simd::detect /
         // matmul_with check), and `tile` slices every row and token to `nb` blocks.
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 => unsafe {
+        Simd::Avx2 => unsafe {
             match (min, signed) {
                 (true, false) => super::x86::dot32::<T, true, false>(row, a),
                 (true, true) => super::x86::dot32::<T, true, true>(row, a),
@@ -484,12 +484,12 @@ fn dispatch_k<const T: usize>(
     a: &[&[BlockQ8K]; T],
     min: bool,
     signed: bool,
-    backend: Backend,
+    backend: Simd,
 ) -> [f32; T] {
     match backend {
         // SAFETY: as in dispatch32.
         #[cfg(target_arch = "x86_64")]
-        Backend::Avx2 => unsafe {
+        Simd::Avx2 => unsafe {
             match (min, signed) {
                 (true, false) => super::x86::dot_k::<T, true, false>(row, a),
                 (true, true) => super::x86::dot_k::<T, true, true>(row, a),

@@ -1,0 +1,42 @@
+//! The CPU engine: the decoder and the head run on the host, the KV cache
+//! in host memory.
+
+use super::need_head;
+use crate::error::Result;
+use crate::model::{Hidden, KvCache, Taps, Transformer};
+use crate::prm::head::{Head, HeadOutput};
+use crate::prm::template::Encoded;
+
+pub(super) struct CpuEngine;
+
+impl CpuEngine {
+    pub fn new_cache(&self, model: &Transformer) -> KvCache {
+        model.new_cache()
+    }
+
+    pub fn forward(
+        &self,
+        model: &Transformer,
+        tokens: &[u32],
+        cache: Option<&mut KvCache>,
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
+        model.forward_tapped(tokens, cache, tap)
+    }
+
+    pub async fn run(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        cache: Option<&mut KvCache>,
+        enc: Option<&Encoded>,
+        tap: Option<usize>,
+    ) -> Result<Option<HeadOutput>> {
+        let hidden = model.forward_tapped(tokens, cache, tap)?;
+        match enc {
+            Some(e) => Ok(Some(need_head(head)?.apply(model, &hidden, e).await?)),
+            None => Ok(None),
+        }
+    }
+}

@@ -1,0 +1,303 @@
+//! The engine a scorer runs on, chosen once when the scorer is set up
+//! ([`Backend`] says how the choice is made, `backend.rs`): the CPU engine
+//! (`cpu.rs`) or the WGSL engine on a device (`gpu.rs`, feature `gpu`).
+//! Each operation below dispatches once on that choice; the `Scorer` and its
+//! sessions only ever call these, never an engine directly.
+//!
+//! The operations are async. Natively every GPU wait happens inside one poll
+//! (`device.poll`) and [`block_on`] runs them; in a browser a GPU readback
+//! needs the event loop, so the WebGPU engine is awaited through the
+//! `*_async` methods (`blocking.rs`).
+
+use std::fmt;
+
+use super::backend::{Backend, BackendReport};
+pub(crate) use super::blocking::block_on;
+use super::head::{Head, HeadOutput};
+use super::template::Encoded;
+use crate::error::{Error, Result};
+use crate::model::{Hidden, KvCache, Taps, Transformer};
+
+mod cpu;
+#[cfg(feature = "gpu")]
+mod gpu;
+
+/// The engine behind a scorer, and why it was chosen.
+pub(crate) struct Engine {
+    report: BackendReport,
+    kind: Kind,
+}
+
+enum Kind {
+    Cpu(cpu::CpuEngine),
+    #[cfg(feature = "gpu")]
+    Gpu(gpu::GpuEngine),
+}
+
+impl fmt::Debug for Engine {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Engine")
+            .field("report", &self.report)
+            .finish()
+    }
+}
+
+/// A KV cache on whichever engine made it: what a [`Session`] keeps
+/// between appends, and what [`Scorer::forward`] continues.
+///
+/// [`Session`]: super::Session
+/// [`Scorer::forward`]: super::Scorer::forward
+#[derive(Debug, Clone)]
+pub struct EngineCache(CacheKind);
+
+#[derive(Debug, Clone)]
+enum CacheKind {
+    Cpu(KvCache),
+    /// Made on first use, and again after the device was recreated.
+    #[cfg(feature = "gpu")]
+    Gpu(Option<crate::gpu::GpuKvCache>),
+}
+
+impl EngineCache {
+    /// Positions whose keys and values the cache holds.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            CacheKind::Cpu(c) => c.len(),
+            #[cfg(feature = "gpu")]
+            CacheKind::Gpu(c) => c.as_ref().map_or(0, |c| c.len()),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Keeps the first `n` positions.
+    pub fn truncate(&mut self, n: usize) {
+        match &mut self.0 {
+            CacheKind::Cpu(c) => c.truncate(n),
+            #[cfg(feature = "gpu")]
+            CacheKind::Gpu(c) => {
+                if let Some(c) = c {
+                    c.truncate(n)
+                }
+            }
+        }
+    }
+
+    fn cpu(&mut self) -> Result<&mut KvCache> {
+        match &mut self.0 {
+            CacheKind::Cpu(c) => Ok(c),
+            #[cfg(feature = "gpu")]
+            CacheKind::Gpu(_) => Err(mismatch()),
+        }
+    }
+
+    #[cfg(feature = "gpu")]
+    fn gpu(&mut self) -> Result<&mut Option<crate::gpu::GpuKvCache>> {
+        match &mut self.0 {
+            CacheKind::Gpu(c) => Ok(c),
+            CacheKind::Cpu(_) => Err(mismatch()),
+        }
+    }
+}
+
+#[cfg(feature = "gpu")]
+fn mismatch() -> Error {
+    Error::InvalidArgument(
+        "this cache was made on another engine (the scorer's backend changed after it was started)"
+            .into(),
+    )
+}
+
+fn on_cpu(requested: Backend, adapter: Option<String>, reason: impl Into<String>) -> Engine {
+    Engine {
+        report: BackendReport {
+            requested,
+            chosen: Backend::Cpu,
+            adapter,
+            reason: reason.into(),
+        },
+        kind: Kind::Cpu(cpu::CpuEngine),
+    }
+}
+
+impl Engine {
+    /// Chooses and sets up the engine for `model` and its head, blocking.
+    /// In a browser only the CPU engine can be set up this way (device
+    /// creation is async there): `Auto` stays on the CPU with that reason
+    /// and `Gpu` is refused; [`Engine::new_async`] does the rest.
+    pub fn new(requested: Backend, model: &Transformer, head: Option<&Head>) -> Result<Engine> {
+        if cfg!(target_arch = "wasm32") && requested != Backend::Cpu {
+            let why = "in a browser the WebGPU engine is set up asynchronously (Scorer::set_backend_async)";
+            return match requested {
+                Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
+                _ => Ok(on_cpu(requested, None, why)),
+            };
+        }
+        block_on(Self::new_async(requested, model, head))
+    }
+
+    /// Chooses and sets up the engine (see [`Backend`]): device creation and
+    /// the upload happen now, so a model that cannot run on the GPU fails
+    /// (or, under `Auto`, falls back to the CPU with the reason) at load.
+    pub async fn new_async(
+        requested: Backend,
+        model: &Transformer,
+        head: Option<&Head>,
+    ) -> Result<Engine> {
+        if requested == Backend::Cpu {
+            return Ok(on_cpu(requested, None, "requested"));
+        }
+        #[cfg(feature = "gpu")]
+        {
+            if requested == Backend::Auto {
+                let pref = super::backend::auto_preference_async().await;
+                if pref.chosen == Backend::Cpu {
+                    return Ok(on_cpu(requested, pref.adapter, pref.reason));
+                }
+            }
+            match gpu::GpuEngine::new(model, head).await {
+                Ok((g, adapter)) => Ok(Engine {
+                    report: BackendReport {
+                        requested,
+                        chosen: Backend::Gpu,
+                        adapter: Some(adapter.name.clone()),
+                        reason: adapter.reason.clone(),
+                    },
+                    kind: Kind::Gpu(g),
+                }),
+                Err(e) if requested == Backend::Auto => Ok(on_cpu(
+                    requested,
+                    None,
+                    format!("GPU unavailable, using the CPU engine: {e}"),
+                )),
+                Err(e) => Err(e),
+            }
+        }
+        #[cfg(not(feature = "gpu"))]
+        {
+            let _ = (model, head);
+            let why = "built without the `gpu` feature";
+            match requested {
+                Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
+                _ => Ok(on_cpu(requested, None, why)),
+            }
+        }
+    }
+
+    pub fn report(&self) -> &BackendReport {
+        &self.report
+    }
+
+    /// Whether this engine's results can only be awaited (WebGPU in a browser).
+    pub fn async_only(&self) -> bool {
+        match &self.kind {
+            Kind::Cpu(_) => false,
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(_) => cfg!(target_arch = "wasm32"),
+        }
+    }
+
+    /// An empty cache on this engine.
+    pub fn new_cache(&self, model: &Transformer) -> EngineCache {
+        EngineCache(match &self.kind {
+            Kind::Cpu(e) => CacheKind::Cpu(e.new_cache(model)),
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(_) => CacheKind::Gpu(None),
+        })
+    }
+
+    /// Makes `cache` usable on the current engine state and returns how
+    /// many positions it still holds (0 when the device was recreated since
+    /// it was filled).
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
+    pub async fn cache_ready(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        cache: &mut EngineCache,
+    ) -> Result<usize> {
+        match &self.kind {
+            Kind::Cpu(_) => Ok(cache.cpu()?.len()),
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(g) => g.cache_ready(model, head, cache.gpu()?).await,
+        }
+    }
+
+    /// The hidden states of `tokens` (and those of layer `tap`) on the
+    /// host: from position 0 without a cache, else after what `cache` holds
+    /// (whose keys and values they extend).
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
+    pub async fn forward(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        cache: Option<&mut EngineCache>,
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
+        match &self.kind {
+            Kind::Cpu(e) => e.forward(model, tokens, cache.map(EngineCache::cpu).transpose()?, tap),
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(g) => {
+                let cache = cache.map(EngineCache::gpu).transpose()?;
+                g.forward(model, head, tokens, cache, tap).await
+            }
+        }
+    }
+
+    /// Runs `tokens` (after what `cache` holds, when given) and, with `enc`
+    /// (positions relative to `tokens`), applies `head` to them. The head's
+    /// layer is tapped; `head` is also what the GPU engine uploads again
+    /// after a device loss.
+    pub async fn run(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        cache: Option<&mut EngineCache>,
+        enc: Option<&Encoded>,
+    ) -> Result<Option<HeadOutput>> {
+        let tap = head.and_then(Head::layer);
+        match &self.kind {
+            Kind::Cpu(e) => {
+                let cache = cache.map(EngineCache::cpu).transpose()?;
+                e.run(model, head, tokens, cache, enc, tap).await
+            }
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(g) => {
+                let cache = cache.map(EngineCache::gpu).transpose()?;
+                g.run(model, head, tokens, cache, enc, tap).await
+            }
+        }
+    }
+
+    /// Device buffers of the GPU engine (None on the CPU engine, or before
+    /// a device exists).
+    #[cfg(feature = "gpu")]
+    pub fn pool_stats(&self) -> Option<crate::gpu::PoolStats> {
+        match &self.kind {
+            Kind::Gpu(g) => g.pool_stats(),
+            Kind::Cpu(_) => None,
+        }
+    }
+
+    /// Destroys the GPU device as a driver reset would (recovery tests).
+    #[cfg(feature = "gpu")]
+    pub fn destroy_device(&self) {
+        if let Kind::Gpu(g) = &self.kind {
+            g.destroy_device();
+        }
+    }
+}
+
+/// The head, or the error a backbone opened without one gives.
+fn need_head<W>(head: Option<&Head<W>>) -> Result<&Head<W>> {
+    head.ok_or_else(|| {
+        Error::InvalidArgument(
+            "this model was opened as a backbone for feature extraction, without a head: it cannot score"
+                .into(),
+        )
+    })
+}
