@@ -11,6 +11,8 @@ scripts/setup.sh
 echo "== test data"
 scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
 cargo run --locked -q -p stepscore-cli -- fetch || echo "warning: default model unavailable; tests that need it will be skipped"
+# Qwen2 parity (tests/qwen2_llama_cpp.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
+cargo run --locked -q -p stepscore-cli -- fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
 
 echo "== cargo test (workspace)"
 cargo test --workspace --locked
