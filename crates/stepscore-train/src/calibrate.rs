@@ -31,8 +31,28 @@ fn sigmoid(z: f64) -> f64 {
     1.0 / (1.0 + (-z).exp())
 }
 
+/// Mean log loss of `sigmoid(a * z + c)` (plus the ridge on `a`), computed stably.
+fn loss(z: &[f64], y: &[bool], a: f64, c: f64, ridge: f64) -> f64 {
+    let total: f64 = z
+        .iter()
+        .zip(y)
+        .map(|(&zi, &yi)| {
+            // -ln sigmoid(t) for the true class, t = +-(a z + c): ln(1 + e^-t).
+            let t = if yi { a * zi + c } else { -(a * zi + c) };
+            if t > 0.0 {
+                (-t).exp().ln_1p()
+            } else {
+                -t + t.exp().ln_1p()
+            }
+        })
+        .sum();
+    total / z.len() as f64 + 0.5 * ridge * a * a
+}
+
 /// Fits `p = sigmoid(a * z + c)` to labels `y` by Newton's method on the
-/// log loss (with a tiny ridge so separable data still converge).
+/// log loss, each step halved until the loss falls (undamped Newton can
+/// overshoot from far away), with a tiny ridge so separable data still
+/// converge.
 pub fn fit_platt(z: &[f64], y: &[bool]) -> Result<(f64, f64)> {
     if z.len() != y.len() || z.is_empty() {
         return Err(Error::Data(format!(
@@ -68,8 +88,14 @@ pub fn fit_platt(z: &[f64], y: &[bool]) -> Result<(f64, f64)> {
         if !(det.is_finite() && det > 0.0) {
             break;
         }
-        let da = (hcc * ga - hac * gc) / det;
-        let dc = (haa * gc - hac * ga) / det;
+        let (mut da, mut dc) = ((hcc * ga - hac * gc) / det, (haa * gc - hac * ga) / det);
+        let before = loss(z, y, a, c, RIDGE);
+        let mut halvings = 0;
+        while loss(z, y, a - da, c - dc, RIDGE) > before && halvings < 40 {
+            da *= 0.5;
+            dc *= 0.5;
+            halvings += 1;
+        }
         a -= da;
         c -= dc;
         if da.abs() < 1e-10 && dc.abs() < 1e-10 {
@@ -135,14 +161,17 @@ mod tests {
     #[test]
     fn calibration_lowers_the_ece_of_an_overconfident_head() {
         // Logits 4x too large: sigmoid(z) is overconfident; Platt brings a ~ 0.25.
-        let z: Vec<f64> = (0..400).map(|i| (i % 40) as f64 / 2.0 - 10.0).collect();
+        let mut state = 11u64;
+        let z: Vec<f64> = (0..4000).map(|i| (i % 40) as f64 / 2.0 - 10.0).collect();
         let y: Vec<bool> = z
             .iter()
-            .enumerate()
-            .map(|(i, &zi)| ((i * 7919) % 100) as f64 / 100.0 < sigmoid(zi / 4.0))
+            .map(|&zi| {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                ((state >> 11) as f64 / (1u64 << 53) as f64) < sigmoid(zi / 4.0)
+            })
             .collect();
         let mut val = Examples::new(1, z.iter().map(|&v| v as f32).collect(), y).unwrap();
-        val.traces = (0..40).map(|t| (t * 10..t * 10 + 10, -1)).collect();
+        val.traces = (0..400).map(|t| (t * 10..t * 10 + 10, -1)).collect();
         let c = calibrate(&z, &val).unwrap();
         assert!(c.scale > 0.15 && c.scale < 0.4, "{c:?}");
         assert!(c.ece_after < c.ece_before, "{c:?}");
