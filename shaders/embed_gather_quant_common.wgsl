@@ -1,5 +1,6 @@
 // Embedding gather over ggml block rows, dequantized here: the runtime
-// appends one format file (matmul_q*.wgsl), whose
+// appends the format's helper file (if any) and its format file
+// (matmul_q*.wgsl), whose
 //   fn block_deq(wi: u32, v: u32) -> vec4<f32>
 // returns elements 4v..4v+3 of the block starting at word wi of this row.
 // The table is the same upload the matmul kernels read (padded blocks,

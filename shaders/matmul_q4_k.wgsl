@@ -1,27 +1,13 @@
 // Q4_K super-block of 256 elements, 36 words as stored by ggml (144 bytes):
-// word 0 = d, dmin (f16 pair); words 1..3 = scales[12] (eight 6-bit scales
-// and eight 6-bit mins, packed as in ggml's get_scale_min_k4); words 4..35 =
-// qs[128]. Sub-block pair j (0..3) covers elements 64j..64j+63 from qs bytes
-// 32j..32j+31: element 64j + l is the low nibble of byte 32j + l (sub-block
-// 2j), element 64j + 32 + l its high nibble (sub-block 2j + 1).
+// word 0 = d, dmin (f16 pair); words 1..3 = scales[12] (scale_min in
+// quant_k_scales.wgsl reads them); words 4..35 = qs[128]. Sub-block pair
+// j (0..3) covers elements 64j..64j+63 from qs bytes 32j..32j+31: element
+// 64j + l is the low nibble of byte 32j + l (sub-block 2j), element
+// 64j + 32 + l its high nibble (sub-block 2j + 1).
 // value = d * sc * q - dmin * m.
 
 const WORDS: u32 = 36u;
 const XV: u32 = 64u;
-
-fn scale_byte(wi: u32, k: u32) -> u32 {
-    return (wl(wi + 1u + k / 4u) >> (8u * (k % 4u))) & 0xFFu;
-}
-
-// (scale, min) of sub-block j.
-fn scale_min(wi: u32, j: u32) -> vec2<f32> {
-    if (j < 4u) {
-        return vec2<f32>(f32(scale_byte(wi, j) & 63u), f32(scale_byte(wi, j + 4u) & 63u));
-    }
-    let sc = (scale_byte(wi, j + 4u) & 0xFu) | ((scale_byte(wi, j - 4u) >> 6u) << 4u);
-    let mn = (scale_byte(wi, j + 4u) >> 4u) | ((scale_byte(wi, j) >> 6u) << 4u);
-    return vec2<f32>(f32(sc), f32(mn));
-}
 
 fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
     let dd = unpack2x16float(wl(wi));

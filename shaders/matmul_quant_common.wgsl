@@ -1,5 +1,7 @@
-// Shared body of the quantized matmul kernels; the runtime appends one
-// format file (matmul_q*.wgsl) that defines
+// Shared body of the quantized matmul kernels; the runtime appends the
+// format's helper file if it has one (quant_k_scales.wgsl for Q4_K/Q5_K,
+// quant_q5_high_bits.wgsl for Q5_0/Q5_1), then one format file
+// (matmul_q*.wgsl) that defines
 //   const WORDS: u32   u32 words per (repacked) block,
 //   const XV: u32      vec4s of x covered by one block (block elements / 4),
 //   fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32>

@@ -64,7 +64,10 @@ fn embedding_gather_matches_the_cpu_engine_for_every_weight_type() {
         (GgmlType::Q8_0, 96),
         (GgmlType::Q4_0, 160),
         (GgmlType::Q4_1, 96),
+        (GgmlType::Q5_0, 160),
+        (GgmlType::Q5_1, 96),
         (GgmlType::Q4K, 256),
+        (GgmlType::Q5K, 512),
         (GgmlType::Q6K, 512),
     ] {
         for rows in [1, 67, 130] {
@@ -87,6 +90,8 @@ fn embedding_gather_covers_tables_split_over_several_buffers() {
     for (ty, cols) in [
         (GgmlType::F32, 64),
         (GgmlType::Q4_1, 256),
+        (GgmlType::Q5_0, 256),
+        (GgmlType::Q5K, 256),
         (GgmlType::Q6K, 256),
     ] {
         let chunks = gather_case(&small, &mut rng, ty, 130, cols);

@@ -116,8 +116,52 @@ fn q4_1_kernel_matches_the_cpu_engine() {
 }
 
 #[test]
+fn q5_0_kernel_matches_the_cpu_engine() {
+    check_quant(GgmlType::Q5_0, &SHAPES_32, 6);
+}
+
+#[test]
+fn q5_1_kernel_matches_the_cpu_engine() {
+    check_quant(GgmlType::Q5_1, &SHAPES_32, 7);
+}
+
+#[test]
 fn q4_k_kernel_matches_the_cpu_engine() {
     check_quant(GgmlType::Q4K, &SHAPES_256, 4);
+}
+
+#[test]
+fn q5_k_kernel_matches_the_cpu_engine() {
+    check_quant(GgmlType::Q5K, &SHAPES_256, 8);
+}
+
+/// Every kernel on a device created without SHADER_F16 and SUBGROUP (what
+/// Chromium's SwiftShader WebGPU adapter offers): the kernels compute in
+/// f32 and read f16 scales with core WGSL's `unpack2x16float`, so they
+/// must compile and match on such a device too.
+#[test]
+fn every_kernel_runs_on_a_device_without_shader_f16() {
+    let Some(ctx) = open(GpuOptions {
+        baseline_features: true,
+        ..Default::default()
+    }) else {
+        return;
+    };
+    assert!(!ctx.has_shader_f16());
+    let mut rng = Rng(9);
+    for (ty, cols) in [
+        (GgmlType::F32, 96),
+        (GgmlType::Q8_0, 96),
+        (GgmlType::Q4_0, 96),
+        (GgmlType::Q4_1, 96),
+        (GgmlType::Q5_0, 96),
+        (GgmlType::Q5_1, 96),
+        (GgmlType::Q4K, 256),
+        (GgmlType::Q5K, 256),
+        (GgmlType::Q6K, 256),
+    ] {
+        check(&ctx, &mut rng, ty, 67, cols, 3);
+    }
 }
 
 #[test]
@@ -212,12 +256,15 @@ fn bad_inputs_are_errors_not_panics() {
     let err = g.matmul_slice(ctx, &[0.0; 31], 1).unwrap_err().to_string();
     assert!(err.contains("32") && err.contains("31"), "{err}");
     assert!(g.matmul_slice(ctx, &[], 0).unwrap().is_empty());
-    let q5k = Matrix::quant(GgmlType::Q5K, 1, 256, SharedBytes::owned(vec![0; 176])).unwrap();
-    let err = GpuMatrix::upload(ctx, &q5k)
+    // Q3_K has a CPU kernel but no GPU one: refused by name. (Q8_K is no
+    // weight type at all: `Matrix::quant` refuses it before any upload.)
+    let q3k = Matrix::quant(GgmlType::Q3K, 1, 256, SharedBytes::owned(vec![0; 110])).unwrap();
+    let err = GpuMatrix::upload(ctx, &q3k)
         .err()
-        .expect("no Q5_K kernel")
+        .expect("no Q3_K kernel")
         .to_string();
-    assert!(err.contains("Q5_K"), "{err}");
+    assert!(err.contains("Q3_K"), "{err}");
+    assert!(Matrix::quant(GgmlType::Q8K, 1, 256, SharedBytes::owned(vec![0; 292])).is_err());
 }
 
 #[test]

@@ -12,7 +12,9 @@
 //! states |Δ| ≤ 5e-4 · (1 + |ref|) (f32 summation order over 30 layers with
 //! activation outliers of ~100; measured 3.4e-5 on llvmpipe), logits
 //! |Δ| ≤ 2e-3 over the whole vocabulary at every position (measured 1.5e-4),
-//! and the same top-5 tokens in the same order at every position. Tiny
+//! and the same top-5 tokens in the same order at every position. The
+//! same bounds hold Qwen2.5-Coder-0.5B (24 layers, Q5_0/Q8_0/Q6_K/Q4_K,
+//! 24 tokens; measured 4.0e-5 and 4.2e-5 on llvmpipe). Tiny
 //! decoders: 1e-5 (measured ≤ 6.3e-6). A forward continued from a cache
 //! equals the full forward within 1e-4 (measured: bit-identical).
 
@@ -21,9 +23,10 @@ mod gpu_support;
 
 #[cfg(feature = "gpu")]
 mod gpu {
+    use std::path::Path;
     use std::sync::Arc;
 
-    use super::gpu_support::{have_adapter, skip_or_fail};
+    use super::gpu_support::{cached_model, have_adapter, skip_or_fail};
     use stepscore::format::ModelBytes;
     use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
     use stepscore::model::{GgufModel, HfCheckpoint, Transformer};
@@ -66,9 +69,60 @@ mod gpu {
         idx
     }
 
+    const QWEN_05B: &str = "qwen2.5-coder-0.5b";
+
     const PROMPT: &str = "Natalia sold clips to 48 of her friends in April, and then she sold half as many \
         clips in May. How many clips did Natalia sell altogether in April and May? Step 1: In May she \
         sold 48 / 2 = 24 clips. Step 2: Altogether she sold 48 + 24 = 72 clips.";
+
+    /// The GPU engine on a checkpoint's own quantized weights against the
+    /// CPU engine's f32 path on the dequantized weights, over the first
+    /// `n_tokens` tokens of PROMPT: final hidden states, the logits of every
+    /// position over the whole vocabulary, and the top-5 at every position
+    /// (tolerances in the file's header).
+    fn whole_model_parity(ctx: &Arc<GpuContext>, path: &Path, name: &str, n_tokens: usize) {
+        let gguf = GgufModel::parse(ModelBytes::open(path).unwrap(), name).unwrap();
+        let tok = Tokenizer::from_gguf(&gguf.file).unwrap();
+        let mut model = gguf.transformer().unwrap();
+        model.set_threads(2);
+        let mut tokens = tok.encode(PROMPT, true).unwrap();
+        assert!(
+            tokens.len() >= n_tokens,
+            "prompt too short: {}",
+            tokens.len()
+        );
+        tokens.truncate(n_tokens);
+
+        let reference = model.dequantized().unwrap();
+        let want = reference.forward(&tokens, None).unwrap();
+        let gm = GpuTransformer::upload(ctx.clone(), &model).unwrap();
+        drop(model);
+        let hidden = gm.forward_gpu(&tokens, None).unwrap();
+        let got = hidden.to_hidden(ctx).unwrap();
+        assert_eq!((got.n_tokens, got.width), (want.n_tokens, want.width));
+        let e = max_rel(&got.data, &want.data);
+        eprintln!("{name} hidden states, {n_tokens} tokens: max |Δ|/(1+|ref|) = {e:.2e}");
+        assert!(e <= 5e-4, "{name}: hidden states differ by {e:e}");
+
+        // Logits of every position on the GPU: the whole vocabulary and the
+        // top-5 at every position.
+        let logits = gm.logits_gpu(&hidden).unwrap().to_vec(ctx).unwrap();
+        let vocab = reference.config().vocab_size;
+        let cpu_logits = reference.logits_for(&want.data, None).unwrap();
+        let mut worst = 0f64;
+        for t in 0..n_tokens {
+            let g = &logits[t * vocab..(t + 1) * vocab];
+            let c = &cpu_logits[t * vocab..(t + 1) * vocab];
+            worst = worst.max(max_abs(g, c));
+            assert_eq!(top5(g), top5(c), "{name}: top-5 at position {t}");
+        }
+        let last = &cpu_logits[(n_tokens - 1) * vocab..];
+        eprintln!(
+            "{name} logits, all {n_tokens} positions: max |Δ| = {worst:.2e}, top-5 identical (last: {:?})",
+            top5(last)
+        );
+        assert!(worst <= 2e-3, "{name}: logits differ by {worst}");
+    }
 
     #[test]
     fn smollm2_hidden_states_and_top5_logits_match_the_cpu_engine() {
@@ -77,47 +131,20 @@ mod gpu {
             return;
         };
         let Some(ctx) = context() else { return };
-        let gguf = GgufModel::parse(ModelBytes::open(&path).unwrap(), "SmolLM2").unwrap();
-        let tok = Tokenizer::from_gguf(&gguf.file).unwrap();
-        let model = gguf.transformer().unwrap();
-        let mut tokens = tok.encode(PROMPT, true).unwrap();
-        tokens.truncate(64);
-        eprintln!("{} tokens", tokens.len());
-        assert!(tokens.len() >= 48, "prompt too short: {}", tokens.len());
+        whole_model_parity(&ctx, &path, "SmolLM2", 64);
+    }
 
-        let reference = model.dequantized().unwrap();
-        let want = reference.forward(&tokens, None).unwrap();
-        let gm = GpuTransformer::upload(ctx.clone(), &model).unwrap();
-        let hidden = gm.forward_gpu(&tokens, None).unwrap();
-        let got = hidden.to_hidden(&ctx).unwrap();
-        assert_eq!((got.n_tokens, got.width), (want.n_tokens, want.width));
-        let e = max_rel(&got.data, &want.data);
-        eprintln!("SmolLM2 hidden states: max |Δ|/(1+|ref|) = {e:.2e}");
-        assert!(e <= 5e-4, "hidden states differ by {e:e}");
-
-        // Logits of every position on the GPU; compare the last position
-        // over the whole vocabulary and the top-5 at every position.
-        let logits = gm.logits_gpu(&hidden).unwrap().to_vec(&ctx).unwrap();
-        let vocab = reference.config().vocab_size;
-        let cpu_logits = reference.logits_for(&want.data, None).unwrap();
-        let n = tokens.len();
-        let last = &logits[(n - 1) * vocab..n * vocab];
-        let cpu_last = &cpu_logits[(n - 1) * vocab..n * vocab];
-        let dl = max_abs(last, cpu_last);
-        eprintln!(
-            "SmolLM2 last-position logits: max |Δ| = {dl:.2e}, top-5 {:?}",
-            top5(cpu_last)
-        );
-        assert!(dl <= 2e-3, "logits differ by {dl}");
-        let mut worst = 0f64;
-        for t in 0..n {
-            let g = &logits[t * vocab..(t + 1) * vocab];
-            let c = &cpu_logits[t * vocab..(t + 1) * vocab];
-            worst = worst.max(max_abs(g, c));
-            assert_eq!(top5(g), top5(c), "top-5 at position {t}");
-        }
-        assert!(worst <= 2e-3, "logits differ by {worst}");
-        eprintln!("SmolLM2 logits, all {n} positions: max |Δ| = {worst:.2e}, top-5 identical");
+    /// Qwen2 on the GPU with the formats the 0.5B is written in: Q5_0 (most
+    /// matrices and the embedding gather), Q8_0 (v and the untied output),
+    /// Q6_K and Q4_K (ffn_down), F32 q/k/v biases; RoPE theta 1e6.
+    #[test]
+    fn qwen25_coder_05b_hidden_states_and_top5_logits_match_the_cpu_engine() {
+        let Some(path) = cached_model(QWEN_05B) else {
+            eprintln!("SKIPPED: {QWEN_05B} GGUF not found (run `stepscore fetch {QWEN_05B}`)");
+            return;
+        };
+        let Some(ctx) = context() else { return };
+        whole_model_parity(&ctx, &path, QWEN_05B, 24);
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub struct GpuOptions {
     pub max_storage_binding_size: Option<u64>,
     /// Ignore `STEPSCORE_ADAPTER`.
     pub ignore_env: bool,
+    /// Create the device without the optional features (SHADER_F16,
+    /// SUBGROUP) even where the adapter has them: the feature set of
+    /// Chromium's SwiftShader WebGPU adapter, so tests on any adapter show
+    /// that every kernel runs without them.
+    pub baseline_features: bool,
 }
 
 /// Errors the device reported outside any call (validation, out of memory)
@@ -77,7 +82,8 @@ impl GpuContext {
     }
 
     /// Picks an adapter (see [`GpuOptions`]) and creates its device, with
-    /// SHADER_F16 and SUBGROUP enabled when the adapter has them.
+    /// SHADER_F16 and SUBGROUP enabled when the adapter has them (unless
+    /// `baseline_features`).
     pub async fn new_async(options: GpuOptions) -> Result<GpuContext> {
         let (_instance, adapters) =
             all_adapters(options.backends.unwrap_or(wgpu::Backends::all())).await;
@@ -98,7 +104,7 @@ impl GpuContext {
 
         let mut features = wgpu::Features::empty();
         for f in [wgpu::Features::SHADER_F16, wgpu::Features::SUBGROUP] {
-            if adapter.features().contains(f) {
+            if !options.baseline_features && adapter.features().contains(f) {
                 features |= f;
             }
         }
@@ -148,6 +154,11 @@ impl GpuContext {
     /// What was chosen and why.
     pub fn adapter(&self) -> &AdapterReport {
         &self.report
+    }
+
+    /// Whether the device was created with SHADER_F16 (no kernel needs it).
+    pub fn has_shader_f16(&self) -> bool {
+        self.device.features().contains(wgpu::Features::SHADER_F16)
     }
 
     pub fn limits(&self) -> &wgpu::Limits {

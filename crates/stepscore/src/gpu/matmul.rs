@@ -37,32 +37,31 @@ pub struct GpuMatrix {
     /// `F32` for f32/f16/bf16 sources.
     ty: GgmlType,
     shader: Shader,
+    gather_shader: Shader,
     chunks: Vec<Chunk>,
 }
 
-fn shader_for(ty: GgmlType) -> Option<Shader> {
+/// The matmul and embedding-gather kernels of a weight type (`F32` for
+/// f32/f16/bf16 sources); `None` where the GPU has no kernel. The one
+/// dispatch table of formats: `repack::gpu_weight_layout` gives the device
+/// layout of the same types.
+fn shaders_for(ty: GgmlType) -> Option<(Shader, Shader)> {
     Some(match ty {
-        GgmlType::F32 => shaders::MATMUL_F32,
-        GgmlType::Q8_0 => shaders::MATMUL_Q8_0,
-        GgmlType::Q4_0 => shaders::MATMUL_Q4_0,
-        GgmlType::Q4_1 => shaders::MATMUL_Q4_1,
-        GgmlType::Q4K => shaders::MATMUL_Q4_K,
-        GgmlType::Q6K => shaders::MATMUL_Q6_K,
+        GgmlType::F32 => (shaders::MATMUL_F32, shaders::EMBED_F32),
+        GgmlType::Q8_0 => (shaders::MATMUL_Q8_0, shaders::EMBED_Q8_0),
+        GgmlType::Q4_0 => (shaders::MATMUL_Q4_0, shaders::EMBED_Q4_0),
+        GgmlType::Q4_1 => (shaders::MATMUL_Q4_1, shaders::EMBED_Q4_1),
+        GgmlType::Q5_0 => (shaders::MATMUL_Q5_0, shaders::EMBED_Q5_0),
+        GgmlType::Q5_1 => (shaders::MATMUL_Q5_1, shaders::EMBED_Q5_1),
+        GgmlType::Q4K => (shaders::MATMUL_Q4_K, shaders::EMBED_Q4_K),
+        GgmlType::Q5K => (shaders::MATMUL_Q5_K, shaders::EMBED_Q5_K),
+        GgmlType::Q6K => (shaders::MATMUL_Q6_K, shaders::EMBED_Q6_K),
         _ => return None,
     })
 }
 
-fn gather_shader_for(ty: GgmlType) -> Option<Shader> {
-    Some(match ty {
-        GgmlType::F32 => shaders::EMBED_F32,
-        GgmlType::Q8_0 => shaders::EMBED_Q8_0,
-        GgmlType::Q4_0 => shaders::EMBED_Q4_0,
-        GgmlType::Q4_1 => shaders::EMBED_Q4_1,
-        GgmlType::Q4K => shaders::EMBED_Q4_K,
-        GgmlType::Q6K => shaders::EMBED_Q6_K,
-        _ => return None,
-    })
-}
+/// The weight types the GPU kernels read, for error messages.
+const SUPPORTED: &str = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K";
 
 fn to_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| {
@@ -73,9 +72,9 @@ fn to_u32(n: usize, what: &str) -> Result<u32> {
 }
 
 impl GpuMatrix {
-    /// Uploads `m`: Q8_0, Q4_0, Q4_1, Q4_K and Q6_K blocks as they are
-    /// (padded, see repack.rs), f32/f16/bf16 as f32. Other block types are
-    /// an error naming the type.
+    /// Uploads `m`: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K
+    /// blocks as they are (padded, see repack.rs), f32/f16/bf16 as f32.
+    /// Other block types (Q2_K, Q3_K) are an error naming the type.
     pub fn upload(ctx: &GpuContext, m: &Matrix) -> Result<GpuMatrix> {
         let (rows, cols) = (m.rows(), m.cols());
         to_u32(rows, "rows")?;
@@ -89,15 +88,19 @@ impl GpuMatrix {
             Matrix::Quant { ty, .. } => {
                 let layout = gpu_weight_layout(*ty).ok_or_else(|| {
                     Error::Gpu(format!(
-                        "no GPU matmul kernel for {} weights (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)",
+                        "no GPU matmul kernel for {} weights (supported: {SUPPORTED})",
                         ty.name()
                     ))
                 })?;
                 (*ty, cols / ty.block_elems() * layout.block_words * 4)
             }
         };
-        let shader = shader_for(ty)
-            .ok_or_else(|| Error::Gpu(format!("no GPU matmul kernel for {}", ty.name())))?;
+        let (shader, gather_shader) = shaders_for(ty).ok_or_else(|| {
+            Error::Gpu(format!(
+                "no GPU matmul kernel for {} (supported: {SUPPORTED})",
+                ty.name()
+            ))
+        })?;
         let limit = ctx.binding_limit();
         let rows_per_chunk = if row_bytes == 0 {
             rows.max(1)
@@ -139,6 +142,7 @@ impl GpuMatrix {
             cols,
             ty,
             shader,
+            gather_shader,
             chunks,
         })
     }
@@ -243,8 +247,6 @@ impl GpuMatrix {
         if n_tokens == 0 || self.cols == 0 {
             return Ok(());
         }
-        let shader = gather_shader_for(self.ty)
-            .ok_or_else(|| Error::Gpu(format!("no GPU embedding gather for {}", self.ty.name())))?;
         // Quantized rows are read a vec4 at a time.
         let per_inv = if self.ty == GgmlType::F32 { 1 } else { 4 };
         let groups_x = to_u32(self.cols / per_inv, "cols")?.div_ceil(WG_ROWS);
@@ -256,7 +258,7 @@ impl GpuMatrix {
                 to_u32(c.first_row, "rows")?,
             ];
             b.dispatch(
-                &shader,
+                &self.gather_shader,
                 &[
                     c.buf.buffer.as_entire_binding(),
                     ids.as_entire_binding(),

@@ -1,11 +1,18 @@
 //! Weight layouts on the device. ggml blocks are not all 4-byte multiples
-//! (Q4_0 is 18 bytes, Q8_0 34, Q6_K 210), and WGSL storage buffers are read
-//! as u32 words, so blocks are padded at upload to a whole number of words:
-//! two zero bytes after the f16 scale for Q4_0 and Q8_0 (so the quants start
-//! word-aligned), two at the end for Q6_K. Q4_1 (20 bytes) and Q4_K (144)
-//! are copied as they are. Every other field keeps its ggml position, so the
-//! shaders read the layouts documented in quant/dequant.rs, shifted by the
-//! padding. f16 scales are read in the shader with `unpack2x16float`.
+//! (Q4_0 is 18 bytes, Q5_0 22, Q8_0 34, Q6_K 210), and WGSL storage buffers
+//! are read as u32 words, so blocks are padded at upload to a whole number
+//! of words: two zero bytes after the f16 scale for Q4_0, Q5_0 and Q8_0 (so
+//! the high bits and quants start word-aligned), two at the end for Q6_K.
+//! Q4_1 (20 bytes), Q5_1 (24), Q4_K (144) and Q5_K (176) are copied as they
+//! are. Every other field keeps its ggml position, so the shaders read the
+//! layouts documented in quant/dequant.rs, shifted by the padding. f16
+//! scales are read in the shader with `unpack2x16float`, which is core WGSL:
+//! no kernel needs the `shader-f16` feature.
+//!
+//! Not here, on purpose: Q8_K and Q8_1 are activation formats that ggml
+//! never multiplies as weights (`quant::vec_dot_type` has no entry for
+//! them, so `Matrix::quant` refuses them and no model the engine loads can
+//! hold one); Q2_K and Q3_K have no kernel yet and are refused by name.
 //!
 //! The upload then interleaves the padded rows word by word (word j of row r
 //! at `j * rows + r`, see `interleave_rows` in matmul.rs) so the invocations
@@ -33,7 +40,10 @@ pub fn gpu_weight_layout(ty: GgmlType) -> Option<GpuWeightLayout> {
         GgmlType::Q8_0 => (2, 9),
         GgmlType::Q4_0 => (2, 5),
         GgmlType::Q4_1 => (20, 5),
+        GgmlType::Q5_0 => (2, 6),
+        GgmlType::Q5_1 => (24, 6),
         GgmlType::Q4K => (144, 36),
+        GgmlType::Q5K => (176, 44),
         GgmlType::Q6K => (210, 53),
         _ => return None,
     };
@@ -84,7 +94,10 @@ mod tests {
             GgmlType::Q8_0,
             GgmlType::Q4_0,
             GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
             GgmlType::Q4K,
+            GgmlType::Q5K,
             GgmlType::Q6K,
         ] {
             let l = gpu_weight_layout(ty).unwrap();
@@ -92,7 +105,42 @@ mod tests {
             assert!(pad < 4, "{ty:?}");
             assert!(l.pad_at <= l.block_bytes);
         }
-        assert!(gpu_weight_layout(GgmlType::Q5K).is_none());
+        for ty in [GgmlType::Q8K, GgmlType::Q8_1, GgmlType::Q2K, GgmlType::Q3K] {
+            assert!(gpu_weight_layout(ty).is_none(), "{ty:?}");
+        }
+    }
+
+    #[test]
+    fn q5_0_and_q5_1_share_one_word_layout() {
+        // Q5_0: d @0, qh @2, qs @6 -> word 0 = d, word 1 = qh, words 2..5 = qs.
+        let mut b = vec![0x00, 0x3C, 0xA1, 0xB2, 0xC3, 0xD4];
+        b.extend(1..=16u8);
+        let w = repack_blocks(GgmlType::Q5_0, &b).unwrap();
+        assert_eq!(w.len(), 6);
+        assert_eq!(w[0], 0x3C00);
+        assert_eq!(w[1], 0xD4C3_B2A1);
+        assert_eq!(w[2], u32::from_le_bytes([1, 2, 3, 4]));
+        assert_eq!(w[5], u32::from_le_bytes([13, 14, 15, 16]));
+        // Q5_1: d @0, m @2, qh @4, qs @8, copied as it is.
+        let mut b = vec![0x00, 0x3C, 0x00, 0xBC, 0xA1, 0xB2, 0xC3, 0xD4];
+        b.extend(1..=16u8);
+        let w = repack_blocks(GgmlType::Q5_1, &b).unwrap();
+        assert_eq!(w.len(), 6);
+        assert_eq!(w[0], 0xBC00_3C00);
+        assert_eq!(w[1], 0xD4C3_B2A1);
+        assert_eq!(w[2], u32::from_le_bytes([1, 2, 3, 4]));
+    }
+
+    #[test]
+    fn q5_k_is_copied_word_for_word() {
+        let b: Vec<u8> = (0..176u32).map(|i| (i * 7) as u8).collect();
+        let w = repack_blocks(GgmlType::Q5K, &b).unwrap();
+        assert_eq!(w.len(), 44);
+        let want: Vec<u32> = b
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        assert_eq!(w, want);
     }
 
     #[test]

@@ -20,58 +20,43 @@ macro_rules! single {
 
 const QUANT_COMMON: &str = include_str!("../../shaders/matmul_quant_common.wgsl");
 const GATHER_COMMON: &str = include_str!("../../shaders/embed_gather_quant_common.wgsl");
-const Q8_0: &str = include_str!("../../shaders/matmul_q8_0.wgsl");
-const Q4_0: &str = include_str!("../../shaders/matmul_q4_0.wgsl");
-const Q4_1: &str = include_str!("../../shaders/matmul_q4_1.wgsl");
-const Q4_K: &str = include_str!("../../shaders/matmul_q4_k.wgsl");
-const Q6_K: &str = include_str!("../../shaders/matmul_q6_k.wgsl");
+const K_SCALES: &str = include_str!("../../shaders/quant_k_scales.wgsl");
+const Q5_HIGH_BITS: &str = include_str!("../../shaders/quant_q5_high_bits.wgsl");
 
-pub(crate) const MATMUL_F32: Shader = Shader {
-    name: "matmul_f32",
-    parts: &[include_str!("../../shaders/matmul_f32.wgsl")],
-};
-pub(crate) const MATMUL_Q8_0: Shader = Shader {
-    name: "matmul_q8_0",
-    parts: &[QUANT_COMMON, Q8_0],
-};
-pub(crate) const MATMUL_Q4_0: Shader = Shader {
-    name: "matmul_q4_0",
-    parts: &[QUANT_COMMON, Q4_0],
-};
-pub(crate) const MATMUL_Q4_1: Shader = Shader {
-    name: "matmul_q4_1",
-    parts: &[QUANT_COMMON, Q4_1],
-};
-pub(crate) const MATMUL_Q4_K: Shader = Shader {
-    name: "matmul_q4_k",
-    parts: &[QUANT_COMMON, Q4_K],
-};
-pub(crate) const MATMUL_Q6_K: Shader = Shader {
-    name: "matmul_q6_k",
-    parts: &[QUANT_COMMON, Q6_K],
-};
+/// The matmul and embedding-gather shaders of one quantized format: the
+/// shared body, the format's helper file (if any) and its format file.
+macro_rules! quant_format {
+    ($matmul:ident, $embed:ident, $name:literal, [$($part:expr),*]) => {
+        pub(crate) const $matmul: Shader = Shader {
+            name: concat!("matmul_", $name),
+            parts: &[
+                QUANT_COMMON,
+                $($part,)*
+                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+            ],
+        };
+        pub(crate) const $embed: Shader = Shader {
+            name: concat!("embed_gather_", $name),
+            parts: &[
+                GATHER_COMMON,
+                $($part,)*
+                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+            ],
+        };
+    };
+}
 
+quant_format!(MATMUL_Q8_0, EMBED_Q8_0, "q8_0", []);
+quant_format!(MATMUL_Q4_0, EMBED_Q4_0, "q4_0", []);
+quant_format!(MATMUL_Q4_1, EMBED_Q4_1, "q4_1", []);
+quant_format!(MATMUL_Q5_0, EMBED_Q5_0, "q5_0", [Q5_HIGH_BITS]);
+quant_format!(MATMUL_Q5_1, EMBED_Q5_1, "q5_1", [Q5_HIGH_BITS]);
+quant_format!(MATMUL_Q4_K, EMBED_Q4_K, "q4_k", [K_SCALES]);
+quant_format!(MATMUL_Q5_K, EMBED_Q5_K, "q5_k", [K_SCALES]);
+quant_format!(MATMUL_Q6_K, EMBED_Q6_K, "q6_k", []);
+
+pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");
-pub(crate) const EMBED_Q8_0: Shader = Shader {
-    name: "embed_gather_q8_0",
-    parts: &[GATHER_COMMON, Q8_0],
-};
-pub(crate) const EMBED_Q4_0: Shader = Shader {
-    name: "embed_gather_q4_0",
-    parts: &[GATHER_COMMON, Q4_0],
-};
-pub(crate) const EMBED_Q4_1: Shader = Shader {
-    name: "embed_gather_q4_1",
-    parts: &[GATHER_COMMON, Q4_1],
-};
-pub(crate) const EMBED_Q4_K: Shader = Shader {
-    name: "embed_gather_q4_k",
-    parts: &[GATHER_COMMON, Q4_K],
-};
-pub(crate) const EMBED_Q6_K: Shader = Shader {
-    name: "embed_gather_q6_k",
-    parts: &[GATHER_COMMON, Q6_K],
-};
 pub(crate) const RMS_NORM: Shader = single!("rms_norm", "rms_norm.wgsl");
 pub(crate) const ROPE: Shader = single!("rope", "rope.wgsl");
 pub(crate) const ATTENTION: Shader = single!("attention", "attention.wgsl");

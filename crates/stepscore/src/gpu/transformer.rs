@@ -3,9 +3,10 @@
 //! on the device.
 //!
 //! Weights keep their quantized blocks where a matmul kernel reads them
-//! (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K; f16/bf16 widen to f32) and the embedding
-//! table is the same upload the tied vocabulary projection uses: the gather
-//! kernel dequantizes the rows it needs, so no f32 copy of the table exists.
+//! (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; f16/bf16 widen to f32)
+//! and the embedding table is the same upload the tied vocabulary
+//! projection uses: the gather kernel dequantizes the rows it needs, so no
+//! f32 copy of the table exists.
 //! Activations live in pooled buffers reused across calls; keys and values
 //! are written by the k/v matmuls straight into the cache at their
 //! positions, then rotated there.

@@ -226,13 +226,13 @@ impl Scorer {
         Self::open_with_head_file(model, &head, options)
     }
 
-    /// [`Scorer::open_with_head`] with the head already parsed, e.g. the
-    /// default PRM's embedded head:
+    /// [`Scorer::open_with_head`] with the head already parsed, e.g. one
+    /// embedded in the crate ([`HeadFile::embedded`]):
     ///
     /// ```no_run
     /// use stepscore::prm::{HeadFile, Scorer, ScorerOptions};
     ///
-    /// let head = HeadFile::default_head()?;
+    /// let head = HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?;
     /// let scorer = Scorer::open_with_head_file(
     ///     "SmolLM2-135M-Instruct.Q4_1.gguf",
     ///     &head,
@@ -280,7 +280,7 @@ impl Scorer {
     ///
     /// let bytes = std::fs::read("SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
     /// let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), "SmolLM2-135M-Instruct.Q4_1.gguf")?;
-    /// let head = HeadFile::default_head()?;
+    /// let head = HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?;
     /// let scorer = Scorer::from_gguf(gguf, Some(&head), &ScorerOptions::default())?;
     /// # Ok::<(), stepscore::Error>(())
     /// ```
@@ -391,7 +391,7 @@ impl Scorer {
         let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
         let input = head_input(external)?;
         let mut model = checkpoint.transformer()?;
-        let needs_lm = family.needs_lm_head() || input.confidence_features;
+        let needs_lm = family.needs_lm_head() || !input.stats.is_empty();
         if mode == HeadMode::Load && needs_lm && !model.has_lm_head() {
             return Err(Error::model(
                 "lm_head.weight",
@@ -405,13 +405,21 @@ impl Scorer {
             model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(mode, &protocol, &model, input, external, &|name| {
-            if !checkpoint.has_tensor(name) {
-                return Ok(None);
-            }
-            let t = checkpoint.tensor_f32(name)?;
-            Ok(Some((t.shape, t.data)))
-        })?;
+        let head = load_head(
+            mode,
+            &protocol,
+            &model,
+            &tokenizer,
+            &input,
+            external,
+            &|name| {
+                if !checkpoint.has_tensor(name) {
+                    return Ok(None);
+                }
+                let t = checkpoint.tensor_f32(name)?;
+                Ok(Some((t.shape, t.data)))
+            },
+        )?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -445,9 +453,15 @@ impl Scorer {
         let input = head_input(external)?;
         let mut model = gguf.transformer()?;
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(mode, &protocol, &model, input, external, &|name| {
-            gguf.tensor_f32(name)
-        })?;
+        let head = load_head(
+            mode,
+            &protocol,
+            &model,
+            &tokenizer,
+            &input,
+            external,
+            &|name| gguf.tensor_f32(name),
+        )?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -499,8 +513,31 @@ impl Scorer {
         &self.model
     }
 
+    /// Expands every weight matrix to f32 (`Transformer::dequantized`) so
+    /// the CPU engine runs its exact f32 path instead of ggml's 8-bit
+    /// activation scheme: the reference the GPU engine's scores are checked
+    /// against (its kernels dequantize inside and multiply f32
+    /// activations). Refused on the GPU engine, whose weights are uploaded
+    /// already. Test support: the weights take up to 8 times the memory.
+    #[cfg(feature = "testing")]
+    pub fn dequantize_weights(&mut self) -> Result<()> {
+        if self.engine.report().chosen != Backend::Cpu {
+            return Err(Error::InvalidArgument(
+                "dequantize_weights: only the CPU engine's weights can be expanded".into(),
+            ));
+        }
+        self.model = self.model.dequantized()?;
+        Ok(())
+    }
+
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// The first-error threshold the model's head was shipped with (chosen
+    /// on validation data with the head); `None` when it has none.
+    pub fn threshold(&self) -> Option<f64> {
+        self.head.as_ref().and_then(Head::threshold)
     }
 
     /// Which engine this scorer runs on, and why.
@@ -795,11 +832,13 @@ fn head_input(external: Option<&HeadFile>) -> Result<HeadInput> {
 
 /// The head's tensors from the separate head file when there is one, else
 /// from the checkpoint (`lookup`); none for a backbone.
+#[allow(clippy::too_many_arguments)]
 fn load_head(
     mode: HeadMode,
     protocol: &Protocol,
     model: &Transformer,
-    input: HeadInput,
+    tokenizer: &Tokenizer,
+    input: &HeadInput,
     external: Option<&HeadFile>,
     lookup: &TensorLookup<'_>,
 ) -> Result<Option<Head>> {
@@ -807,6 +846,7 @@ fn load_head(
         HeadMode::Load => Ok(Some(Head::load(
             protocol,
             model,
+            tokenizer,
             input,
             &|name| match external {
                 Some(head) => Ok(head.tensor(name)),

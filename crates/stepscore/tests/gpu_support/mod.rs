@@ -4,6 +4,7 @@
 //! ggml matrices with sane scales.
 #![allow(dead_code)]
 
+use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use stepscore::ggml::GgmlType;
@@ -47,6 +48,14 @@ pub fn have_adapter() -> bool {
     true
 }
 
+/// The cached file of catalog model `name` (`stepscore fetch NAME` puts
+/// it there, renamed into place only once its sha256 matched), if present.
+pub fn cached_model(name: &str) -> Option<PathBuf> {
+    let entry = stepscore::catalog::get(name)?;
+    let path = entry.file.path_in(&stepscore::catalog::cache_dir()?);
+    path.is_file().then_some(path)
+}
+
 /// xorshift64*: deterministic test data without a dependency.
 pub struct Rng(pub u64);
 impl Rng {
@@ -87,11 +96,16 @@ pub fn random_matrix(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> M
         let d = 0.01 + 0.04 * rng.f().abs();
         match ty {
             GgmlType::Q8_0 | GgmlType::Q4_0 => put_f16(b, 0, d * rng.f().signum()),
+            GgmlType::Q5_0 => put_f16(b, 0, 0.5 * d * rng.f().signum()),
             GgmlType::Q4_1 => {
                 put_f16(b, 0, d);
                 put_f16(b, 2, -8.0 * d + 0.1 * rng.f());
             }
-            GgmlType::Q4K => {
+            GgmlType::Q5_1 => {
+                put_f16(b, 0, 0.5 * d);
+                put_f16(b, 2, -8.0 * d + 0.1 * rng.f());
+            }
+            GgmlType::Q4K | GgmlType::Q5K => {
                 put_f16(b, 0, d * 0.1);
                 put_f16(b, 2, d * 0.05);
             }

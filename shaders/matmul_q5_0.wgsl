@@ -1,0 +1,22 @@
+// Q5_0 block, repacked to 6 words: word 0 = d (f16, low half; high half 0),
+// word 1 = qh, words 2..5 = qs[16] (q5_quants in quant_q5_high_bits.wgsl
+// reads them). value = (q - 16) * d.
+
+const WORDS: u32 = 6u;
+const XV: u32 = 8u;
+
+fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+    let d = unpack2x16float(wl(wi)).x;
+    var s = vec4<f32>(0.0);
+    for (var v = 0u; v < XV; v++) {
+        s += dot4(vec4<f32>(q5_quants(wi, v)) - 16.0, xb, xo + v);
+    }
+    return d * s;
+}
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access).
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let d = unpack2x16float(wl(wi)).x;
+    return (vec4<f32>(q5_quants(wi, v)) - 16.0) * d;
+}

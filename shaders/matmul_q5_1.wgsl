@@ -1,0 +1,23 @@
+// Q5_1 block, 6 words as stored by ggml (24 bytes, already 4-byte aligned):
+// word 0 = d (f16, low half) and m (f16, high half), word 1 = qh, words
+// 2..5 = qs[16] (q5_quants in quant_q5_high_bits.wgsl reads them).
+// value = q * d + m.
+
+const WORDS: u32 = 6u;
+const XV: u32 = 8u;
+
+fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+    let dm = unpack2x16float(wl(wi));
+    var s = vec4<f32>(0.0);
+    for (var v = 0u; v < XV; v++) {
+        s += dot4(vec4<f32>(q5_quants(wi, v)) * dm.x + dm.y, xb, xo + v);
+    }
+    return s;
+}
+
+// Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
+// embedding gather's access).
+fn block_deq(wi: u32, v: u32) -> vec4<f32> {
+    let dm = unpack2x16float(wl(wi));
+    return vec4<f32>(q5_quants(wi, v)) * dm.x + dm.y;
+}
