@@ -303,7 +303,9 @@ impl Scorer {
     ///     .join("../../tests/fixtures/prm/skywork-prm-tiny");
     /// let checkpoint = HfCheckpoint::open_dir(&dir)?;
     /// let tokenizer = std::fs::read(dir.join("tokenizer.json")).unwrap();
-    /// let scorer = Scorer::from_hf(&checkpoint, &tokenizer, None, &ScorerOptions::default())?;
+    /// let config = std::fs::read(dir.join("tokenizer_config.json")).unwrap();
+    /// let options = ScorerOptions::default();
+    /// let scorer = Scorer::from_hf(&checkpoint, &tokenizer, Some(&config), &options)?;
     /// assert_eq!(scorer.score_steps("1 + 1?", &["2."])?.step_scores.len(), 1);
     /// # Ok::<(), stepscore::Error>(())
     /// ```
