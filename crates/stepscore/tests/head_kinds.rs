@@ -554,15 +554,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         ]),
     );
     let head = HeadFile::from_bytes(&bytes, "digits.safetensors").unwrap();
-    let backbone = Scorer::open_backbone(
-        dir(),
-        &ScorerOptions {
-            family: Some(Family::ValueHead),
-            threads: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let backbone = RefModel::new().backbone;
     let problem = "What is 12 + 30?";
     let steps = ["12 + 30 = 42.", "So the answer is 42.", "Check: 42 - 30 = 12."];
     let f = backbone
