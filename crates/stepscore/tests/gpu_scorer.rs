@@ -8,7 +8,9 @@
 //! GPU does, up to summation order. Tolerances: per-step scores within 1e-3
 //! of the CPU engine (the bar; measured maxima are printed and are
 //! ~1e-6), within 1e-4 of the independent Python reference, and
-//! append() within 1e-4 of full re-scoring on the same engine.
+//! append() within 1e-4 of full re-scoring on the same engine. When it is
+//! cached, Qwen2.5-Coder-0.5B (quantized) is scored on both engines too:
+//! see its test for the reference and tolerances.
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
