@@ -1,22 +1,28 @@
 #!/usr/bin/env python3
-"""Exact-arithmetic logits for SmolLM2-135M-Instruct (GGUF Q4_1).
+"""Exact-arithmetic logits for a quantized GGUF (SmolLM2-135M Q4_1, Qwen2.5-Coder-0.5B).
 
-llama.cpp quantizes activations to 8 bits before every product, and on this
-model (large activation outliers) that noise moves logits by tenths. To check
+llama.cpp quantizes activations to 8 bits before every product, and on these
+models (large activation outliers) that noise moves logits by tenths. To check
 the engine's forward pass itself, this script computes the same prompts in
 float64 numpy from weights dequantized by llama.cpp's own gguf-py package,
 with no activation quantization; the Rust test runs the engine's f32 path on
 the same dequantized weights and compares.
 
-The forward pass below is written from the Llama math (RMSNorm, adjacent-pair
-RoPE as GGUF stores q/k, grouped-query causal attention, SwiGLU); it shares no
-code with the Rust engine.
+The forward pass below is written from the Llama / Qwen2 math (RMSNorm, RoPE
+on adjacent pairs as llama GGUFs store q/k, or on halves (NeoX) for qwen2,
+q/k/v biases for qwen2, grouped-query causal attention, SwiGLU, a tied or
+separate output matrix); it shares no code with the Rust engine.
 
 Setup: numpy, pyyaml, and gguf-py from the llama-cpp-python 0.3.36 sdist
 (vendor/llama.cpp/gguf-py), e.g.
-    PYTHONPATH=<sdist>/vendor/llama.cpp/gguf-py python3 scripts/gguf_exact_reference.py MODEL.gguf
-Writes tests/fixtures/llama_cpp/smollm2_q4_1/exact_last_logits.f32 (the last
-position of the first three prompts of prompts.json).
+    PYTHONPATH=<sdist>/vendor/llama.cpp/gguf-py python3 scripts/gguf_exact_reference.py MODEL.gguf [FIXTURE_DIR]
+FIXTURE_DIR (default tests/fixtures/llama_cpp/smollm2_q4_1) holds the
+prompts.json of scripts/llama_reference.py or scripts/qwen2_llama_reference.py;
+the last position of its first three prompts is computed. With a full-row
+fixture (no "stride" in prompts.json) this writes exact_last_logits.f32 (the
+full rows); with a strided one, exact.json (per prompt the top-64 ids and
+logits) and exact_last_strided.f32 (every stride-th logit), as the llama.cpp
+fixture next to it.
 """
 import json
 import os
@@ -27,58 +33,75 @@ from gguf import GGUFReader
 from gguf.quants import dequantize
 
 N_PROMPTS = 3
+TOP = 64
 
 
 def main() -> None:
     model = sys.argv[1]
-    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
-    prompts = json.load(open(os.path.join(here, "prompts.json"), encoding="utf-8"))["prompts"][:N_PROMPTS]
+    here = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
+    meta = json.load(open(os.path.join(here, "prompts.json"), encoding="utf-8"))
+    prompts = meta["prompts"][:N_PROMPTS]
+    stride = meta.get("stride")
     reader = GGUFReader(model)
     tensors = {t.name: t for t in reader.tensors}
-    field = lambda k: reader.fields[k].parts[reader.fields[k].data[0]][0]
-    hidden = int(field("llama.embedding_length"))
-    n_head = int(field("llama.attention.head_count"))
-    n_kv = int(field("llama.attention.head_count_kv"))
-    n_layer = int(field("llama.block_count"))
-    eps = float(field("llama.attention.layer_norm_rms_epsilon"))
-    base = float(field("llama.rope.freq_base"))
+    field = lambda k: reader.fields[k].parts[reader.fields[k].data[0]]
+    arch = bytes(field("general.architecture")).decode()
+    if arch not in ("llama", "qwen2"):
+        sys.exit(f"architecture {arch} is not handled here")
+    num = lambda k: field(f"{arch}.{k}")[0]
+    hidden = int(num("embedding_length"))
+    n_head = int(num("attention.head_count"))
+    n_kv = int(num("attention.head_count_kv"))
+    n_layer = int(num("block_count"))
+    eps = float(num("attention.layer_norm_rms_epsilon"))
+    base = float(num("rope.freq_base"))
     hd = hidden // n_head
-
-    cache = {}
+    neox = arch == "qwen2"
 
     def weight(name):
-        if name not in cache:
-            t = tensors[name]
-            a = dequantize(t.data, t.tensor_type).astype(np.float64)
-            cache[name] = a.reshape([int(x) for x in reversed(t.shape)]) if len(t.shape) > 1 else a.reshape(-1)
-        return cache[name]
+        t = tensors[name]
+        a = dequantize(t.data, t.tensor_type).astype(np.float64)
+        return a.reshape([int(x) for x in reversed(t.shape)]) if len(t.shape) > 1 else a.reshape(-1)
+
+    def linear(h, pre, name):
+        y = h @ weight(pre + name + ".weight").T
+        if pre + name + ".bias" in tensors:
+            y = y + weight(pre + name + ".bias")
+        return y
 
     def rms(x, w):
         return x / np.sqrt((x * x).mean(-1, keepdims=True) + eps) * w
 
-    rows = []
-    for p in prompts:
-        toks = p["tokens"]
-        n = len(toks)
+    def rope(v):
+        n = v.shape[0]
         inv = 1.0 / (base ** (np.arange(0, hd, 2) / hd))
         ang = np.arange(n)[:, None] * inv[None, :]
         cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-
-        def rope(v):
-            out = np.empty_like(v)
+        out = np.empty_like(v)
+        if neox:
+            a, b = v[..., : hd // 2], v[..., hd // 2:]
+            out[..., : hd // 2] = a * cos - b * sin
+            out[..., hd // 2:] = a * sin + b * cos
+        else:
             a, b = v[..., 0::2], v[..., 1::2]
             out[..., 0::2] = a * cos - b * sin
             out[..., 1::2] = a * sin + b * cos
-            return out
+        return out
 
-        x = weight("token_embd.weight")[toks]
-        mask = np.triu(np.full((n, n), -np.inf), 1)
-        for i in range(n_layer):
-            pre = f"blk.{i}."
+    # Layer by layer over all prompts, so each weight is dequantized once
+    # and not kept (the 0.5B in float64 would hold 4 GB).
+    embd = weight("token_embd.weight")
+    xs = [embd[p["tokens"]] for p in prompts]
+    for i in range(n_layer):
+        pre = f"blk.{i}."
+        for j, x in enumerate(xs):
+            n = x.shape[0]
+            mask = np.triu(np.full((n, n), -np.inf), 1)
             h = rms(x, weight(pre + "attn_norm.weight"))
-            q = rope((h @ weight(pre + "attn_q.weight").T).reshape(n, n_head, hd))
-            k = rope((h @ weight(pre + "attn_k.weight").T).reshape(n, n_kv, hd))
-            v = (h @ weight(pre + "attn_v.weight").T).reshape(n, n_kv, hd)
+            q = rope(linear(h, pre, "attn_q").reshape(n, n_head, hd))
+            k = rope(linear(h, pre, "attn_k").reshape(n, n_kv, hd))
+            v = linear(h, pre, "attn_v").reshape(n, n_kv, hd)
             att = np.zeros((n, n_head, hd))
             for head in range(n_head):
                 kv = head // (n_head // n_kv)
@@ -89,10 +112,21 @@ def main() -> None:
             h = rms(x, weight(pre + "ffn_norm.weight"))
             g = h @ weight(pre + "ffn_gate.weight").T
             u = h @ weight(pre + "ffn_up.weight").T
-            x = x + (g / (1.0 + np.exp(-g)) * u) @ weight(pre + "ffn_down.weight").T
-        x = rms(x, weight("output_norm.weight"))
-        rows.append(x[-1] @ weight("token_embd.weight").T)
-    np.stack(rows).astype("<f4").tofile(os.path.join(here, "exact_last_logits.f32"))
+            xs[j] = x + (g / (1.0 + np.exp(-g)) * u) @ weight(pre + "ffn_down.weight").T
+        print(f"layer {i + 1}/{n_layer}", file=sys.stderr)
+    out_w = weight("output.weight") if "output.weight" in tensors else embd
+    rows = [rms(x, weight("output_norm.weight"))[-1] @ out_w.T for x in xs]
+    if stride is None:
+        np.stack(rows).astype("<f4").tofile(os.path.join(here, "exact_last_logits.f32"))
+    else:
+        tops = []
+        for r in rows:
+            top = np.argsort(-r, kind="stable")[:TOP]
+            tops.append({"top_ids": top.tolist(), "top_logits": r[top].tolist()})
+        with open(os.path.join(here, "exact.json"), "w", encoding="utf-8") as f:
+            json.dump({"generator": "scripts/gguf_exact_reference.py (float64)", "stride": stride,
+                       "prompts": tops}, f, separators=(",", ":"))
+        np.stack([r[::stride] for r in rows]).astype("<f4").tofile(os.path.join(here, "exact_last_strided.f32"))
     print(f"wrote exact last-position logits for {len(rows)} prompts")
 
 

@@ -49,6 +49,16 @@ def smollm2() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def qwen15b() -> Path:
+    """The default PRM's backbone GGUF (catalog `stepscore-prm-qwen1.5b`)."""
+    cache = Path(os.environ.get("STEPSCORE_CACHE", Path.home() / ".cache" / "stepscore"))
+    path = cache / "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
+    if not path.exists():
+        pytest.skip(f"SKIPPED: {path} not fetched (run `stepscore fetch`)")
+    return path
+
+
 WORDS = ["First", "compute", "7", "\\times", "3", "=", "21.", "Then", "12", "+", "33.", "The", "answer", "is",
          "\\boxed{33}.", "We", "factor:", "$x", "2$", "so", "sum", "fruits", "Réponse", "ответ", "π", "≈"]
 

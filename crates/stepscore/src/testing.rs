@@ -1,6 +1,6 @@
 //! Test support (feature `testing`, on for this crate's own tests through
 //! its dev-dependency on itself): where the suites find the cached SmolLM2
-//! GGUF. The GGUF writer (`format::GgufWriter`) and the GPU engine's
+//! GGUF and the other catalog models. The GGUF writer (`format::GgufWriter`) and the GPU engine's
 //! one-kernel-per-call reference ops (`gpu::ops`) are behind the same
 //! feature: they exist for tests and fixtures, not as API.
 
@@ -23,4 +23,13 @@ pub fn find_smollm2_gguf() -> Option<PathBuf> {
         None => default_cache_dir()?.join(SMOLLM2_GGUF_FILE),
     };
     candidate.is_file().then_some(candidate)
+}
+
+/// The cached file of catalog model `name` (`stepscore fetch NAME` puts it
+/// there), if it has been fetched. Panics on a name the catalog lacks: that
+/// is a bug in the test, not a missing file.
+pub fn find_catalog_model(name: &str) -> Option<PathBuf> {
+    let entry = crate::catalog::get(name).unwrap_or_else(|| panic!("no catalog model {name}"));
+    let path = entry.file.path_in(&default_cache_dir()?);
+    path.is_file().then_some(path)
 }

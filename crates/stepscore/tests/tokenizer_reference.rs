@@ -142,3 +142,26 @@ fn llama_bpe_matches_llama_cpp() {
     assert_eq!(&with.ids[1..], tok.encode("Hi", false).unwrap());
     check(&tok, &fixture("llama-bpe.json"));
 }
+
+/// The real Qwen2.5 vocabulary (151,665 tokens with the chat, FIM and tool
+/// specials), from the Qwen2.5-Coder-0.5B GGUF: a few hundred strings aimed at
+/// its pre-tokenizer (digits one by one, whitespace runs, contractions,
+/// scripts, code) and special tokens.
+#[test]
+fn qwen25_coder_matches_llama_cpp() {
+    let Some(path) = stepscore::testing::find_catalog_model("qwen2.5-coder-0.5b") else {
+        eprintln!("SKIPPED: Qwen2.5-Coder-0.5B GGUF not cached (run `stepscore fetch qwen2.5-coder-0.5b`)");
+        return;
+    };
+    let tok = load(&path);
+    assert_eq!(tok.token_to_id("<|im_start|>"), Some(151644));
+    assert_eq!(tok.eos_id(), Some(151645));
+    // add_bos_token is false for Qwen2.5.
+    assert_eq!(
+        tok.encode("Hi", true).unwrap(),
+        tok.encode("Hi", false).unwrap()
+    );
+    let fx = fixture("qwen2.5-coder.json");
+    assert!(fx.cases.len() >= 300, "{} cases", fx.cases.len());
+    check(&tok, &fx);
+}

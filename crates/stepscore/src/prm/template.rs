@@ -66,7 +66,9 @@ impl Protocol {
                         .token_to_id(QWEN_PRM_MARKER)
                         .ok_or_else(|| missing("the `<extra_0>` token"))?,
                 );
-                p.chat.get_or_insert(ChatFormat::ChatMl);
+                p.chat.get_or_insert(ChatFormat::ChatMl {
+                    default_system: None,
+                });
             }
             Family::ValueHead => {
                 if p.bos_text.is_none() {
@@ -189,7 +191,9 @@ fn score_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         answer.push_str(s);
         answer.push_str(QWEN_PRM_MARKER);
     }
-    let chat = p.chat.unwrap_or(ChatFormat::ChatMl);
+    let chat = p.chat.clone().unwrap_or(ChatFormat::ChatMl {
+        default_system: None,
+    });
     let messages = [
         Message {
             role: "system",
@@ -275,7 +279,7 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
     // "+"; the reference scores step i on the conversation up to its answer,
     // at position -3 (the token before "+"). One pass over the whole
     // conversation gives the same logits, since the model is causal.
-    let chat = p.chat.unwrap_or(ChatFormat::Llama31);
+    let chat = p.chat.clone().unwrap_or(ChatFormat::Llama31);
     let first = format!("{problem} {}", steps[0]);
     let contents: Vec<&str> = std::iter::once(first.as_str())
         .chain(steps[1..].iter().copied())
