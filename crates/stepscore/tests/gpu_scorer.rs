@@ -17,9 +17,10 @@ mod gpu_support;
 
 use std::path::PathBuf;
 
-use gpu_support::{cached_model, have_adapter};
+use gpu_support::have_adapter;
 use serde::Deserialize;
 use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore};
+use stepscore::testing::find_catalog_model;
 use stepscore::Error;
 
 #[derive(Deserialize)]
@@ -319,7 +320,7 @@ fn score_gap(a: &TraceScore, b: &TraceScore) -> (f64, f64) {
 /// bounded here (llama_cpp_golden.rs holds that path to llama.cpp).
 #[test]
 fn qwen25_coder_05b_value_head_and_confidence_statistics_match_the_cpu_engine() {
-    let Some(path) = cached_model(QWEN_05B) else {
+    let Some(path) = find_catalog_model(QWEN_05B) else {
         eprintln!("SKIPPED: {QWEN_05B} GGUF not found (run `stepscore fetch {QWEN_05B}`)");
         return;
     };
