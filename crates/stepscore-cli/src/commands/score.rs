@@ -120,7 +120,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 tokens += result.tokens;
                 attach(&mut trace, &result, scorer.family());
                 if as_table {
-                    progress.suspend(|| write_table(&mut out, &name, &trace, &result, &args, threshold))
+                    progress
+                        .suspend(|| write_table(&mut out, &name, &trace, &result, &args, threshold))
                 } else {
                     jsonl(&mut out, &trace)
                 }
