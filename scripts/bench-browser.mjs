@@ -22,7 +22,7 @@
 //
 // Usage: node scripts/bench-browser.mjs [--runs N] [--json out.json]
 // Needs: pkg/dist (scripts/build-wasm.sh), pkg/node_modules (npm ci in pkg/),
-// /usr/bin/chromium, and the model in stepscore's cache (`stepscore fetch`).
+// /usr/bin/chromium, and the model in stepscore's cache (`stepscore fetch stepscore-prm-smollm2`).
 
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
@@ -33,7 +33,7 @@ const { values: args } = parseArgs({ options: { runs: { type: 'string', default:
 const RUNS = Math.max(1, Number(args.runs));
 const GGUF = smollm2Path();
 if (!existsSync(GGUF)) {
-  console.error(`bench-browser: ${GGUF} is missing (run \`stepscore fetch\`)`);
+  console.error(`bench-browser: ${GGUF} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`);
   process.exit(2);
 }
 

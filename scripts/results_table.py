@@ -1,17 +1,20 @@
 #!/usr/bin/env python3
-"""The default PRM's results table (issue 7): trained head vs the confidence
-family vs random scores, on the held-out test generators.
+"""A PRM's results table: trained head vs the confidence family vs random
+scores, on the held-out test generators.
 
 Step scores come from `stepscore features` output (the engine's own hidden
-states and confidence statistics; the trained head applied to a feature row
-equals the scorer's step score, see crates/stepscore/tests/features_parity.rs).
-Every metric is computed by the stepscore CLI itself (`eval`, `select`), so
-this script only joins files and formats the table. Thresholds for F1 are
-calibrated on the validation split and applied to the test split.
+states and step statistics; the trained head applied to a feature row
+equals the scorer's step score, see crates/stepscore/tests/features_parity.rs
+and head_kinds.rs). Every metric is computed by the stepscore CLI itself
+(`eval`, `select`), so this script only applies the head, joins files and
+formats the table. The trained head's F1 uses the threshold shipped in the
+head file (`stepscore.threshold`, chosen on validation); the other scorers'
+thresholds are calibrated on the validation split. Nothing is fitted on test.
 
 usage: results_table.py --features DIR --head HEAD.safetensors --stepscore BIN
-  DIR holds val.jsonl, test.jsonl (with --confidence) and bon8.jsonl
-  (with --confidence), made by scripts/train_default_head.sh.
+         [--data data/prm_v2_] [--backbone NAME]
+  DIR holds val.jsonl, test.jsonl and bon8.jsonl (`stepscore features
+  --confidence`, and `--layer L` when the head reads layer L).
 """
 import argparse
 import gzip
@@ -28,11 +31,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def read_head(path):
-    """w, b of a value head from safetensors (f32)."""
+    """The value head of a head file as a function of (hidden row, confidence,
+    digit confidence) -> P(step correct), and the file's metadata."""
     blob = Path(path).read_bytes()
     (n,) = struct.unpack("<Q", blob[:8])
     header = json.loads(blob[8 : 8 + n])
     data = blob[8 + n :]
+    meta = header.get("__metadata__", {})
 
     def tensor(name):
         info = header[name]
@@ -40,7 +45,38 @@ def read_head(path):
         s, e = info["data_offsets"]
         return list(struct.unpack(f"<{(e - s) // 4}f", data[s:e]))
 
-    return tensor("v_head.summary.weight"), tensor("v_head.summary.bias")[0], header.get("__metadata__", {})
+    stats = [x for x in meta.get("stepscore.step_stats", "").split(",") if x]
+    if not stats and meta.get("stepscore.confidence_features") == "true":
+        stats = ["log1p_tokens", "mean_logprob", "min_logprob", "mean_entropy"]
+    stats_only = meta.get("stepscore.stats_only") == "true"
+    value = {
+        "log1p_tokens": lambda c, d: math.log1p(c["tokens"]),
+        "mean_logprob": lambda c, d: c["mean_logprob"],
+        "min_logprob": lambda c, d: c["min_logprob"],
+        "mean_entropy": lambda c, d: c["mean_entropy"],
+        "digit_log1p_tokens": lambda c, d: math.log1p(d["tokens"]),
+        "digit_min_logprob": lambda c, d: d["min_logprob"],
+        "digit_mean_logprob": lambda c, d: d["mean_logprob"],
+    }
+
+    def row(h, c, d):
+        return ([] if stats_only else list(h)) + [value[s](c, d) for s in stats]
+
+    dot = lambda w, x: sum(a * b for a, b in zip(w, x))
+    if "v_head.summary.weight" in header:
+        w, b = tensor("v_head.summary.weight"), tensor("v_head.summary.bias")[0]
+        head = lambda h, c, d: sigmoid(dot(w, row(h, c, d)) + b)
+    else:
+        w0, b0 = tensor("v_head.summary.0.weight"), tensor("v_head.summary.0.bias")
+        w2, b2 = tensor("v_head.summary.2.weight"), tensor("v_head.summary.2.bias")[0]
+        width = len(w0) // len(b0)
+
+        def head(h, c, d):
+            x = row(h, c, d)
+            units = [max(0.0, dot(w0[k * width : (k + 1) * width], x) + b0[k]) for k in range(len(b0))]
+            return sigmoid(dot(w2, units) + b2)
+
+    return head, meta
 
 
 def sigmoid(z):
@@ -53,12 +89,12 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
-def scorers(w, b, seed):
+def scorers(head, seed):
     rng = random.Random(seed)
     return {
-        "trained head": lambda f, c: sigmoid(sum(x * y for x, y in zip(w, f)) + b),
-        "confidence": lambda f, c: math.exp(c["mean_logprob"]),
-        "random": lambda f, c: rng.random(),
+        "trained head": head,
+        "confidence": lambda h, c, d: math.exp(c["mean_logprob"]),
+        "random": lambda h, c, d: rng.random(),
     }
 
 
@@ -70,8 +106,9 @@ def scored_rows(data, features, score):
         row = dict(by_id[feat["id"]])
         n = len(feat["features"])
         conf = feat.get("confidence") or [None] * n
+        digits = feat.get("digit_confidence") or [None] * n
         row["steps"] = row["steps"][:n]
-        row["scores"] = [score(f, c) for f, c in zip(feat["features"], conf)]
+        row["scores"] = [score(h, c, d) for h, c, d in zip(feat["features"], conf, digits)]
         out.append(row)
     return out
 
@@ -93,36 +130,47 @@ def main():
     ap.add_argument("--features", required=True)
     ap.add_argument("--head", required=True)
     ap.add_argument("--stepscore", required=True)
+    ap.add_argument("--data", default="data/prm_v2_", help="path prefix of the val/test/test_bon8 splits")
+    ap.add_argument("--backbone", default="", help="label for the table's rows")
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--aggregation", default="min")
     a = ap.parse_args()
     fdir = Path(a.features)
-    w, b, meta = read_head(a.head)
-    data = {s: read_jsonl(ROOT / f"data/gsm_symbolic_{s}.jsonl.gz") for s in ["val", "test", "test_bon8"]}
+    head, meta = read_head(a.head)
+    data = {s: read_jsonl(ROOT / f"{a.data}{s}.jsonl.gz") for s in ["val", "test", "test_bon8"]}
     feats = {s: read_jsonl(fdir / f"{s}.jsonl") for s in ["val", "test", "bon8"]}
+    shipped = meta.get("stepscore.threshold")
     results = []
-    for name, score in scorers(w, b, a.seed).items():
+    for name, score in scorers(head, a.seed).items():
         val = scored_rows(data["val"], feats["val"], score)
         test = scored_rows(data["test"], feats["test"], score)
         bon = scored_rows(data["test_bon8"], feats["bon8"], score)
-        threshold = run(a.stepscore, ["eval", "--calibrate"], val)[-1]["processbench"]["threshold"]
+        if name == "trained head" and shipped is not None:
+            threshold, how = float(shipped), "shipped"
+        else:
+            threshold = run(a.stepscore, ["eval", "--calibrate"], val)[-1]["processbench"]["threshold"]
+            how = "val"
         ev = run(a.stepscore, ["eval", "--threshold", str(threshold)], test)[-1]
         summary = run(a.stepscore, ["select", "--aggregation", a.aggregation], bon)[-1]
-        results.append((name, threshold, ev, summary))
+        results.append((name, threshold, how, ev, summary))
     n_steps = sum(len(f["features"]) for f in feats["test"])
-    print(f"Test: {len(feats['test'])} traces ({n_steps} scored steps) from the held-out generators; "
-          f"best-of-8: {results[0][3]['groups']} groups. Head: {Path(a.head).name} "
-          f"(validation step AUROC {meta.get('stepscore.val_step_auroc', 'n/a')}). "
-          f"F1 threshold calibrated on {len(feats['val'])} validation traces.\n")
-    print(f"| scores | step AUROC | ProcessBench F1 (threshold) | acc. erroneous | acc. correct "
-          f"| best-of-8 ({a.aggregation}) | PRM-weighted vote | majority vote | oracle |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, threshold, ev, s in results:
+    gens = len({f.get("generator") for f in feats["test"]})
+    print(f"Test: {len(feats['test'])} traces ({n_steps} scored steps) from {gens} held-out generators; "
+          f"best-of-8: {results[0][4]['groups']} groups. Head: {Path(a.head).name} "
+          f"(validation step AUROC {meta.get('stepscore.val_step_auroc', 'n/a')}, validation ECE "
+          f"{meta.get('stepscore.val_ece_before', 'n/a')} before / {meta.get('stepscore.val_ece_after', 'n/a')} "
+          f"after calibration). Validation: {len(feats['val'])} traces.\n")
+    print(f"| backbone | scores | step AUROC | ProcessBench F1 (threshold) | acc. erroneous | acc. correct "
+          f"| ECE | best-of-8 ({a.aggregation}) | PRM-weighted vote | majority vote | oracle |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name, threshold, how, ev, s in results:
         pb = ev["processbench"]["overall"]
         g = s["with_reference"]
-        print(f"| {name} | {ev['step_auroc']:.3f} | {pb['f1']:.3f} ({threshold:.3f}) | {pb['acc_erroneous']:.3f} "
-              f"| {pb['acc_correct']:.3f} | {s['best_of_n_correct']}/{g} | {s['weighted_correct']}/{g} "
-              f"| {s['majority_correct']}/{g} | {s['oracle_correct']}/{g} |")
+        ece = ev.get("calibration") or {}
+        ece = f"{ece['ece']:.3f}" if "ece" in ece else "n/a"
+        print(f"| {a.backbone} | {name} | {ev['step_auroc']:.3f} | {pb['f1']:.3f} ({threshold:.3f} {how}) "
+              f"| {pb['acc_erroneous']:.3f} | {pb['acc_correct']:.3f} | {ece} | {s['best_of_n_correct']}/{g} "
+              f"| {s['weighted_correct']}/{g} | {s['majority_correct']}/{g} | {s['oracle_correct']}/{g} |")
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import { StepScorer } from 'stepscore';
 import { SMOLLM2, checkpointFiles, headFile, rejectsWith, startServer } from './helpers.js';
 
 const have = existsSync(SMOLLM2);
-const skip = have ? false : `${SMOLLM2} is missing (run \`stepscore fetch\`)`;
+const skip = have ? false : `${SMOLLM2} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`;
 const TRACE = { problem: 'What is 12 * 3?', steps: ['12 * 3 = 36.', 'So the answer is 36.'] };
 // Deterministic, non-trivial weights for SmolLM2's 576-wide hidden state.
 const WEIGHTS = Array.from({ length: 576 }, (_, i) => (((i * 37) % 11) - 5) * 0.01);

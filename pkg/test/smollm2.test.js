@@ -1,4 +1,4 @@
-// A real model: SmolLM2-135M-Instruct (GGUF Q4_1, from `stepscore fetch`)
+// A real model: SmolLM2-135M-Instruct (GGUF Q4_1, from `stepscore fetch stepscore-prm-smollm2`)
 // loaded by URL from the local server, scored with the confidence family and
 // compared with the native CPU engine (itself checked against llama.cpp).
 // Skipped when the file is not in ~/.cache/stepscore.
@@ -13,7 +13,7 @@ import { StepScorer } from 'stepscore';
 import { SMOLLM2, startServer } from './helpers.js';
 
 const have = existsSync(SMOLLM2);
-const skip = have ? false : `${SMOLLM2} is missing (run \`stepscore fetch\`)`;
+const skip = have ? false : `${SMOLLM2} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`;
 if (!have) console.log(`# SKIPPED smollm2 tests: ${skip}`);
 
 const TRACE = { problem: 'What is 12 * 3?', steps: ['12 * 3 = 36.', 'So the answer is 36.'] };

@@ -1,6 +1,6 @@
 // Smoke test with the real default model (SmolLM2-135M-Instruct Q4_1 GGUF,
 // confidence family), served from stepscore's cache dir. Skipped when the
-// file is not there (`cargo run -p stepscore-cli -- fetch` puts it there).
+// file is not there (`cargo run -p stepscore-cli -- fetch stepscore-prm-smollm2` puts it there).
 import { expect, test } from '@playwright/test';
 import { existsSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -11,7 +11,7 @@ const cache = process.env.XDG_CACHE_HOME ? join(process.env.XDG_CACHE_HOME, 'ste
 const gguf = join(process.env.STEPSCORE_MODELS_DIR ?? cache, 'SmolLM2-135M-Instruct.Q4_1.gguf');
 
 test('default model: SmolLM2 GGUF from the app server, confidence scores with per-step shading', async ({ page }) => {
-  test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch)`);
+  test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch stepscore-prm-smollm2)`);
   test.setTimeout(240_000);
   await openAndLoad(page, 'smollm2-confidence');
   await expect(page.locator('#model-info')).toContainText('confidence');
@@ -36,7 +36,7 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
 });
 
 test('default PRM: SmolLM2 GGUF + the trained value head from models/', async ({ page }) => {
-  test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch)`);
+  test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch stepscore-prm-smollm2)`);
   test.setTimeout(240_000);
   await openAndLoad(page, 'smollm2-prm');
   await expect(page.locator('#model-info')).toContainText('value-head');

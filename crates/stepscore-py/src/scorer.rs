@@ -193,6 +193,13 @@ impl Scorer {
         self.inner.family().name()
     }
 
+    /// The first-error threshold the model's head was shipped with (a step
+    /// scored below it is the error), or None.
+    #[getter]
+    fn threshold(&self) -> Option<f64> {
+        self.inner.threshold()
+    }
+
     /// The token limit per trace.
     #[getter]
     fn max_tokens(&self) -> usize {

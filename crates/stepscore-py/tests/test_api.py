@@ -206,12 +206,14 @@ def test_version():
 def test_catalog():
     models = {m["name"]: m for m in stepscore.catalog_models()}
     assert models["stepscore-prm-smollm2"]["kind"] == "prm"
+    assert models["stepscore-prm-qwen1.5b"]["kind"] == "prm"
     assert models["smollm2-135m"]["kind"] == "backbone"
     assert all(len(m["sha256"]) == 64 and m["size"] > 0 for m in models.values())
     with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
         stepscore.fetch("no-such-model")
 
 
-def test_default_scorer_is_the_catalog_prm(smollm2):
+def test_default_scorer_is_the_catalog_prm(qwen15b):
     scorer = stepscore.Scorer(threads=1)
-    assert scorer.family == "value-head" and scorer.model == smollm2
+    assert scorer.family == "value-head" and scorer.model == qwen15b
+    assert 0 < scorer.threshold < 1  # shipped with the head (stepscore.threshold)

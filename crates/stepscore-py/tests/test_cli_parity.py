@@ -39,11 +39,11 @@ def test_truncation_equals_cli(tmp_path, cli):
     assert_same(got, want, want)
 
 
-def test_default_prm_equals_cli_on_examples(cli, smollm2):
+def test_catalog_prm_equals_cli_on_examples(cli, smollm2):
     path = ROOT / "examples" / "traces.jsonl"
-    want = cli_scores(cli, path)
+    want = cli_scores(cli, path, "--model", "stepscore-prm-smollm2")
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    scorer = stepscore.Scorer("stepscore-prm-smollm2")  # the catalog name the CLI defaults to
+    scorer = stepscore.Scorer("stepscore-prm-smollm2")  # the catalog's fast PRM, as the CLI names it
     assert scorer.family == "value-head"
     got = {r["id"]: s.step_scores for r, s in zip(rows, scorer.score_batch(rows))}
     assert set(got) == set(want)

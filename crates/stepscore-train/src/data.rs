@@ -10,13 +10,12 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use serde::Deserialize;
+use stepscore::prm::{DigitConfidence, StepConfidence, StepStat};
 
 use crate::error::{Error, Result};
 
 /// Widest feature row accepted (SmolLM2-135M is 576, 7B backbones ~4k); bounds allocation.
 pub const MAX_WIDTH: usize = 1 << 16;
-/// Number of confidence statistics appended per step with `with_confidence`.
-pub const CONFIDENCE_FEATURES: usize = 4;
 
 /// A dense, row-major design matrix with one boolean label per row.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +25,9 @@ pub struct Examples {
     pub x: Vec<f32>,
     /// `true` = the step is correct.
     pub y: Vec<bool>,
+    /// Per labelled trace, its rows (consecutive) and its first-error label
+    /// (-1: all correct), for trace-level metrics; empty when unknown.
+    pub traces: Vec<(std::ops::Range<usize>, i64)>,
 }
 
 /// What reading a features file found.
@@ -59,7 +61,12 @@ impl Examples {
                 i / width
             )));
         }
-        Ok(Examples { width, x, y })
+        Ok(Examples {
+            width,
+            x,
+            y,
+            traces: Vec::new(),
+        })
     }
 
     pub fn len(&self) -> usize {
@@ -80,20 +87,14 @@ impl Examples {
 }
 
 #[derive(Deserialize)]
-struct Confidence {
-    tokens: f64,
-    mean_logprob: f64,
-    min_logprob: f64,
-    mean_entropy: f64,
-}
-
-#[derive(Deserialize)]
 struct Record {
     #[serde(default)]
     label: Option<i64>,
     features: Vec<Vec<f32>>,
     #[serde(default)]
-    confidence: Option<Vec<Confidence>>,
+    confidence: Option<Vec<StepConfidence>>,
+    #[serde(default)]
+    digit_confidence: Option<Vec<DigitConfidence>>,
 }
 
 /// Opens `path`, decompressing when it ends in `.gz`.
@@ -107,19 +108,18 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::new(reader)))
 }
 
-/// Reads every labelled step of the features file at `path`; with `with_confidence` each row
-/// gets the step's `[ln(1 + tokens), mean_logprob, min_logprob, mean_entropy]` appended.
-pub fn read_examples(path: &Path, with_confidence: bool) -> Result<(Examples, ReadStats)> {
-    read_examples_from(open(path)?, path, with_confidence)
+/// Reads every labelled step of the features file at `path` as rows laid out by `layout`.
+pub fn read_examples(path: &Path, layout: &RowLayout) -> Result<(Examples, ReadStats)> {
+    read_examples_from(open(path)?, path, layout)
 }
 
 /// [`read_examples`] over any reader; `path` only names the source in errors.
 pub fn read_examples_from(
     reader: impl BufRead,
     path: &Path,
-    with_confidence: bool,
+    layout: &RowLayout,
 ) -> Result<(Examples, ReadStats)> {
-    let mut builder = ExamplesBuilder::new(with_confidence);
+    let mut builder = ExamplesBuilder::new(layout);
     for (n, line) in reader.lines().enumerate() {
         let parse = |message: String| Error::Parse {
             path: path.to_path_buf(),
@@ -131,16 +131,26 @@ pub fn read_examples_from(
             continue;
         }
         let record: Record = serde_json::from_str(&line).map_err(|e| parse(e.to_string()))?;
-        let confidence: Option<Vec<[f64; CONFIDENCE_FEATURES]>> = record.confidence.map(|c| {
-            c.iter()
-                .map(|c| [c.tokens, c.mean_logprob, c.min_logprob, c.mean_entropy])
-                .collect()
-        });
         builder
-            .push_trace(record.label, &record.features, confidence.as_deref())
+            .push_trace(
+                record.label,
+                &record.features,
+                record.confidence.as_deref(),
+                record.digit_confidence.as_deref(),
+            )
             .map_err(parse)?;
     }
     builder.finish(&path.display().to_string())
+}
+
+/// What a feature row holds: the hidden state of `layer` (`None`: the
+/// final one; absent with `stats_only`) joined with `stats`, in order. The
+/// head file records it (`stepscore.layer`, `.step_stats`, `.stats_only`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowLayout {
+    pub layer: Option<usize>,
+    pub stats: Vec<StepStat>,
+    pub stats_only: bool,
 }
 
 /// Accumulates labelled steps trace by trace: the one place the ProcessBench
@@ -148,30 +158,33 @@ pub fn read_examples_from(
 /// engine extracts in memory (`stepscore train`).
 #[derive(Debug, Default)]
 pub struct ExamplesBuilder {
-    with_confidence: bool,
+    layout: RowLayout,
     width: Option<usize>,
     x: Vec<f32>,
     y: Vec<bool>,
+    traces: Vec<(std::ops::Range<usize>, i64)>,
     stats: ReadStats,
 }
 
 impl ExamplesBuilder {
-    pub fn new(with_confidence: bool) -> Self {
+    /// Rows laid out as `layout` says.
+    pub fn new(layout: &RowLayout) -> Self {
         ExamplesBuilder {
-            with_confidence,
+            layout: layout.clone(),
             ..Default::default()
         }
     }
 
     /// Adds one trace: its first-error label (`None`: unlabelled, skipped),
-    /// one feature row per scored step, and with confidence features
-    /// `[tokens, mean_logprob, min_logprob, mean_entropy]` per step. The
-    /// error message names the offending field.
+    /// one feature row per scored step, and per step its confidence and
+    /// digit statistics (needed when the rows join statistics that read
+    /// them). The error message names the offending field.
     pub fn push_trace(
         &mut self,
         label: Option<i64>,
         features: &[Vec<f32>],
-        confidence: Option<&[[f64; CONFIDENCE_FEATURES]]>,
+        confidence: Option<&[StepConfidence]>,
+        digits: Option<&[DigitConfidence]>,
     ) -> std::result::Result<(), String> {
         self.stats.traces += 1;
         let Some(label) = label else {
@@ -186,17 +199,18 @@ impl ExamplesBuilder {
         // leaves only correct steps.
         let labelled = usize::try_from(label).map_or(steps, |l| steps.min(l.saturating_add(1)));
         self.stats.dropped_steps += steps - labelled;
-        let confidence = match (self.with_confidence, confidence) {
-            (false, _) => None,
-            (true, None) => return Err("`confidence` missing (extract with --confidence)".into()),
-            (true, Some(c)) if c.len() != steps => {
-                return Err(format!(
-                    "`confidence` has {} entries for {steps} feature rows",
-                    c.len()
-                ))
+        let needs = |digit: bool| self.layout.stats.iter().any(|s| s.reads_digits() == digit);
+        let per_step = |name: &str, n: Option<usize>, needed: bool| match (needed, n) {
+            (false, _) => Ok(()),
+            (true, None) => Err(format!("`{name}` missing (extract with --confidence)")),
+            (true, Some(n)) if n != steps => {
+                Err(format!("`{name}` has {n} entries for {steps} feature rows"))
             }
-            (true, Some(c)) => Some(c),
+            (true, Some(_)) => Ok(()),
         };
+        per_step("confidence", confidence.map(<[_]>::len), needs(false))?;
+        per_step("digit_confidence", digits.map(<[_]>::len), needs(true))?;
+        let first_row = self.y.len();
         for (i, row) in features.iter().take(labelled).enumerate() {
             let w = *self.width.get_or_insert(row.len());
             if row.len() != w {
@@ -213,15 +227,29 @@ impl ExamplesBuilder {
             if let Some(j) = row.iter().position(|v| !v.is_finite()) {
                 return Err(format!("`features[{i}][{j}]` is not finite"));
             }
-            self.x.extend_from_slice(row);
-            if let Some(c) = confidence.and_then(|c| c.get(i)) {
-                let extra = [c[0].ln_1p(), c[1], c[2], c[3]];
-                if extra.iter().any(|v| !v.is_finite()) {
-                    return Err(format!("`confidence[{i}]` has a non-finite value"));
+            if !self.layout.stats_only {
+                self.x.extend_from_slice(row);
+            }
+            let conf = confidence.and_then(|c| c.get(i)).copied();
+            let digit = digits.and_then(|d| d.get(i)).copied().unwrap_or_default();
+            for stat in &self.layout.stats {
+                // Presence was checked above for every statistic in use.
+                let c = conf.unwrap_or(StepConfidence {
+                    tokens: 0,
+                    mean_logprob: 0.0,
+                    min_logprob: 0.0,
+                    mean_entropy: 0.0,
+                });
+                let v = stat.value(&c, &digit);
+                if !v.is_finite() {
+                    return Err(format!("step {i}'s `{}` is not finite", stat.name()));
                 }
-                self.x.extend(extra.iter().map(|&v| v as f32));
+                self.x.push(v);
             }
             self.y.push(label < 0 || (i as i64) < label);
+        }
+        if self.y.len() > first_row {
+            self.traces.push((first_row..self.y.len(), label));
         }
         Ok(())
     }
@@ -232,13 +260,10 @@ impl ExamplesBuilder {
         let base = self
             .width
             .ok_or_else(|| Error::Data(format!("{source}: no labelled step features")))?;
-        let width = base
-            + if self.with_confidence {
-                CONFIDENCE_FEATURES
-            } else {
-                0
-            };
-        Ok((Examples::new(width, self.x, self.y)?, self.stats))
+        let width = if self.layout.stats_only { 0 } else { base } + self.layout.stats.len();
+        let mut examples = Examples::new(width, self.x, self.y)?;
+        examples.traces = self.traces;
+        Ok((examples, self.stats))
     }
 }
 
@@ -247,7 +272,15 @@ mod tests {
     use super::*;
 
     fn read(text: &str, conf: bool) -> Result<(Examples, ReadStats)> {
-        read_examples_from(text.as_bytes(), Path::new("t.jsonl"), conf)
+        let layout = RowLayout {
+            stats: if conf {
+                StepStat::CONFIDENCE.to_vec()
+            } else {
+                vec![]
+            },
+            ..RowLayout::default()
+        };
+        read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout)
     }
 
     #[test]
@@ -284,10 +317,43 @@ mod tests {
     fn confidence_is_appended() {
         let text = r#"{"label": 0, "features": [[1,2]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}], "tokens": 5, "truncated_steps": 0}"#;
         let (ex, _) = read(text, true).unwrap();
-        assert_eq!(ex.width, 2 + CONFIDENCE_FEATURES);
+        assert_eq!(ex.width, 2 + StepStat::CONFIDENCE.len());
         let ln4 = 4f64.ln() as f32;
         assert_eq!(ex.x, vec![1.0, 2.0, ln4, -0.5, -2.0, 1.5]);
         assert_eq!(ex.y, vec![false]);
+    }
+
+    #[test]
+    fn digit_statistics_and_stats_only_rows_and_trace_groups() {
+        let text = r#"{"label": 1, "features": [[1,2],[3,4],[5,6]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}, {"tokens": 1, "mean_logprob": -1.0, "min_logprob": -1.0, "mean_entropy": 0.5}, {"tokens": 1, "mean_logprob": -1.0, "min_logprob": -1.0, "mean_entropy": 0.5}], "digit_confidence": [{"tokens": 0, "min_logprob": 0.0, "mean_logprob": 0.0}, {"tokens": 2, "min_logprob": -9.0, "mean_logprob": -4.5}, {"tokens": 2, "min_logprob": -1.0, "mean_logprob": -1.0}]}
+{"label": -1, "features": [[7,8]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}], "digit_confidence": [{"tokens": 0, "min_logprob": 0.0, "mean_logprob": 0.0}]}"#;
+        let layout = RowLayout {
+            stats: vec![StepStat::DigitMinLogprob, StepStat::MinLogprob],
+            stats_only: true,
+            layer: None,
+        };
+        let (ex, _) = read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout).unwrap();
+        assert_eq!(ex.width, 2);
+        assert_eq!(ex.x, vec![0.0, -2.0, -9.0, -1.0, 0.0, -2.0]);
+        assert_eq!(ex.y, vec![true, false, true]);
+        assert_eq!(ex.traces, vec![(0..2, 1), (2..3, -1)]);
+        let with_hidden = RowLayout {
+            stats_only: false,
+            ..layout
+        };
+        let (ex, _) =
+            read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &with_hidden).unwrap();
+        assert_eq!(ex.width, 4);
+        assert_eq!(&ex.x[..4], &[1.0, 2.0, 0.0, -2.0]);
+        // Digit statistics need `digit_confidence`.
+        let no_digits = r#"{"label": -1, "features": [[7,8]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}]}"#;
+        let msg = read_examples_from(no_digits.as_bytes(), Path::new("t.jsonl"), &with_hidden)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("digit_confidence") && msg.contains("t.jsonl:1"),
+            "{msg}"
+        );
     }
 
     #[test]

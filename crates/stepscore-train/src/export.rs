@@ -8,10 +8,10 @@
 //!   `v_head.summary.2.weight` [1, k], `v_head.summary.2.bias` [1] — `nn.Sequential(Linear,
 //!   ReLU, Linear)` naming, as the 2-class `score.0`/`score.2` head uses.
 //!
-//! Header metadata the engine reads: `stepscore.confidence_features` (`true`: rows are the
-//! hidden state joined with `[ln(1 + tokens), mean_logprob, min_logprob, mean_entropy]`, width
-//! h + 4) and `stepscore.layer` (the layer whose hidden state the features hold; absent: the
-//! final one).
+//! Header metadata the engine reads: `stepscore.step_stats` (the step statistics joined to the
+//! hidden state, in row order, by name; width h + their number), `stepscore.layer` (the layer
+//! whose hidden state the features hold; absent: the final one) and `stepscore.threshold` (the
+//! first-error threshold chosen on validation).
 //!
 //! The step score is sigmoid of the head's output: P(step correct).
 
@@ -47,6 +47,31 @@ pub enum ExportedHead {
 }
 
 impl ExportedHead {
+    /// The head whose logit is `scale * logit + offset` (Platt scaling folded
+    /// into the last layer).
+    pub fn scaled(self, scale: f64, offset: f64) -> ExportedHead {
+        let sc = |v: f32| (scale * v as f64) as f32;
+        match self {
+            ExportedHead::Linear { weight, bias } => ExportedHead::Linear {
+                weight: weight.into_iter().map(sc).collect(),
+                bias: (scale * bias as f64 + offset) as f32,
+            },
+            ExportedHead::Mlp {
+                hidden,
+                w0,
+                b0,
+                w2,
+                b2,
+            } => ExportedHead::Mlp {
+                hidden,
+                w0,
+                b0,
+                w2: w2.into_iter().map(sc).collect(),
+                b2: (scale * b2 as f64 + offset) as f32,
+            },
+        }
+    }
+
     /// Input width `h`.
     pub fn width(&self) -> usize {
         match self {

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use stepscore_train::{read_examples, train_and_save_at, HeadKind, TrainConfig};
+use stepscore::prm::StepStat;
+use stepscore_train::{read_examples, train_and_save, HeadKind, RowLayout, TrainConfig};
 
 #[derive(Parser)]
 #[command(
@@ -19,7 +20,8 @@ struct Args {
     /// Training features (JSONL or JSONL.gz).
     #[arg(long)]
     train: PathBuf,
-    /// Validation features, for early stopping on step AUROC.
+    /// Validation features, for early stopping on step AUROC, then Platt calibration and the
+    /// first-error threshold (written as `stepscore.threshold`).
     #[arg(long)]
     val: Option<PathBuf>,
     /// Where to write the head (safetensors).
@@ -31,10 +33,20 @@ struct Args {
     /// Hidden units of the MLP head.
     #[arg(long, default_value_t = 64)]
     hidden: usize,
-    /// Append the confidence statistics to every step's features (needs `--confidence` at
-    /// extraction); recorded as `stepscore.confidence_features` for the engine.
-    #[arg(long)]
+    /// Append the four confidence statistics (log1p_tokens, mean_logprob, min_logprob,
+    /// mean_entropy) to every step's features (needs `--confidence` at extraction); the same
+    /// as `--stats` with those four.
+    #[arg(long, conflicts_with = "stats")]
     confidence: bool,
+    /// Step statistics to append, in order, comma-separated: log1p_tokens, mean_logprob,
+    /// min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob, digit_mean_logprob
+    /// (needs `--confidence` at extraction); recorded as `stepscore.step_stats`.
+    #[arg(long, value_delimiter = ',', value_parser = str::parse::<StepStat>)]
+    stats: Vec<StepStat>,
+    /// Rows are the `--stats` alone, not the hidden state (recorded as
+    /// `stepscore.stats_only`): a head of a few weights that needs no layer's states.
+    #[arg(long, requires = "stats")]
+    stats_only: bool,
     /// The `--layer` the features were extracted with (`stepscore features --layer L`),
     /// recorded as `stepscore.layer` so the engine reads the same layer.
     #[arg(long, value_name = "L")]
@@ -55,7 +67,16 @@ struct Args {
 }
 
 fn run(args: Args) -> stepscore_train::Result<()> {
-    let (train_ex, stats) = read_examples(&args.train, args.confidence)?;
+    let layout = RowLayout {
+        layer: args.layer,
+        stats: if args.confidence {
+            StepStat::CONFIDENCE.to_vec()
+        } else {
+            args.stats.clone()
+        },
+        stats_only: args.stats_only,
+    };
+    let (train_ex, stats) = read_examples(&args.train, &layout)?;
     eprintln!(
         "{}: {} steps ({} correct) from {} traces; {} unlabelled traces, {} steps after an error dropped",
         args.train.display(),
@@ -67,7 +88,7 @@ fn run(args: Args) -> stepscore_train::Result<()> {
     );
     let val_ex = match &args.val {
         Some(p) => {
-            let (ex, _) = read_examples(p, args.confidence)?;
+            let (ex, _) = read_examples(p, &layout)?;
             eprintln!(
                 "{}: {} steps ({} correct)",
                 p.display(),
@@ -93,14 +114,7 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         patience: args.patience,
         seed: args.seed,
     };
-    train_and_save_at(
-        &train_ex,
-        val_ex.as_ref(),
-        &cfg,
-        &args.out,
-        args.confidence,
-        args.layer,
-    )?;
+    train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout)?;
     Ok(())
 }
 

@@ -59,6 +59,7 @@ impl Standardizer {
             width: ex.width,
             x,
             y: ex.y.clone(),
+            traces: ex.traces.clone(),
         }
     }
 

@@ -4,7 +4,8 @@ use burn::optim::decay::WeightDecayConfig;
 use burn::optim::{AdamConfig, GradientsParams};
 use burn::prelude::*;
 
-use crate::data::Examples;
+use crate::calibrate::{calibrate, Calibrated};
+use crate::data::{Examples, RowLayout};
 use crate::error::{Error, Result};
 use crate::export::ExportedHead;
 use crate::model::{HeadKind, HeadModel};
@@ -60,6 +61,9 @@ pub struct Trained {
     /// The epoch whose model was kept (best validation AUROC, else the last).
     pub best_epoch: usize,
     pub config: TrainConfig,
+    /// Platt scaling and threshold from validation, applied by
+    /// [`Trained::predict`] and folded into [`Trained::export`].
+    pub calibration: Option<Calibrated>,
 }
 
 /// splitmix64: a tiny, fixed, seedable generator for the shuffle.
@@ -262,43 +266,44 @@ pub fn train(train: &Examples, val: Option<&Examples>, cfg: &TrainConfig) -> Res
         history,
         best_epoch: best.0,
         config: cfg.clone(),
+        calibration: None,
     })
 }
 
-/// [`train`], then the epoch log (JSON lines) and a summary on stderr, and the head written to
-/// `out` (see [`Trained::save`]): what both `stepscore-train` and `stepscore train` do.
+/// [`train`], Platt calibration and the threshold on `val` (when given), then the epoch log
+/// and the calibration (JSON lines) and a summary on stderr, and the head written to `out`
+/// (see [`Trained::save`]): what both `stepscore-train` and `stepscore train` do. Rows are
+/// laid out as `layout` says, which the head file records.
 pub fn train_and_save(
     train_ex: &Examples,
     val: Option<&Examples>,
     cfg: &TrainConfig,
     out: &std::path::Path,
-    confidence_features: bool,
+    layout: &RowLayout,
 ) -> Result<Trained> {
-    train_and_save_at(train_ex, val, cfg, out, confidence_features, None)
-}
-
-/// [`train_and_save`] for features of layer `layer` (`stepscore features --layer`;
-/// `None`: the final hidden state), which the head file records.
-pub fn train_and_save_at(
-    train_ex: &Examples,
-    val: Option<&Examples>,
-    cfg: &TrainConfig,
-    out: &std::path::Path,
-    confidence_features: bool,
-    layer: Option<usize>,
-) -> Result<Trained> {
-    let trained = train(train_ex, val, cfg)?;
+    let mut trained = train(train_ex, val, cfg)?;
     for log in &trained.history {
         eprintln!("{}", serde_json::to_string(log).unwrap_or_default());
     }
-    trained.save_at(out, confidence_features, layer)?;
+    if let Some(v) = val {
+        let z = trained.logits(v)?;
+        let c = calibrate(&z, v)?;
+        eprintln!("{}", serde_json::json!({ "calibration": &c }).to_string());
+        trained.calibration = Some(c);
+    }
+    trained.save(out, layout)?;
     eprintln!(
-        "wrote {} (best epoch {}, validation step AUROC {})",
+        "wrote {} (best epoch {}, validation step AUROC {}, threshold {})",
         out.display(),
         trained.best_epoch,
         trained
             .best_val_auroc()
-            .map_or("n/a".to_string(), |a| format!("{a:.4}"))
+            .map_or("n/a".to_string(), |a| format!("{a:.4}")),
+        trained
+            .calibration
+            .as_ref()
+            .and_then(|c| c.threshold)
+            .map_or("n/a".to_string(), |t| format!("{t:.4}"))
     );
     Ok(trained)
 }
@@ -306,6 +311,19 @@ pub fn train_and_save_at(
 impl Trained {
     /// P(step correct) for raw feature rows, computed by burn on standardized inputs.
     pub fn predict(&self, ex: &Examples) -> Result<Vec<f64>> {
+        let (a, c) = self
+            .calibration
+            .as_ref()
+            .map_or((1.0, 0.0), |c| (c.scale, c.offset));
+        Ok(self
+            .logits(ex)?
+            .into_iter()
+            .map(|z| 1.0 / (1.0 + (-(a * z + c)).exp()))
+            .collect())
+    }
+
+    /// The head's uncalibrated logits for raw feature rows.
+    fn logits(&self, ex: &Examples) -> Result<Vec<f64>> {
         if ex.width != self.standardizer.mean.len() {
             return Err(Error::Data(format!(
                 "features have width {}, the head was trained on {}",
@@ -315,7 +333,7 @@ impl Trained {
         }
         let device = Device::flex();
         let z = logits(&self.model, &self.standardizer.apply(ex), &device)?;
-        Ok(z.into_iter().map(sigmoid).collect())
+        Ok(z.into_iter().map(f64::from).collect())
     }
 
     /// The validation AUROC of the kept epoch, when there was a validation set.
@@ -327,19 +345,10 @@ impl Trained {
     }
 
     /// Exports the head and writes it as safetensors with the training
-    /// settings in the header metadata (`stepscore.*`).
-    pub fn save(&self, path: &std::path::Path, confidence_features: bool) -> Result<()> {
-        self.save_at(path, confidence_features, None)
-    }
-
-    /// [`Trained::save`] for a head over layer `layer`'s hidden state, recorded as
-    /// `stepscore.layer` (absent for the final hidden state).
-    pub fn save_at(
-        &self,
-        path: &std::path::Path,
-        confidence_features: bool,
-        layer: Option<usize>,
-    ) -> Result<()> {
+    /// settings in the header metadata (`stepscore.*`): the row layout
+    /// (`stepscore.step_stats`, `.stats_only`, `.layer`) and, when
+    /// calibrated, the threshold and the validation ECE before and after.
+    pub fn save(&self, path: &std::path::Path, layout: &RowLayout) -> Result<()> {
         let head = self.export()?;
         let kind = match self.config.head {
             HeadKind::Linear => "linear".to_string(),
@@ -352,11 +361,14 @@ impl Trained {
             "stepscore.width".to_string(),
             self.standardizer.mean.len().to_string(),
         );
-        meta.insert(
-            "stepscore.confidence_features".to_string(),
-            confidence_features.to_string(),
-        );
-        if let Some(l) = layer {
+        if !layout.stats.is_empty() {
+            let names: Vec<&str> = layout.stats.iter().map(|s| s.name()).collect();
+            meta.insert("stepscore.step_stats".to_string(), names.join(","));
+        }
+        if layout.stats_only {
+            meta.insert("stepscore.stats_only".to_string(), "true".to_string());
+        }
+        if let Some(l) = layout.layer {
             meta.insert("stepscore.layer".to_string(), l.to_string());
         }
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());
@@ -367,11 +379,33 @@ impl Trained {
         if let Some(a) = self.best_val_auroc() {
             meta.insert("stepscore.val_step_auroc".to_string(), format!("{a:.4}"));
         }
+        if let Some(c) = &self.calibration {
+            if let Some(t) = c.threshold {
+                meta.insert("stepscore.threshold".to_string(), format!("{t:.6}"));
+            }
+            meta.insert(
+                "stepscore.val_ece_before".to_string(),
+                format!("{:.4}", c.ece_before),
+            );
+            meta.insert(
+                "stepscore.val_ece_after".to_string(),
+                format!("{:.4}", c.ece_after),
+            );
+        }
         head.save(path, meta)
     }
 
-    /// The head over raw features: standardization folded into the first layer.
+    /// The head over raw features: standardization folded into the first
+    /// layer, Platt scaling (when calibrated) into the last.
     pub fn export(&self) -> Result<ExportedHead> {
+        let head = self.export_uncalibrated()?;
+        Ok(match &self.calibration {
+            Some(c) => head.scaled(c.scale, c.offset),
+            None => head,
+        })
+    }
+
+    fn export_uncalibrated(&self) -> Result<ExportedHead> {
         let layers = self.model.layers()?;
         let first = layers
             .first()

@@ -1,17 +1,17 @@
-//! The default PRM (SmolLM2-135M-Instruct GGUF + the embedded trained value
+//! The fast PRM (SmolLM2-135M-Instruct GGUF + the embedded trained value
 //! head) scores exactly what the trainer saw: the head applied by hand to the
 //! backbone's step features (the `stepscore features` path used to build the
 //! training set) equals the scorer's step scores. Skipped with a printed
 //! reason when the GGUF is not cached.
 
-use stepscore::prm::head_file::DEFAULT_HEAD_NAME;
+use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;
 use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions};
 use stepscore::testing::find_smollm2_gguf;
 
 #[test]
 fn embedded_head_is_a_smollm2_value_head() {
-    let head = HeadFile::default_head().unwrap();
-    assert_eq!(head.name(), DEFAULT_HEAD_NAME);
+    let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
+    assert_eq!(head.name(), SMOLLM2_HEAD_NAME);
     assert_eq!(head.family().unwrap(), Family::ValueHead);
     let (shape, w) = head.tensor("v_head.summary.weight").unwrap();
     assert_eq!(shape, vec![1, 576], "SmolLM2-135M's hidden width");
@@ -32,7 +32,7 @@ fn default_prm_scores_equal_the_head_on_training_features() {
         threads: 2,
         ..Default::default()
     };
-    let head = HeadFile::default_head().unwrap();
+    let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
     let scorer = Scorer::open_with_head_file(&gguf, &head, &options).unwrap();
     assert_eq!(scorer.family(), Family::ValueHead);
     let backbone = Scorer::open_backbone(

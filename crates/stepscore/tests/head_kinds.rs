@@ -24,7 +24,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use stepscore::model::{HfCheckpoint, Transformer};
-use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions};
+use stepscore::prm::{Backend, DigitConfidence, Family, HeadFile, Scorer, ScorerOptions, StepStat};
 
 const H: usize = 32;
 const N_LAYERS: usize = 2;
@@ -422,7 +422,8 @@ fn layer_features_are_the_heads_input() {
             }
         }
         for (c, want) in f.confidence.unwrap().iter().zip(&stats) {
-            for (a, b) in c.features().iter().zip(want) {
+            let row = StepStat::CONFIDENCE.map(|st| st.value(c, &DigitConfidence::default()));
+            for (a, b) in row.iter().zip(want) {
                 assert!((a - b).abs() <= 1e-5, "statistics: {a} vs {b}");
             }
         }
@@ -471,7 +472,7 @@ fn head_files_that_disagree_with_their_metadata_are_named_errors() {
         .unwrap_err()
         .to_string();
     assert!(
-        err.contains("v_head.summary.weight") && err.contains("confidence_features"),
+        err.contains("v_head.summary.weight") && err.contains("stepscore.step_stats"),
         "{err}"
     );
     let mut kind = Kind::new(true, None, false, 6);
@@ -526,4 +527,102 @@ fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
         }
         eprintln!("{}: max |gpu - cpu| = {worst:.1e}", kind.name);
     }
+}
+
+/// A head over named step statistics alone (`stepscore.stats_only`), digit
+/// statistics included, scores `sigmoid(w . stats + b)` of the statistics
+/// `stepscore features` reports for the same trace (which finds digit tokens
+/// by decoding each token, where the head uses a table built at load), on
+/// every engine and through a session; its shipped threshold reaches the
+/// scorer.
+#[test]
+fn stats_only_heads_over_digit_statistics_score_their_features() {
+    use stepscore::prm::FeatureOptions;
+    let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens";
+    let (w, b) = ([0.7f32, -0.3, 0.25], 0.4f32);
+    let bytes = safetensors_bytes(
+        &[
+            ("v_head.summary.weight", vec![1, 3], w.to_vec()),
+            ("v_head.summary.bias", vec![1], vec![b]),
+        ],
+        HashMap::from([
+            ("stepscore.step_stats".to_string(), stats.to_string()),
+            ("stepscore.stats_only".to_string(), "true".to_string()),
+            ("stepscore.threshold".to_string(), "0.375".to_string()),
+        ]),
+    );
+    let head = HeadFile::from_bytes(&bytes, "digits.safetensors").unwrap();
+    let backbone = RefModel::new().backbone;
+    let problem = "What is 12 + 30?";
+    let steps = [
+        "12 + 30 = 42.",
+        "So the answer is 42.",
+        "Check: 42 - 30 = 12.",
+    ];
+    let f = backbone
+        .step_features_with(
+            problem,
+            &steps,
+            &FeatureOptions {
+                layer: None,
+                confidence: true,
+            },
+        )
+        .unwrap();
+    let (conf, digits) = (f.confidence.unwrap(), f.digit_confidence.unwrap());
+    assert!(
+        digits.iter().any(|d| d.tokens > 0),
+        "the steps must hold digit tokens for the test to mean anything"
+    );
+    let want: Vec<f64> = conf
+        .iter()
+        .zip(&digits)
+        .map(|(c, d)| {
+            let x = [d.min_logprob, c.min_logprob, (d.tokens as f64).ln_1p()];
+            let z: f64 = x
+                .iter()
+                .zip(&w)
+                .map(|(x, w)| (*x as f32) as f64 * *w as f64)
+                .sum::<f64>()
+                + b as f64;
+            1.0 / (1.0 + (-z).exp())
+        })
+        .collect();
+    let mut backends = vec![Backend::Cpu];
+    #[cfg(feature = "gpu")]
+    if gpu_support::have_adapter() {
+        backends.push(Backend::Gpu);
+    }
+    for backend in backends {
+        let scorer = Scorer::open_with_head_file(dir(), &head, &options(backend)).unwrap();
+        assert_eq!(scorer.threshold(), Some(0.375));
+        let got = scorer.score_steps(problem, &steps).unwrap().step_scores;
+        let tol = if backend == Backend::Cpu { 1e-6 } else { 1e-4 };
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            let g = g.unwrap();
+            assert!((g - w).abs() <= tol, "{backend:?} step {i}: {g} vs {w}");
+        }
+        let mut session = scorer.session(problem);
+        for (i, step) in steps.iter().enumerate() {
+            let g = session.append(step).unwrap();
+            assert!(
+                (g - want[i]).abs() <= tol,
+                "{backend:?} session step {i}: {g} vs {}",
+                want[i]
+            );
+        }
+    }
+    // Statistics alone need names; a wrong count is a named width error.
+    let nameless = safetensors_bytes(
+        &[("v_head.summary.weight", vec![1, 3], w.to_vec())],
+        HashMap::from([("stepscore.stats_only".to_string(), "true".to_string())]),
+    );
+    let err = Scorer::open_with_head_file(
+        dir(),
+        &HeadFile::from_bytes(&nameless, "n.safetensors").unwrap(),
+        &options(Backend::Cpu),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("stepscore.step_stats"), "{err}");
 }

@@ -1,5 +1,5 @@
 // A real model in Chromium: SmolLM2-135M-Instruct (GGUF Q4_1, 98 MB, from
-// `stepscore fetch`) loaded by URL into a worker, scored with the confidence
+// `stepscore fetch stepscore-prm-smollm2`) loaded by URL into a worker, scored with the confidence
 // family. Two comparisons:
 //  - with the same wasm in Node: the same portable kernels on the same
 //    inputs, so the numbers must be identical;
@@ -23,7 +23,7 @@ import { headFile } from '../helpers.js';
 import { inPage, openPage, smollm2Path, startServer, value } from './harness.mjs';
 
 const GGUF = smollm2Path();
-const skip = existsSync(GGUF) ? false : `${GGUF} is missing (run \`stepscore fetch\`)`;
+const skip = existsSync(GGUF) ? false : `${GGUF} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`;
 if (skip) console.log(`# SKIPPED SmolLM2 browser test: ${skip}`);
 
 const TRACE = { problem: 'What is 12 * 3?', steps: ['12 * 3 = 36.', 'So the answer is 36.'] };

@@ -74,9 +74,10 @@ pub struct Args {
     #[arg(long, short, default_value = "min")]
     pub aggregation: Aggregation,
 
-    /// A step scoring below this is marked as the first error in the table, in [0, 1].
-    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
-    pub threshold: f64,
+    /// A step scoring below this is marked as the first error in the table, in [0, 1]
+    /// (default: the threshold the model's head was shipped with, else 0.5).
+    #[arg(long, value_parser = crate::options::threshold)]
+    pub threshold: Option<f64>,
 
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
     #[arg(long, value_enum, default_value = "auto")]
@@ -97,6 +98,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
         backend: args.backend,
     };
     let scorer = open_scorer(args.model.as_deref(), args.head.as_deref(), &options)?;
+    let threshold = args
+        .threshold
+        .or(scorer.threshold())
+        .unwrap_or(DEFAULT_THRESHOLD);
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();
@@ -115,7 +120,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 tokens += result.tokens;
                 attach(&mut trace, &result, scorer.family());
                 if as_table {
-                    progress.suspend(|| write_table(&mut out, &name, &trace, &result, &args))
+                    progress
+                        .suspend(|| write_table(&mut out, &name, &trace, &result, &args, threshold))
                 } else {
                     jsonl(&mut out, &trace)
                 }
@@ -238,6 +244,9 @@ fn progress_bar(input: &InputArgs) -> ProgressBar {
     bar
 }
 
+/// The first-error threshold for a head shipped without one.
+const DEFAULT_THRESHOLD: f64 = 0.5;
+
 /// Eighths of a block, for bars with sub-character resolution.
 const BAR_WIDTH: usize = 20;
 
@@ -260,6 +269,7 @@ fn write_table(
     trace: &Trace,
     result: &TraceScore,
     args: &Args,
+    threshold: f64,
 ) -> Result<(), Failure> {
     let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
@@ -269,7 +279,7 @@ fn write_table(
         .map(|s| s.unwrap_or(f64::NAN))
         .collect();
     let scored = &scores[..scores.len() - result.truncated_steps];
-    let first = first_error(scored, args.threshold);
+    let first = first_error(scored, threshold);
     for (i, step) in trace.steps.iter().enumerate() {
         let s = result.step_scores.get(i).copied().flatten();
         let mark = if first == Some(i) {

@@ -14,10 +14,13 @@ use crate::Failure;
     after_help = "Input: labelled traces (ProcessBench rows with `label`, TRL PRM rows with \
     per-step `labels`, or stepscore's format), JSON or JSONL. Steps after the first wrong one \
     are dropped (ProcessBench convention). The head reads the backbone's final hidden state at \
-    each step's end (the value-head family's marker); the output holds `v_head.summary.weight` \
-    [1, hidden] and `v_head.summary.bias` [1] and loads with \
+    each step's end (the value-head family's marker), or layer --layer's, joined with --stats; \
+    the output holds `v_head.summary.weight` [1, width] and `v_head.summary.bias` [1] (linear) \
+    or the MLP's `v_head.summary.{0,2}.*`, and loads with \
     `stepscore score --model <backbone> --head <out>`.\n\
-    Without --val, every 10th labelled trace is held out for early stopping.\n\
+    Without --val, every 10th labelled trace is held out. The held-out traces choose the epoch \
+    (step AUROC), fit Platt scaling (folded into the head, so scores are probabilities) and the \
+    first-error threshold (`stepscore.threshold`, used by `score` when --threshold is not given).\n\
     Needs a build with the trainer: cargo run --release -p stepscore-cli --features train -- train ..."
 )]
 pub struct Args {
@@ -63,6 +66,29 @@ pub struct Args {
     /// Token limit per trace; longer traces keep the steps that fit.
     #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
+
+    /// Head: `linear` or `mlp` (Linear(width, --hidden) -> ReLU -> Linear(--hidden, 1)).
+    #[arg(long, default_value = "linear", value_parser = ["linear", "mlp"])]
+    pub head: String,
+
+    /// Hidden units of the MLP head.
+    #[arg(long, default_value_t = 64, value_parser = crate::options::positive)]
+    pub hidden: usize,
+
+    /// Read the hidden state of layer L (0..=n_layers) instead of the final one; recorded as
+    /// `stepscore.layer`.
+    #[arg(long, value_name = "L")]
+    pub layer: Option<usize>,
+
+    /// Step statistics joined to the hidden state, comma-separated: log1p_tokens,
+    /// mean_logprob, min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob,
+    /// digit_mean_logprob (they need the backbone's LM head); recorded as `stepscore.step_stats`.
+    #[arg(long, value_delimiter = ',', value_parser = str::parse::<stepscore::prm::StepStat>)]
+    pub stats: Vec<stepscore::prm::StepStat>,
+
+    /// The head reads the --stats alone, not the hidden state (`stepscore.stats_only`).
+    #[arg(long, requires = "stats")]
+    pub stats_only: bool,
 }
 
 #[cfg(not(feature = "train"))]
@@ -85,8 +111,10 @@ mod with_trainer {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
-    use stepscore_train::{train_and_save, Examples, ExamplesBuilder, HeadKind, TrainConfig};
+    use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepFeatures, Truncation};
+    use stepscore_train::{
+        train_and_save, Examples, ExamplesBuilder, HeadKind, RowLayout, TrainConfig,
+    };
 
     use super::Args;
     use crate::commands::fetch;
@@ -111,11 +139,20 @@ mod with_trainer {
         eprintln!("stepscore train: backbone {}", model.display());
 
         let started = Instant::now();
-        let mut train_set = ExamplesBuilder::new(false);
-        let mut held_out = ExamplesBuilder::new(false);
+        let layout = RowLayout {
+            layer: args.layer,
+            stats: args.stats.clone(),
+            stats_only: args.stats_only,
+        };
+        let mut train_set = ExamplesBuilder::new(&layout);
+        let mut held_out = ExamplesBuilder::new(&layout);
+        let features = FeatureOptions {
+            layer: args.layer,
+            confidence: !args.stats.is_empty(),
+        };
         let split = args.val.is_none();
         let (mut labelled, mut bad) = (0usize, 0usize);
-        bad += extract(&backbone, &args.input, |label, features| {
+        bad += extract(&backbone, &args.input, &features, |label, f| {
             let into_val = split && label.is_some() && labelled % HOLD_OUT == HOLD_OUT - 1;
             labelled += usize::from(label.is_some());
             let target = if into_val {
@@ -123,15 +160,15 @@ mod with_trainer {
             } else {
                 &mut train_set
             };
-            target.push_trace(label, features, None)
+            push(target, label, f)
         })?;
         if let Some(val) = &args.val {
             let input = InputArgs {
                 input: val.clone(),
                 ..args.input.clone()
             };
-            bad += extract(&backbone, &input, |label, features| {
-                held_out.push_trace(label, features, None)
+            bad += extract(&backbone, &input, &features, |label, f| {
+                push(&mut held_out, label, f)
             })?;
         }
         let secs = started.elapsed().as_secs_f64();
@@ -152,7 +189,13 @@ mod with_trainer {
         );
 
         let cfg = TrainConfig {
-            head: HeadKind::Linear,
+            head: if args.head == "mlp" {
+                HeadKind::Mlp {
+                    hidden: args.hidden,
+                }
+            } else {
+                HeadKind::Linear
+            },
             epochs: args.epochs,
             batch_size: args.batch_size,
             learning_rate: args.lr,
@@ -160,7 +203,7 @@ mod with_trainer {
             patience: args.patience,
             seed: args.seed,
         };
-        train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, false).map_err(
+        train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout).map_err(
             |e| match e {
                 stepscore_train::Error::Io { .. } => Failure::Io(e.to_string()),
                 other => usage(other),
@@ -170,6 +213,15 @@ mod with_trainer {
             return Err(Failure::BadRecords(bad));
         }
         Ok(())
+    }
+
+    fn push(to: &mut ExamplesBuilder, label: Option<i64>, f: &StepFeatures) -> Result<(), String> {
+        to.push_trace(
+            label,
+            &f.hidden,
+            f.confidence.as_deref(),
+            f.digit_confidence.as_deref(),
+        )
     }
 
     fn usage(e: stepscore_train::Error) -> Failure {
@@ -182,7 +234,8 @@ mod with_trainer {
     fn extract(
         backbone: &Scorer,
         input: &InputArgs,
-        mut sink: impl FnMut(Option<i64>, &[Vec<f32>]) -> Result<(), String>,
+        options: &FeatureOptions,
+        mut sink: impl FnMut(Option<i64>, &StepFeatures) -> Result<(), String>,
     ) -> Result<usize, Failure> {
         let bar = if std::io::stderr().is_terminal() {
             ProgressBar::new_spinner().with_style(
@@ -198,9 +251,9 @@ mod with_trainer {
             let name = trace.id.clone().unwrap_or_else(|| "(no id)".into());
             let texts: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
             let result = backbone
-                .step_features(&trace.problem, &texts)
+                .step_features_with(&trace.problem, &texts, options)
                 .map_err(|e| e.to_string())
-                .and_then(|f| sink(trace.first_error_label(), &f.hidden));
+                .and_then(|f| sink(trace.first_error_label(), &f));
             if let Err(e) = result {
                 failed += 1;
                 bar.suspend(|| eprintln!("error: trace {name}: {e}"));

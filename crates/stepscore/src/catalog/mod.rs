@@ -198,10 +198,19 @@ const QWEN25_CODER_15B: ModelFile = ModelFile {
 /// Every named model, the default PRM first.
 pub const ENTRIES: &[Entry] = &[
     Entry {
+        name: "stepscore-prm-qwen1.5b",
+        summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore's calibrated digit-surprise head (1.1 GB; the default)",
+        kind: Kind::Prm {
+            head: crate::prm::head_file::QWEN15B_HEAD_NAME,
+        },
+        file: QWEN25_CODER_15B,
+        license: "Apache-2.0",
+    },
+    Entry {
         name: "stepscore-prm-smollm2",
         summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's value head (98 MB; fast, weak verifier)",
         kind: Kind::Prm {
-            head: crate::prm::head_file::DEFAULT_HEAD_NAME,
+            head: crate::prm::head_file::SMOLLM2_HEAD_NAME,
         },
         file: SMOLLM2_135M,
         license: "Apache-2.0",
@@ -230,7 +239,9 @@ pub const ENTRIES: &[Entry] = &[
 ];
 
 /// The name `stepscore score` uses without `--model`.
-pub const DEFAULT_PRM: &str = "stepscore-prm-smollm2";
+pub const DEFAULT_PRM: &str = "stepscore-prm-qwen1.5b";
+/// The small, fast PRM (weak verifier), for tests and quick looks.
+pub const FAST_PRM: &str = "stepscore-prm-smollm2";
 
 /// The entry named `name`.
 pub fn get(name: &str) -> Option<&'static Entry> {

@@ -8,10 +8,9 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::backend::block_on;
-use super::head::{step_token_logprobs, StepConfidence};
+use super::head::{is_digit_token, step_token_logprobs, DigitConfidence, StepConfidence};
 use super::scorer::{Forward, HeadMode, Scorer, ScorerOptions};
 use crate::error::{Error, Result};
-use crate::tokenizer::Tokenizer;
 
 /// Which features [`Scorer::step_features_with`] extracts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -122,7 +121,9 @@ impl Scorer {
                 .iter()
                 .zip(&enc.step_tokens)
                 .map(|(lps, range)| {
-                    DigitConfidence::of(self.tokenizer(), &enc.tokens[range.clone()], lps)
+                    DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
+                        is_digit_token(self.tokenizer(), id)
+                    })
                 })
                 .collect::<Result<Vec<_>>>()?;
             let stats = per_token.iter().map(|t| StepConfidence::of(t)).collect();
@@ -137,40 +138,6 @@ impl Scorer {
             digit_confidence,
             tokens: enc.tokens.len(),
             truncated_steps,
-        })
-    }
-}
-
-/// The log-probabilities of a step's digit tokens (tokens whose text, without
-/// surrounding whitespace, is one or more ASCII digits). A wrong result or
-/// operand is a number the model did not expect, so these separate wrong
-/// steps from right ones far better than the whole step's statistics
-/// (docs/TRAINING.md, "backbone probes"). A step without digits has
-/// `tokens` 0 and both log-probs 0.0 (no evidence of surprise).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct DigitConfidence {
-    pub tokens: usize,
-    pub min_logprob: f64,
-    pub mean_logprob: f64,
-}
-
-impl DigitConfidence {
-    /// From a step's token ids and their `(log-prob, entropy)`, in order.
-    fn of(tok: &Tokenizer, ids: &[u32], per_token: &[(f64, f64)]) -> Result<DigitConfidence> {
-        let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
-        for (&id, &(lp, _)) in ids.iter().zip(per_token) {
-            let text = tok.decode(&[id], false)?;
-            let t = text.trim();
-            if !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()) {
-                min = if n == 0 { lp } else { min.min(lp) };
-                sum += lp;
-                n += 1;
-            }
-        }
-        Ok(DigitConfidence {
-            tokens: n,
-            min_logprob: min,
-            mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
         })
     }
 }

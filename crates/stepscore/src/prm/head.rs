@@ -10,6 +10,7 @@ use super::family::Family;
 use super::template::{Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
+use crate::tokenizer::Tokenizer;
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -25,20 +26,109 @@ pub const V_HEAD_MLP_0_BIAS: &str = "v_head.summary.0.bias";
 pub const V_HEAD_MLP_2_WEIGHT: &str = "v_head.summary.2.weight";
 pub const V_HEAD_MLP_2_BIAS: &str = "v_head.summary.2.bias";
 
-/// The step statistics a head can join to the hidden state, in this order:
-/// `[ln(1 + tokens), mean_logprob, min_logprob, mean_entropy]`, each
-/// rounded to f32 (the row layout stepscore-train trains on).
-pub const CONFIDENCE_FEATURES: usize = 4;
+/// One statistic of a step's own tokens that a value head can join to the
+/// hidden state; a head file lists the ones it reads, in order, under
+/// `stepscore.step_stats` (see `head_file.rs`). Each is rounded to f32.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum StepStat {
+    /// `ln(1 + tokens)`.
+    Log1pTokens,
+    MeanLogprob,
+    MinLogprob,
+    /// Mean entropy (nats) of the distributions that predict the tokens.
+    MeanEntropy,
+    /// `ln(1 + digit tokens)` (see [`DigitConfidence`]).
+    DigitLog1pTokens,
+    DigitMinLogprob,
+    DigitMeanLogprob,
+}
 
-/// What a head reads besides its weights.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+impl StepStat {
+    pub const ALL: [StepStat; 7] = [
+        StepStat::Log1pTokens,
+        StepStat::MeanLogprob,
+        StepStat::MinLogprob,
+        StepStat::MeanEntropy,
+        StepStat::DigitLog1pTokens,
+        StepStat::DigitMinLogprob,
+        StepStat::DigitMeanLogprob,
+    ];
+    /// The layout `stepscore.confidence_features = true` means (the first
+    /// heads over hidden state + statistics were trained on these four).
+    pub const CONFIDENCE: [StepStat; 4] = [
+        StepStat::Log1pTokens,
+        StepStat::MeanLogprob,
+        StepStat::MinLogprob,
+        StepStat::MeanEntropy,
+    ];
+
+    /// The name head files and feature files use.
+    pub fn name(self) -> &'static str {
+        match self {
+            StepStat::Log1pTokens => "log1p_tokens",
+            StepStat::MeanLogprob => "mean_logprob",
+            StepStat::MinLogprob => "min_logprob",
+            StepStat::MeanEntropy => "mean_entropy",
+            StepStat::DigitLog1pTokens => "digit_log1p_tokens",
+            StepStat::DigitMinLogprob => "digit_min_logprob",
+            StepStat::DigitMeanLogprob => "digit_mean_logprob",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<StepStat> {
+        StepStat::ALL.into_iter().find(|s| s.name() == name)
+    }
+
+    /// Whether the statistic needs to know which tokens are digits.
+    pub fn reads_digits(self) -> bool {
+        matches!(
+            self,
+            StepStat::DigitLog1pTokens | StepStat::DigitMinLogprob | StepStat::DigitMeanLogprob
+        )
+    }
+
+    /// Its value for one step.
+    pub fn value(self, s: &StepConfidence, d: &DigitConfidence) -> f32 {
+        let v = match self {
+            StepStat::Log1pTokens => (s.tokens as f64).ln_1p(),
+            StepStat::MeanLogprob => s.mean_logprob,
+            StepStat::MinLogprob => s.min_logprob,
+            StepStat::MeanEntropy => s.mean_entropy,
+            StepStat::DigitLog1pTokens => (d.tokens as f64).ln_1p(),
+            StepStat::DigitMinLogprob => d.min_logprob,
+            StepStat::DigitMeanLogprob => d.mean_logprob,
+        };
+        v as f32
+    }
+}
+
+impl std::str::FromStr for StepStat {
+    type Err = String;
+
+    /// A statistic by [`StepStat::name`]; the error lists the known names.
+    fn from_str(name: &str) -> std::result::Result<StepStat, String> {
+        StepStat::from_name(name.trim()).ok_or_else(|| {
+            let known: Vec<&str> = StepStat::ALL.iter().map(|s| s.name()).collect();
+            format!("unknown statistic `{name}` (known: {})", known.join(", "))
+        })
+    }
+}
+
+/// What a head reads besides its weights, and the threshold it ships with.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct HeadInput {
     /// The layer whose hidden state the head reads; `None`: the final one
     /// (see [`Transformer::forward_tapped`] for the definition).
     pub layer: Option<usize>,
-    /// Whether the step's confidence statistics are joined to the hidden
-    /// state (a value head of width `h + 4`).
-    pub confidence_features: bool,
+    /// The step statistics joined to the hidden state, in row order (a
+    /// value head of width `h + stats.len()`); empty: the hidden state alone.
+    pub stats: Vec<StepStat>,
+    /// The head reads the statistics alone, not the hidden state (width
+    /// `stats.len()`): no layer's states leave the engine.
+    pub stats_only: bool,
+    /// The first-error threshold chosen with the head on validation data
+    /// (a step scored below it is flagged); `None`: the head has none.
+    pub threshold: Option<f64>,
 }
 
 /// A head and its weights, `W` being the engine's weight storage.
@@ -46,6 +136,7 @@ pub struct HeadInput {
 pub struct Head<W = Matrix> {
     kind: Kind<W>,
     layer: Option<usize>,
+    threshold: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -68,7 +159,7 @@ enum Kind<W> {
 
 /// A value head: `sigmoid(Linear(x))` or `sigmoid(Linear(ReLU(Linear(x))))`
 /// over the row `x` = hidden state (joined with the step's confidence
-/// statistics when `confidence_features`), all in f64.
+/// statistics `stats`), all in f64.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ValueHead {
     width: usize,
@@ -77,7 +168,12 @@ pub struct ValueHead {
     b0: Vec<f32>,
     /// The MLP's output layer `[1, units]` and its bias, after a ReLU.
     out: Option<(Vec<f32>, f32)>,
-    confidence_features: bool,
+    stats: Vec<StepStat>,
+    /// Rows are the statistics alone (see [`HeadInput::stats_only`]).
+    stats_only: bool,
+    /// With digit statistics: per token id, whether it is a digit token
+    /// (see [`DigitConfidence`]); filled from the tokenizer once at load.
+    digit_tokens: Option<std::sync::Arc<[bool]>>,
 }
 
 impl ValueHead {
@@ -95,6 +191,30 @@ impl ValueHead {
             }
         }
     }
+
+    /// Each step's token statistics, and its digit statistics when the
+    /// head reads them (zeros otherwise: they are not used then).
+    async fn step_stats<K: Kernels>(
+        &self,
+        k: &K,
+        last: &K::Hidden,
+        enc: &Encoded,
+    ) -> Result<Vec<(StepConfidence, DigitConfidence)>> {
+        let per_token = step_token_logprobs(k, last, enc).await?;
+        per_token
+            .iter()
+            .zip(&enc.step_tokens)
+            .map(|(lps, range)| {
+                let digits = match &self.digit_tokens {
+                    Some(table) => DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
+                        Ok(table.get(id as usize).copied().unwrap_or(false))
+                    })?,
+                    None => DigitConfidence::default(),
+                };
+                Ok((StepConfidence::of(lps), digits))
+            })
+            .collect()
+    }
 }
 
 /// What the confidence family measures on one step's tokens.
@@ -107,16 +227,62 @@ pub struct StepConfidence {
     pub mean_entropy: f64,
 }
 
-impl StepConfidence {
-    /// The statistics as a value head reads them (see [`CONFIDENCE_FEATURES`]).
-    pub fn features(&self) -> [f32; CONFIDENCE_FEATURES] {
-        [
-            (self.tokens as f64).ln_1p() as f32,
-            self.mean_logprob as f32,
-            self.min_logprob as f32,
-            self.mean_entropy as f32,
-        ]
+/// The log-probabilities of a step's digit tokens (tokens whose text, without
+/// surrounding whitespace, is one or more ASCII digits). A wrong result or
+/// operand is a number the model did not expect, so these separate wrong
+/// steps from right ones far better than the whole step's statistics
+/// (docs/TRAINING.md, "backbone probes"). A step without digits has
+/// `tokens` 0 and both log-probs 0.0 (no evidence of surprise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DigitConfidence {
+    pub tokens: usize,
+    pub min_logprob: f64,
+    pub mean_logprob: f64,
+}
+
+impl DigitConfidence {
+    /// From a step's token ids and their `(log-prob, entropy)`, in order.
+    pub(crate) fn of(
+        ids: &[u32],
+        per_token: &[(f64, f64)],
+        is_digit: impl Fn(u32) -> Result<bool>,
+    ) -> Result<DigitConfidence> {
+        let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
+        for (&id, &(lp, _)) in ids.iter().zip(per_token) {
+            if is_digit(id)? {
+                min = if n == 0 { lp } else { min.min(lp) };
+                sum += lp;
+                n += 1;
+            }
+        }
+        Ok(DigitConfidence {
+            tokens: n,
+            min_logprob: min,
+            mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
+        })
     }
+}
+
+/// Whether token `id` is a digit token: its text, trimmed, is ASCII digits.
+pub(crate) fn is_digit_token(tok: &Tokenizer, id: u32) -> Result<bool> {
+    let text = tok.decode(&[id], false)?;
+    let t = text.trim();
+    Ok(!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// [`is_digit_token`] for every id of a `vocab`-row vocabulary projection
+/// (ids the tokenizer does not know are not digits).
+fn digit_token_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[bool]>> {
+    let known = tok.vocab_size();
+    (0..vocab)
+        .map(|id| {
+            if id < known {
+                is_digit_token(tok, id as u32)
+            } else {
+                Ok(false)
+            }
+        })
+        .collect()
 }
 
 /// A head's result for one prompt.
@@ -146,24 +312,23 @@ fn require(get: &TensorLookup<'_>, name: &str, shape: &[usize]) -> Result<Vec<f3
     }
 }
 
-/// Says what a head width off by the confidence statistics means.
+/// Says what a head width off by a number of step statistics means.
 fn width_hint(got: &[usize], want: &[usize]) -> String {
     match (got.last(), want.last()) {
-        (Some(&g), Some(&w)) if g == w + CONFIDENCE_FEATURES => format!(
-            " (a head over the hidden state and the {CONFIDENCE_FEATURES} confidence statistics: its file must say `stepscore.confidence_features` = true)"
+        (Some(&g), Some(&w)) if g > w && g - w <= StepStat::ALL.len() => format!(
+            " (a head {} values wider than its input: a head over the hidden state and {} step statistics must name them in `stepscore.step_stats`)",
+            g - w,
+            g - w
         ),
-        (Some(&g), Some(&w)) if g + CONFIDENCE_FEATURES == w => {
-            " (the file says `stepscore.confidence_features` = true, but the head is as wide as the hidden state)".to_string()
-        }
+        (Some(&g), Some(&w)) if g < w && w - g <= StepStat::ALL.len() => format!(
+            " (the file names {} more step statistics than the head has columns for)",
+            w - g
+        ),
         _ => String::new(),
     }
 }
 
-fn value_head(
-    get: &TensorLookup<'_>,
-    width: usize,
-    confidence_features: bool,
-) -> Result<ValueHead> {
+fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Result<ValueHead> {
     if get(V_HEAD_WEIGHT)?.is_some() {
         let w0 = require(get, V_HEAD_WEIGHT, &[1, width])?;
         let b = match get(V_HEAD_BIAS)? {
@@ -181,7 +346,9 @@ fn value_head(
             w0,
             b0: vec![b],
             out: None,
-            confidence_features,
+            stats: stats.to_vec(),
+            stats_only: false,
+            digit_tokens: None,
         });
     }
     let units = match get(V_HEAD_MLP_0_WEIGHT)? {
@@ -208,18 +375,22 @@ fn value_head(
         w0,
         b0,
         out: Some((w2, b2[0])),
-        confidence_features,
+        stats: stats.to_vec(),
+        stats_only: false,
+        digit_tokens: None,
     })
 }
 
 impl Head {
     /// Builds the head `protocol`'s family needs for `model` (its final
     /// form: the "+"/"-" rows are cut from its vocabulary projection as
-    /// scoring will use it), reading `input`'s layer and statistics.
+    /// scoring will use it), reading `input`'s layer and statistics; the
+    /// tokenizer tells digit tokens apart for the digit statistics.
     pub fn load(
         protocol: &Protocol,
         model: &Transformer,
-        input: HeadInput,
+        tokenizer: &Tokenizer,
+        input: &HeadInput,
         get: &TensorLookup<'_>,
     ) -> Result<Head> {
         let h = model.config().hidden_size;
@@ -231,15 +402,15 @@ impl Head {
             ));
         }
         let hidden_state_head = matches!(protocol.family, Family::ScoreHead | Family::ValueHead);
-        if !hidden_state_head && (input.layer.is_some() || input.confidence_features) {
+        if !hidden_state_head && (input.layer.is_some() || !input.stats.is_empty()) {
             return Err(Error::model(
                 "stepscore.layer",
                 format!("the {} family reads the LM's own outputs: it has no layer or confidence features to choose", protocol.family),
             ));
         }
-        if protocol.family == Family::ScoreHead && input.confidence_features {
+        if protocol.family == Family::ScoreHead && !input.stats.is_empty() {
             return Err(Error::model(
-                "stepscore.confidence_features",
+                "stepscore.step_stats",
                 "only value heads join the confidence statistics to the hidden state",
             ));
         }
@@ -254,12 +425,20 @@ impl Head {
                 }
             }
             Family::ValueHead => {
-                let width = h + if input.confidence_features {
-                    CONFIDENCE_FEATURES
-                } else {
-                    0
-                };
-                Kind::Value(value_head(get, width, input.confidence_features)?)
+                if input.stats_only && input.stats.is_empty() {
+                    return Err(Error::model(
+                        "stepscore.stats_only",
+                        "a head over the step statistics alone must name them in `stepscore.step_stats`",
+                    ));
+                }
+                let reads = if input.stats_only { 0 } else { h };
+                let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
+                v.stats_only = input.stats_only;
+                if v.stats.iter().any(|s| s.reads_digits()) {
+                    let vocab = model.config().vocab_size;
+                    v.digit_tokens = Some(digit_token_table(tokenizer, vocab)?);
+                }
+                Kind::Value(v)
             }
             Family::MathShepherd | Family::Rlhflow => {
                 let (plus, minus) = protocol
@@ -280,6 +459,7 @@ impl Head {
         Ok(Head {
             kind,
             layer: input.layer.filter(|&l| l < n_layers),
+            threshold: input.threshold,
         })
     }
 
@@ -301,6 +481,7 @@ impl Head {
         Ok(Head {
             kind,
             layer: self.layer,
+            threshold: self.threshold,
         })
     }
 }
@@ -312,12 +493,17 @@ impl<W> Head<W> {
         self.layer
     }
 
+    /// The first-error threshold the head ships with, if any.
+    pub fn threshold(&self) -> Option<f64> {
+        self.threshold
+    }
+
     /// Whether the head reads the LM's token statistics (which need the
     /// final states and the vocabulary projection).
     pub fn needs_token_stats(&self) -> bool {
         match &self.kind {
             Kind::Confidence => true,
-            Kind::Value(v) => v.confidence_features,
+            Kind::Value(v) => !v.stats.is_empty(),
             _ => false,
         }
     }
@@ -379,8 +565,10 @@ impl<W> Head<W> {
                     .collect()
             }
             Kind::Value(v) => {
-                let stats = if v.confidence_features {
-                    let s = step_confidence(k, &states.last, enc).await?;
+                let stats = if v.stats.is_empty() {
+                    None
+                } else {
+                    let s = v.step_stats(k, &states.last, enc).await?;
                     if s.len() != n {
                         return Err(Error::InvalidArgument(format!(
                             "{} steps have statistics, {n} have markers",
@@ -388,21 +576,26 @@ impl<W> Head<W> {
                         )));
                     }
                     Some(s)
-                } else {
-                    None
                 };
-                let width = input.width();
-                let rows = k.rows(input, &enc.markers, &[]).await?;
+                let (width, rows) = if v.stats_only {
+                    (0, vec![0.0f32; 0])
+                } else {
+                    (input.width(), k.rows(input, &enc.markers, &[]).await?)
+                };
                 let mut x = Vec::with_capacity(v.width);
-                let scores = rows
-                    .chunks_exact(width.max(1))
-                    .take(n)
-                    .enumerate()
-                    .map(|(i, row)| {
+                let scores = (0..n)
+                    .map(|i| {
                         x.clear();
-                        x.extend_from_slice(row);
-                        if let Some(s) = stats.as_ref().and_then(|s| s.get(i)) {
-                            x.extend_from_slice(&s.features());
+                        if width > 0 {
+                            let row = rows.get(i * width..(i + 1) * width).ok_or_else(|| {
+                                Error::InvalidArgument(format!(
+                                    "the engine returned no hidden state for step {i}"
+                                ))
+                            })?;
+                            x.extend_from_slice(row);
+                        }
+                        if let Some((s, d)) = stats.as_ref().and_then(|s| s.get(i)) {
+                            x.extend(v.stats.iter().map(|stat| stat.value(s, d)));
                         }
                         if x.len() != v.width {
                             return Err(Error::InvalidArgument(format!(
@@ -414,7 +607,7 @@ impl<W> Head<W> {
                         Ok(sigmoid(v.logit(&x)))
                     })
                     .collect::<Result<Vec<f64>>>()?;
-                confidence = stats;
+                confidence = stats.map(|s| s.into_iter().map(|(s, _)| s).collect());
                 scores
             }
             Kind::Confidence => {
@@ -555,7 +748,9 @@ mod tests {
             w0: vec![1.0, -2.0],
             b0: vec![0.5],
             out: None,
-            confidence_features: false,
+            stats: vec![],
+            stats_only: false,
+            digit_tokens: None,
         };
         assert_eq!(lin.logit(&[3.0, 1.0]), 1.5);
         // MLP: relu(3 + 0, 1 - 5) = (3, 0); 2*3 + 7*0 - 1 = 5
@@ -564,7 +759,9 @@ mod tests {
             w0: vec![1.0, 0.0, 0.0, 1.0],
             b0: vec![0.0, -5.0],
             out: Some((vec![2.0, 7.0], -1.0)),
-            confidence_features: false,
+            stats: vec![],
+            stats_only: false,
+            digit_tokens: None,
         };
         assert_eq!(mlp.logit(&[3.0, 1.0]), 5.0);
         let s = StepConfidence {
@@ -573,6 +770,42 @@ mod tests {
             min_logprob: -2.0,
             mean_entropy: 1.25,
         };
-        assert_eq!(s.features(), [4f64.ln() as f32, -0.5, -2.0, 1.25]);
+        let d = DigitConfidence {
+            tokens: 1,
+            min_logprob: -7.0,
+            mean_logprob: -3.5,
+        };
+        let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
+        assert_eq!(
+            row,
+            [
+                4f64.ln() as f32,
+                -0.5,
+                -2.0,
+                1.25,
+                2f64.ln() as f32,
+                -7.0,
+                -3.5
+            ]
+        );
+    }
+
+    #[test]
+    fn stat_names_round_trip_and_are_distinct() {
+        for st in StepStat::ALL {
+            assert_eq!(StepStat::from_name(st.name()), Some(st));
+        }
+        assert_eq!(StepStat::from_name("min_lp"), None);
+        assert_eq!(StepStat::CONFIDENCE, StepStat::ALL[..4]);
+    }
+
+    #[test]
+    fn digit_statistics_cover_only_digit_tokens() {
+        // ids 1 and 3 are digits, with log-probs -2 and -6.
+        let lps = [(-0.1, 0.0), (-2.0, 0.0), (-9.0, 0.0), (-6.0, 0.0)];
+        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, |id| Ok(id % 2 == 1)).unwrap();
+        assert_eq!((d.tokens, d.min_logprob, d.mean_logprob), (2, -6.0, -4.0));
+        let none = DigitConfidence::of(&[0, 2], &lps[..2], |_| Ok(false)).unwrap();
+        assert_eq!(none, DigitConfidence::default());
     }
 }

@@ -5,7 +5,7 @@
 use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
-use super::head::{HeadInput, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT};
+use super::head::{HeadInput, StepStat, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT};
 use crate::error::{Error, Result};
 use crate::model::hf::to_f32;
 
@@ -21,36 +21,60 @@ pub struct HeadFile {
 /// the final one; see `Transformer::forward_tapped`).
 pub const META_LAYER: &str = "stepscore.layer";
 /// Header metadata: `true` when the head's rows are the hidden state joined
-/// with the step's confidence statistics (width h + 4).
+/// with the four confidence statistics [`StepStat::CONFIDENCE`] (width h + 4);
+/// the older spelling of [`META_STEP_STATS`].
 pub const META_CONFIDENCE_FEATURES: &str = "stepscore.confidence_features";
+/// Header metadata: the step statistics joined to the hidden state, in row
+/// order, as comma-separated [`StepStat::name`]s.
+pub const META_STEP_STATS: &str = "stepscore.step_stats";
+/// Header metadata: `true` when the head reads the step statistics alone
+/// (width = their number), not the hidden state.
+pub const META_STATS_ONLY: &str = "stepscore.stats_only";
+/// Header metadata: the first-error threshold shipped with the head (a
+/// step whose score is below it is flagged), chosen on validation data.
+pub const META_THRESHOLD: &str = "stepscore.threshold";
 
 /// Heads are small (a value head is `hidden + 1` floats, a 2-class score
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
 /// convert a backbone-sized blob.
 const MAX_HEAD_BYTES: usize = 256 << 20;
 
-/// The default PRM's head: a linear value head trained on SmolLM2-135M-Instruct
-/// hidden states (scripts/train_default_head.sh; results in docs/TRAINING.md).
-/// Embedded so every build (CLI, wasm) has the default model once the backbone
+/// SmolLM2-135M-Instruct's head: a linear value head over its final hidden
+/// states (scripts/train_default_head.sh; results in docs/TRAINING.md). The
+/// catalog's fast PRM, `stepscore-prm-smollm2`.
+pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
+/// Qwen2.5-Coder-1.5B-Instruct's head: a calibrated value head over the
+/// step's digit statistics (scripts/train_qwen_prm.sh; docs/TRAINING.md). The
+/// default PRM's, `stepscore-prm-qwen1.5b`.
+pub const QWEN15B_HEAD_NAME: &str = "qwen2.5-coder-1.5b-digit-head.safetensors";
+
+/// The heads built into the crate (a few hundred bytes to a few KB each), so
+/// every build (CLI, wasm, Python) has the catalog's PRMs once the backbone
 /// GGUF is fetched.
-pub const DEFAULT_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
-const DEFAULT_HEAD_BYTES: &[u8] =
-    include_bytes!("../../models/smollm2-135m-gsm-value-head.safetensors");
+const EMBEDDED: &[(&str, &[u8])] = &[
+    (
+        SMOLLM2_HEAD_NAME,
+        include_bytes!("../../models/smollm2-135m-gsm-value-head.safetensors"),
+    ),
+    (
+        QWEN15B_HEAD_NAME,
+        include_bytes!("../../models/qwen2.5-coder-1.5b-digit-head.safetensors"),
+    ),
+];
 
 impl HeadFile {
-    /// The embedded default head (see [`DEFAULT_HEAD_NAME`]).
-    pub fn default_head() -> Result<HeadFile> {
-        HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME)
-    }
-
     /// A head embedded in the crate, by file name (the heads that catalog
     /// PRM entries name).
     pub fn embedded(name: &str) -> Result<HeadFile> {
-        match name {
-            DEFAULT_HEAD_NAME => HeadFile::from_bytes(DEFAULT_HEAD_BYTES, DEFAULT_HEAD_NAME),
-            _ => Err(Error::InvalidArgument(format!(
-                "no head named `{name}` is built in (built in: {DEFAULT_HEAD_NAME})"
-            ))),
+        match EMBEDDED.iter().find(|(n, _)| *n == name) {
+            Some((n, bytes)) => HeadFile::from_bytes(bytes, n),
+            None => {
+                let names: Vec<&str> = EMBEDDED.iter().map(|(n, _)| *n).collect();
+                Err(Error::InvalidArgument(format!(
+                    "no head named `{name}` is built in (built in: {})",
+                    names.join(", ")
+                )))
+            }
         }
     }
 
@@ -99,7 +123,8 @@ impl HeadFile {
     }
 
     /// What the head reads, from the header metadata ([`META_LAYER`],
-    /// [`META_CONFIDENCE_FEATURES`]).
+    /// [`META_STEP_STATS`] or [`META_CONFIDENCE_FEATURES`], [`META_STATS_ONLY`],
+    /// [`META_THRESHOLD`]).
     pub fn input(&self) -> Result<HeadInput> {
         let layer = match self.metadata(META_LAYER) {
             None => None,
@@ -110,20 +135,56 @@ impl HeadFile {
                 )
             })?),
         };
-        let confidence_features = match self.metadata(META_CONFIDENCE_FEATURES) {
-            None | Some("false") => false,
-            Some("true") => true,
-            Some(v) => {
-                return Err(Error::model(
-                    &self.name,
-                    format!("metadata `{META_CONFIDENCE_FEATURES}` is `{v}`, not true or false"),
-                ))
+        let four = self.flag(META_CONFIDENCE_FEATURES)?;
+        let stats = match self.metadata(META_STEP_STATS) {
+            None if four => StepStat::CONFIDENCE.to_vec(),
+            None => Vec::new(),
+            Some(list) => {
+                let stats = parse_stats(list).map_err(|m| {
+                    Error::model(&self.name, format!("metadata `{META_STEP_STATS}`: {m}"))
+                })?;
+                if four && stats != StepStat::CONFIDENCE {
+                    return Err(Error::model(
+                        &self.name,
+                        format!("metadata `{META_CONFIDENCE_FEATURES}` = true names the four confidence statistics, but `{META_STEP_STATS}` says `{list}`"),
+                    ));
+                }
+                stats
             }
         };
         Ok(HeadInput {
             layer,
-            confidence_features,
+            stats,
+            stats_only: self.flag(META_STATS_ONLY)?,
+            threshold: self.threshold()?,
         })
+    }
+
+    /// A `true`/`false` metadata value (absent: false).
+    fn flag(&self, key: &str) -> Result<bool> {
+        match self.metadata(key) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(v) => Err(Error::model(
+                &self.name,
+                format!("metadata `{key}` is `{v}`, not true or false"),
+            )),
+        }
+    }
+
+    /// The first-error threshold the head ships with ([`META_THRESHOLD`]),
+    /// when it has one: a probability in (0, 1).
+    pub fn threshold(&self) -> Result<Option<f64>> {
+        match self.metadata(META_THRESHOLD) {
+            None => Ok(None),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(t) if t > 0.0 && t < 1.0 => Ok(Some(t)),
+                _ => Err(Error::model(
+                    &self.name,
+                    format!("metadata `{META_THRESHOLD}` is `{v}`, not a number in (0, 1)"),
+                )),
+            },
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -154,6 +215,19 @@ impl HeadFile {
             ))
         }
     }
+}
+
+/// `"a,b,c"` as statistics, each named once.
+fn parse_stats(list: &str) -> std::result::Result<Vec<StepStat>, String> {
+    let mut out: Vec<StepStat> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let stat: StepStat = name.parse()?;
+        if out.contains(&stat) {
+            return Err(format!("`{name}` is named twice"));
+        }
+        out.push(stat);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -199,6 +273,62 @@ mod tests {
             .to_string();
         assert!(err.contains("wrong.safetensors"), "{err}");
         assert!(err.contains("model.norm.weight"), "{err}");
+    }
+
+    fn with_metadata(meta: &[(&str, &str)]) -> HeadFile {
+        let bytes = file(&[(V_HEAD_WEIGHT, vec![1, 2], vec![1.0, 2.0])]);
+        let mut head = HeadFile::from_bytes(&bytes, "h.safetensors").unwrap();
+        head.metadata = meta
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        head
+    }
+
+    #[test]
+    fn step_statistics_are_read_by_name_and_the_old_flag_still_means_four() {
+        let old = with_metadata(&[(META_CONFIDENCE_FEATURES, "true")]);
+        assert_eq!(old.input().unwrap().stats, StepStat::CONFIDENCE);
+        let named = with_metadata(&[(META_STEP_STATS, "digit_min_logprob, mean_logprob")]);
+        assert_eq!(
+            named.input().unwrap().stats,
+            [StepStat::DigitMinLogprob, StepStat::MeanLogprob]
+        );
+        assert!(with_metadata(&[]).input().unwrap().stats.is_empty());
+        for (meta, needle) in [
+            (vec![(META_STEP_STATS, "mean_logprob,bogus")], "bogus"),
+            (vec![(META_STEP_STATS, "min_logprob,min_logprob")], "twice"),
+            (
+                vec![
+                    (META_CONFIDENCE_FEATURES, "true"),
+                    (META_STEP_STATS, "min_logprob"),
+                ],
+                "four",
+            ),
+        ] {
+            let err = with_metadata(&meta).input().unwrap_err().to_string();
+            assert!(
+                err.contains(needle) && err.contains("h.safetensors"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_shipped_threshold_must_be_a_probability() {
+        assert_eq!(with_metadata(&[]).threshold().unwrap(), None);
+        assert_eq!(
+            with_metadata(&[(META_THRESHOLD, "0.42")])
+                .threshold()
+                .unwrap(),
+            Some(0.42)
+        );
+        for bad in ["0", "1", "-0.1", "nan", "x"] {
+            let err = with_metadata(&[(META_THRESHOLD, bad)])
+                .threshold()
+                .unwrap_err();
+            assert!(err.to_string().contains(META_THRESHOLD), "{err}");
+        }
     }
 
     #[test]

@@ -181,7 +181,7 @@ impl Scorer {
     }
 
     /// [`Scorer::open_with_head`] with the head already parsed (e.g.
-    /// [`HeadFile::default_head`]).
+    /// [`HeadFile::embedded`]).
     pub fn open_with_head_file(
         model: impl AsRef<Path>,
         head: &HeadFile,
@@ -297,7 +297,7 @@ impl Scorer {
         };
         let input = external.map_or(Ok(HeadInput::default()), HeadFile::input)?;
         let mut model = checkpoint.transformer()?;
-        let needs_lm = family.needs_lm_head() || input.confidence_features;
+        let needs_lm = family.needs_lm_head() || !input.stats.is_empty();
         if mode == HeadMode::Load && needs_lm && !model.has_lm_head() {
             return Err(Error::model(
                 "lm_head.weight",
@@ -312,7 +312,7 @@ impl Scorer {
         }
         model.set_threads(resolve_threads(options.threads));
         let head = match mode {
-            HeadMode::Load => Some(Head::load(&protocol, &model, input, &lookup)?),
+            HeadMode::Load => Some(Head::load(&protocol, &model, &tokenizer, &input, &lookup)?),
             HeadMode::Skip => None,
         };
         Self::assemble(model, tokenizer, protocol, head, options)
@@ -366,7 +366,8 @@ impl Scorer {
             HeadMode::Load => Some(Head::load(
                 &protocol,
                 &model,
-                input,
+                &tokenizer,
+                &input,
                 &|name| match external {
                     Some(head) => Ok(head.tensor(name)),
                     None => gguf.tensor_f32(name),
@@ -442,6 +443,12 @@ impl Scorer {
 
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
+    }
+
+    /// The first-error threshold the model's head was shipped with (chosen
+    /// on validation data with the head); `None` when it has none.
+    pub fn threshold(&self) -> Option<f64> {
+        self.head.as_ref().and_then(Head::threshold)
     }
 
     /// The head; an error for a backbone opened without one.

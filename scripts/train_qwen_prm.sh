@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Trains the default PRM's head on Qwen2.5-Coder-1.5B-Instruct (issue 12) and
+# prints its results table: step statistics from the engine's own forward on
+# the frozen backbone (`stepscore features --confidence`), a value head over
+# them fitted with burn (crates/stepscore-train: class-balanced BCE, early
+# stopping on validation step AUROC, then Platt calibration and the
+# first-error threshold on validation), metrics by `stepscore eval/select`.
+#
+#   scripts/train_qwen_prm.sh [WORKDIR]     (default WORKDIR: .cache/qwen-prm)
+#
+# Extraction is the long part (~1,000 traces at 5-12 s each on 2 cores) and
+# resumable: `features --out` skips traces already written, so rerunning
+# after an interruption continues. Subsets: scripts/prm_subsets.py.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORK=${1:-.cache/qwen-prm}
+OUT=models/qwen2.5-coder-1.5b-digit-head.safetensors
+STATS=${STATS:-digit_min_logprob}
+mkdir -p "$WORK"
+cargo build --release -q -p stepscore-cli -p stepscore-train
+BIN=target/release/stepscore
+M=$($BIN fetch qwen2.5-coder-1.5b)
+python3 scripts/prm_subsets.py "$WORK"
+for split in train val test bon8; do
+  "$BIN" features --model "$M" --family value-head --confidence --threads 0 \
+    --out "$WORK/$split.jsonl" "$WORK/$split.in.jsonl"
+done
+target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$OUT" \
+  --stats "$STATS" --stats-only --epochs 200 --lr 0.05 --batch-size 64 --weight-decay 0 --patience 30
+python3 scripts/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN" \
+  --backbone qwen2.5-coder-1.5b
