@@ -116,7 +116,11 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
         }
         for t in 0..T {
             let blk = acts[t].get_unchecked(b);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * blk.d), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+            acc[t] = _mm256_fmadd_ps(
+                _mm256_set1_ps(d * blk.d),
+                _mm256_cvtepi32_ps(isum[t]),
+                acc[t],
+            );
             if MIN {
                 let bs = _mm256_loadu_si256(blk.bsums.as_ptr() as *const __m256i);
                 let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mnv));
