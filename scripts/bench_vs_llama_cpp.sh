@@ -44,10 +44,13 @@ mkdir -p "$out_dir"
 tok_file="$out_dir/tokens.json"
 
 common=(--threads "$threads" --tokens "$tokens" --repeats "$repeats" --warmup "$warmup")
+# The table compares CPU engines; the GPU and KV-append timings `bench` can
+# add are not in it (and on a software Vulkan adapter would take minutes).
+stepscore_only=(--backend cpu --append-prefix 0)
 # The model path stepscore resolves is reused for llama.cpp, so both load the same file.
 for ((r = 1; r <= rounds; r++)); do
   echo "== round $r/$rounds: stepscore (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  "$bin" bench "${model_args[@]}" "${common[@]}" --json --dump-tokens "$tok_file" >"$out_dir/stepscore.$r.json"
+  "$bin" bench "${model_args[@]}" "${common[@]}" "${stepscore_only[@]}" --json --dump-tokens "$tok_file" >"$out_dir/stepscore.$r.json"
   model="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$out_dir/stepscore.$r.json")"
   echo "== round $r/$rounds: llama.cpp (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   "$python" "$root/scripts/bench_llama_cpp.py" "$model" "$tok_file" \

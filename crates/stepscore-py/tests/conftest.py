@@ -40,23 +40,25 @@ def tiny():
     return stepscore.Scorer(TINY, threads=1)
 
 
-@pytest.fixture(scope="session")
-def smollm2() -> Path:
+def cached_model(file_name: str) -> Path:
+    """A catalog model's file in stepscore's cache; skips the test when it is not fetched."""
     cache = Path(os.environ.get("STEPSCORE_CACHE", Path.home() / ".cache" / "stepscore"))
-    path = cache / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = cache / file_name
     if not path.exists():
         pytest.skip(f"SKIPPED: {path} not fetched (run `stepscore fetch`)")
     return path
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> Path:
+    """The fast PRM's backbone GGUF (catalog `stepscore-prm-smollm2`)."""
+    return cached_model("SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 @pytest.fixture(scope="session")
 def qwen15b() -> Path:
     """The default PRM's backbone GGUF (catalog `stepscore-prm-qwen1.5b`)."""
-    cache = Path(os.environ.get("STEPSCORE_CACHE", Path.home() / ".cache" / "stepscore"))
-    path = cache / "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
-    if not path.exists():
-        pytest.skip(f"SKIPPED: {path} not fetched (run `stepscore fetch`)")
-    return path
+    return cached_model("Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf")
 
 
 WORDS = ["First", "compute", "7", "\\times", "3", "=", "21.", "Then", "12", "+", "33.", "The", "answer", "is",

@@ -149,13 +149,18 @@ mod tests {
         let mut state = 7u64;
         for i in 0..20000 {
             let zi = (i % 200) as f64 / 40.0 - 2.5;
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let u = (state >> 11) as f64 / (1u64 << 53) as f64;
             z.push(zi);
             y.push(u < sigmoid(2.0 * zi - 1.0));
         }
         let (a, c) = fit_platt(&z, &y).unwrap();
-        assert!((a - 2.0).abs() < 0.1 && (c + 1.0).abs() < 0.1, "a {a} c {c}");
+        assert!(
+            (a - 2.0).abs() < 0.1 && (c + 1.0).abs() < 0.1,
+            "a {a} c {c}"
+        );
     }
 
     #[test]
@@ -166,7 +171,9 @@ mod tests {
         let y: Vec<bool> = z
             .iter()
             .map(|&zi| {
-                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 ((state >> 11) as f64 / (1u64 << 53) as f64) < sigmoid(zi / 4.0)
             })
             .collect();

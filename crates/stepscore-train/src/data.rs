@@ -203,9 +203,9 @@ impl ExamplesBuilder {
         let per_step = |name: &str, n: Option<usize>, needed: bool| match (needed, n) {
             (false, _) => Ok(()),
             (true, None) => Err(format!("`{name}` missing (extract with --confidence)")),
-            (true, Some(n)) if n != steps => Err(format!(
-                "`{name}` has {n} entries for {steps} feature rows"
-            )),
+            (true, Some(n)) if n != steps => {
+                Err(format!("`{name}` has {n} entries for {steps} feature rows"))
+            }
             (true, Some(_)) => Ok(()),
         };
         per_step("confidence", confidence.map(<[_]>::len), needs(false))?;
@@ -273,7 +273,11 @@ mod tests {
 
     fn read(text: &str, conf: bool) -> Result<(Examples, ReadStats)> {
         let layout = RowLayout {
-            stats: if conf { StepStat::CONFIDENCE.to_vec() } else { vec![] },
+            stats: if conf {
+                StepStat::CONFIDENCE.to_vec()
+            } else {
+                vec![]
+            },
             ..RowLayout::default()
         };
         read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout)
@@ -346,7 +350,10 @@ mod tests {
         let msg = read_examples_from(no_digits.as_bytes(), Path::new("t.jsonl"), &with_hidden)
             .unwrap_err()
             .to_string();
-        assert!(msg.contains("digit_confidence") && msg.contains("t.jsonl:1"), "{msg}");
+        assert!(
+            msg.contains("digit_confidence") && msg.contains("t.jsonl:1"),
+            "{msg}"
+        );
     }
 
     #[test]

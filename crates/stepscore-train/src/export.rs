@@ -56,7 +56,13 @@ impl ExportedHead {
                 weight: weight.into_iter().map(sc).collect(),
                 bias: (scale * bias as f64 + offset) as f32,
             },
-            ExportedHead::Mlp { hidden, w0, b0, w2, b2 } => ExportedHead::Mlp {
+            ExportedHead::Mlp {
+                hidden,
+                w0,
+                b0,
+                w2,
+                b2,
+            } => ExportedHead::Mlp {
                 hidden,
                 w0,
                 b0,

@@ -14,10 +14,10 @@ pub mod model;
 pub mod standardize;
 pub mod train;
 
+pub use calibrate::{calibrate, fit_platt, Calibrated};
 pub use data::{read_examples, Examples, ExamplesBuilder, ReadStats, RowLayout};
 pub use error::{Error, Result};
 pub use export::ExportedHead;
 pub use model::HeadKind;
 pub use standardize::Standardizer;
-pub use calibrate::{calibrate, fit_platt, Calibrated};
 pub use train::{train, train_and_save, EpochLog, TrainConfig, Trained};

@@ -114,13 +114,7 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         patience: args.patience,
         seed: args.seed,
     };
-    train_and_save(
-        &train_ex,
-        val_ex.as_ref(),
-        &cfg,
-        &args.out,
-        &layout,
-    )?;
+    train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout)?;
     Ok(())
 }
 

@@ -288,10 +288,7 @@ pub fn train_and_save(
     if let Some(v) = val {
         let z = trained.logits(v)?;
         let c = calibrate(&z, v)?;
-        eprintln!(
-            "{}",
-            serde_json::json!({ "calibration": &c }).to_string()
-        );
+        eprintln!("{}", serde_json::json!({ "calibration": &c }).to_string());
         trained.calibration = Some(c);
     }
     trained.save(out, layout)?;
@@ -386,8 +383,14 @@ impl Trained {
             if let Some(t) = c.threshold {
                 meta.insert("stepscore.threshold".to_string(), format!("{t:.6}"));
             }
-            meta.insert("stepscore.val_ece_before".to_string(), format!("{:.4}", c.ece_before));
-            meta.insert("stepscore.val_ece_after".to_string(), format!("{:.4}", c.ece_after));
+            meta.insert(
+                "stepscore.val_ece_before".to_string(),
+                format!("{:.4}", c.ece_before),
+            );
+            meta.insert(
+                "stepscore.val_ece_after".to_string(),
+                format!("{:.4}", c.ece_after),
+            );
         }
         head.save(path, meta)
     }

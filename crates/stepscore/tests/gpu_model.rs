@@ -26,11 +26,11 @@ mod gpu {
     use std::path::Path;
     use std::sync::Arc;
 
-    use super::gpu_support::{cached_model, have_adapter, skip_or_fail};
+    use super::gpu_support::{have_adapter, skip_or_fail};
     use stepscore::format::ModelBytes;
     use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
     use stepscore::model::{GgufModel, HfCheckpoint, Transformer};
-    use stepscore::testing::find_smollm2_gguf;
+    use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
     use stepscore::tokenizer::Tokenizer;
 
     fn context() -> Option<Arc<GpuContext>> {
@@ -139,7 +139,7 @@ mod gpu {
     /// Q6_K and Q4_K (ffn_down), F32 q/k/v biases; RoPE theta 1e6.
     #[test]
     fn qwen25_coder_05b_hidden_states_and_top5_logits_match_the_cpu_engine() {
-        let Some(path) = cached_model(QWEN_05B) else {
+        let Some(path) = find_catalog_model(QWEN_05B) else {
             eprintln!("SKIPPED: {QWEN_05B} GGUF not found (run `stepscore fetch {QWEN_05B}`)");
             return;
         };

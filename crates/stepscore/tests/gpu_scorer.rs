@@ -8,16 +8,19 @@
 //! GPU does, up to summation order. Tolerances: per-step scores within 1e-3
 //! of the CPU engine (the bar; measured maxima are printed and are
 //! ~1e-6), within 1e-4 of the independent Python reference, and
-//! append() within 1e-4 of full re-scoring on the same engine.
+//! append() within 1e-4 of full re-scoring on the same engine. When it is
+//! cached, Qwen2.5-Coder-0.5B (quantized) is scored on both engines too:
+//! see its test for the reference and tolerances.
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
 
 use std::path::PathBuf;
 
-use gpu_support::{cached_model, have_adapter};
+use gpu_support::have_adapter;
 use serde::Deserialize;
 use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore};
+use stepscore::testing::find_catalog_model;
 use stepscore::Error;
 
 #[derive(Deserialize)]
@@ -317,7 +320,7 @@ fn score_gap(a: &TraceScore, b: &TraceScore) -> (f64, f64) {
 /// bounded here (llama_cpp_golden.rs holds that path to llama.cpp).
 #[test]
 fn qwen25_coder_05b_value_head_and_confidence_statistics_match_the_cpu_engine() {
-    let Some(path) = cached_model(QWEN_05B) else {
+    let Some(path) = find_catalog_model(QWEN_05B) else {
         eprintln!("SKIPPED: {QWEN_05B} GGUF not found (run `stepscore fetch {QWEN_05B}`)");
         return;
     };

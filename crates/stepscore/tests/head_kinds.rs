@@ -24,9 +24,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use stepscore::model::{HfCheckpoint, Transformer};
-use stepscore::prm::{
-    Backend, DigitConfidence, Family, HeadFile, Scorer, ScorerOptions, StepStat,
-};
+use stepscore::prm::{Backend, DigitConfidence, Family, HeadFile, Scorer, ScorerOptions, StepStat};
 
 const H: usize = 32;
 const N_LAYERS: usize = 2;
@@ -554,17 +552,13 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         ]),
     );
     let head = HeadFile::from_bytes(&bytes, "digits.safetensors").unwrap();
-    let backbone = Scorer::open_backbone(
-        dir(),
-        &ScorerOptions {
-            family: Some(Family::ValueHead),
-            threads: 1,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let backbone = RefModel::new().backbone;
     let problem = "What is 12 + 30?";
-    let steps = ["12 + 30 = 42.", "So the answer is 42.", "Check: 42 - 30 = 12."];
+    let steps = [
+        "12 + 30 = 42.",
+        "So the answer is 42.",
+        "Check: 42 - 30 = 12.",
+    ];
     let f = backbone
         .step_features_with(
             problem,
@@ -611,7 +605,11 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         let mut session = scorer.session(problem);
         for (i, step) in steps.iter().enumerate() {
             let g = session.append(step).unwrap();
-            assert!((g - want[i]).abs() <= tol, "{backend:?} session step {i}: {g} vs {}", want[i]);
+            assert!(
+                (g - want[i]).abs() <= tol,
+                "{backend:?} session step {i}: {g} vs {}",
+                want[i]
+            );
         }
     }
     // Statistics alone need names; a wrong count is a named width error.

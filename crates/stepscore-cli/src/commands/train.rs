@@ -111,7 +111,7 @@ mod with_trainer {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use stepscore::prm::{FeatureOptions, Family, Scorer, ScorerOptions, StepFeatures, Truncation};
+    use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepFeatures, Truncation};
     use stepscore_train::{
         train_and_save, Examples, ExamplesBuilder, HeadKind, RowLayout, TrainConfig,
     };
@@ -203,14 +203,7 @@ mod with_trainer {
             patience: args.patience,
             seed: args.seed,
         };
-        train_and_save(
-            &train_ex,
-            val_ex.as_ref(),
-            &cfg,
-            &args.out,
-            &layout,
-        )
-        .map_err(
+        train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout).map_err(
             |e| match e {
                 stepscore_train::Error::Io { .. } => Failure::Io(e.to_string()),
                 other => usage(other),
@@ -222,11 +215,7 @@ mod with_trainer {
         Ok(())
     }
 
-    fn push(
-        to: &mut ExamplesBuilder,
-        label: Option<i64>,
-        f: &StepFeatures,
-    ) -> Result<(), String> {
+    fn push(to: &mut ExamplesBuilder, label: Option<i64>, f: &StepFeatures) -> Result<(), String> {
         to.push_trace(
             label,
             &f.hidden,

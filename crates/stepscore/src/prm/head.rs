@@ -778,7 +778,15 @@ mod tests {
         let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
         assert_eq!(
             row,
-            [4f64.ln() as f32, -0.5, -2.0, 1.25, 2f64.ln() as f32, -7.0, -3.5]
+            [
+                4f64.ln() as f32,
+                -0.5,
+                -2.0,
+                1.25,
+                2f64.ln() as f32,
+                -7.0,
+                -3.5
+            ]
         );
     }
 

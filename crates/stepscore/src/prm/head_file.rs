@@ -278,7 +278,10 @@ mod tests {
     fn with_metadata(meta: &[(&str, &str)]) -> HeadFile {
         let bytes = file(&[(V_HEAD_WEIGHT, vec![1, 2], vec![1.0, 2.0])]);
         let mut head = HeadFile::from_bytes(&bytes, "h.safetensors").unwrap();
-        head.metadata = meta.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        head.metadata = meta
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         head
     }
 
@@ -296,12 +299,18 @@ mod tests {
             (vec![(META_STEP_STATS, "mean_logprob,bogus")], "bogus"),
             (vec![(META_STEP_STATS, "min_logprob,min_logprob")], "twice"),
             (
-                vec![(META_CONFIDENCE_FEATURES, "true"), (META_STEP_STATS, "min_logprob")],
+                vec![
+                    (META_CONFIDENCE_FEATURES, "true"),
+                    (META_STEP_STATS, "min_logprob"),
+                ],
                 "four",
             ),
         ] {
             let err = with_metadata(&meta).input().unwrap_err().to_string();
-            assert!(err.contains(needle) && err.contains("h.safetensors"), "{err}");
+            assert!(
+                err.contains(needle) && err.contains("h.safetensors"),
+                "{err}"
+            );
         }
     }
 
@@ -309,11 +318,15 @@ mod tests {
     fn the_shipped_threshold_must_be_a_probability() {
         assert_eq!(with_metadata(&[]).threshold().unwrap(), None);
         assert_eq!(
-            with_metadata(&[(META_THRESHOLD, "0.42")]).threshold().unwrap(),
+            with_metadata(&[(META_THRESHOLD, "0.42")])
+                .threshold()
+                .unwrap(),
             Some(0.42)
         );
         for bad in ["0", "1", "-0.1", "nan", "x"] {
-            let err = with_metadata(&[(META_THRESHOLD, bad)]).threshold().unwrap_err();
+            let err = with_metadata(&[(META_THRESHOLD, bad)])
+                .threshold()
+                .unwrap_err();
             assert!(err.to_string().contains(META_THRESHOLD), "{err}");
         }
     }

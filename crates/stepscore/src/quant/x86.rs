@@ -101,16 +101,26 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
             _mm256_setzero_si256()
         };
         let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
-        for t in 0..T {
-            let blk = acts[t].get_unchecked(b);
-            let ap = blk.qs.as_ptr();
-            let mut isum = _mm256_setzero_si256();
-            for c in 0..8 {
+        // Chunks outer, tokens inner: one chunk's weights and the T integer
+        // sums fit in the 16 ymm registers (tokens outer spilled the
+        // accumulators to the stack on every chunk). Integer sums are
+        // exact, so the order changes nothing in the result.
+        let mut isum = [_mm256_setzero_si256(); T];
+        for c in 0..8 {
+            for t in 0..T {
+                let ap = acts[t].get_unchecked(b).qs.as_ptr();
                 let a = _mm256_loadu_si256(ap.add(32 * c) as *const __m256i);
                 let p = mul_pairs::<SIGNED>(aw[c], wv[c], a);
-                isum = _mm256_add_epi32(isum, _mm256_madd_epi16(p, sv[c]));
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sv[c]));
             }
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * blk.d), _mm256_cvtepi32_ps(isum), acc[t]);
+        }
+        for t in 0..T {
+            let blk = acts[t].get_unchecked(b);
+            acc[t] = _mm256_fmadd_ps(
+                _mm256_set1_ps(d * blk.d),
+                _mm256_cvtepi32_ps(isum[t]),
+                acc[t],
+            );
             if MIN {
                 let bs = _mm256_loadu_si256(blk.bsums.as_ptr() as *const __m256i);
                 let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mnv));

@@ -4,7 +4,6 @@
 //! ggml matrices with sane scales.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use stepscore::ggml::GgmlType;
@@ -46,14 +45,6 @@ pub fn have_adapter() -> bool {
         return false;
     }
     true
-}
-
-/// The cached file of catalog model `name` (`stepscore fetch NAME` puts
-/// it there, renamed into place only once its sha256 matched), if present.
-pub fn cached_model(name: &str) -> Option<PathBuf> {
-    let entry = stepscore::catalog::get(name)?;
-    let path = entry.file.path_in(&stepscore::catalog::cache_dir()?);
-    path.is_file().then_some(path)
 }
 
 /// xorshift64*: deterministic test data without a dependency.
