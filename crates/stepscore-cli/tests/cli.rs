@@ -506,4 +506,67 @@ fn default_prm_flags_the_first_wrong_step_of_each_example() {
     let want: Vec<(String, Option<usize>)> =
         want.iter().map(|(id, s)| (id.to_string(), *s)).collect();
     assert_eq!(flagged, want, "{table}");
+    // The flagged slip points at the wrong number.
+    assert!(
+        table.contains("least likely: \"12\""),
+        "slip-1's wrong result is its least likely number: {table}"
+    );
+}
+
+/// `--token-logprobs` writes each scored step's tokens: byte spans that tile
+/// the step text, with log-probs whose mean is the confidence statistic.
+#[test]
+fn token_logprobs_come_with_spans_in_the_step_text() {
+    let dir = fixture("prm/confidence-tiny");
+    let row = r#"{"id": "t", "problem": "What is 2 + 3?", "steps": ["2 + 3 = 5.", "So the answer is 5."]}"#;
+    let out = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--output",
+            "jsonl",
+            "--token-logprobs",
+        ],
+        Some(row.as_bytes()),
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let info = &v["metadata"]["stepscore"];
+    let steps = info["token_logprobs"].as_array().expect("token_logprobs");
+    assert_eq!(steps.len(), 2);
+    for (i, (tokens, text)) in steps
+        .iter()
+        .zip(["2 + 3 = 5.", "So the answer is 5."])
+        .enumerate()
+    {
+        let tokens = tokens.as_array().unwrap();
+        let mut at = 0;
+        let mut sum = 0.0;
+        for t in tokens {
+            let (a, b) = (
+                t["start"].as_u64().unwrap() as usize,
+                t["end"].as_u64().unwrap() as usize,
+            );
+            assert!(a >= at && b >= a && b <= text.len(), "{t} in {text:?}");
+            at = b;
+            sum += t["logprob"].as_f64().unwrap();
+        }
+        assert_eq!(at, text.len());
+        let mean = info["confidence"][i]["mean_logprob"].as_f64().unwrap();
+        assert!((sum / tokens.len() as f64 - mean).abs() < 1e-9, "step {i}");
+    }
+    // Without the flag the output stays as it was.
+    let plain = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--output",
+            "jsonl",
+        ],
+        Some(row.as_bytes()),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
+    assert!(v["metadata"]["stepscore"].get("token_logprobs").is_none());
 }

@@ -596,7 +596,39 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
     for backend in backends {
         let scorer = Scorer::open_with_head_file(dir(), &head, &options(backend)).unwrap();
         assert_eq!(scorer.threshold(), Some(0.375));
-        let got = scorer.score_steps(problem, &steps).unwrap().step_scores;
+        let scored = scorer.score_steps(problem, &steps).unwrap();
+        // Per-token log-probs: one per step token, spans tiling the step's text in order,
+        // their mean and minimum the statistics the head read.
+        let per_step = scored
+            .token_logprobs
+            .as_ref()
+            .expect("the head read token log-probs");
+        assert_eq!(per_step.len(), steps.len());
+        for ((tokens, step), c) in per_step.iter().zip(&steps).zip(&conf) {
+            assert_eq!(tokens.len(), c.tokens, "{step}");
+            let mut at = 0;
+            for t in tokens {
+                assert!(t.start <= t.end && t.end <= step.len(), "{t:?} in {step:?}");
+                assert!(t.start >= at, "spans in order: {t:?} after {at}");
+                at = t.end;
+            }
+            assert_eq!(at, step.len(), "the last token ends the step: {step:?}");
+            let lps: Vec<f64> = tokens.iter().map(|t| t.logprob).collect();
+            let mean = lps.iter().sum::<f64>() / lps.len() as f64;
+            let min = lps.iter().copied().fold(f64::INFINITY, f64::min);
+            let tol = if backend == Backend::Cpu { 1e-9 } else { 1e-4 };
+            assert!(
+                (mean - c.mean_logprob).abs() <= tol,
+                "{mean} vs {}",
+                c.mean_logprob
+            );
+            assert!(
+                (min - c.min_logprob).abs() <= tol,
+                "{min} vs {}",
+                c.min_logprob
+            );
+        }
+        let got = scored.step_scores;
         let tol = if backend == Backend::Cpu { 1e-6 } else { 1e-4 };
         for (i, (g, w)) in got.iter().zip(&want).enumerate() {
             let g = g.unwrap();

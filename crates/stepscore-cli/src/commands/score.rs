@@ -40,6 +40,12 @@ pub struct Args {
     #[arg(long, value_parser = crate::options::threshold)]
     pub threshold: Option<f64>,
 
+    /// JSONL: also write each scored step's token log-probabilities with the byte range of the
+    /// step text each token covers (`metadata.stepscore.token_logprobs`: per step a list of
+    /// {start, end, logprob}), for heads that read them (the default PRM, `--family confidence`).
+    #[arg(long)]
+    pub token_logprobs: bool,
+
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
     #[arg(long, value_enum, default_value = "auto")]
     pub output: OutputMode,
@@ -67,7 +73,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         match scorer.score(&trace) {
             Ok(result) => {
                 tokens += result.tokens;
-                attach(&mut trace, &result, scorer.family());
+                attach(&mut trace, &result, scorer.family(), args.token_logprobs);
                 if as_table {
                     progress
                         .suspend(|| write_table(&mut out, &name, &trace, &result, &args, threshold))
@@ -106,7 +112,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
 }
 
 /// Writes the scores into the trace, and what produced them into its metadata.
-fn attach(trace: &mut Trace, result: &TraceScore, family: Family) {
+fn attach(trace: &mut Trace, result: &TraceScore, family: Family, token_logprobs: bool) {
     for (step, score) in trace.steps.iter_mut().zip(&result.step_scores) {
         step.score = *score;
     }
@@ -117,6 +123,9 @@ fn attach(trace: &mut Trace, result: &TraceScore, family: Family) {
     });
     if let Some(conf) = &result.confidence {
         info["confidence"] = serde_json::to_value(conf).unwrap_or_default();
+    }
+    if let Some(tokens) = result.token_logprobs.as_ref().filter(|_| token_logprobs) {
+        info["token_logprobs"] = serde_json::to_value(tokens).unwrap_or_default();
     }
     trace.metadata.insert("stepscore".to_string(), info);
 }
@@ -135,6 +144,38 @@ fn progress_bar(input: &InputArgs) -> ProgressBar {
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     bar
+}
+
+/// Where a person should look in flagged step `i`: its least likely digit
+/// token (any token when it has no digits), widened to the whole number it
+/// is part of, with the token's log-prob. `None` when the head read no
+/// token log-probabilities.
+fn least_likely_token(result: &TraceScore, i: usize, text: &str) -> Option<(String, f64)> {
+    let tokens = result.token_logprobs.as_ref()?.get(i)?;
+    let piece = |t: &&stepscore::prm::TokenLogprob| text.get(t.start..t.end).map(str::trim);
+    let is_digits = |t: &&stepscore::prm::TokenLogprob| {
+        piece(t).is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let least = |digits_only: bool| {
+        tokens
+            .iter()
+            .filter(|t| t.end > t.start && (!digits_only || is_digits(t)))
+            .min_by(|a, b| a.logprob.total_cmp(&b.logprob))
+    };
+    let t = least(true).or_else(|| least(false))?;
+    let (mut a, mut b) = (t.start, t.end);
+    if is_digits(&t) {
+        let bytes = text.as_bytes();
+        let number = |c: u8| c.is_ascii_digit() || c == b'.' || c == b',';
+        while a > 0 && number(bytes[a - 1]) {
+            a -= 1;
+        }
+        while b < bytes.len() && number(bytes[b]) {
+            b += 1;
+        }
+    }
+    let shown = text.get(a..b)?.trim().trim_end_matches(['.', ',']);
+    Some((shown.to_string(), t.logprob))
 }
 
 /// The first-error threshold for a head shipped without one.
@@ -188,6 +229,15 @@ fn write_table(
             clip(&step.text, 60)
         )
         .map_err(io)?;
+        if first == Some(i) {
+            if let Some((text, lp)) = least_likely_token(result, i, &step.text) {
+                writeln!(
+                    out,
+                    "       least likely: {text:?} (token log-prob {lp:.1})"
+                )
+                .map_err(io)?;
+            }
+        }
     }
     let agg = aggregate(scored, args.aggregation);
     let truncated = if result.truncated_steps > 0 {

@@ -199,9 +199,9 @@ impl ValueHead {
         k: &K,
         last: &K::Hidden,
         enc: &Encoded,
-    ) -> Result<Vec<(StepConfidence, DigitConfidence)>> {
+    ) -> Result<(Vec<(StepConfidence, DigitConfidence)>, Vec<Vec<(f64, f64)>>)> {
         let per_token = step_token_logprobs(k, last, enc).await?;
-        per_token
+        let stats = per_token
             .iter()
             .zip(&enc.step_tokens)
             .map(|(lps, range)| {
@@ -213,7 +213,8 @@ impl ValueHead {
                 };
                 Ok((StepConfidence::of(lps), digits))
             })
-            .collect()
+            .collect::<Result<Vec<_>>>()?;
+        Ok((stats, per_token))
     }
 }
 
@@ -290,6 +291,8 @@ fn digit_token_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[bo
 pub struct HeadOutput {
     pub scores: Vec<f64>,
     pub confidence: Option<Vec<StepConfidence>>,
+    /// Per step, its tokens' log-probabilities, when the head read them.
+    pub token_logprobs: Option<Vec<Vec<f64>>>,
 }
 
 /// A named tensor as (shape, f32 values), or `None` when absent.
@@ -534,6 +537,7 @@ impl<W> Head<W> {
         }
         let n = enc.markers.len();
         let mut confidence = None;
+        let mut token_logprobs = None;
         let scores = match &self.kind {
             Kind::Score { w0, b0, w2, b2 } => {
                 let layers = [
@@ -568,13 +572,14 @@ impl<W> Head<W> {
                 let stats = if v.stats.is_empty() {
                     None
                 } else {
-                    let s = v.step_stats(k, &states.last, enc).await?;
+                    let (s, per_token) = v.step_stats(k, &states.last, enc).await?;
                     if s.len() != n {
                         return Err(Error::InvalidArgument(format!(
                             "{} steps have statistics, {n} have markers",
                             s.len()
                         )));
                     }
+                    token_logprobs = Some(logprobs_only(&per_token));
                     Some(s)
                 };
                 let (width, rows) = if v.stats_only {
@@ -611,9 +616,12 @@ impl<W> Head<W> {
                 scores
             }
             Kind::Confidence => {
-                let stats = step_confidence(k, &states.last, enc).await?;
+                let per_token = step_token_logprobs(k, &states.last, enc).await?;
+                let stats: Vec<StepConfidence> =
+                    per_token.iter().map(|t| StepConfidence::of(t)).collect();
                 let scores = stats.iter().map(|s| s.mean_logprob.exp()).collect();
                 confidence = Some(stats);
+                token_logprobs = Some(logprobs_only(&per_token));
                 scores
             }
         };
@@ -623,7 +631,11 @@ impl<W> Head<W> {
                 scores.len()
             )));
         }
-        Ok(HeadOutput { scores, confidence })
+        Ok(HeadOutput {
+            scores,
+            confidence,
+            token_logprobs,
+        })
     }
 }
 
@@ -677,18 +689,12 @@ pub(crate) async fn step_token_logprobs<K: Kernels>(
     Ok(out)
 }
 
-/// The confidence statistics of each step's own tokens: token `j` is
-/// predicted by the distribution at position `j - 1`.
-pub(crate) async fn step_confidence<K: Kernels>(
-    k: &K,
-    last: &K::Hidden,
-    enc: &Encoded,
-) -> Result<Vec<StepConfidence>> {
-    Ok(step_token_logprobs(k, last, enc)
-        .await?
+/// The log-probabilities of `(log-prob, entropy)` pairs, per step.
+fn logprobs_only(per_token: &[Vec<(f64, f64)>]) -> Vec<Vec<f64>> {
+    per_token
         .iter()
-        .map(|t| StepConfidence::of(t))
-        .collect())
+        .map(|t| t.iter().map(|&(lp, _)| lp).collect())
+        .collect()
 }
 
 impl StepConfidence {

@@ -21,5 +21,5 @@ pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
 pub use head::{DigitConfidence, HeadInput, StepConfidence, StepStat};
 pub use head_file::HeadFile;
-pub use scorer::{parse_quantize, Scorer, ScorerOptions, TraceScore, Truncation};
+pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
 pub use session::{Session, SessionOf};

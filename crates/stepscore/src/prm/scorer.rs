@@ -100,6 +100,21 @@ pub struct TraceScore {
     /// Confidence-family statistics per scored step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Vec<StepConfidence>>,
+    /// Per scored step, each of its tokens' log-probability under the LM
+    /// with the byte range of the step text it covers: from heads that read
+    /// the LM's token statistics (confidence family, heads over step
+    /// statistics such as the default PRM's), `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_logprobs: Option<Vec<Vec<TokenLogprob>>>,
+}
+
+/// One token of a step: `start..end` bytes of the step's text, and its
+/// log-probability given everything before it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct TokenLogprob {
+    pub start: usize,
+    pub end: usize,
+    pub logprob: f64,
 }
 
 /// A loaded PRM: decoder, tokenizer, prompt protocol and head.
@@ -625,11 +640,28 @@ impl Scorer {
             .ok_or_else(|| Error::Internal("the head returned no output".into()))?;
         let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
         step_scores.resize(steps.len(), None);
+        let token_logprobs = out.token_logprobs.map(|steps| {
+            steps
+                .iter()
+                .zip(&enc.step_spans)
+                .map(|(lps, spans)| {
+                    lps.iter()
+                        .zip(spans)
+                        .map(|(&logprob, &(start, end))| TokenLogprob {
+                            start,
+                            end,
+                            logprob,
+                        })
+                        .collect()
+                })
+                .collect()
+        });
         Ok(TraceScore {
             step_scores,
             tokens: enc.tokens.len(),
             truncated_steps,
             confidence: out.confidence,
+            token_logprobs,
         })
     }
 
@@ -787,6 +819,7 @@ impl Scorer {
         let dropped = enc.markers.len() - keep;
         enc.markers.truncate(keep);
         enc.step_tokens.truncate(keep);
+        enc.step_spans.truncate(keep);
         let end = enc.markers.iter().copied().max().unwrap_or(0).max(
             enc.step_tokens
                 .last()

@@ -168,6 +168,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                 enc.step_tokens[k].start.saturating_sub(keep)
                     ..enc.step_tokens[k].end.saturating_sub(keep),
             ],
+            step_spans: vec![enc.step_spans[k].clone()],
         };
         let out = self
             .scorer

@@ -102,6 +102,10 @@ pub struct Encoded {
     pub markers: Vec<usize>,
     /// Per step, the positions of the step's own text tokens.
     pub step_tokens: Vec<Range<usize>>,
+    /// Per step, for each of its `step_tokens`, the byte range of the
+    /// step's text the token covers (clamped to the step: a token that
+    /// straddles the step's edge covers only its part inside).
+    pub step_spans: Vec<Vec<(usize, usize)>>,
 }
 
 /// Lays out and tokenizes `problem` and `steps` the way `protocol`'s family does.
@@ -161,6 +165,36 @@ fn marker_positions(tokens: &[u32], id: u32, n_steps: usize) -> Result<Vec<usize
 }
 
 /// Token ranges of byte ranges of `text`, from the tokenizer's offsets.
+/// Token offsets of a step encoded on its own, clamped to its `len` bytes.
+fn clamped(offsets: &[(usize, usize)], len: usize) -> Vec<(usize, usize)> {
+    offsets
+        .iter()
+        .map(|&(a, b)| (a.min(len), b.min(len)))
+        .collect()
+}
+
+/// Per step, the byte ranges of `ranges`' tokens relative to the step's
+/// `span` of the prompt text, clamped to it.
+fn token_spans(
+    offsets: &[(usize, usize)],
+    ranges: &[Range<usize>],
+    spans: &[Range<usize>],
+) -> Vec<Vec<(usize, usize)>> {
+    ranges
+        .iter()
+        .zip(spans)
+        .map(|(r, span)| {
+            let rel = |x: usize| x.clamp(span.start, span.end) - span.start;
+            offsets
+                .get(r.clone())
+                .unwrap_or(&[])
+                .iter()
+                .map(|&(a, b)| (rel(a), rel(b)))
+                .collect()
+        })
+        .collect()
+}
+
 fn token_ranges(offsets: &[(usize, usize)], spans: &[Range<usize>]) -> Vec<Range<usize>> {
     spans
         .iter()
@@ -217,8 +251,10 @@ fn score_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         .collect();
     let enc = tok.encode_with_offsets(&text, false)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
+    let step_tokens = token_ranges(&enc.offsets, &spans);
     Ok(Encoded {
-        step_tokens: token_ranges(&enc.offsets, &spans),
+        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
+        step_tokens,
         tokens: enc.ids,
         markers,
     })
@@ -234,13 +270,16 @@ fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
     })?;
     let mut markers = Vec::with_capacity(steps.len());
     let mut step_tokens = Vec::with_capacity(steps.len());
+    let mut step_spans = Vec::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
         if s.is_empty() {
             return Err(Error::InvalidArgument(format!("step {i} is empty")));
         }
         let start = tokens.len();
-        tokens.extend(tok.encode(s, true)?);
+        let e = tok.encode_with_offsets(s, true)?;
+        tokens.extend(e.ids);
         step_tokens.push(start..tokens.len());
+        step_spans.push(clamped(&e.offsets, s.len()));
         tokens.push(newline);
         markers.push(tokens.len() - 1);
     }
@@ -248,6 +287,7 @@ fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         tokens,
         markers,
         step_tokens,
+        step_spans,
     })
 }
 
@@ -267,8 +307,10 @@ fn math_shepherd(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -
     }
     let enc = tok.encode_with_offsets(&text, true)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
+    let step_tokens = token_ranges(&enc.offsets, &spans);
     Ok(Encoded {
-        step_tokens: token_ranges(&enc.offsets, &spans),
+        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
+        step_tokens,
         tokens: enc.ids,
         markers,
     })
@@ -324,8 +366,10 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
             "RLHFlow prompt prefixes do not tokenize as prefixes of the whole".into(),
         ));
     }
+    let step_tokens = token_ranges(&enc.offsets, &spans);
     Ok(Encoded {
-        step_tokens: token_ranges(&enc.offsets, &spans),
+        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
+        step_tokens,
         tokens: enc.ids,
         markers,
     })
@@ -340,14 +384,16 @@ fn confidence(tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded>
     let sep = tok.encode(CONFIDENCE_SEPARATOR, false)?;
     let mut markers = Vec::with_capacity(steps.len());
     let mut step_tokens = Vec::with_capacity(steps.len());
+    let mut step_spans = Vec::with_capacity(steps.len());
     for (i, s) in steps.iter().enumerate() {
-        let ids = tok.encode(s, false)?;
-        if ids.is_empty() {
+        let e = tok.encode_with_offsets(s, false)?;
+        if e.ids.is_empty() {
             return Err(Error::InvalidArgument(format!("step {i} has no tokens")));
         }
         let start = tokens.len();
-        tokens.extend(ids);
+        tokens.extend(e.ids);
         step_tokens.push(start..tokens.len());
+        step_spans.push(clamped(&e.offsets, s.len()));
         markers.push(tokens.len() - 1);
         tokens.extend_from_slice(&sep);
     }
@@ -360,5 +406,6 @@ fn confidence(tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded>
         tokens,
         markers,
         step_tokens,
+        step_spans,
     })
 }
