@@ -230,17 +230,14 @@ impl ExamplesBuilder {
             if !self.layout.stats_only {
                 self.x.extend_from_slice(row);
             }
-            let conf = confidence.and_then(|c| c.get(i)).copied();
+            // Presence was checked above for every statistic in use.
+            let conf = confidence
+                .and_then(|c| c.get(i))
+                .copied()
+                .unwrap_or_default();
             let digit = digits.and_then(|d| d.get(i)).copied().unwrap_or_default();
             for stat in &self.layout.stats {
-                // Presence was checked above for every statistic in use.
-                let c = conf.unwrap_or(StepConfidence {
-                    tokens: 0,
-                    mean_logprob: 0.0,
-                    min_logprob: 0.0,
-                    mean_entropy: 0.0,
-                });
-                let v = stat.value(&c, &digit);
+                let v = stat.value(&conf, &digit);
                 if !v.is_finite() {
                     return Err(format!("step {i}'s `{}` is not finite", stat.name()));
                 }

@@ -152,10 +152,9 @@ fn progress_bar(input: &InputArgs) -> ProgressBar {
 /// token log-probabilities.
 fn least_likely_token(result: &TraceScore, i: usize, text: &str) -> Option<(String, f64)> {
     let tokens = result.token_logprobs.as_ref()?.get(i)?;
-    let piece = |t: &&stepscore::prm::TokenLogprob| text.get(t.start..t.end).map(str::trim);
-    let is_digits = |t: &&stepscore::prm::TokenLogprob| {
-        piece(t).is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-    };
+    let piece = |t: &&stepscore::prm::TokenLogprob| text.get(t.start..t.end);
+    let is_digits =
+        |t: &&stepscore::prm::TokenLogprob| piece(t).is_some_and(stepscore::prm::is_digit_text);
     let least = |digits_only: bool| {
         tokens
             .iter()

@@ -219,7 +219,7 @@ impl ValueHead {
 }
 
 /// What the confidence family measures on one step's tokens.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct StepConfidence {
     pub tokens: usize,
     pub mean_logprob: f64,
@@ -266,9 +266,13 @@ impl DigitConfidence {
 
 /// Whether token `id` is a digit token: its text, trimmed, is ASCII digits.
 pub(crate) fn is_digit_token(tok: &Tokenizer, id: u32) -> Result<bool> {
-    let text = tok.decode(&[id], false)?;
+    Ok(is_digit_text(&tok.decode(&[id], false)?))
+}
+
+/// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
+pub fn is_digit_text(text: &str) -> bool {
     let t = text.trim();
-    Ok(!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// [`is_digit_token`] for every id of a `vocab`-row vocabulary projection
