@@ -10,6 +10,7 @@ use super::kernels::Taps;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
+use crate::quant::QuantizedActs;
 
 /// Which elements RoPE rotates together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,6 +408,7 @@ impl Transformer {
                 }
             }),
             tapped: None,
+            acts: None,
         };
         pass.bufs[Act::X as usize] = x;
         decoder::run(&mut pass, &self.w, tap)?;
@@ -580,6 +582,9 @@ struct CpuPass<'a> {
     rope: Vec<f32>,
     bufs: [Vec<f32>; 9],
     tapped: Option<Vec<f32>>,
+    /// The last matmul input converted for block weights, reused while that
+    /// activation is unchanged (q/k/v share one, gate/up another).
+    acts: Option<(Act, QuantizedActs)>,
 }
 
 impl CpuPass<'_> {
@@ -607,6 +612,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn rms_norm(&mut self, src: Act, w: &Vec<f32>, dst: Act) -> Result<()> {
+        self.acts = None;
         let eps = self.model.config.rms_norm_eps;
         self.with2(src, dst, |x, out| {
             rms_norm(x, w, eps, out);
@@ -616,15 +622,37 @@ impl DecoderPass for CpuPass<'_> {
 
     fn matmul(&mut self, w: &Matrix, src: Act, dst: Act) -> Result<()> {
         let (n, threads) = (self.n, self.model.threads);
-        self.with2(src, dst, |x, out| w.matmul(x, n, out, threads))
+        let ty = w.act_type().filter(|_| n > 0);
+        let Some(ty) = ty else {
+            self.acts = None;
+            return self.with2(src, dst, |x, out| w.matmul(x, n, out, threads));
+        };
+        let fresh = matches!(&self.acts, Some((a, q)) if *a == src && q.ty() == ty);
+        if !fresh {
+            let x = &self.bufs[src as usize];
+            let cols = x.len() / n;
+            self.acts = Some((src, QuantizedActs::new_threaded(ty, x, n, cols, threads)?));
+        }
+        let mut out = std::mem::take(&mut self.bufs[dst as usize]);
+        let r = match &self.acts {
+            Some((_, q)) => w.matmul_acts(q, &mut out, threads),
+            None => Err(Error::Internal("matmul: activations were not converted".into())),
+        };
+        self.bufs[dst as usize] = out;
+        if dst == src {
+            self.acts = None;
+        }
+        r
     }
 
     fn add_bias(&mut self, dst: Act, b: &Vec<f32>) -> Result<()> {
+        self.acts = None;
         add_bias(&mut self.bufs[dst as usize], Some(b));
         Ok(())
     }
 
     fn rope(&mut self, dst: Act) -> Result<()> {
+        self.acts = None;
         let c = &self.model.config;
         let heads = if dst == Act::Q {
             c.n_heads
@@ -637,6 +665,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn attention(&mut self) -> Result<()> {
+        self.acts = None;
         let kvd = self.model.config.kv_dim();
         let (ck, cv) = match (
             self.cache.k.get_mut(self.layer),
@@ -663,6 +692,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn add(&mut self, dst: Act, src: Act) -> Result<()> {
+        self.acts = None;
         self.with2(src, dst, |y, x| {
             for (a, b) in x.iter_mut().zip(y) {
                 *a += b;
@@ -672,6 +702,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn swiglu(&mut self) -> Result<()> {
+        self.acts = None;
         self.with2(Act::Up, Act::Gate, |up, gate| {
             for (g, u) in gate.iter_mut().zip(up) {
                 // SiLU(g) * u

@@ -138,7 +138,7 @@ pub fn matmul(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    let acts = QuantizedActs::for_weight_threaded(w.ty, x, n_tokens, w.cols, threads)?;
     matmul_quantized(w, &acts, out, threads)
 }
 
@@ -152,7 +152,7 @@ pub fn matmul_rows(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    let acts = QuantizedActs::for_weight_threaded(w.ty, x, n_tokens, w.cols, threads)?;
     matmul_rows_quantized(w, rows, &acts, out, threads)
 }
 
@@ -388,7 +388,7 @@ fn worker(
     #[cfg(target_arch = "x86_64")]
     if let (Simd::Avx512, ActData::Q8K(x)) = (backend, &acts.data) {
         if super::ktile::has_tiles(w.ty) {
-            let kernel: super::ktile::TileKernel = super::avx512::tile_4x4;
+            let kernel: super::ktile::TileKernel = super::avx512::tile;
             let row_of = |i| sel.row(i);
             super::ktile::worker(w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel);
             return;
