@@ -368,7 +368,14 @@ fn avx512_k_tiles_equal_the_portable_kernel_bit_for_bit() {
     }
     let mut rng = Rng(2024);
     for ty in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K] {
-        for (rows, n_tokens, blocks) in [(1, 1, 1), (3, 5, 2), (4, 4, 1), (5, 3, 3), (21, 9, 2), (37, 13, 1)] {
+        for (rows, n_tokens, blocks) in [
+            (1, 1, 1),
+            (3, 5, 2),
+            (4, 4, 1),
+            (5, 3, 3),
+            (21, 9, 2),
+            (37, 13, 1),
+        ] {
             let cols = cols_for(ty, blocks);
             let w = random_weights(ty, rows, cols, &mut rng);
             let m = QMatrix::new(ty, rows, cols, &w).unwrap();
@@ -396,7 +403,9 @@ fn avx512_k_tiles_equal_the_portable_kernel_bit_for_bit() {
             matmul_with(&m, Some(&sel), &acts, &mut want, 1, Simd::Portable).unwrap();
             matmul_with(&m, Some(&sel), &acts, &mut got, 2, Simd::Avx512).unwrap();
             assert!(
-                got.iter().zip(&want).all(|(g, e)| g.to_bits() == e.to_bits()),
+                got.iter()
+                    .zip(&want)
+                    .all(|(g, e)| g.to_bits() == e.to_bits()),
                 "{} row selection",
                 ty.name()
             );

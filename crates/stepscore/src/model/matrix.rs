@@ -184,7 +184,10 @@ impl Matrix {
         let q = self
             .qmatrix()?
             .ok_or_else(|| Error::InvalidArgument("matmul_acts: not a block matrix".into()))?;
-        let work = q.rows.saturating_mul(q.cols).saturating_mul(acts.n_tokens());
+        let work = q
+            .rows
+            .saturating_mul(q.cols)
+            .saturating_mul(acts.n_tokens());
         let threads = effective_threads(threads)
             .min(q.rows.max(1))
             .min(work / PARALLEL_MIN_WORK + 1);

@@ -76,7 +76,10 @@ unsafe fn tile_body<const STEPS: usize, const INT_MIN: bool>(
             } else {
                 isum[t]
             };
-            acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(i)));
+            acc[t] = _mm512_add_ps(
+                acc[t],
+                _mm512_mul_ps(_mm512_mul_ps(d, da), _mm512_cvtepi32_ps(i)),
+            );
             if !INT_MIN {
                 let m = _mm512_cvtepi32_ps(msum[t]);
                 acc[t] = _mm512_sub_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dmin, da), m));

@@ -60,75 +60,107 @@ pub(crate) fn has_tiles(ty: GgmlType) -> bool {
 pub(crate) type TileKernel =
     unsafe fn(GgmlType, &[KRows], &[&[BlockQ8K]; TOKENS]) -> [[f32; ROWS]; TOKENS];
 
+/// Little-endian words of `b` from byte `off` (`N` of them).
+#[inline(always)]
+fn words<const N: usize>(b: &[u8], off: usize) -> [u32; N] {
+    let mut w = [0u32; N];
+    for (x, c) in w.iter_mut().zip(b[off..off + 4 * N].chunks_exact(4)) {
+        *x = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
+    }
+    w
+}
+
+const NIB: u32 = 0x0F0F_0F0F;
+
+/// A super-block's quants as 64 words, word j = quants 4j..4j+4 (the values
+/// `blocks::unpack_k` gives, Q6_K's without the -32), built from the packed
+/// bytes in plain word loops that vectorize.
+#[inline(always)]
+fn quant_words(ty: GgmlType, b: &[u8]) -> [u32; 64] {
+    let mut w = [0u32; 64];
+    match ty {
+        GgmlType::Q6K => {
+            // ql low/high nibbles and 2 bits of qh per value (see unpack_k).
+            let ql: [u32; 32] = words(b, 0);
+            let qh: [u32; 16] = words(b, 128);
+            for n in 0..2 {
+                for m in 0..8 {
+                    let (l0, l1, h) = (ql[16 * n + m], ql[16 * n + 8 + m], qh[8 * n + m]);
+                    let e = 32 * n + m;
+                    w[e] = (l0 & NIB) | ((h & 0x0303_0303) << 4);
+                    w[e + 8] = (l1 & NIB) | (((h >> 2) & 0x0303_0303) << 4);
+                    w[e + 16] = ((l0 >> 4) & NIB) | (((h >> 4) & 0x0303_0303) << 4);
+                    w[e + 24] = ((l1 >> 4) & NIB) | (((h >> 6) & 0x0303_0303) << 4);
+                }
+            }
+        }
+        _ => {
+            // Q4_K / Q5_K: 64-value chunk c holds the low nibbles of its 32
+            // bytes, then the high ones; Q5_K's fifth bits are bits 2c, 2c+1 of qh.
+            let q5 = ty == GgmlType::Q5K;
+            let qs: [u32; 32] = words(b, if q5 { 48 } else { 16 });
+            let qh: [u32; 8] = if q5 { words(b, 16) } else { [0; 8] };
+            for c in 0..4 {
+                for m in 0..8 {
+                    let x = qs[8 * c + m];
+                    let h = qh[m];
+                    w[16 * c + m] = (x & NIB) | (((h >> (2 * c)) & 0x0101_0101) << 4);
+                    w[16 * c + 8 + m] =
+                        ((x >> 4) & NIB) | (((h >> (2 * c + 1)) & 0x0101_0101) << 4);
+                }
+            }
+        }
+    }
+    w
+}
+
+/// [`fill`] compiled for the CPUs this path runs on (the crate's baseline
+/// target has SSE2 only).
+///
+/// Safety: the CPU has AVX2 and AVX-512 F/BW (every caller of [`worker`]
+/// chose an AVX-512 kernel).
+#[target_feature(enable = "avx2,avx512f,avx512bw")]
+unsafe fn fill_wide(
+    ty: GgmlType,
+    data: &[u8],
+    row_bytes: usize,
+    rows: &[usize],
+    out: &mut [KRows],
+) {
+    fill(ty, data, row_bytes, rows, out)
+}
+
 /// Unpacks `rows` (at most 16; missing rows are zero and give 0) into `nb`
-/// super-blocks. Quants are built 4 at a time as little-endian words from
-/// the packed bytes (the same values `blocks::unpack_k` gives, Q6_K's
-/// without the -32).
+/// super-blocks.
+#[inline(always)]
 fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [KRows]) {
     let bb = ty.block_bytes();
     if rows.len() < ROWS {
         out.fill(ZERO_ROWS);
     }
-    let word = |b: &[u8], i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    const NIB: u32 = 0x0F0F_0F0F;
     for (r, &row) in rows.iter().enumerate() {
         let src = &data[row * row_bytes..(row + 1) * row_bytes];
         for (g, b) in out.iter_mut().zip(src.chunks_exact(bb)) {
-            let mut put = |e: usize, w: u32| {
-                g.q[e / 4][4 * r..4 * r + 4].copy_from_slice(&w.to_le_bytes());
-            };
-            match ty {
-                GgmlType::Q6K => {
-                    // ql low/high nibbles and 2 bits of qh per value (see unpack_k).
-                    let (ql, qh) = (&b[0..128], &b[128..192]);
-                    for n in 0..2 {
-                        for m in (0..32).step_by(4) {
-                            let l0 = word(ql, 64 * n + m);
-                            let l1 = word(ql, 64 * n + 32 + m);
-                            let h = word(qh, 32 * n + m);
-                            let e = 128 * n + m;
-                            put(e, (l0 & NIB) | ((h & 0x0303_0303) << 4));
-                            put(e + 32, (l1 & NIB) | (((h >> 2) & 0x0303_0303) << 4));
-                            put(e + 64, ((l0 >> 4) & NIB) | (((h >> 4) & 0x0303_0303) << 4));
-                            put(e + 96, ((l1 >> 4) & NIB) | (((h >> 6) & 0x0303_0303) << 4));
-                        }
-                    }
-                    let sc = |k: usize| b[192 + k] as i8 as i32;
-                    for p in 0..8 {
-                        g.sc[2 * p][r] = sc(2 * p);
-                        g.sc[2 * p + 1][r] = sc(2 * p + 1);
-                        g.mn[p][r] = ((32 * sc(2 * p)) & 0xFFFF) | ((32 * sc(2 * p + 1)) << 16);
-                    }
-                    g.d[r] = le_f16(b, 208);
-                    g.dmin[r] = 0.0;
+            for (dst, w) in g.q.iter_mut().zip(quant_words(ty, b)) {
+                dst[4 * r..4 * r + 4].copy_from_slice(&w.to_le_bytes());
+            }
+            if ty == GgmlType::Q6K {
+                let sc = |k: usize| b[192 + k] as i8 as i32;
+                for p in 0..8 {
+                    g.sc[2 * p][r] = sc(2 * p);
+                    g.sc[2 * p + 1][r] = sc(2 * p + 1);
+                    g.mn[p][r] = ((32 * sc(2 * p)) & 0xFFFF) | ((32 * sc(2 * p + 1)) << 16);
                 }
-                _ => {
-                    // Q4_K / Q5_K: 64-value chunk c holds low nibbles of qs[32c..]
-                    // then high nibbles; Q5_K's fifth bits are bits 2c, 2c+1 of qh.
-                    let q5 = ty == GgmlType::Q5K;
-                    let qs = if q5 { &b[48..176] } else { &b[16..144] };
-                    for c in 0..4 {
-                        for m in (0..32).step_by(4) {
-                            let w = word(qs, 32 * c + m);
-                            let (mut lo, mut hi) = (w & NIB, (w >> 4) & NIB);
-                            if q5 {
-                                let h = word(&b[16..48], m);
-                                lo |= ((h >> (2 * c)) & 0x0101_0101) << 4;
-                                hi |= ((h >> (2 * c + 1)) & 0x0101_0101) << 4;
-                            }
-                            put(64 * c + m, lo);
-                            put(64 * c + 32 + m, hi);
-                        }
-                    }
-                    for j in 0..8 {
-                        let (sc, mn) = scale_min_k4(j, &b[4..16]);
-                        g.sc[j][r] = sc as i32;
-                        let mn = mn as i32;
-                        g.mn[j][r] = mn | (mn << 16);
-                    }
-                    g.d[r] = le_f16(b, 0);
-                    g.dmin[r] = le_f16(b, 2);
+                g.d[r] = le_f16(b, 208);
+                g.dmin[r] = 0.0;
+            } else {
+                for j in 0..8 {
+                    let (sc, mn) = scale_min_k4(j, &b[4..16]);
+                    g.sc[j][r] = sc as i32;
+                    g.mn[j][r] = mn as i32 | ((mn as i32) << 16);
                 }
+                g.d[r] = le_f16(b, 0);
+                g.dmin[r] = le_f16(b, 2);
             }
         }
     }
@@ -136,6 +168,7 @@ fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [
 
 /// The matmul driver's worker for this path: selection indices `lo..hi`
 /// (`row_of` maps them to matrix rows), `outs[t][i - lo]` receives token t.
+/// Only for CPUs with AVX-512 F/BW/VNNI (`kernel` is `avx512::tile`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn worker(
     ty: GgmlType,
@@ -158,7 +191,8 @@ pub(crate) fn worker(
         let r1 = (r0 + ROWS).min(hi);
         rows.clear();
         rows.extend((r0..r1).map(&row_of));
-        fill(ty, data, row_bytes, &rows, &mut group);
+        // SAFETY: `kernel` is an AVX-512 kernel, so the CPU has what `fill_wide` needs.
+        unsafe { fill_wide(ty, data, row_bytes, &rows, &mut group) };
         let mut t0 = 0;
         while t0 < n_tokens {
             // A short last tile repeats its last token; those lanes are dropped.

@@ -390,7 +390,9 @@ fn worker(
         if super::ktile::has_tiles(w.ty) {
             let kernel: super::ktile::TileKernel = super::avx512::tile;
             let row_of = |i| sel.row(i);
-            super::ktile::worker(w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel);
+            super::ktile::worker(
+                w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
+            );
             return;
         }
     }
