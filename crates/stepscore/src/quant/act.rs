@@ -229,8 +229,14 @@ fn split<T: Send>(
     let chunk = n.div_ceil(nt);
     let f = &f;
     std::thread::scope(|s| {
-        for (xc, oc) in x.chunks(chunk * per).zip(out.chunks_mut(chunk)) {
+        let mut parts = x.chunks(chunk * per).zip(out.chunks_mut(chunk));
+        let first = parts.next();
+        for (xc, oc) in parts {
             s.spawn(move || f(xc, oc));
+        }
+        // the calling thread takes the first part instead of waiting
+        if let Some((xc, oc)) = first {
+            f(xc, oc);
         }
     });
 }

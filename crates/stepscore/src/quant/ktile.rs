@@ -130,6 +130,36 @@ unsafe fn fill_wide(
     fill(ty, data, row_bytes, rows, out)
 }
 
+/// Row r's words into its lane of `q`: one 16-word scatter per 16 words on
+/// AVX-512 (word-by-word stores of a vector just built stall on store
+/// forwarding), plain stores elsewhere.
+#[inline(always)]
+fn put_words(q: &mut [[u8; 64]; 64], r: usize, w: &[u32; 64]) {
+    #[cfg(target_arch = "x86_64")]
+    if cfg!(target_feature = "avx512f") || is_x86_feature_detected!("avx512f") {
+        use std::arch::x86_64::*;
+        // Byte offsets of words j..j+16 within a column of q: 64 j.
+        let idx = unsafe {
+            _mm512_setr_epi32(
+                0, 64, 128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, 896, 960,
+            )
+        };
+        for k in 0..4 {
+            // SAFETY: AVX-512F is present; the 16 addresses are
+            // q[16k + i][4r..4r + 4] for i < 16, all inside `q` (r < 16).
+            unsafe {
+                let v = _mm512_loadu_si512(w.as_ptr().add(16 * k) as *const _);
+                let base = q.as_mut_ptr().add(16 * k) as *mut u8;
+                _mm512_i32scatter_epi32::<1>(base.add(4 * r) as *mut _, idx, v);
+            }
+        }
+        return;
+    }
+    for (dst, x) in q.iter_mut().zip(w) {
+        dst[4 * r..4 * r + 4].copy_from_slice(&x.to_le_bytes());
+    }
+}
+
 /// Unpacks `rows` (at most 16; missing rows are zero and give 0) into `nb`
 /// super-blocks.
 #[inline(always)]
@@ -141,9 +171,7 @@ fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [
     for (r, &row) in rows.iter().enumerate() {
         let src = &data[row * row_bytes..(row + 1) * row_bytes];
         for (g, b) in out.iter_mut().zip(src.chunks_exact(bb)) {
-            for (dst, w) in g.q.iter_mut().zip(quant_words(ty, b)) {
-                dst[4 * r..4 * r + 4].copy_from_slice(&w.to_le_bytes());
-            }
+            put_words(&mut g.q, r, &quant_words(ty, b));
             if ty == GgmlType::Q6K {
                 let sc = |k: usize| b[192 + k] as i8 as i32;
                 for p in 0..8 {
