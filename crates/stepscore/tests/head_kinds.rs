@@ -643,6 +643,19 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 want[i]
             );
         }
+        // The session's per-token log-probs are the whole-trace ones: same spans,
+        // log-probs within the scores' tolerance.
+        assert_eq!(session.token_logprobs().len(), per_step.len());
+        for (i, (s, w)) in session.token_logprobs().iter().zip(per_step).enumerate() {
+            assert_eq!(s.len(), w.len(), "session step {i}");
+            for (a, b) in s.iter().zip(w) {
+                assert_eq!((a.start, a.end), (b.start, b.end), "session step {i}");
+                assert!(
+                    (a.logprob - b.logprob).abs() <= tol,
+                    "session step {i}: {a:?} vs {b:?}"
+                );
+            }
+        }
     }
     // Statistics alone need names; a wrong count is a named width error.
     let nameless = safetensors_bytes(

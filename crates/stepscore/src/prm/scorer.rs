@@ -117,6 +117,21 @@ pub struct TokenLogprob {
     pub logprob: f64,
 }
 
+impl TokenLogprob {
+    /// A step's token log-probs paired with their spans (`Encoded.step_spans`).
+    pub(crate) fn with_spans(logprobs: &[f64], spans: &[(usize, usize)]) -> Vec<TokenLogprob> {
+        logprobs
+            .iter()
+            .zip(spans)
+            .map(|(&logprob, &(start, end))| TokenLogprob {
+                start,
+                end,
+                logprob,
+            })
+            .collect()
+    }
+}
+
 /// A loaded PRM: decoder, tokenizer, prompt protocol and head.
 #[derive(Debug)]
 pub struct Scorer {
@@ -644,16 +659,7 @@ impl Scorer {
             steps
                 .iter()
                 .zip(&enc.step_spans)
-                .map(|(lps, spans)| {
-                    lps.iter()
-                        .zip(spans)
-                        .map(|(&logprob, &(start, end))| TokenLogprob {
-                            start,
-                            end,
-                            logprob,
-                        })
-                        .collect()
-                })
+                .map(|(lps, spans)| TokenLogprob::with_spans(lps, spans))
                 .collect()
         });
         Ok(TraceScore {
