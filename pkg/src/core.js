@@ -182,12 +182,12 @@ class LocalEngine {
     this.#info = info;
   }
 
-  score(trace) {
-    return callWasmAsync(() => this.#inner.score(trace));
+  score(trace, options) {
+    return callWasmAsync(() => this.#inner.score(trace, options));
   }
 
-  scoreMany(traces) {
-    return callWasmAsync(() => this.#inner.scoreMany(traces));
+  scoreMany(traces, options) {
+    return callWasmAsync(() => this.#inner.scoreMany(traces, options));
   }
 
   session(problem) {
@@ -238,6 +238,7 @@ class LocalSession extends SessionState {
       scores: Array.from(callWasm(() => inner.scores())),
       steps: callWasm(() => inner.steps()),
       confidence: callWasm(() => inner.confidence()),
+      ...callWasm(() => inner.tokenLogprobs()),
       tokens: { computed: callWasm(() => inner.computedTokens()), cached: callWasm(() => inner.cachedTokens()) },
     });
   }
@@ -281,14 +282,14 @@ export class StepScorer {
     return this.#engine;
   }
 
-  /** Scores every step of a trace. */
-  async score(trace) {
-    return this.#live().score(trace);
+  /** Scores every step of a trace; `{ tokenLogprobs: true }` adds per-token log-probs. */
+  async score(trace, options) {
+    return this.#live().score(trace, options);
   }
 
   /** Scores several traces (all are checked before any is scored). */
-  async scoreMany(traces) {
-    return this.#live().scoreMany(traces);
+  async scoreMany(traces, options) {
+    return this.#live().scoreMany(traces, options);
   }
 
   /** Starts scoring a trace step by step, reusing the work of earlier steps. */
@@ -349,6 +350,16 @@ export class Session {
   /** Confidence-family statistics per step (empty for other families). */
   get confidence() {
     return this.#live().confidence;
+  }
+
+  /** Per step, its tokens' log-probs with UTF-16 spans in the step (empty when the head reads none). */
+  get tokenLogprobs() {
+    return this.#live().tokenLogprobs;
+  }
+
+  /** Per step, the span of its least likely number (or token), or null. */
+  get leastLikely() {
+    return this.#live().leastLikely;
   }
 
   /** Tokens run through the model over the session's life, and tokens held in its cache. */

@@ -144,6 +144,29 @@ export interface StepConfidence {
   meanEntropy: number;
 }
 
+/**
+ * A stretch of a step's text and a log-prob: `stepText.slice(start, end)`
+ * (UTF-16 offsets, as JS strings index; a byte-level token that ends inside
+ * a character covers the whole character).
+ */
+export interface TokenLogprob {
+  start: number;
+  end: number;
+  /** Natural-log probability of the token given everything before it. */
+  logprob: number;
+}
+
+export interface ScoreOptions {
+  /**
+   * Also return each token's log-prob with its span in the step's text, and
+   * each step's least likely number (`tokenLogprobs`, `leastLikely`). Heads
+   * that read the LM's token statistics give them (the 'confidence' family,
+   * heads over step statistics such as the default PRM's digit head); for
+   * other heads both stay absent.
+   */
+  tokenLogprobs?: boolean;
+}
+
 export interface TraceScore {
   /** One per step; null for steps dropped by truncation. */
   stepScores: Array<number | null>;
@@ -151,6 +174,14 @@ export interface TraceScore {
   truncatedSteps: number;
   /** Only for the 'confidence' family. */
   confidence?: StepConfidence[];
+  /** With `{ tokenLogprobs: true }`: per scored step, its tokens in order. */
+  tokenLogprobs?: TokenLogprob[][];
+  /**
+   * With `{ tokenLogprobs: true }`: per scored step, where to look: its least
+   * likely digit token widened to the whole number ("240" in "16+8=240"),
+   * else its least likely token; null when no token shows text.
+   */
+  leastLikely?: Array<TokenLogprob | null>;
 }
 
 export interface ScorerInfo {
@@ -191,6 +222,10 @@ export class Session {
   readonly scores: number[];
   readonly steps: string[];
   readonly confidence: StepConfidence[];
+  /** As TraceScore.tokenLogprobs, per step appended so far (empty when the head reads no token statistics). */
+  readonly tokenLogprobs: TokenLogprob[][];
+  /** As TraceScore.leastLikely, per step appended so far. */
+  readonly leastLikely: Array<TokenLogprob | null>;
   /** Tokens run through the model over the session's life; tokens held in its cache. */
   readonly tokens: { computed: number; cached: number };
   dispose(): void;
@@ -199,8 +234,8 @@ export class Session {
 export class StepScorer {
   private constructor();
   static load(options: LoadOptions): Promise<StepScorer>;
-  score(trace: TraceInput): Promise<TraceScore>;
-  scoreMany(traces: TraceInput[]): Promise<TraceScore[]>;
+  score(trace: TraceInput, options?: ScoreOptions): Promise<TraceScore>;
+  scoreMany(traces: TraceInput[], options?: ScoreOptions): Promise<TraceScore[]>;
   session(problem: string): Session;
   info(): ScorerInfo;
   /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */

@@ -34,7 +34,10 @@ use wasm_bindgen::prelude::*;
 use crate::error::{Code, Error};
 use crate::input::{parse_trace, parse_traces, Purpose};
 use crate::load::Loaded;
-use crate::output::{segment_steps, Confidence, GpuBuffers, Score, SelectionOut};
+use crate::output::{
+    segment_steps, Confidence, GpuBuffers, Score, ScoreOptions, SelectionOut,
+    SessionTokens,
+};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -247,9 +250,11 @@ impl WasmScorer {
     }
 
     /// Scores every step of one trace; the Promise resolves to
-    /// `{stepScores, tokens, truncatedSteps, confidence?}`. A malformed
-    /// trace throws at once, before anything runs.
-    pub fn score(&self, trace: JsValue) -> JsResult<js_sys::Promise> {
+    /// `{stepScores, tokens, truncatedSteps, confidence?, tokenLogprobs?,
+    /// leastLikely?}` (the last two with `options.tokenLogprobs`). A
+    /// malformed trace throws at once, before anything runs.
+    pub fn score(&self, trace: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+        let options = score_options(options)?;
         let trace = parse_trace(
             &from_js(trace, "trace", Code::TraceInvalid)?,
             "trace",
@@ -262,14 +267,15 @@ impl WasmScorer {
                 .score_async(&trace)
                 .await
                 .map_err(|e| js_error(Error::from_score("trace", e)))?;
-            to_js(&Score::from(score))
+            to_js(&Score::new(score, &step_texts(&trace), options))
         }))
     }
 
     /// Scores several traces, one after another; all are checked before
     /// any is scored.
     #[wasm_bindgen(js_name = scoreMany)]
-    pub fn score_many(&self, traces: JsValue) -> JsResult<js_sys::Promise> {
+    pub fn score_many(&self, traces: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+        let options = score_options(options)?;
         let traces = parse_traces(
             &from_js(traces, "traces", Code::TraceInvalid)?,
             "traces",
@@ -284,7 +290,7 @@ impl WasmScorer {
                     .score_async(t)
                     .await
                     .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))?;
-                scores.push(Score::from(s));
+                scores.push(Score::new(s, &step_texts(t), options));
             }
             to_js(&scores)
         }))
@@ -376,6 +382,18 @@ impl WasmSession {
         to_js(&c)
     }
 
+    /// Per step so far, its tokens (UTF-16 spans in the step's text) and
+    /// least likely number, as `score(..., {tokenLogprobs: true})` gives
+    /// them: `{tokenLogprobs, leastLikely}`, empty when the head reads no
+    /// token statistics.
+    #[wasm_bindgen(js_name = tokenLogprobs)]
+    pub fn token_logprobs(&self) -> JsResult<JsValue> {
+        let tokens = self.with(|s| {
+            SessionTokens::new(s.token_logprobs(), s.steps().iter().map(String::as_str))
+        })?;
+        to_js(&tokens)
+    }
+
     #[wasm_bindgen(js_name = computedTokens)]
     pub fn computed_tokens(&self) -> JsResult<usize> {
         self.with(|s| s.computed_tokens())
@@ -385,6 +403,15 @@ impl WasmSession {
     pub fn cached_tokens(&self) -> JsResult<usize> {
         self.with(|s| s.cached_tokens())
     }
+}
+
+fn score_options(options: JsValue) -> JsResult<ScoreOptions> {
+    ScoreOptions::parse(&from_js(options, "score options", Code::InvalidArgument)?)
+        .map_err(js_error)
+}
+
+fn step_texts(trace: &stepscore::Trace) -> Vec<&str> {
+    trace.steps.iter().map(|s| s.text.as_str()).collect()
 }
 
 /// Splits a response into steps: `[{text, start, end, role?, tool?}]`, with
