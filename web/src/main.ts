@@ -87,6 +87,8 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
       model: source,
       backend,
       family,
+      // The engine runs in the package's worker: the page never pauses while it scores.
+      worker: true,
       signal: controller.signal,
       onProgress: (p) => {
         if (p.phase === 'download') {
@@ -348,16 +350,17 @@ async function scoreDraft(): Promise<void> {
   busy = true;
   refreshButtons();
   const onGpu = scorer.info().backend === 'webgpu';
-  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…${onGpu ? '' : ' (the page pauses until it is done)'}`);
-  await nextFrame();
+  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…`);
   const t0 = performance.now();
   try {
-    const res = await scorer.score({ problem: draft.problem, steps: draft.steps.map((s) => s.text) });
+    const res = await scorer.score({ problem: draft.problem, steps: draft.steps.map((s) => s.text) }, { tokenLogprobs: true });
     current = {
       problem: draft.problem,
       steps: draft.steps,
       scores: res.stepScores,
       confidence: res.confidence ?? null,
+      tokenLogprobs: res.tokenLogprobs ?? null,
+      leastLikely: res.leastLikely ?? null,
       source: 'model',
       tokens: res.tokens,
       model: modelName,
@@ -398,6 +401,8 @@ async function scoreLive(): Promise<void> {
       current.scores[i] = await session.append(step.text);
       const conf = session.confidence;
       current.confidence = conf.length ? conf : null;
+      current.tokenLogprobs = session.tokenLogprobs;
+      current.leastLikely = session.leastLikely;
       current.tokens = session.tokens.cached;
       renderResults(i + 1);
     }
@@ -546,8 +551,7 @@ async function scoreCandidates(): Promise<void> {
   }
   busy = true;
   refreshButtons();
-  setStatus('score-status', `Scoring ${responses.length} candidates… (the page pauses until it is done)`);
-  await nextFrame();
+  setStatus('score-status', `Scoring ${responses.length} candidates…`);
   try {
     const results = await scorer.scoreMany(steps.map((s) => ({ problem, steps: s })));
     bon = { problem, responses, steps, scores: results.map((r) => r.stepScores), selection: selectBest([], aggregation()) };

@@ -1,5 +1,5 @@
 // Shapes the app's modules share.
-import type { Aggregation, Selection, StepConfidence } from 'stepscore';
+import type { Aggregation, Selection, StepConfidence, TokenLogprob } from 'stepscore';
 import type { AppStep } from './traces';
 
 export interface Scored {
@@ -7,6 +7,10 @@ export interface Scored {
   steps: AppStep[];
   scores: Array<number | null>;
   confidence: StepConfidence[] | null;
+  /** Per scored step, its tokens' log-probs (UTF-16 spans), when the model's head reads them. */
+  tokenLogprobs?: TokenLogprob[][] | null;
+  /** Per scored step, its least likely number (the package's rule), or null. */
+  leastLikely?: Array<TokenLogprob | null> | null;
   /** Where the scores came from. */
   source: 'model' | 'live' | 'file' | 'link';
   tokens: number | null;
