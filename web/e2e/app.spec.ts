@@ -251,8 +251,15 @@ test('trace text renders inert: <script>, <img onerror>, through paste, files an
 });
 
 test('with navigator.gpu stubbed away, auto falls back to the CPU and says so; webgpu-only refuses', async ({ page }) => {
+  const stub = "Object.defineProperty(WorkerNavigator.prototype, 'gpu', { get: () => undefined, configurable: true });\n";
   await page.addInitScript(() => {
     Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
+  });
+  // The engine probes WebGPU in the package's worker, where init scripts do not run:
+  // the worker's script gets the same stub in front.
+  await page.route('**/assets/worker-*.js', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, body: stub + (await response.text()) });
   });
   await openAndLoad(page);
   const badge = page.locator('#backend-badge');
