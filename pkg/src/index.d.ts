@@ -149,11 +149,17 @@ export interface StepConfidence {
  * (UTF-16 offsets, as JS strings index; a byte-level token that ends inside
  * a character covers the whole character).
  */
-export interface TokenLogprob {
+export interface TextSpan {
   start: number;
   end: number;
-  /** Natural-log probability of the token given everything before it. */
+  /** Natural-log probability of the (least likely) token given everything before it. */
   logprob: number;
+}
+
+/** One token of a step. */
+export interface TokenLogprob extends TextSpan {
+  /** Entropy (nats) of the distribution that predicted the token. */
+  entropy: number;
 }
 
 export interface ScoreOptions {
@@ -181,7 +187,7 @@ export interface TraceScore {
    * likely digit token widened to the whole number ("240" in "16+8=240"),
    * else its least likely token; null when no token shows text.
    */
-  leastLikely?: Array<TokenLogprob | null>;
+  leastLikely?: Array<TextSpan | null>;
 }
 
 export interface ScorerInfo {
@@ -225,7 +231,7 @@ export class Session {
   /** As TraceScore.tokenLogprobs, per step appended so far (empty when the head reads no token statistics). */
   readonly tokenLogprobs: TokenLogprob[][];
   /** As TraceScore.leastLikely, per step appended so far. */
-  readonly leastLikely: Array<TokenLogprob | null>;
+  readonly leastLikely: Array<TextSpan | null>;
   /** Tokens run through the model over the session's life; tokens held in its cache. */
   readonly tokens: { computed: number; cached: number };
   dispose(): void;

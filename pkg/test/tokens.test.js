@@ -31,6 +31,7 @@ function checkSpans(tokens, text, what) {
     assert.ok(t.end <= text.length, `${what}: ${JSON.stringify(t)} past ${text.length}`);
     assert.doesNotMatch(text.slice(t.start, t.end), LONE_SURROGATE, `${what}: ${JSON.stringify(t)} cuts a character`);
     assert.ok(Number.isFinite(t.logprob) && t.logprob <= 0, `${what}: log-prob ${t.logprob}`);
+    assert.ok(Number.isFinite(t.entropy) && t.entropy >= 0, `${what}: entropy ${t.entropy}`);
     start = t.start;
     covered = Math.max(covered, t.end);
   }
@@ -52,6 +53,8 @@ test('token log-probs: UTF-16 spans over non-ASCII steps, their mean the confide
       const mean = tokens.reduce((a, t) => a + t.logprob, 0) / tokens.length;
       assert.equal(tokens.length, r.confidence[i].tokens, `step ${i}: one entry per token`);
       assert.ok(Math.abs(mean - r.confidence[i].meanLogprob) < 1e-9, `step ${i}: mean ${mean} vs ${r.confidence[i].meanLogprob}`);
+      const entropy = tokens.reduce((a, t) => a + t.entropy, 0) / tokens.length;
+      assert.ok(Math.abs(entropy - r.confidence[i].meanEntropy) < 1e-6, `step ${i}: mean entropy ${entropy} vs ${r.confidence[i].meanEntropy}`);
       // The least likely digit token, widened to its number.
       const least = r.leastLikely[i];
       const shown = text.slice(least.start, least.end);

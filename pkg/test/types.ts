@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc, no emit): the published types accept
 // the documented calls and reject misuse (each @ts-expect-error must error).
 import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer, clearCache, DEFAULT_CACHE } from 'stepscore';
-import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest, TokenLogprob } from 'stepscore';
+import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest, TokenLogprob, TextSpan } from 'stepscore';
 
 export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   const controller = new AbortController();
@@ -33,13 +33,14 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   const many: TraceScore[] = await scorer.scoreMany([{ problem: 'p', steps: ['a'] }], { tokenLogprobs: false });
   const withTokens = await scorer.score({ problem: 'p', steps: ['a'] }, { tokenLogprobs: true });
   const token: TokenLogprob | undefined = withTokens.tokenLogprobs?.[0][0];
-  const where: TokenLogprob | null | undefined = withTokens.leastLikely?.[0];
+  const where: TextSpan | null | undefined = withTokens.leastLikely?.[0];
+  const entropy: number | undefined = token?.entropy;
   // @ts-expect-error: the option is a boolean
   await scorer.score({ problem: 'p', steps: ['a'] }, { tokenLogprobs: 1 });
   const session = scorer.session('p');
   const s: number = await session.append('step');
   const sessionTokens: TokenLogprob[][] = session.tokenLogprobs;
-  const sessionWhere: Array<TokenLogprob | null> = session.leastLikely;
+  const sessionWhere: Array<TextSpan | null> = session.leastLikely;
   const info: ScorerInfo = scorer.info();
   const backend: 'cpu' | 'webgpu' = info.backend;
   const steps = segment('a\n\nb', 'newline').map((x) => x.text.slice(0, x.end - x.start));
@@ -63,5 +64,5 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   aggregate([1], 'median');
   // @ts-expect-error: scorers come from load()
   new StepScorer();
-  void [first, many, token, where, sessionTokens, sessionWhere, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity];
+  void [first, many, token, where, entropy, sessionTokens, sessionWhere, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity];
 }

@@ -1,6 +1,6 @@
 // The step-reward view: summary (aggregate, first error), legend, chart and
 // its table twin, one card per step. Step text goes in as text (dom.ts).
-import { aggregate, firstError, type Aggregation, type StepConfidence, type TokenLogprob } from 'stepscore';
+import { aggregate, firstError, type Aggregation, type StepConfidence, type TextSpan, type TokenLogprob } from 'stepscore';
 import { drawChart } from './chart';
 import { scaleGradient, scoreColor, scoreTint } from './color';
 import { PROGRESS_BASELINE } from './config';
@@ -30,7 +30,7 @@ function renderLegend(t: number): void {
 
 interface StepTokens {
   tokens: TokenLogprob[] | null;
-  least: TokenLogprob | null;
+  least: TextSpan | null;
 }
 
 function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, toks: StepTokens, first: number, t: number, pending: boolean): HTMLLIElement {

@@ -3,7 +3,7 @@
 // The spans come from the package (UTF-16 offsets into the step's text, the
 // least likely number chosen by the core's rule); every piece of text is a
 // text node (dom.ts), never markup.
-import type { TokenLogprob } from 'stepscore';
+import type { TextSpan, TokenLogprob } from 'stepscore';
 import { el, fmt } from './dom';
 
 /** Log-probs at or below this get the strongest shade (a 1-in-3000 token). */
@@ -26,7 +26,7 @@ interface Piece {
  * Cuts `text` at every token edge and at the mark's edges. Tokens sharing a
  * character (a byte-level split) give it the lower log-prob.
  */
-function pieces(text: string, tokens: TokenLogprob[], mark: TokenLogprob | null): Piece[] {
+function pieces(text: string, tokens: TokenLogprob[], mark: TextSpan | null): Piece[] {
   const cuts = new Set<number>([0, text.length]);
   const clamp = (x: number) => Math.min(text.length, Math.max(0, x));
   for (const t of tokens) {
@@ -60,7 +60,7 @@ function pieceNode(text: string, p: Piece): Node {
  * The step text as token spans; `mark` (the least likely number, when the
  * step is flagged) wraps its pieces in a <mark data-least-likely>.
  */
-export function tokenText(text: string, tokens: TokenLogprob[], mark: TokenLogprob | null): HTMLParagraphElement {
+export function tokenText(text: string, tokens: TokenLogprob[], mark: TextSpan | null): HTMLParagraphElement {
   const p = el('p', { class: 'step-text tokens' });
   let marked: HTMLElement | null = null;
   for (const piece of pieces(text, tokens, mark)) {
@@ -76,7 +76,7 @@ export function tokenText(text: string, tokens: TokenLogprob[], mark: TokenLogpr
 }
 
 /** The line under a flagged step: what the mark points at, in words. */
-export function leastLikelyLine(text: string, mark: TokenLogprob): HTMLParagraphElement {
+export function leastLikelyLine(text: string, mark: TextSpan): HTMLParagraphElement {
   return el('p', { class: 'least-likely-note' },
     'Least likely: “', el('strong', {}, text.slice(mark.start, mark.end)), `” (token log-prob ${fmt(mark.logprob, 1)}, p ≈ ${Math.exp(mark.logprob).toPrecision(2)})`);
 }

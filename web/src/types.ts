@@ -1,5 +1,5 @@
 // Shapes the app's modules share.
-import type { Aggregation, Selection, StepConfidence, TokenLogprob } from 'stepscore';
+import type { Aggregation, Selection, StepConfidence, TextSpan, TokenLogprob } from 'stepscore';
 import type { AppStep } from './traces';
 
 export interface Scored {
@@ -10,7 +10,7 @@ export interface Scored {
   /** Per scored step, its tokens' log-probs (UTF-16 spans), when the model's head reads them. */
   tokenLogprobs?: TokenLogprob[][] | null;
   /** Per scored step, its least likely number (the package's rule), or null. */
-  leastLikely?: Array<TokenLogprob | null> | null;
+  leastLikely?: Array<TextSpan | null> | null;
   /** Where the scores came from. */
   source: 'model' | 'live' | 'file' | 'link';
   tokens: number | null;

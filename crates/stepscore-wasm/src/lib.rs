@@ -35,8 +35,7 @@ use crate::error::{Code, Error};
 use crate::input::{parse_trace, parse_traces, Purpose};
 use crate::load::Loaded;
 use crate::output::{
-    segment_steps, Confidence, GpuBuffers, Score, ScoreOptions, SelectionOut,
-    SessionTokens,
+    segment_steps, Confidence, GpuBuffers, Score, ScoreOptions, SelectionOut, SessionTokens,
 };
 
 #[wasm_bindgen(start)]

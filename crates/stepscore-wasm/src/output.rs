@@ -81,12 +81,15 @@ impl ScoreOptions {
     }
 }
 
-/// A stretch of a step's text with a log-prob: `step.slice(start, end)`.
+/// A stretch of a step's text with a log-prob: `step.slice(start, end)`;
+/// a token also has the entropy (nats) of the distribution that predicted it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TokenSpan {
     pub start: usize,
     pub end: usize,
     pub logprob: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entropy: Option<f64>,
 }
 
 impl Score {
@@ -150,16 +153,17 @@ pub fn step_token_spans(
     text: &str,
 ) -> (Vec<TokenSpan>, Option<TokenSpan>) {
     let units = Utf16Index::new(text);
-    let span = |start: usize, end: usize, logprob: f64| TokenSpan {
+    let span = |start: usize, end: usize, logprob: f64, entropy| TokenSpan {
         start: units.floor(start),
         end: units.ceil(end),
         logprob,
+        entropy,
     };
     let spans = tokens
         .iter()
-        .map(|t| span(t.start, t.end, t.logprob))
+        .map(|t| span(t.start, t.end, t.logprob, Some(t.entropy)))
         .collect();
-    let least = least_likely(tokens, text).map(|l| span(l.start, l.end, l.logprob));
+    let least = least_likely(tokens, text).map(|l| span(l.start, l.end, l.logprob, None));
     (spans, least)
 }
 
@@ -409,6 +413,7 @@ mod tests {
             start,
             end,
             logprob,
+            entropy: 1.0,
         };
         // Bytes: 7 0..1, × 1..3, 8 3..4, = 4..5, 5 5..6, é 6..8, 😀 8..12, 4 12..13.
         // The emoji split across two byte-level tokens (8..10 and 10..12).

@@ -69,6 +69,7 @@ mod tests {
             start,
             end,
             logprob,
+            entropy: 1.0,
         }
     }
 

@@ -108,25 +108,31 @@ pub struct TraceScore {
     pub token_logprobs: Option<Vec<Vec<TokenLogprob>>>,
 }
 
-/// One token of a step: `start..end` bytes of the step's text, and its
-/// log-probability given everything before it.
+/// One token of a step: `start..end` bytes of the step's text, its
+/// log-probability given everything before it, and the entropy (nats) of
+/// the distribution that predicted it: a token far less likely than that
+/// distribution's typical one (`-logprob` well above `entropy`) is one the
+/// model was confident against.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TokenLogprob {
     pub start: usize,
     pub end: usize,
     pub logprob: f64,
+    pub entropy: f64,
 }
 
 impl TokenLogprob {
-    /// A step's token log-probs paired with their spans (`Encoded.step_spans`).
-    pub(crate) fn with_spans(logprobs: &[f64], spans: &[(usize, usize)]) -> Vec<TokenLogprob> {
-        logprobs
+    /// A step's tokens' `(log-prob, entropy)` paired with their spans
+    /// (`Encoded.step_spans`).
+    pub(crate) fn with_spans(stats: &[(f64, f64)], spans: &[(usize, usize)]) -> Vec<TokenLogprob> {
+        stats
             .iter()
             .zip(spans)
-            .map(|(&logprob, &(start, end))| TokenLogprob {
+            .map(|(&(logprob, entropy), &(start, end))| TokenLogprob {
                 start,
                 end,
                 logprob,
+                entropy,
             })
             .collect()
     }
