@@ -598,7 +598,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         assert_eq!(scorer.threshold(), Some(0.375));
         let scored = scorer.score_steps(problem, &steps).unwrap();
         // Per-token log-probs: one per step token, spans tiling the step's text in order,
-        // their mean and minimum the statistics the head read.
+        // their mean and minimum (and mean entropy) the statistics the head read.
         let per_step = scored
             .token_logprobs
             .as_ref()
@@ -626,6 +626,12 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 (min - c.min_logprob).abs() <= tol,
                 "{min} vs {}",
                 c.min_logprob
+            );
+            let entropy = tokens.iter().map(|t| t.entropy).sum::<f64>() / lps.len() as f64;
+            assert!(
+                (entropy - c.mean_entropy).abs() <= tol,
+                "{entropy} vs {}",
+                c.mean_entropy
             );
         }
         let got = scored.step_scores;

@@ -42,7 +42,8 @@ pub struct Args {
 
     /// JSONL: also write each scored step's token log-probabilities with the byte range of the
     /// step text each token covers (`metadata.stepscore.token_logprobs`: per step a list of
-    /// {start, end, logprob}), for heads that read them (the default PRM, `--family confidence`).
+    /// {start, end, logprob, entropy}, the entropy being that of the distribution that predicted
+    /// the token), for heads that read them (the default PRM, `--family confidence`).
     #[arg(long)]
     pub token_logprobs: bool,
 

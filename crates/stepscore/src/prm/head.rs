@@ -295,8 +295,8 @@ fn digit_token_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[bo
 pub struct HeadOutput {
     pub scores: Vec<f64>,
     pub confidence: Option<Vec<StepConfidence>>,
-    /// Per step, its tokens' log-probabilities, when the head read them.
-    pub token_logprobs: Option<Vec<Vec<f64>>>,
+    /// Per step, its tokens' `(log-prob, entropy)`, when the head read them.
+    pub token_logprobs: Option<Vec<Vec<(f64, f64)>>>,
 }
 
 /// A named tensor as (shape, f32 values), or `None` when absent.
@@ -583,7 +583,7 @@ impl<W> Head<W> {
                             s.len()
                         )));
                     }
-                    token_logprobs = Some(logprobs_only(&per_token));
+                    token_logprobs = Some(per_token);
                     Some(s)
                 };
                 let (width, rows) = if v.stats_only {
@@ -625,7 +625,7 @@ impl<W> Head<W> {
                     per_token.iter().map(|t| StepConfidence::of(t)).collect();
                 let scores = stats.iter().map(|s| s.mean_logprob.exp()).collect();
                 confidence = Some(stats);
-                token_logprobs = Some(logprobs_only(&per_token));
+                token_logprobs = Some(per_token);
                 scores
             }
         };
@@ -693,13 +693,6 @@ pub(crate) async fn step_token_logprobs<K: Kernels>(
     Ok(out)
 }
 
-/// The log-probabilities of `(log-prob, entropy)` pairs, per step.
-fn logprobs_only(per_token: &[Vec<(f64, f64)>]) -> Vec<Vec<f64>> {
-    per_token
-        .iter()
-        .map(|t| t.iter().map(|&(lp, _)| lp).collect())
-        .collect()
-}
 
 impl StepConfidence {
     /// The statistics of one step's `(log-prob, entropy)` per token.

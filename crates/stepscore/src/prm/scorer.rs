@@ -108,13 +108,17 @@ pub struct TraceScore {
     pub token_logprobs: Option<Vec<Vec<TokenLogprob>>>,
 }
 
-/// One token of a step: `start..end` bytes of the step's text, and its
-/// log-probability given everything before it.
+/// One token of a step: `start..end` bytes of the step's text, its
+/// log-probability given everything before it, and the entropy (nats) of
+/// the distribution that predicted it: a token far less likely than that
+/// distribution's typical one (`-logprob` well above `entropy`) is one the
+/// model was confident against.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TokenLogprob {
     pub start: usize,
     pub end: usize,
     pub logprob: f64,
+    pub entropy: f64,
 }
 
 /// A loaded PRM: decoder, tokenizer, prompt protocol and head.
@@ -647,10 +651,11 @@ impl Scorer {
                 .map(|(lps, spans)| {
                     lps.iter()
                         .zip(spans)
-                        .map(|(&logprob, &(start, end))| TokenLogprob {
+                        .map(|(&(logprob, entropy), &(start, end))| TokenLogprob {
                             start,
                             end,
                             logprob,
+                            entropy,
                         })
                         .collect()
                 })
