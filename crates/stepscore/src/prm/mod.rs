@@ -15,7 +15,7 @@ pub mod template;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
-pub use backend::{auto_preference_async, Backend, BackendReport};
+pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
 pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
