@@ -171,8 +171,9 @@ test('trace files in every format the SDK reads, with bad rows reported by line'
   const jsonl = rows.map((r) => JSON.stringify(r)).join('\n') + '\nnot json\n';
   await page.getByLabel(/Trace file/).setInputFiles({ name: 'mixed.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });
   await expect(page.locator('#file-status')).toContainText('mixed.jsonl: 5 traces read, 2 rows with errors');
-  await expect(page.locator('#file-errors')).toContainText('line 6: steps must be an array');
-  await expect(page.locator('#file-errors')).toContainText('line 7: not valid JSON');
+  // The core reader's messages, as `stepscore read` prints them.
+  await expect(page.locator('#file-errors')).toContainText('mixed.jsonl line 6, field `steps`: expected an array, found a string');
+  await expect(page.locator('#file-errors')).toContainText('mixed.jsonl line 7: invalid JSON');
   const options = page.locator('#file-trace-select option');
   await expect(options).toHaveText([/\[native\] native: P1 \(2 steps\)/, /\[processbench\] P2 \(3 steps\)/, /\[trl\] P3 \(2 steps\)/, /\[raw\] P4 \(2 steps\)/, /\[chat\] P5 \(4 steps\)/]);
   await page.getByLabel('Trace', { exact: true }).selectOption('4');

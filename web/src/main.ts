@@ -19,7 +19,7 @@ import { CANDIDATE_SETS, EXAMPLES } from './gallery';
 import { errorText, mb, modelFilesSource, showBackend, showInfo } from './modelview';
 import { renderResults as renderView } from './results';
 import { decodeState, encodeState, type SharedState } from './share';
-import { parseTraceFile, type AppStep, type AppTrace } from './traces';
+import { readTraceFile as readTraceText, type AppStep, type AppTrace } from './reader';
 import { AGG_LABELS, type BestOfN, type Scored } from './types';
 
 // ---------------------------------------------------------------- state
@@ -267,7 +267,9 @@ function updateRegexVisibility(): void {
 
 async function readTraceFile(file: File): Promise<void> {
   const text = await file.text();
-  const { traces, errors } = parseTraceFile(text, file.name, segmenterName());
+  const { records, errors: bad } = readTraceText(text, file.name, segmenterName());
+  const traces: AppTrace[] = records.map((r) => ({ ...r.trace, format: r.format }));
+  const errors = bad.map((e) => e.text);
   fileTraces = traces;
   setStatus('file-status', `${file.name}: ${traces.length} trace${traces.length === 1 ? '' : 's'} read${errors.length ? `, ${errors.length} row${errors.length === 1 ? '' : 's'} with errors` : ''}.`, traces.length === 0);
   replace($('file-errors'), ...errors.slice(0, 20).map((e) => el('li', {}, e)), errors.length > 20 ? el('li', {}, `… and ${errors.length - 20} more`) : null);

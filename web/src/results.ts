@@ -5,8 +5,8 @@ import { drawChart } from './chart';
 import { scaleGradient, scoreColor, scoreTint } from './color';
 import { PROGRESS_BASELINE } from './config';
 import { $, el, fmt, replace } from './dom';
+import type { AppStep } from './reader';
 import { leastLikelyLine, tokenText } from './tokens';
-import type { AppStep } from './traces';
 import { AGG_LABELS, type Scored } from './types';
 
 /** Running value of the aggregation over steps 0..k. */

@@ -1,6 +1,6 @@
 // Shapes the app's modules share.
 import type { Aggregation, Selection, StepConfidence, TextSpan, TokenLogprob } from 'stepscore';
-import type { AppStep } from './traces';
+import type { AppStep } from './reader';
 
 export interface Scored {
   problem: string;

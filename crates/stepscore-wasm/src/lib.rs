@@ -1,7 +1,8 @@
 //! WebAssembly bindings of stepscore for the npm package in `pkg/`.
 //!
-//! This layer only converts: JS values in (through serde-wasm-bindgen, then
-//! checked by hand in [`input`] so messages name the field at fault), the
+//! This layer only converts: JS values in (through serde-wasm-bindgen; traces
+//! through the core's row reader in [`read`], so messages name the field at
+//! fault exactly as the CLI's do), the
 //! core crate's results out as camelCase objects ([`output`]), and every
 //! error out as a JS `Error` with a stable `code` ([`error`]). Downloading,
 //! progress, aborting and backend choice live in the package's JS, which
@@ -16,9 +17,9 @@
 //! shows its message in the console before the instance traps.
 
 pub mod error;
-pub mod input;
 pub mod load;
 pub mod output;
+pub mod read;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -32,11 +33,11 @@ use stepscore::segment::Segmenter;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Code, Error};
-use crate::input::{parse_trace, parse_traces, Purpose};
 use crate::load::Loaded;
 use crate::output::{
     segment_steps, Confidence, GpuBuffers, Score, ScoreOptions, SelectionOut, SessionTokens,
 };
+use crate::read::{read_options, trace_arg, traces_arg, Purpose};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -254,8 +255,8 @@ impl WasmScorer {
     /// malformed trace throws at once, before anything runs.
     pub fn score(&self, trace: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
         let options = score_options(options)?;
-        let trace = parse_trace(
-            &from_js(trace, "trace", Code::TraceInvalid)?,
+        let trace = trace_arg(
+            from_js(trace, "trace", Code::TraceInvalid)?,
             "trace",
             Purpose::Score,
         )
@@ -275,8 +276,8 @@ impl WasmScorer {
     #[wasm_bindgen(js_name = scoreMany)]
     pub fn score_many(&self, traces: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
         let options = score_options(options)?;
-        let traces = parse_traces(
-            &from_js(traces, "traces", Code::TraceInvalid)?,
+        let traces = traces_arg(
+            from_js(traces, "traces", Code::TraceInvalid)?,
             "traces",
             Purpose::Score,
         )
@@ -431,6 +432,49 @@ pub fn segment(text: JsValue, segmenter: JsValue) -> JsResult<JsValue> {
     to_js(&steps)
 }
 
+/// Reads a trace file's text with the core's reader, as `stepscore read`
+/// does: `{records: [{at, format, trace}], errors: [{at, message, text}]}`,
+/// every row in input order, the good rows kept when others are bad.
+/// `options`: `{format?, segmenter?, name?, maxLineBytes?}` (`name` names
+/// the file in errors).
+#[wasm_bindgen(js_name = readTraces)]
+pub fn read_traces(text: JsValue, options: JsValue) -> JsResult<JsValue> {
+    let text = string_arg(&text, "text", Code::InvalidArgument)?;
+    let options = if options.is_undefined() {
+        Value::Null
+    } else {
+        from_js(options, "readTraces options", Code::InvalidArgument)?
+    };
+    let opts = read_options(&options).map_err(js_error)?;
+    let result = stepscore::io::read_text(text.as_bytes(), opts)
+        .map_err(|e| js_error(Error::new(Code::Internal, e.to_string())))?;
+    to_js(&result)
+}
+
+/// Every backend name the core accepts, canonical ones first.
+#[wasm_bindgen(js_name = backendNames)]
+pub fn backend_names() -> Vec<String> {
+    Backend::NAMES.iter().map(|n| n.to_string()).collect()
+}
+
+/// The canonical name of a backend (`webgpu` -> `gpu`); an unknown one
+/// throws `INVALID_ARGUMENT` with the core's message.
+#[wasm_bindgen(js_name = parseBackend)]
+pub fn parse_backend(name: JsValue) -> JsResult<String> {
+    string_arg(&name, "backend", Code::InvalidArgument)?
+        .parse::<Backend>()
+        .map(|b| b.name().to_string())
+        .map_err(|e| js_error(Error::invalid_argument(e.to_string())))
+}
+
+/// The core's software-adapter policy ([`stepscore::prm::is_software_adapter`]):
+/// whether a WebGPU adapter, by its description and `isFallbackAdapter`,
+/// runs on the CPU (then `auto` keeps to the CPU engine).
+#[wasm_bindgen(js_name = isSoftwareAdapter)]
+pub fn is_software_adapter(description: &str, is_fallback: bool) -> bool {
+    stepscore::prm::is_software_adapter(description, is_fallback)
+}
+
 /// One score from step scores (`min` by default); `null` for no scores, NaN
 /// when any score is NaN or missing.
 #[wasm_bindgen]
@@ -470,8 +514,8 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
 #[wasm_bindgen(js_name = selectBest)]
 pub fn select_best(candidates: JsValue, how: JsValue) -> JsResult<JsValue> {
     let how = aggregation_arg(&how)?;
-    let traces = parse_traces(
-        &from_js(candidates, "candidates", Code::TraceInvalid)?,
+    let traces = traces_arg(
+        from_js(candidates, "candidates", Code::TraceInvalid)?,
         "candidates",
         Purpose::Select,
     )

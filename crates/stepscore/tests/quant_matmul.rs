@@ -193,7 +193,7 @@ fn check_against_reference(
 }
 
 fn backends() -> Vec<Simd> {
-    [Simd::Portable, Simd::Avx2]
+    [Simd::Portable, Simd::Avx2, Simd::Avx512]
         .into_iter()
         .filter(|b| b.is_available())
         .collect()
@@ -351,6 +351,64 @@ fn row_subsets_thread_counts_and_reused_activations_agree_exactly() {
                     ty.name()
                 );
             }
+        }
+    }
+}
+
+/// The AVX-512 K-quant tiles (4 rows x 4 tokens, rows unpacked to unsigned
+/// quants) compute every integer sum exactly and accumulate in the portable
+/// kernel's f32 order, so they must equal it bit for bit: shapes cover
+/// partial row groups and token tiles, panels of several groups, thread
+/// splits inside a group and row selections.
+#[test]
+fn avx512_k_tiles_equal_the_portable_kernel_bit_for_bit() {
+    if !Simd::Avx512.is_available() {
+        eprintln!("no AVX-512 VNNI on this CPU: the tiled K-quant kernel is not exercised");
+        return;
+    }
+    let mut rng = Rng(2024);
+    for ty in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K] {
+        for (rows, n_tokens, blocks) in [
+            (1, 1, 1),
+            (3, 5, 2),
+            (4, 4, 1),
+            (5, 3, 3),
+            (21, 9, 2),
+            (37, 13, 1),
+        ] {
+            let cols = cols_for(ty, blocks);
+            let w = random_weights(ty, rows, cols, &mut rng);
+            let m = QMatrix::new(ty, rows, cols, &w).unwrap();
+            let x: Vec<f32> = (0..n_tokens * cols)
+                .map(|i| rng.sym() * if i % 29 == 0 { 40.0 } else { 1.0 })
+                .collect();
+            let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
+            let mut want = vec![f32::NAN; n_tokens * rows];
+            matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
+            for threads in [1, 2, 3] {
+                let mut got = vec![f32::NAN; n_tokens * rows];
+                matmul_with(&m, None, &acts, &mut got, threads, Simd::Avx512).unwrap();
+                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                    assert_eq!(
+                        g.to_bits(),
+                        e.to_bits(),
+                        "{} {rows}x{cols}, {n_tokens} tokens, {threads} threads: output {i}: {g} vs {e}",
+                        ty.name()
+                    );
+                }
+            }
+            let sel: Vec<usize> = (0..rows).rev().step_by(2).collect();
+            let mut want = vec![0.0f32; n_tokens * sel.len()];
+            let mut got = want.clone();
+            matmul_with(&m, Some(&sel), &acts, &mut want, 1, Simd::Portable).unwrap();
+            matmul_with(&m, Some(&sel), &acts, &mut got, 2, Simd::Avx512).unwrap();
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(g, e)| g.to_bits() == e.to_bits()),
+                "{} row selection",
+                ty.name()
+            );
         }
     }
 }

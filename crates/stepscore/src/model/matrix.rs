@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
-use crate::quant::{self, QMatrix};
+use crate::quant::{self, QMatrix, QuantizedActs};
 
 /// A byte range of a shared model file: quantized weights stay where the
 /// file (or its memory map) holds them.
@@ -166,6 +166,32 @@ impl Matrix {
                 bytes,
             } => Ok(Some(QMatrix::new(*ty, *rows, *cols, bytes.as_slice())?)),
         }
+    }
+
+    /// The activation type a block matrix multiplies (ggml's vec_dot_type),
+    /// `None` for f32 weights: matrices with the same type and input can
+    /// share one [`QuantizedActs`] (q/k/v, gate/up).
+    pub fn act_type(&self) -> Option<GgmlType> {
+        match self {
+            Matrix::F32 { .. } => None,
+            Matrix::Quant { ty, .. } => quant::vec_dot_type(*ty),
+        }
+    }
+
+    /// [`Matrix::matmul`] of a block matrix over activations already
+    /// converted to its [`Matrix::act_type`].
+    pub fn matmul_acts(&self, acts: &QuantizedActs, out: &mut [f32], threads: usize) -> Result<()> {
+        let q = self
+            .qmatrix()?
+            .ok_or_else(|| Error::InvalidArgument("matmul_acts: not a block matrix".into()))?;
+        let work = q
+            .rows
+            .saturating_mul(q.cols)
+            .saturating_mul(acts.n_tokens());
+        let threads = effective_threads(threads)
+            .min(q.rows.max(1))
+            .min(work / PARALLEL_MIN_WORK + 1);
+        quant::matmul_quantized(&q, acts, out, threads)
     }
 
     /// Copies row `r` as f32 into `out` (length `cols`): the embedding gather.

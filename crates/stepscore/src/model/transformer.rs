@@ -10,6 +10,7 @@ use super::kernels::Taps;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
+use crate::quant::QuantizedActs;
 
 /// Which elements RoPE rotates together.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -407,6 +408,7 @@ impl Transformer {
                 }
             }),
             tapped: None,
+            acts: None,
         };
         pass.bufs[Act::X as usize] = x;
         decoder::run(&mut pass, &self.w, tap)?;
@@ -547,12 +549,16 @@ impl Transformer {
         #[cfg(target_arch = "x86_64")]
         {
             if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-                // SAFETY: the CPU supports the features the function is compiled for.
-                unsafe { attend_one_avx2(&shape, q, keys, values, out) };
+                // SAFETY: the CPU supports the features the functions are compiled for.
+                if std::is_x86_feature_detected!("avx512f") {
+                    unsafe { attend_one_avx512(&shape, q, keys, values, out) };
+                } else {
+                    unsafe { attend_one_avx2(&shape, q, keys, values, out) };
+                }
                 return;
             }
         }
-        attend_one_body(&shape, q, keys, values, out);
+        attend_one_body::<false>(&shape, q, keys, values, out);
     }
 }
 
@@ -580,6 +586,9 @@ struct CpuPass<'a> {
     rope: Vec<f32>,
     bufs: [Vec<f32>; 9],
     tapped: Option<Vec<f32>>,
+    /// The last matmul input converted for block weights, reused while that
+    /// activation is unchanged (q/k/v share one, gate/up another).
+    acts: Option<(Act, QuantizedActs)>,
 }
 
 impl CpuPass<'_> {
@@ -607,6 +616,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn rms_norm(&mut self, src: Act, w: &Vec<f32>, dst: Act) -> Result<()> {
+        self.acts = None;
         let eps = self.model.config.rms_norm_eps;
         self.with2(src, dst, |x, out| {
             rms_norm(x, w, eps, out);
@@ -616,15 +626,39 @@ impl DecoderPass for CpuPass<'_> {
 
     fn matmul(&mut self, w: &Matrix, src: Act, dst: Act) -> Result<()> {
         let (n, threads) = (self.n, self.model.threads);
-        self.with2(src, dst, |x, out| w.matmul(x, n, out, threads))
+        let ty = w.act_type().filter(|_| n > 0);
+        let Some(ty) = ty else {
+            self.acts = None;
+            return self.with2(src, dst, |x, out| w.matmul(x, n, out, threads));
+        };
+        let fresh = matches!(&self.acts, Some((a, q)) if *a == src && q.ty() == ty);
+        if !fresh {
+            let x = &self.bufs[src as usize];
+            let cols = x.len() / n;
+            self.acts = Some((src, QuantizedActs::new_threaded(ty, x, n, cols, threads)?));
+        }
+        let mut out = std::mem::take(&mut self.bufs[dst as usize]);
+        let r = match &self.acts {
+            Some((_, q)) => w.matmul_acts(q, &mut out, threads),
+            None => Err(Error::Internal(
+                "matmul: activations were not converted".into(),
+            )),
+        };
+        self.bufs[dst as usize] = out;
+        if dst == src {
+            self.acts = None;
+        }
+        r
     }
 
     fn add_bias(&mut self, dst: Act, b: &Vec<f32>) -> Result<()> {
+        self.acts = None;
         add_bias(&mut self.bufs[dst as usize], Some(b));
         Ok(())
     }
 
     fn rope(&mut self, dst: Act) -> Result<()> {
+        self.acts = None;
         let c = &self.model.config;
         let heads = if dst == Act::Q {
             c.n_heads
@@ -637,6 +671,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn attention(&mut self) -> Result<()> {
+        self.acts = None;
         let kvd = self.model.config.kv_dim();
         let (ck, cv) = match (
             self.cache.k.get_mut(self.layer),
@@ -663,6 +698,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn add(&mut self, dst: Act, src: Act) -> Result<()> {
+        self.acts = None;
         self.with2(src, dst, |y, x| {
             for (a, b) in x.iter_mut().zip(y) {
                 *a += b;
@@ -672,6 +708,7 @@ impl DecoderPass for CpuPass<'_> {
     }
 
     fn swiglu(&mut self) -> Result<()> {
+        self.acts = None;
         self.with2(Act::Up, Act::Gate, |up, gate| {
             for (g, u) in gate.iter_mut().zip(up) {
                 // SiLU(g) * u
@@ -706,13 +743,98 @@ struct AttnShape {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_one_avx2(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32], out: &mut [f32]) {
-    attend_one_body(s, q, keys, values, out)
+    attend_one_body::<false>(s, q, keys, values, out)
+}
+
+/// [`attend_one_avx2`] with the weighted sum of values in AVX-512 registers
+/// ([`weigh_values_avx512`]): the same per-element operations, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f")]
+unsafe fn attend_one_avx512(
+    s: &AttnShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+) {
+    attend_one_body::<true>(s, q, keys, values, out)
+}
+
+/// `oh[i] = 0 + Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
+/// with `oh` held in up to 8 zmm registers per 128 values instead of being
+/// loaded and stored for every key. No fused multiply-add: each element
+/// gets exactly the portable loop's operations.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn weigh_values_avx512(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let hd = oh.len();
+    if (first + scores.len()) * kvd > values.len() || off + hd > kvd {
+        // not a cache this pass built; the portable loop checks every index
+        return weigh_values(scores, sum, values, kvd, off, first, oh);
+    }
+    let mut c0 = 0;
+    while c0 + 16 <= hd {
+        let n = ((hd - c0) / 16).min(8);
+        let mut acc = [_mm512_setzero_ps(); 8];
+        for (k, &sc) in scores.iter().enumerate() {
+            let p = _mm512_set1_ps(sc / sum);
+            let v = values.as_ptr().add((first + k) * kvd + off + c0);
+            for (i, a) in acc.iter_mut().enumerate().take(n) {
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(p, _mm512_loadu_ps(v.add(16 * i))));
+            }
+        }
+        for (i, a) in acc.iter().enumerate().take(n) {
+            _mm512_storeu_ps(oh.as_mut_ptr().add(c0 + 16 * i), *a);
+        }
+        c0 += 16 * n;
+    }
+    weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
+}
+
+/// The portable form of the values' weighted sum.
+#[inline(always)]
+fn weigh_values(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    let hd = oh.len();
+    oh.fill(0.0);
+    for (k, sc) in scores.iter().enumerate() {
+        let p = sc / sum;
+        let j = first + k;
+        let vj = &values[j * kvd + off..j * kvd + off + hd];
+        for (o, v) in oh.iter_mut().zip(vj) {
+            *o += p * v;
+        }
+    }
 }
 
 /// Softmax attention of one query row (all heads) over keys/values
 /// `first..=pos`; inlined into each instruction-set variant.
+/// `WIDE`: the weighted sum of values in AVX-512 registers (callers check
+/// the CPU has AVX-512F).
 #[inline(always)]
-fn attend_one_body(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32], out: &mut [f32]) {
+fn attend_one_body<const WIDE: bool>(
+    s: &AttnShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+) {
     let (hd, kvd) = (s.hd, s.kvd);
     let scale = 1.0 / (hd as f32).sqrt();
     let mut scores = vec![0.0f32; s.pos + 1 - s.first];
@@ -729,14 +851,14 @@ fn attend_one_body(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32], out: 
             *sc = (*sc - max).exp();
             sum += *sc;
         }
-        oh.fill(0.0);
-        for (sc, j) in scores.iter().zip(s.first..=s.pos) {
-            let p = sc / sum;
-            let vj = &values[j * kvd + off..j * kvd + off + hd];
-            for (o, v) in oh.iter_mut().zip(vj) {
-                *o += p * v;
-            }
+        #[cfg(target_arch = "x86_64")]
+        if WIDE {
+            // SAFETY: `WIDE` is only set by `attend_one_avx512`, whose callers
+            // checked for AVX-512F; the value rows are in bounds as below.
+            unsafe { weigh_values_avx512(&scores, sum, values, kvd, off, s.first, oh) };
+            continue;
         }
+        weigh_values(&scores, sum, values, kvd, off, s.first, oh);
     }
 }
 
@@ -778,6 +900,56 @@ fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {
         for row in x.chunks_exact_mut(b.len()) {
             for (a, c) in row.iter_mut().zip(b) {
                 *a += c;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The AVX-512 weighted sum of values keeps each element's operations
+    /// (0 + p_0 v_0 + p_1 v_1 ..., no fused multiply-add), so it must give
+    /// the portable loop's bits, for head sizes with and without a tail.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_weighted_values_equal_the_portable_loop_bit_for_bit() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F on this CPU: the wide weighted sum is not exercised");
+            return;
+        }
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        for (hd, kv_heads, keys, first) in [
+            (128, 2, 37, 0),
+            (64, 3, 5, 2),
+            (72, 2, 9, 1),
+            (8, 1, 3, 0),
+            (272, 1, 4, 0),
+        ] {
+            let kvd = hd * kv_heads;
+            let values: Vec<f32> = (0..(first + keys) * kvd).map(|_| next()).collect();
+            let scores: Vec<f32> = (0..keys).map(|_| (next() * 4.0).exp()).collect();
+            let sum: f32 = scores.iter().sum();
+            for h in 0..kv_heads {
+                let off = h * hd;
+                let mut want = vec![f32::NAN; hd];
+                let mut got = vec![f32::NAN; hd];
+                weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
+                // SAFETY: AVX-512F checked above.
+                unsafe { weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got) };
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "hd {hd}, head {h}: {got:?} vs {want:?}"
+                );
             }
         }
     }

@@ -97,15 +97,17 @@ fn nearest_int(x: f32) -> i32 {
 
 /// Q8_K block of 256 values.
 pub(crate) fn q8_k_block(x: &[f32], out: &mut BlockQ8K) {
-    // The scale keys on the signed value of largest magnitude (first one on ties).
-    let (mut amax, mut max) = (0.0f32, 0.0f32);
-    for &v in x {
-        let a = v.abs();
-        if a > amax {
-            amax = a;
-            max = v;
+    // The scale keys on the signed value of largest magnitude (first one on
+    // ties; NaNs never win): the maximum in eight lanes so the loop
+    // vectorizes, then the first value that reaches it.
+    let mut lanes = [0.0f32; 8];
+    for c in x.chunks_exact(8) {
+        for (m, &v) in lanes.iter_mut().zip(c) {
+            *m = c_max(v.abs(), *m);
         }
     }
+    let amax = lanes.iter().fold(0.0f32, |m, &v| c_max(v, m));
+    let max = x.iter().copied().find(|v| v.abs() == amax).unwrap_or(0.0);
     if amax == 0.0 {
         out.d = 0.0;
         out.qs = [0; 256];
@@ -206,6 +208,33 @@ pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
     })
 }
 
+/// Blocks per thread below which another thread costs more than it saves.
+const BLOCKS_PER_THREAD: usize = 1024;
+
+/// `f` over matching ranges of `x` and `out` (`per` inputs per output) on up
+/// to `threads` threads; one thread on wasm32.
+fn split<T: Send>(
+    x: &[f32],
+    out: &mut [T],
+    per: usize,
+    threads: usize,
+    f: impl Fn(&[f32], &mut [T]) + Sync,
+) {
+    let n = out.len();
+    let nt = threads.clamp(1, n.max(1)).min(n / BLOCKS_PER_THREAD + 1);
+    if nt <= 1 || cfg!(target_arch = "wasm32") {
+        f(x, out);
+        return;
+    }
+    let chunk = n.div_ceil(nt);
+    let f = &f;
+    std::thread::scope(|s| {
+        for (xc, oc) in x.chunks(chunk * per).zip(out.chunks_mut(chunk)) {
+            s.spawn(move || f(xc, oc));
+        }
+    });
+}
+
 pub(crate) enum ActData {
     /// f32 activations, already rounded through f16/bf16 when the weights are.
     F32(Vec<f32>),
@@ -227,6 +256,18 @@ impl QuantizedActs {
     /// Converts `x` (`n_tokens` x `cols`, row-major) to `ty`, which must be
     /// one of F32, F16, BF16, Q8_0, Q8_1, Q8_K (see [`vec_dot_type`]).
     pub fn new(ty: GgmlType, x: &[f32], n_tokens: usize, cols: usize) -> Result<Self> {
+        Self::new_threaded(ty, x, n_tokens, cols, 1)
+    }
+
+    /// [`QuantizedActs::new`] on up to `threads` threads (blocks are
+    /// independent, so the result is the same).
+    pub fn new_threaded(
+        ty: GgmlType,
+        x: &[f32],
+        n_tokens: usize,
+        cols: usize,
+        threads: usize,
+    ) -> Result<Self> {
         if n_tokens.checked_mul(cols) != Some(x.len()) {
             return Err(Error::InvalidArgument(format!(
                 "activations: {n_tokens} tokens x {cols} columns does not match {} values",
@@ -244,31 +285,31 @@ impl QuantizedActs {
             GgmlType::F32 => ActData::F32(x.to_vec()),
             GgmlType::F16 => ActData::F32(x.iter().map(|&v| f16_to_f32(f32_to_f16(v))).collect()),
             GgmlType::BF16 => ActData::F32(x.iter().map(|&v| bf16_to_f32(f32_to_bf16(v))).collect()),
-            GgmlType::Q8_0 => ActData::Q8(
-                x.chunks_exact(32)
-                    .map(|b| {
-                        let (d, qs) = q8_0_block(b);
-                        BlockQ8 { qs, d: f16_to_f32(d), s: 0.0 }
-                    })
-                    .collect(),
-            ),
-            GgmlType::Q8_1 => ActData::Q8(
-                x.chunks_exact(32)
-                    .map(|b| {
-                        let (d, s, qs) = q8_1_block(b);
-                        BlockQ8 { qs, d: f16_to_f32(d), s: f16_to_f32(s) }
-                    })
-                    .collect(),
-            ),
-            GgmlType::Q8K => ActData::Q8K(
-                x.chunks_exact(256)
-                    .map(|b| {
-                        let mut blk = BlockQ8K { qs: [0; 256], bsums: [0; 16], d: 0.0 };
-                        q8_k_block(b, &mut blk);
-                        blk
-                    })
-                    .collect(),
-            ),
+            GgmlType::Q8_0 | GgmlType::Q8_1 => {
+                let s_too = ty == GgmlType::Q8_1;
+                let mut out = vec![BlockQ8 { qs: [0; 32], d: 0.0, s: 0.0 }; x.len() / 32];
+                split(x, &mut out, 32, threads, |x, out| {
+                    for (b, o) in x.chunks_exact(32).zip(out) {
+                        *o = if s_too {
+                            let (d, s, qs) = q8_1_block(b);
+                            BlockQ8 { qs, d: f16_to_f32(d), s: f16_to_f32(s) }
+                        } else {
+                            let (d, qs) = q8_0_block(b);
+                            BlockQ8 { qs, d: f16_to_f32(d), s: 0.0 }
+                        };
+                    }
+                });
+                ActData::Q8(out)
+            }
+            GgmlType::Q8K => {
+                let mut out = vec![BlockQ8K { qs: [0; 256], bsums: [0; 16], d: 0.0 }; x.len() / 256];
+                split(x, &mut out, 256, threads, |x, out| {
+                    for (b, o) in x.chunks_exact(256).zip(out) {
+                        q8_k_block(b, o);
+                    }
+                });
+                ActData::Q8K(out)
+            }
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "activations: {} is not an activation type (use F32, F16, BF16, Q8_0, Q8_1 or Q8_K)",
@@ -286,13 +327,24 @@ impl QuantizedActs {
 
     /// Converts `x` to the vec_dot_type of `weight`.
     pub fn for_weight(weight: GgmlType, x: &[f32], n_tokens: usize, cols: usize) -> Result<Self> {
+        Self::for_weight_threaded(weight, x, n_tokens, cols, 1)
+    }
+
+    /// [`QuantizedActs::for_weight`] on up to `threads` threads.
+    pub fn for_weight_threaded(
+        weight: GgmlType,
+        x: &[f32],
+        n_tokens: usize,
+        cols: usize,
+        threads: usize,
+    ) -> Result<Self> {
         let ty = vec_dot_type(weight).ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "{} is not a weight type with a CPU dot product",
                 weight.name()
             ))
         })?;
-        Self::new(ty, x, n_tokens, cols)
+        Self::new_threaded(ty, x, n_tokens, cols, threads)
     }
 
     pub fn ty(&self) -> GgmlType {

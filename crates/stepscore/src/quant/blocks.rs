@@ -100,7 +100,7 @@ impl KBlock {
 /// bytes 8..12 the low/high nibbles of scales/mins 4..8 whose top two bits
 /// sit in the spare top bits of bytes 0..8.
 #[inline(always)]
-fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
+pub(crate) fn scale_min_k4(j: usize, s: &[u8]) -> (u8, u8) {
     if j < 4 {
         (s[j] & 63, s[j + 4] & 63)
     } else {

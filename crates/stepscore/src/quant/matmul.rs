@@ -90,6 +90,8 @@ pub enum Simd {
     Portable,
     /// x86_64 AVX2 + FMA intrinsics.
     Avx2,
+    /// AVX2 + FMA, and AVX-512 BW + VNNI for the K-quant prefill tiles.
+    Avx512,
 }
 
 impl Simd {
@@ -98,6 +100,12 @@ impl Simd {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
+                if is_x86_feature_detected!("avx512f")
+                    && is_x86_feature_detected!("avx512bw")
+                    && is_x86_feature_detected!("avx512vnni")
+                {
+                    return Simd::Avx512;
+                }
                 return Simd::Avx2;
             }
         }
@@ -105,7 +113,18 @@ impl Simd {
     }
 
     pub fn is_available(self) -> bool {
-        self == Simd::Portable || Simd::detect() == Simd::Avx2
+        match self {
+            Simd::Portable => true,
+            Simd::Avx2 => Simd::detect() != Simd::Portable,
+            Simd::Avx512 => Simd::detect() == Simd::Avx512,
+        }
+    }
+
+    /// Whether the AVX2 kernels may run (Avx512 implies them).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    fn avx2(self) -> bool {
+        matches!(self, Simd::Avx2 | Simd::Avx512)
     }
 }
 
@@ -119,7 +138,7 @@ pub fn matmul(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    let acts = QuantizedActs::for_weight_threaded(w.ty, x, n_tokens, w.cols, threads)?;
     matmul_quantized(w, &acts, out, threads)
 }
 
@@ -133,7 +152,7 @@ pub fn matmul_rows(
     out: &mut [f32],
     threads: usize,
 ) -> Result<()> {
-    let acts = QuantizedActs::for_weight(w.ty, x, n_tokens, w.cols)?;
+    let acts = QuantizedActs::for_weight_threaded(w.ty, x, n_tokens, w.cols, threads)?;
     matmul_rows_quantized(w, rows, &acts, out, threads)
 }
 
@@ -366,6 +385,17 @@ fn worker(
     let chunk = (16 * 1024 / w.cols.max(1)).clamp(1, 64);
     let mut buf = Unpacked::default();
     let n_tokens = acts.n_tokens;
+    #[cfg(target_arch = "x86_64")]
+    if let (Simd::Avx512, ActData::Q8K(x)) = (backend, &acts.data) {
+        if super::ktile::has_tiles(w.ty) {
+            let kernel: super::ktile::TileKernel = super::avx512::tile;
+            let row_of = |i| sel.row(i);
+            super::ktile::worker(
+                w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
+            );
+            return;
+        }
+    }
     let mut c0 = lo;
     while c0 < hi {
         let c1 = (c0 + chunk).min(hi);
@@ -411,8 +441,9 @@ fn tile<const T: usize>(
                     std::array::from_fn(|k| &x[(t0 + k) * cols..(t0 + k + 1) * cols]);
                 let wr = &buf.f[j * cols..(j + 1) * cols];
                 match backend {
+                    // SAFETY: as in dispatch32.
                     #[cfg(target_arch = "x86_64")]
-                    Simd::Avx2 => unsafe { super::x86::dot_f32::<T>(wr, &a) },
+                    b if b.avx2() => unsafe { super::x86::dot_f32::<T>(wr, &a) },
                     _ => kernels::dot_f32::<T>(wr, &a),
                 }
             }
@@ -456,10 +487,10 @@ fn dispatch32<const T: usize>(
     backend: Simd,
 ) -> [f32; T] {
     match backend {
-        // SAFETY: Avx2 is only chosen when the CPU has AVX2 and FMA (Simd::detect /
+        // SAFETY: Avx2/Avx512 are only chosen when the CPU has AVX2 and FMA (Simd::detect /
         // matmul_with check), and `tile` slices every row and token to `nb` blocks.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe {
+        b if b.avx2() => unsafe {
             match (min, signed) {
                 (true, false) => super::x86::dot32::<T, true, false>(row, a),
                 (true, true) => super::x86::dot32::<T, true, true>(row, a),
@@ -489,7 +520,7 @@ fn dispatch_k<const T: usize>(
     match backend {
         // SAFETY: as in dispatch32.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe {
+        b if b.avx2() => unsafe {
             match (min, signed) {
                 (true, false) => super::x86::dot_k::<T, true, false>(row, a),
                 (true, true) => super::x86::dot_k::<T, true, true>(row, a),

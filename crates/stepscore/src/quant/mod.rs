@@ -11,10 +11,14 @@
 //! code (scripts/quant-reference/, tests/fixtures/quant/).
 
 mod act;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 mod blocks;
 mod dequant;
 mod fp;
 mod kernels;
+#[cfg(target_arch = "x86_64")]
+mod ktile;
 mod matmul;
 mod weights;
 #[cfg(target_arch = "x86_64")]
