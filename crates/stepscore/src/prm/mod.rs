@@ -19,7 +19,7 @@ pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendRe
 pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
-pub use head::{is_digit_text, DigitConfidence, HeadInput, StepConfidence, StepStat};
+pub use head::{is_digit_text, DigitConfidence, HeadInput, StepConfidence, StepStat, TokenKind};
 pub use head_file::HeadFile;
 pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
 pub use session::{Session, SessionOf};
