@@ -11,8 +11,8 @@ use pyo3::types::{PyDict, PyList};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
 use stepscore::prm::{
-    least_likely, Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf,
-    StepConfidence, TokenLogprob, TraceScore as CoreTraceScore, Truncation,
+    least_likely, Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
+    TokenLogprob, TraceScore as CoreTraceScore, Truncation,
 };
 use stepscore::segment::Segmenter;
 
@@ -66,9 +66,8 @@ impl StepTokens {
                     .map(|t| span(t.start, t.end, t.logprob, Some(t.entropy)))
                     .collect(),
             );
-            out.least_likely.push(
-                least_likely(step, text).map(|l| span(l.start, l.end, l.logprob, None)),
-            );
+            out.least_likely
+                .push(least_likely(step, text).map(|l| span(l.start, l.end, l.logprob, None)));
         }
         out
     }
