@@ -57,6 +57,7 @@ def read_head(path):
         "digit_log1p_tokens": lambda c, d: math.log1p(d["tokens"]),
         "digit_min_logprob": lambda c, d: d["min_logprob"],
         "digit_mean_logprob": lambda c, d: d["mean_logprob"],
+        "plus_minus_min_logprob": lambda c, d: d.get("plus_minus_min_logprob", 0.0),
     }
 
     def row(h, c, d):

@@ -10,6 +10,9 @@ import {
   firstError as wasmFirstError,
   selectBest as wasmSelectBest,
   extractAnswer as wasmExtractAnswer,
+  readTraces as wasmReadTraces,
+  parseBackend as wasmParseBackend,
+  isSoftwareAdapter as wasmIsSoftwareAdapter,
 } from './wasm/stepscore_wasm.js';
 import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
@@ -21,16 +24,12 @@ import { SessionState } from './session-state.js';
 export { StepscoreError } from './errors.js';
 export { clearCache, DEFAULT_CACHE } from './fetch.js';
 
-const BACKENDS = ['auto', 'webgpu', 'cpu'];
 // Guards the constructors: scorers come from StepScorer.load, sessions from scorer.session.
 const INTERNAL = Symbol('stepscore.internal');
-// Adapters that run the kernels on the CPU: the wasm CPU engine is faster there.
-const SOFTWARE_ADAPTER = /swiftshader|llvmpipe|lavapipe|warp|software/i;
 
+/** The core's name for a backend ('auto', 'gpu' (also 'webgpu'), 'cpu'); throws INVALID_ARGUMENT. */
 function checkBackend(requested) {
-  if (!BACKENDS.includes(requested)) {
-    throw new StepscoreError('INVALID_ARGUMENT', `backend must be one of ${BACKENDS.map((b) => `'${b}'`).join(', ')}, got ${JSON.stringify(requested)}`);
-  }
+  return callWasm(() => wasmParseBackend(requested));
 }
 
 /** The adapter WebGPU would give us, described, or why there is none. */
@@ -47,7 +46,8 @@ async function probeWebGpu() {
   const info = adapter.info ?? {};
   const parts = [info.vendor, info.architecture, info.device, info.description].filter((p) => typeof p === 'string' && p !== '');
   const name = [...new Set(parts)].join(' ') || 'unnamed adapter';
-  const software = Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter) || SOFTWARE_ADAPTER.test(parts.join(' '));
+  // The core's policy decides which adapters run the kernels on the CPU.
+  const software = wasmIsSoftwareAdapter(parts.join(' '), Boolean(info.isFallbackAdapter ?? adapter.isFallbackAdapter));
   return { name, software };
 }
 
@@ -57,14 +57,14 @@ async function probeWebGpu() {
  * the CPU engine is faster than the kernels on the same CPU, as natively).
  */
 async function chooseBackend(requested) {
-  checkBackend(requested);
-  if (requested === 'cpu') return { backend: 'cpu', adapter: null, fallbackReason: null };
+  const wanted = checkBackend(requested);
+  if (wanted === 'cpu') return { backend: 'cpu', adapter: null, fallbackReason: null };
   const probe = await probeWebGpu();
   if (probe.missing) {
-    if (requested === 'webgpu') throw new StepscoreError('WEBGPU_UNAVAILABLE', `backend 'webgpu': ${probe.missing}; use backend 'cpu' or 'auto'`);
+    if (wanted === 'gpu') throw new StepscoreError('WEBGPU_UNAVAILABLE', `backend '${requested}': ${probe.missing}; use backend 'cpu' or 'auto'`);
     return { backend: 'cpu', adapter: null, fallbackReason: `${probe.missing}; using the CPU (wasm) engine` };
   }
-  if (requested === 'auto' && probe.software) {
+  if (wanted === 'auto' && probe.software) {
     return {
       backend: 'cpu',
       adapter: probe.name,
@@ -158,7 +158,7 @@ async function loadLocal(options) {
       // Consumes the CPU scorer; resolves to the same model on the GPU.
       inner = await callWasmAsync(() => inner.withBackend('gpu'));
     } catch (e) {
-      if (requested === 'webgpu' || e.code === 'INTERNAL') throw e;
+      if (checkBackend(requested) === 'gpu' || e.code === 'INTERNAL') throw e;
       // 'auto': the same bytes again, on the CPU engine.
       inner = callWasm(build);
       backend = 'cpu';
@@ -182,12 +182,12 @@ class LocalEngine {
     this.#info = info;
   }
 
-  score(trace) {
-    return callWasmAsync(() => this.#inner.score(trace));
+  score(trace, options) {
+    return callWasmAsync(() => this.#inner.score(trace, options));
   }
 
-  scoreMany(traces) {
-    return callWasmAsync(() => this.#inner.scoreMany(traces));
+  scoreMany(traces, options) {
+    return callWasmAsync(() => this.#inner.scoreMany(traces, options));
   }
 
   session(problem) {
@@ -238,6 +238,7 @@ class LocalSession extends SessionState {
       scores: Array.from(callWasm(() => inner.scores())),
       steps: callWasm(() => inner.steps()),
       confidence: callWasm(() => inner.confidence()),
+      ...callWasm(() => inner.tokenLogprobs()),
       tokens: { computed: callWasm(() => inner.computedTokens()), cached: callWasm(() => inner.cachedTokens()) },
     });
   }
@@ -281,14 +282,14 @@ export class StepScorer {
     return this.#engine;
   }
 
-  /** Scores every step of a trace. */
-  async score(trace) {
-    return this.#live().score(trace);
+  /** Scores every step of a trace; `{ tokenLogprobs: true }` adds per-token log-probs. */
+  async score(trace, options) {
+    return this.#live().score(trace, options);
   }
 
   /** Scores several traces (all are checked before any is scored). */
-  async scoreMany(traces) {
-    return this.#live().scoreMany(traces);
+  async scoreMany(traces, options) {
+    return this.#live().scoreMany(traces, options);
   }
 
   /** Starts scoring a trace step by step, reusing the work of earlier steps. */
@@ -351,6 +352,16 @@ export class Session {
     return this.#live().confidence;
   }
 
+  /** Per step, its tokens' log-probs with UTF-16 spans in the step (empty when the head reads none). */
+  get tokenLogprobs() {
+    return this.#live().tokenLogprobs;
+  }
+
+  /** Per step, the span of its least likely number (or token), or null. */
+  get leastLikely() {
+    return this.#live().leastLikely;
+  }
+
   /** Tokens run through the model over the session's life, and tokens held in its cache. */
   get tokens() {
     return this.#live().tokens;
@@ -380,6 +391,14 @@ export function aggregate(scores, how) {
 /** Index of the first step scoring below `threshold` (default 0.5), or -1. */
 export function firstError(scores, threshold) {
   return callWasm(() => wasmFirstError(scores, threshold));
+}
+
+/**
+ * Reads a trace file's text with the core's reader (what `stepscore read`
+ * prints): every row format, the good rows kept when others are bad.
+ */
+export function readTraces(text, options) {
+  return callWasm(() => wasmReadTraces(text, options));
 }
 
 /** Best-of-N, majority and weighted vote over scored candidate responses. */

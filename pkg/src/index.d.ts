@@ -25,7 +25,8 @@ export class StepscoreError extends Error {
   constructor(code: ErrorCode, message: string, options?: { cause?: unknown });
 }
 
-export type Backend = 'auto' | 'webgpu' | 'cpu';
+/** The core's backend names: 'gpu' and 'webgpu' both name the WGSL engine on WebGPU. */
+export type Backend = 'auto' | 'webgpu' | 'gpu' | 'cpu';
 export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence';
 export type Aggregation = 'min' | 'prod' | 'last' | 'mean' | 'geo_mean';
 
@@ -127,9 +128,15 @@ export interface StepInput {
   label?: boolean | null;
 }
 
+/**
+ * A trace to score, read as one row of a trace file by the core's reader
+ * (so any row format `readTraces` takes works: ProcessBench, TRL, raw
+ * `{problem, response}`, chat `{messages}`, stepscore's own). This shape:
+ * steps all strings (ProcessBench) or all objects (stepscore's own).
+ */
 export interface TraceInput {
   problem: string;
-  steps: Array<string | StepInput>;
+  steps: string[] | StepInput[];
   id?: string;
   response?: string;
   finalAnswer?: string;
@@ -144,6 +151,35 @@ export interface StepConfidence {
   meanEntropy: number;
 }
 
+/**
+ * A stretch of a step's text and a log-prob: `stepText.slice(start, end)`
+ * (UTF-16 offsets, as JS strings index; a byte-level token that ends inside
+ * a character covers the whole character).
+ */
+export interface TextSpan {
+  start: number;
+  end: number;
+  /** Natural-log probability of the (least likely) token given everything before it. */
+  logprob: number;
+}
+
+/** One token of a step. */
+export interface TokenLogprob extends TextSpan {
+  /** Entropy (nats) of the distribution that predicted the token. */
+  entropy: number;
+}
+
+export interface ScoreOptions {
+  /**
+   * Also return each token's log-prob with its span in the step's text, and
+   * each step's least likely number (`tokenLogprobs`, `leastLikely`). Heads
+   * that read the LM's token statistics give them (the 'confidence' family,
+   * heads over step statistics such as the default PRM's digit head); for
+   * other heads both stay absent.
+   */
+  tokenLogprobs?: boolean;
+}
+
 export interface TraceScore {
   /** One per step; null for steps dropped by truncation. */
   stepScores: Array<number | null>;
@@ -151,6 +187,14 @@ export interface TraceScore {
   truncatedSteps: number;
   /** Only for the 'confidence' family. */
   confidence?: StepConfidence[];
+  /** With `{ tokenLogprobs: true }`: per scored step, its tokens in order. */
+  tokenLogprobs?: TokenLogprob[][];
+  /**
+   * With `{ tokenLogprobs: true }`: per scored step, where to look: its least
+   * likely digit token widened to the whole number ("240" in "16+8=240"),
+   * else its least likely token; null when no token shows text.
+   */
+  leastLikely?: Array<TextSpan | null>;
 }
 
 export interface ScorerInfo {
@@ -191,6 +235,10 @@ export class Session {
   readonly scores: number[];
   readonly steps: string[];
   readonly confidence: StepConfidence[];
+  /** As TraceScore.tokenLogprobs, per step appended so far (empty when the head reads no token statistics). */
+  readonly tokenLogprobs: TokenLogprob[][];
+  /** As TraceScore.leastLikely, per step appended so far. */
+  readonly leastLikely: Array<TextSpan | null>;
   /** Tokens run through the model over the session's life; tokens held in its cache. */
   readonly tokens: { computed: number; cached: number };
   dispose(): void;
@@ -199,8 +247,8 @@ export class Session {
 export class StepScorer {
   private constructor();
   static load(options: LoadOptions): Promise<StepScorer>;
-  score(trace: TraceInput): Promise<TraceScore>;
-  scoreMany(traces: TraceInput[]): Promise<TraceScore[]>;
+  score(trace: TraceInput, options?: ScoreOptions): Promise<TraceScore>;
+  scoreMany(traces: TraceInput[], options?: ScoreOptions): Promise<TraceScore[]>;
   session(problem: string): Session;
   info(): ScorerInfo;
   /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */
@@ -232,7 +280,7 @@ export function aggregate(scores: ArrayLike<number | null> | Float64Array, how?:
 export function firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
 
 export interface Candidate {
-  steps: Array<string | StepInput>;
+  steps: string[] | StepInput[];
   /** Per-step scores (e.g. a TraceScore's stepScores); overrides the steps' own. */
   scores?: Array<number | null>;
   problem?: string;
@@ -268,6 +316,80 @@ export interface Selection {
 }
 
 export function selectBest(candidates: Candidate[], how?: Aggregation): Selection;
+
+/** A row format of trace files; `readTraces` detects it per row unless `format` says. */
+export type RowFormat = 'native' | 'processbench' | 'trl' | 'raw' | 'chat';
+
+export interface ReadOptions {
+  /** 'auto' (default: decided per row from its fields) or one of the row formats ('stepscore' = 'native', 'messages' = 'chat', 'text' = 'raw'). */
+  format?: 'auto' | RowFormat | 'stepscore' | 'messages' | 'text';
+  /** How raw responses are split into steps (see `segment`); default 'auto'. */
+  segmenter?: string;
+  /** Names the file in errors (default '<input>'). */
+  name?: string;
+  /** The longest record kept, in bytes (default 16 MiB); longer ones are bad rows. */
+  maxLineBytes?: number;
+}
+
+/** Where a row sits: the file, its 1-based line (and item in a JSON array), its id, the field at fault. */
+export interface RowLocation {
+  source: string;
+  line: number;
+  item: number | null;
+  id: string | null;
+  field: string | null;
+}
+
+/** A step as the reader writes it (the core's JSON form of a step). */
+export interface TraceStep {
+  text: string;
+  /** UTF-8 byte offsets into the trace's `response`. */
+  span?: { start: number; end: number };
+  role?: 'system' | 'user' | 'assistant' | 'tool_call' | 'tool_result';
+  tool?: string;
+  label?: boolean;
+  score?: number;
+}
+
+/** A trace as the reader writes it (the core's JSON form; `stepscore read` prints the same). */
+export interface Trace {
+  id?: string;
+  problem: string;
+  response?: string;
+  steps: TraceStep[];
+  final_answer?: string;
+  reference_answer?: string;
+  /** Every other field of the row, kept; raw rows add `segmenter`, the rule that cut the response. */
+  metadata?: Record<string, unknown>;
+}
+
+export interface TraceRecord {
+  at: RowLocation;
+  /** The format this row was read as. */
+  format: RowFormat;
+  trace: Trace;
+}
+
+export interface RowError {
+  at: RowLocation;
+  message: string;
+  /** The whole error as the CLI prints it: place, id, field and message. */
+  text: string;
+}
+
+export interface ReadResult {
+  /** The good rows, in input order. */
+  records: TraceRecord[];
+  /** One per bad row (or unreadable part of the file), in input order. */
+  errors: RowError[];
+}
+
+/**
+ * Reads a trace file's text (JSONL, a JSON array, or pretty-printed JSON
+ * objects) with the core's reader, exactly as `stepscore read` does.
+ * Throws INVALID_ARGUMENT for bad options; bad rows are returned in `errors`.
+ */
+export function readTraces(text: string, options?: ReadOptions): ReadResult;
 
 /** The final answer a response states (`\boxed{...}`, "the answer is ..."), or null. */
 export function extractAnswer(text: string): string | null;

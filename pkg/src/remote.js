@@ -155,12 +155,12 @@ class RemoteEngine {
     this.#info = info;
   }
 
-  score(trace) {
-    return this.#client.call('score', { trace }, { code: 'TRACE_INVALID' });
+  score(trace, options) {
+    return this.#client.call('score', { trace, options }, { code: 'TRACE_INVALID' });
   }
 
-  scoreMany(traces) {
-    return this.#client.call('scoreMany', { traces }, { code: 'TRACE_INVALID' });
+  scoreMany(traces, options) {
+    return this.#client.call('scoreMany', { traces, options }, { code: 'TRACE_INVALID' });
   }
 
   session(problem) {

@@ -3,9 +3,9 @@
 // session receives it with each reply), so they stay synchronous.
 
 export class SessionState {
-  #state = { scores: [], steps: [], confidence: [], tokens: { computed: 0, cached: 0 } };
+  #state = { scores: [], steps: [], confidence: [], tokenLogprobs: [], leastLikely: [], tokens: { computed: 0, cached: 0 } };
 
-  /** `{ scores, steps, confidence, tokens: { computed, cached } }`. */
+  /** `{ scores, steps, confidence, tokenLogprobs, leastLikely, tokens: { computed, cached } }`. */
   setState(state) {
     this.#state = state;
   }
@@ -20,6 +20,14 @@ export class SessionState {
 
   get confidence() {
     return this.#state.confidence.map((c) => ({ ...c }));
+  }
+
+  get tokenLogprobs() {
+    return this.#state.tokenLogprobs.map((step) => step.map((t) => ({ ...t })));
+  }
+
+  get leastLikely() {
+    return this.#state.leastLikely.map((t) => (t ? { ...t } : null));
   }
 
   get tokens() {

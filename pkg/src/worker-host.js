@@ -10,7 +10,14 @@ import { StepscoreError } from './errors.js';
 import { wasmMemoryBytes } from './runtime.js';
 
 function sessionState(session) {
-  return { scores: session.scores, steps: session.steps, confidence: session.confidence, tokens: session.tokens };
+  return {
+    scores: session.scores,
+    steps: session.steps,
+    confidence: session.confidence,
+    tokenLogprobs: session.tokenLogprobs,
+    leastLikely: session.leastLikely,
+    tokens: session.tokens,
+  };
 }
 
 export function serve(port, ready) {
@@ -41,8 +48,8 @@ export function serve(port, ready) {
       });
       return scorer.info();
     },
-    score: ({ trace }) => live().score(trace),
-    scoreMany: ({ traces }) => live().scoreMany(traces),
+    score: ({ trace, options }) => live().score(trace, options),
+    scoreMany: ({ traces, options }) => live().scoreMany(traces, options),
     session({ sid, problem }) {
       sessions.set(sid, live().session(problem));
       return null;

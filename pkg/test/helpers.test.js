@@ -98,7 +98,7 @@ test('selectBest picks best-of-N and the votes', () => {
   // By the last step, b's 0.9 is the best.
   assert.equal(selectBest(candidates, 'last').best, 1);
   assert.deepEqual(selectBest([]).best, null);
-  throwsCode(() => selectBest([{ steps: ['a'] }, { steps: 'a' }]), 'TRACE_INVALID', /candidates\[1\]\.steps must be an array/);
+  throwsCode(() => selectBest([{ steps: ['a'] }, { steps: 'a' }]), 'TRACE_INVALID', /candidates\[1\], field `steps`: expected an array/);
   throwsCode(() => selectBest([{ steps: ['a', 'b'], scores: [1] }]), 'TRACE_INVALID', /2 steps/);
   throwsCode(() => selectBest([{ steps: ['a'], scores: [-5] }]), 'TRACE_INVALID', /scores\[0\].*outside \[0, 1\]/);
 });

@@ -98,7 +98,9 @@ test("backend 'webgpu' rejects before downloading without an adapter; 'auto' kee
     if (had) Object.defineProperty(globalThis, 'navigator', had);
     else delete globalThis.navigator;
   }
-  await rejectsWith(assert, StepScorer.load({ model: checkpointFiles(SKYWORK), backend: 'gpu' }), 'INVALID_ARGUMENT', /'auto', 'webgpu', 'cpu'/);
+  // The core's backend names: 'gpu' is 'webgpu'; anything else is refused with the core's message.
+  await rejectsWith(assert, StepScorer.load({ model: checkpointFiles(SKYWORK), backend: 'gpu' }), 'WEBGPU_UNAVAILABLE', /backend 'gpu': .*navigator\.gpu/);
+  await rejectsWith(assert, StepScorer.load({ model: checkpointFiles(SKYWORK), backend: 'cuda' }), 'INVALID_ARGUMENT', /unknown backend `cuda` \(expected auto, gpu \(also webgpu\) or cpu\)/);
 });
 
 test('a 404 URL rejects with FETCH_FAILED naming the URL', async () => {
@@ -160,11 +162,11 @@ test('corrupt model files reject with MODEL_INVALID or TOKENIZER_INVALID', async
 test('invalid traces, over-long traces and disposed scorers reject with their codes', async () => {
   const scorer = await StepScorer.load({ model: checkpointFiles(SKYWORK), maxTokens: 24 });
   try {
-    await rejectsWith(assert, scorer.score({ steps: ['a'] }), 'TRACE_INVALID', /trace has no `problem`/);
-    await rejectsWith(assert, scorer.score({ problem: 'p', steps: ['a', 7] }), 'TRACE_INVALID', /trace\.steps\[1\]/);
-    await rejectsWith(assert, scorer.score({ problem: 'p', steps: [] }), 'TRACE_INVALID', /at least one step/);
+    await rejectsWith(assert, scorer.score({ steps: ['a'] }), 'TRACE_INVALID', /trace, field `problem`: missing field `problem`/);
+    await rejectsWith(assert, scorer.score({ problem: 'p', steps: ['a', 7] }), 'TRACE_INVALID', /trace, field `steps\[1\]`: expected a string/);
+    await rejectsWith(assert, scorer.score({ problem: 'p', steps: [] }), 'TRACE_INVALID', /field `steps`: empty step list/);
     await rejectsWith(assert, scorer.score('2+2'), 'TRACE_INVALID');
-    await rejectsWith(assert, scorer.scoreMany([{ problem: 'p', steps: ['a'] }, { problem: 'p' }]), 'TRACE_INVALID', /traces\[1\] has no `steps`/);
+    await rejectsWith(assert, scorer.scoreMany([{ problem: 'p', steps: ['a'] }, { problem: 'p' }]), 'TRACE_INVALID', /traces\[1\]: cannot tell the row format/);
 
     const long = { problem: 'What is 2 + 3?', steps: ['2 + 3 = 5, because two plus three is five.', 'So the answer is 5, as we computed above.'] };
     await rejectsWith(assert, scorer.score(long), 'TRACE_TOO_LONG', /over the limit of 24/);

@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc, no emit): the published types accept
 // the documented calls and reject misuse (each @ts-expect-error must error).
-import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer, clearCache, DEFAULT_CACHE } from 'stepscore';
-import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest } from 'stepscore';
+import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer, clearCache, DEFAULT_CACHE, readTraces } from 'stepscore';
+import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest, ReadResult, RowFormat, TokenLogprob, TextSpan } from 'stepscore';
 
 export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   const controller = new AbortController();
@@ -28,11 +28,25 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   await StepScorer.load({ model: bytes, cache: 1 });
   await StepScorer.load({ model: file, backend: 'cpu' });
   await StepScorer.load({ model: { 'config.json': '{}', 'model.safetensors': bytes.buffer as ArrayBuffer } });
-  const r: TraceScore = await scorer.score({ problem: 'p', steps: ['a', { text: 'b' }] });
+  const r: TraceScore = await scorer.score({ problem: 'p', steps: ['a', 'b'] });
+  await scorer.score({ problem: 'p', steps: [{ text: 'a', label: true }, { text: 'b', score: null }] });
+  const read: ReadResult = readTraces('{"problem": "p", "steps": ["a"]}', { format: 'auto', segmenter: 'newline', name: 'f.jsonl' });
+  const format: RowFormat = read.records[0].format;
+  const field: string | null = read.errors[0]?.at.field;
+  // A trace read from a file scores as it is.
+  await scorer.score(read.records[0].trace);
   const first: number | null = r.stepScores[0];
-  const many: TraceScore[] = await scorer.scoreMany([{ problem: 'p', steps: ['a'] }]);
+  const many: TraceScore[] = await scorer.scoreMany([{ problem: 'p', steps: ['a'] }], { tokenLogprobs: false });
+  const withTokens = await scorer.score({ problem: 'p', steps: ['a'] }, { tokenLogprobs: true });
+  const token: TokenLogprob | undefined = withTokens.tokenLogprobs?.[0][0];
+  const where: TextSpan | null | undefined = withTokens.leastLikely?.[0];
+  const entropy: number | undefined = token?.entropy;
+  // @ts-expect-error: the option is a boolean
+  await scorer.score({ problem: 'p', steps: ['a'] }, { tokenLogprobs: 1 });
   const session = scorer.session('p');
   const s: number = await session.append('step');
+  const sessionTokens: TokenLogprob[][] = session.tokenLogprobs;
+  const sessionWhere: Array<TextSpan | null> = session.leastLikely;
   const info: ScorerInfo = scorer.info();
   const backend: 'cpu' | 'webgpu' = info.backend;
   const steps = segment('a\n\nb', 'newline').map((x) => x.text.slice(0, x.end - x.start));
@@ -48,13 +62,18 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
       void code;
     }
   }
-  // @ts-expect-error: not a backend
   await StepScorer.load({ model: bytes, backend: 'gpu' });
+  // @ts-expect-error: not a backend
+  await StepScorer.load({ model: bytes, backend: 'cuda' });
+  // @ts-expect-error: steps are all strings or all objects
+  await scorer.score({ problem: 'p', steps: ['a', { text: 'b' }] });
+  // @ts-expect-error: not a row format
+  readTraces('', { format: 'csv' });
   // @ts-expect-error: a trace needs a problem
   await scorer.score({ steps: ['a'] });
   // @ts-expect-error: not an aggregation
   aggregate([1], 'median');
   // @ts-expect-error: scorers come from load()
   new StepScorer();
-  void [first, many, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity];
+  void [first, many, token, where, entropy, sessionTokens, sessionWhere, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity, format, field];
 }

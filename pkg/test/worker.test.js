@@ -60,7 +60,7 @@ test('worker mode keeps error codes and rejects pending calls on dispose', async
   await rejectsWith(assert, StepScorer.load({ model: checkpointFiles(SKYWORK), worker: 7 }), 'INVALID_ARGUMENT', /`worker`/);
 
   const scorer = await StepScorer.load({ model: checkpointFiles(SKYWORK), worker: true, maxTokens: 24 });
-  await rejectsWith(assert, scorer.score({ steps: ['a'] }), 'TRACE_INVALID', /no `problem`/);
+  await rejectsWith(assert, scorer.score({ steps: ['a'] }), 'TRACE_INVALID', /missing field `problem`/);
   await rejectsWith(assert, scorer.score({ problem: 'p', steps: [() => 1] }), 'TRACE_INVALID', /cannot be sent to the worker/);
   await rejectsWith(assert, scorer.score({ problem: 'What is 2 + 3?', steps: ['2 + 3 = 5, because two plus three is five.', 'So the answer is 5, as we computed above.'] }), 'TRACE_TOO_LONG');
   assert.throws(() => scorer.session(3), (e) => e.code === 'TRACE_INVALID');

@@ -171,8 +171,9 @@ test('trace files in every format the SDK reads, with bad rows reported by line'
   const jsonl = rows.map((r) => JSON.stringify(r)).join('\n') + '\nnot json\n';
   await page.getByLabel(/Trace file/).setInputFiles({ name: 'mixed.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });
   await expect(page.locator('#file-status')).toContainText('mixed.jsonl: 5 traces read, 2 rows with errors');
-  await expect(page.locator('#file-errors')).toContainText('line 6: steps must be an array');
-  await expect(page.locator('#file-errors')).toContainText('line 7: not valid JSON');
+  // The core reader's messages, as `stepscore read` prints them.
+  await expect(page.locator('#file-errors')).toContainText('mixed.jsonl line 6, field `steps`: expected an array, found a string');
+  await expect(page.locator('#file-errors')).toContainText('mixed.jsonl line 7: invalid JSON');
   const options = page.locator('#file-trace-select option');
   await expect(options).toHaveText([/\[native\] native: P1 \(2 steps\)/, /\[processbench\] P2 \(3 steps\)/, /\[trl\] P3 \(2 steps\)/, /\[raw\] P4 \(2 steps\)/, /\[chat\] P5 \(4 steps\)/]);
   await page.getByLabel('Trace', { exact: true }).selectOption('4');
@@ -251,8 +252,15 @@ test('trace text renders inert: <script>, <img onerror>, through paste, files an
 });
 
 test('with navigator.gpu stubbed away, auto falls back to the CPU and says so; webgpu-only refuses', async ({ page }) => {
+  const stub = "Object.defineProperty(WorkerNavigator.prototype, 'gpu', { get: () => undefined, configurable: true });\n";
   await page.addInitScript(() => {
     Object.defineProperty(Navigator.prototype, 'gpu', { get: () => undefined, configurable: true });
+  });
+  // The engine probes WebGPU in the package's worker, where init scripts do not run:
+  // the worker's script gets the same stub in front.
+  await page.route('**/assets/worker-*.js', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, body: stub + (await response.text()) });
   });
   await openAndLoad(page);
   const badge = page.locator('#backend-badge');

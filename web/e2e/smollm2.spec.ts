@@ -26,6 +26,10 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   expect(scores.every((s) => s > 0 && s < 1)).toBe(true);
   await expect(page.locator('#confidence-note')).toBeVisible();
   await expect(page.locator('#steps .conf').first()).toContainText('mean log-prob');
+  // Tokens are shaded, and the flagged wrong step (7 × 8 = 54) marks its wrong number.
+  await expect(page.locator(`#steps li.step-card[data-step="${SLIP.wrongStep}"] [data-first-error]`)).toBeVisible();
+  await expect(page.locator('#steps [data-least-likely]')).toHaveText('54');
+  expect(await page.locator('#steps .tok').count()).toBeGreaterThan(20);
   console.log(`SmolLM2 confidence scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
   await shot(page, '07-smollm2-default-model');
   // Live mode on the real model: the session's incremental scores equal full scoring.

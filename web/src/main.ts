@@ -19,7 +19,7 @@ import { CANDIDATE_SETS, EXAMPLES } from './gallery';
 import { errorText, mb, modelFilesSource, showBackend, showInfo } from './modelview';
 import { renderResults as renderView } from './results';
 import { decodeState, encodeState, type SharedState } from './share';
-import { parseTraceFile, type AppStep, type AppTrace } from './traces';
+import { readTraceFile as readTraceText, type AppStep, type AppTrace } from './reader';
 import { AGG_LABELS, type BestOfN, type Scored } from './types';
 
 // ---------------------------------------------------------------- state
@@ -87,6 +87,8 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
       model: source,
       backend,
       family,
+      // The engine runs in the package's worker: the page never pauses while it scores.
+      worker: true,
       signal: controller.signal,
       onProgress: (p) => {
         if (p.phase === 'download') {
@@ -265,7 +267,9 @@ function updateRegexVisibility(): void {
 
 async function readTraceFile(file: File): Promise<void> {
   const text = await file.text();
-  const { traces, errors } = parseTraceFile(text, file.name, segmenterName());
+  const { records, errors: bad } = readTraceText(text, file.name, segmenterName());
+  const traces: AppTrace[] = records.map((r) => ({ ...r.trace, format: r.format }));
+  const errors = bad.map((e) => e.text);
   fileTraces = traces;
   setStatus('file-status', `${file.name}: ${traces.length} trace${traces.length === 1 ? '' : 's'} read${errors.length ? `, ${errors.length} row${errors.length === 1 ? '' : 's'} with errors` : ''}.`, traces.length === 0);
   replace($('file-errors'), ...errors.slice(0, 20).map((e) => el('li', {}, e)), errors.length > 20 ? el('li', {}, `… and ${errors.length - 20} more`) : null);
@@ -348,16 +352,17 @@ async function scoreDraft(): Promise<void> {
   busy = true;
   refreshButtons();
   const onGpu = scorer.info().backend === 'webgpu';
-  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…${onGpu ? '' : ' (the page pauses until it is done)'}`);
-  await nextFrame();
+  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…`);
   const t0 = performance.now();
   try {
-    const res = await scorer.score({ problem: draft.problem, steps: draft.steps.map((s) => s.text) });
+    const res = await scorer.score({ problem: draft.problem, steps: draft.steps.map((s) => s.text) }, { tokenLogprobs: true });
     current = {
       problem: draft.problem,
       steps: draft.steps,
       scores: res.stepScores,
       confidence: res.confidence ?? null,
+      tokenLogprobs: res.tokenLogprobs ?? null,
+      leastLikely: res.leastLikely ?? null,
       source: 'model',
       tokens: res.tokens,
       model: modelName,
@@ -398,6 +403,8 @@ async function scoreLive(): Promise<void> {
       current.scores[i] = await session.append(step.text);
       const conf = session.confidence;
       current.confidence = conf.length ? conf : null;
+      current.tokenLogprobs = session.tokenLogprobs;
+      current.leastLikely = session.leastLikely;
       current.tokens = session.tokens.cached;
       renderResults(i + 1);
     }
@@ -546,8 +553,7 @@ async function scoreCandidates(): Promise<void> {
   }
   busy = true;
   refreshButtons();
-  setStatus('score-status', `Scoring ${responses.length} candidates… (the page pauses until it is done)`);
-  await nextFrame();
+  setStatus('score-status', `Scoring ${responses.length} candidates…`);
   try {
     const results = await scorer.scoreMany(steps.map((s) => ({ problem, steps: s })));
     bon = { problem, responses, steps, scores: results.map((r) => r.stepScores), selection: selectBest([], aggregation()) };

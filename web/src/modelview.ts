@@ -53,6 +53,7 @@ export async function showInfo(info: ScorerInfo, name: string, note: string | nu
     ['Backend', info.backend === 'webgpu' ? `WebGPU (${info.adapter ?? '?'})` : 'CPU (WebAssembly)'],
     ['Why this backend', info.fallbackReason ?? (info.requestedBackend === info.backend ? `${info.requestedBackend} was requested` : '–')],
     ['WebGPU in this browser', await webgpuAdapterText()],
+    ['Runs in', info.worker ? 'a Web Worker (the page stays responsive while it scores)' : 'the page’s thread'],
     ['Layers × hidden', `${info.layers} × ${info.hiddenSize} (${info.heads} heads, ${info.kvHeads} kv heads)`],
     ['Vocabulary', String(info.vocabSize)],
     ['Token limit', `${info.maxTokens} (context ${info.contextLength})`],

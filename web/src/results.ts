@@ -1,11 +1,12 @@
 // The step-reward view: summary (aggregate, first error), legend, chart and
 // its table twin, one card per step. Step text goes in as text (dom.ts).
-import { aggregate, firstError, type Aggregation, type StepConfidence } from 'stepscore';
+import { aggregate, firstError, type Aggregation, type StepConfidence, type TextSpan, type TokenLogprob } from 'stepscore';
 import { drawChart } from './chart';
 import { scaleGradient, scoreColor, scoreTint } from './color';
 import { PROGRESS_BASELINE } from './config';
 import { $, el, fmt, replace } from './dom';
-import type { AppStep } from './traces';
+import type { AppStep } from './reader';
+import { leastLikelyLine, tokenText } from './tokens';
 import { AGG_LABELS, type Scored } from './types';
 
 /** Running value of the aggregation over steps 0..k. */
@@ -27,7 +28,12 @@ function renderLegend(t: number): void {
   replace($('legend'), el('span', {}, '0 · likely wrong'), ramp, el('span', {}, '1 · likely right'), el('span', { class: 'hint' }, `(white = threshold ${t.toFixed(2)})`));
 }
 
-function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, first: number, t: number, pending: boolean): HTMLLIElement {
+interface StepTokens {
+  tokens: TokenLogprob[] | null;
+  least: TextSpan | null;
+}
+
+function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, toks: StepTokens, first: number, t: number, pending: boolean): HTMLLIElement {
   const color = scoreColor(score, t);
   const isFirst = i === first;
   const roleText = step.role ? ` · ${step.role.replace('_', ' ')}${step.tool ? ` (${step.tool})` : ''}` : '';
@@ -39,14 +45,22 @@ function stepCard(step: AppStep, i: number, score: number | null, conf: StepConf
     el('span', { class: 'step-score' }, pending ? 'pending…' : `score ${fmt(score)}`));
   const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': '1', 'aria-valuenow': String(score ?? 0), 'aria-label': `Step ${i + 1} score` } },
     el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: color } }));
-  // Confidence shading: the SDK gives per-step token statistics, so the whole step is tinted.
-  const text = el('p', { class: 'step-text' }, step.text);
-  if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
+  // Token shading where the head read per-token log-probs (the least likely
+  // number marked on the flagged step); else the step tinted by its confidence.
+  const mark = isFirst && !pending ? toks.least : null;
+  let text: HTMLParagraphElement;
+  if (toks.tokens && toks.tokens.length > 0 && !pending) {
+    text = tokenText(step.text, toks.tokens, mark);
+  } else {
+    text = el('p', { class: 'step-text' }, step.text);
+    if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
+  }
+  const markLine = mark ? leastLikelyLine(step.text, mark) : null;
   const confLine = conf
     ? el('p', { class: 'conf' }, `${conf.tokens} tokens · mean log-prob ${fmt(conf.meanLogprob)} (p ≈ ${fmt(Math.exp(conf.meanLogprob))}) · min log-prob ${fmt(conf.minLogprob)} · mean entropy ${fmt(conf.meanEntropy)} nats`)
     : null;
   const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs: { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'aria-label': `Step ${i + 1}, ${pending ? 'not scored yet' : `score ${fmt(score, 2)}`}${isFirst ? ', first error' : ''}` } },
-    head, bar, text, confLine);
+    head, bar, text, markLine, confLine);
   return card;
 }
 
@@ -77,12 +91,16 @@ export function renderResults(c: Scored, how: Aggregation, t: number, upto?: num
   replace($('chart-table').querySelector('tbody')!, ...c.scores.map((v, k) => el('tr', {},
     el('th', { attrs: { scope: 'row' } }, String(k + 1)), el('td', {}, k < n ? fmt(v) : 'pending'), el('td', {}, fmt(prog[k])), el('td', {}, fmt(run[k])))));
   const note = $('confidence-note');
-  note.hidden = !c.confidence;
-  note.textContent = c.confidence
-    ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). The SDK reports confidence per step, not per token, so each step is shaded as a whole.'
-    : '';
+  const perToken = (c.tokenLogprobs?.length ?? 0) > 0;
+  note.hidden = !c.confidence && !perToken;
+  note.textContent = perToken
+    ? 'Each token of a step is shaded by how unlikely the model found it (darker red = lower log-prob; hover a token for its value). In the first flagged step, the least likely number is marked.'
+    : c.confidence
+      ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). This model reports no per-token log-probs, so each step is shaded as a whole.'
+      : '';
   const sourceNote = c.source === 'file' ? 'Scores as given in the file.' : c.source === 'link' ? `Scores from the shared link${c.model ? ` (model: ${c.model})` : ''}; load a model and score to recompute.` : null;
-  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, first, t, i >= n)));
+  const toks = (i: number): StepTokens => ({ tokens: c.tokenLogprobs?.[i] ?? null, least: c.leastLikely?.[i] ?? null });
+  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, toks(i), first, t, i >= n)));
   if (sourceNote) $('steps').prepend(el('li', { class: 'hint' }, sourceNote));
   const section = $('results');
   section.hidden = false;

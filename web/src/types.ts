@@ -1,12 +1,16 @@
 // Shapes the app's modules share.
-import type { Aggregation, Selection, StepConfidence } from 'stepscore';
-import type { AppStep } from './traces';
+import type { Aggregation, Selection, StepConfidence, TextSpan, TokenLogprob } from 'stepscore';
+import type { AppStep } from './reader';
 
 export interface Scored {
   problem: string;
   steps: AppStep[];
   scores: Array<number | null>;
   confidence: StepConfidence[] | null;
+  /** Per scored step, its tokens' log-probs (UTF-16 spans), when the model's head reads them. */
+  tokenLogprobs?: TokenLogprob[][] | null;
+  /** Per scored step, its least likely number (the package's rule), or null. */
+  leastLikely?: Array<TextSpan | null> | null;
   /** Where the scores came from. */
   source: 'model' | 'live' | 'file' | 'link';
   tokens: number | null;

@@ -90,7 +90,17 @@ pub fn record_name(at: &Location) -> String {
 /// printed to stderr as they come. Returns how many were bad.
 pub fn for_each_record(
     args: &InputArgs,
+    each: impl FnMut(Record) -> Result<(), Failure>,
+) -> Result<usize, Failure> {
+    for_each_row(args, each, |_| Ok(()))
+}
+
+/// [`for_each_record`] that also hands each bad record's error, after
+/// reporting it, to `bad_row` (`stepscore read` writes it out).
+pub fn for_each_row(
+    args: &InputArgs,
     mut each: impl FnMut(Record) -> Result<(), Failure>,
+    mut bad_row: impl FnMut(Error) -> Result<(), Failure>,
 ) -> Result<usize, Failure> {
     let reader = open_traces(&args.input, args.options())?;
     let mut bad = 0;
@@ -100,6 +110,7 @@ pub fn for_each_record(
             Err(e @ Error::Input { .. }) => {
                 bad += 1;
                 report_error(&e);
+                bad_row(e)?;
             }
             // I/O and anything that is not about one record ends the run.
             Err(e) => return Err(e.into()),

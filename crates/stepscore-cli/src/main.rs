@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use commands::{
-    aggregate, bench, doctor, eval, features, fetch, score, segment, select, serve, train,
+    aggregate, bench, doctor, eval, features, fetch, read, score, segment, select, serve, train,
 };
 
 #[derive(Parser)]
@@ -46,6 +46,8 @@ enum Command {
     Score(score::Args),
     /// Split responses into steps, keeping each step's byte span.
     Segment(segment::Args),
+    /// Show what the reader makes of each row: its trace and format, or its error.
+    Read(read::Args),
     /// Combine per-step scores into trace scores and find the first error.
     Aggregate(aggregate::Args),
     /// Pick among N candidates per problem: best-of-N, majority and PRM-weighted vote.
@@ -198,6 +200,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Score(args) => score::run(args),
         Command::Segment(args) => segment::run(args),
+        Command::Read(args) => read::run(args),
         Command::Aggregate(args) => aggregate::run(args),
         Command::Select(args) => select::run(args),
         Command::Eval(args) => eval::run(args),

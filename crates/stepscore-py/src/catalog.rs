@@ -50,6 +50,14 @@ fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
     catalog::fetch::ensure(&entry.file, &cache()?, force, &mut progress)
 }
 
+/// The directory catalog models are cached in, by the core's one rule
+/// (`$STEPSCORE_CACHE`, else `$XDG_CACHE_HOME/stepscore`, else
+/// `$HOME/.cache/stepscore`); `None` when none of these is set.
+#[pyfunction]
+pub fn cache_dir() -> Option<PathBuf> {
+    catalog::cache_dir()
+}
+
 /// The named models: dicts with `name`, `summary`, `kind` ("prm" or
 /// "backbone"), `size` (bytes), `sha256`, `license` and `cached` (the
 /// file is in the cache directory; not re-verified here).

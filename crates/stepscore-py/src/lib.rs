@@ -20,6 +20,7 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scorer::Scorer>()?;
     m.add_class::<scorer::Session>()?;
     m.add_class::<scorer::TraceScore>()?;
+    m.add_function(wrap_pyfunction!(catalog::cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::catalog_models, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::fetch, m)?)?;
     m.add_function(wrap_pyfunction!(functions::segment, m)?)?;

@@ -11,19 +11,105 @@ use pyo3::types::{PyDict, PyList};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
 use stepscore::prm::{
-    Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
-    TraceScore as CoreTraceScore, Truncation,
+    least_likely, Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
+    TokenLogprob, TraceScore as CoreTraceScore, Truncation,
 };
 use stepscore::segment::Segmenter;
 
 use crate::catalog;
 use crate::errors::{to_py, IntoPy};
+use crate::text::CharIndex;
 use crate::traces::{steps_arg, with_index};
 
 /// The per-step scores of one trace.
 #[pyclass(frozen, module = "stepscore._stepscore")]
 pub struct TraceScore {
     inner: CoreTraceScore,
+    /// Asked for with `token_logprobs=True` and given by the head.
+    tokens: Option<StepTokens>,
+}
+
+/// A stretch of a step's text (char indices) and a log-prob; a token also
+/// has the entropy of the distribution that predicted it.
+#[derive(Debug, Clone, Copy)]
+struct CharSpan {
+    start: usize,
+    end: usize,
+    logprob: f64,
+    entropy: Option<f64>,
+}
+
+/// Per step, its tokens and its least likely number, in char indices.
+#[derive(Debug, Clone, Default)]
+struct StepTokens {
+    tokens: Vec<Vec<CharSpan>>,
+    least_likely: Vec<Option<CharSpan>>,
+}
+
+impl StepTokens {
+    /// `tokens` (byte spans) of the steps `texts`, converted to char indices.
+    fn new<'a>(tokens: &[Vec<TokenLogprob>], texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut out = StepTokens::default();
+        for (step, text) in tokens.iter().zip(texts) {
+            let ix = CharIndex::new(text);
+            let span = |start, end, logprob, entropy| {
+                let (start, end) = ix.char_span(start, end);
+                CharSpan {
+                    start,
+                    end,
+                    logprob,
+                    entropy,
+                }
+            };
+            out.tokens.push(
+                step.iter()
+                    .map(|t| span(t.start, t.end, t.logprob, Some(t.entropy)))
+                    .collect(),
+            );
+            out.least_likely
+                .push(least_likely(step, text).map(|l| span(l.start, l.end, l.logprob, None)));
+        }
+        out
+    }
+
+    fn of(score: &CoreTraceScore, texts: &[&str], asked: bool) -> Option<Self> {
+        let tokens = score.token_logprobs.as_ref().filter(|_| asked)?;
+        Some(StepTokens::new(tokens, texts.iter().copied()))
+    }
+}
+
+fn span_dict<'py>(py: Python<'py>, s: &CharSpan) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("start", s.start)?;
+    d.set_item("end", s.end)?;
+    d.set_item("logprob", s.logprob)?;
+    if let Some(e) = s.entropy {
+        d.set_item("entropy", e)?;
+    }
+    Ok(d)
+}
+
+fn token_lists<'py>(py: Python<'py>, steps: &[Vec<CharSpan>]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for step in steps {
+        let list = PyList::empty(py);
+        for t in step {
+            list.append(span_dict(py, t)?)?;
+        }
+        out.append(list)?;
+    }
+    Ok(out)
+}
+
+fn least_list<'py>(py: Python<'py>, steps: &[Option<CharSpan>]) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for s in steps {
+        match s {
+            Some(s) => out.append(span_dict(py, s)?)?,
+            None => out.append(py.None())?,
+        }
+    }
+    Ok(out)
 }
 
 #[pymethods]
@@ -54,6 +140,29 @@ impl TraceScore {
             .confidence
             .as_ref()
             .map(|c| confidence_list(py, c))
+            .transpose()
+    }
+
+    /// With `token_logprobs=True`, from heads that read the LM's token
+    /// statistics: per scored step, its tokens as dicts `start`, `end` (str
+    /// indices into the step: `step[start:end]`), `logprob` and `entropy`
+    /// (nats, of the distribution that predicted the token); else None.
+    #[getter]
+    fn token_logprobs<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        self.tokens
+            .as_ref()
+            .map(|t| token_lists(py, &t.tokens))
+            .transpose()
+    }
+
+    /// With `token_logprobs=True`: per scored step, where to look (its least
+    /// likely digit token widened to the whole number, else its least likely
+    /// token) as a dict `start`, `end`, `logprob`, or None; else None.
+    #[getter]
+    fn least_likely<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyList>>> {
+        self.tokens
+            .as_ref()
+            .map(|t| least_list(py, &t.least_likely))
             .transpose()
     }
 
@@ -219,22 +328,28 @@ impl Scorer {
     }
 
     /// Scores `steps` (a sequence of str) as the response to `problem`.
+    /// `token_logprobs=True` also keeps each token's log-prob with its span
+    /// in the step (`TraceScore.token_logprobs`, `least_likely`).
+    #[pyo3(signature = (problem, steps, *, token_logprobs = false))]
     fn score(
         &self,
         py: Python<'_>,
         problem: &str,
         steps: &Bound<'_, PyAny>,
+        token_logprobs: bool,
     ) -> PyResult<TraceScore> {
         let steps = steps_arg(steps, "steps")?;
         let scorer = Arc::clone(&self.inner);
         let problem = problem.to_string();
-        let inner = py
+        let (inner, tokens) = py
             .detach(move || {
                 let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
-                scorer.score_steps(&problem, &refs)
+                let score = scorer.score_steps(&problem, &refs)?;
+                let tokens = StepTokens::of(&score, &refs, token_logprobs);
+                Ok::<_, stepscore::Error>((score, tokens))
             })
             .py_err(py)?;
-        Ok(TraceScore { inner })
+        Ok(TraceScore { inner, tokens })
     }
 
     /// Scores many traces with the interpreter released. Each trace is a
@@ -243,13 +358,14 @@ impl Scorer {
     /// `segmenter`, chat `{messages}`, native). `errors="raise"` raises the
     /// first bad trace's error (its `index` attribute says which);
     /// `errors="none"` puts None in its place and scores the rest.
-    #[pyo3(signature = (traces, *, segmenter = "auto", errors = "raise"))]
+    #[pyo3(signature = (traces, *, segmenter = "auto", errors = "raise", token_logprobs = false))]
     fn score_batch(
         &self,
         py: Python<'_>,
         traces: &Bound<'_, PyAny>,
         segmenter: &str,
         errors: &str,
+        token_logprobs: bool,
     ) -> PyResult<Vec<Option<TraceScore>>> {
         let raise = match errors {
             "raise" => true,
@@ -275,14 +391,22 @@ impl Scorer {
             }
         }
         let scorer = Arc::clone(&self.inner);
-        let results: Vec<stepscore::Result<CoreTraceScore>> =
-            py.detach(move || good.iter().map(|t| scorer.score(t)).collect());
-        let mut results: Vec<Option<stepscore::Result<CoreTraceScore>>> =
+        let results: Vec<stepscore::Result<TraceScore>> = py.detach(move || {
+            good.iter()
+                .map(|t| {
+                    let inner = scorer.score(t)?;
+                    let texts: Vec<&str> = t.steps.iter().map(|s| s.text.as_str()).collect();
+                    let tokens = StepTokens::of(&inner, &texts, token_logprobs);
+                    Ok(TraceScore { inner, tokens })
+                })
+                .collect()
+        });
+        let mut results: Vec<Option<stepscore::Result<TraceScore>>> =
             results.into_iter().map(Some).collect();
         let mut out = Vec::with_capacity(slots.len());
         for (i, slot) in slots.into_iter().enumerate() {
             match slot.and_then(|k| results[k].take()) {
-                Some(Ok(inner)) => out.push(Some(TraceScore { inner })),
+                Some(Ok(score)) => out.push(Some(score)),
                 Some(Err(e)) if raise => return Err(with_index(py, to_py(py, e), i)),
                 _ => out.push(None),
             }
@@ -367,6 +491,19 @@ impl Session {
         self.inner.steps().to_vec()
     }
 
+    /// Per step so far, as `TraceScore.token_logprobs` (empty when the head
+    /// reads no token statistics).
+    #[getter]
+    fn token_logprobs<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        token_lists(py, &self.step_tokens().tokens)
+    }
+
+    /// Per step so far, as `TraceScore.least_likely`.
+    #[getter]
+    fn least_likely<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        least_list(py, &self.step_tokens().least_likely)
+    }
+
     /// Tokens the model has run over this session's life (cache hits excluded).
     #[getter]
     fn computed_tokens(&self) -> usize {
@@ -381,6 +518,15 @@ impl Session {
 
     fn __len__(&self) -> usize {
         self.inner.steps().len()
+    }
+}
+
+impl Session {
+    fn step_tokens(&self) -> StepTokens {
+        StepTokens::new(
+            self.inner.token_logprobs(),
+            self.inner.steps().iter().map(String::as_str),
+        )
     }
 }
 

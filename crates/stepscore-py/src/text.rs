@@ -47,4 +47,32 @@ impl CharIndex {
             Some(bytes) => bytes.partition_point(|&x| x < b),
         }
     }
+
+    /// The char range of bytes `start..end`, widened to whole characters
+    /// (a byte-level token can start or end inside one).
+    pub fn char_span(&self, start: usize, end: usize) -> (usize, usize) {
+        match &self.bytes {
+            None => (start.min(self.chars), end.min(self.chars)),
+            Some(bytes) => (
+                bytes.partition_point(|&x| x <= start).saturating_sub(1),
+                bytes.partition_point(|&x| x < end).min(self.chars),
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CharIndex;
+
+    #[test]
+    fn char_spans_widen_to_whole_characters() {
+        // "×" 2 bytes, "😀" 4 bytes: chars 7 0, × 1, 8 2, 😀 3, 4 4 (bytes 0, 1, 3, 4, 8).
+        let ix = CharIndex::new("7×8😀4");
+        assert_eq!(ix.char_span(1, 3), (1, 2));
+        assert_eq!(ix.char_span(4, 6), (3, 4));
+        assert_eq!(ix.char_span(6, 9), (3, 5));
+        assert_eq!(ix.char_span(8, 9), (4, 5));
+        assert_eq!(CharIndex::new("abc").char_span(1, 3), (1, 3));
+    }
 }

@@ -42,8 +42,13 @@ def tiny():
 
 def cached_model(file_name: str) -> Path:
     """A catalog model's file in stepscore's cache; skips the test when it is not fetched."""
-    cache = Path(os.environ.get("STEPSCORE_CACHE", Path.home() / ".cache" / "stepscore"))
-    path = cache / file_name
+    import stepscore
+
+    # The core's cache rule (STEPSCORE_CACHE, XDG_CACHE_HOME, HOME), not a copy of it.
+    cache = stepscore.cache_dir()
+    if cache is None:
+        pytest.skip("SKIPPED: no cache directory (set STEPSCORE_CACHE or HOME)")
+    path = Path(cache) / file_name
     if not path.exists():
         pytest.skip(f"SKIPPED: {path} not fetched (run `stepscore fetch`)")
     return path

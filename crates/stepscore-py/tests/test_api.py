@@ -5,6 +5,7 @@ the model-free helpers, and numpy re-implementations of the shaping."""
 import json
 import threading
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -211,6 +212,20 @@ def test_catalog():
     assert all(len(m["sha256"]) == 64 and m["size"] > 0 for m in models.values())
     with pytest.raises(stepscore.InvalidArgumentError, match="catalog"):
         stepscore.fetch("no-such-model")
+
+
+def test_cache_dir_is_the_core_rule(monkeypatch, tmp_path):
+    # STEPSCORE_CACHE, else XDG_CACHE_HOME/stepscore, else HOME/.cache/stepscore; empty counts as unset.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("STEPSCORE_CACHE", str(tmp_path / "mine"))
+    assert Path(stepscore.cache_dir()) == tmp_path / "mine"
+    monkeypatch.setenv("STEPSCORE_CACHE", "")
+    assert Path(stepscore.cache_dir()) == tmp_path / "xdg" / "stepscore"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    assert Path(stepscore.cache_dir()) == tmp_path / "home" / ".cache" / "stepscore"
+    monkeypatch.delenv("HOME")
+    assert stepscore.cache_dir() is None
 
 
 def test_default_scorer_is_the_catalog_prm(qwen15b):

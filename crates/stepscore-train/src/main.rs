@@ -39,8 +39,9 @@ struct Args {
     #[arg(long, conflicts_with = "stats")]
     confidence: bool,
     /// Step statistics to append, in order, comma-separated: log1p_tokens, mean_logprob,
-    /// min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob, digit_mean_logprob
-    /// (needs `--confidence` at extraction); recorded as `stepscore.step_stats`.
+    /// min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob, digit_mean_logprob,
+    /// plus_minus_min_logprob (needs `--confidence` at extraction); recorded as
+    /// `stepscore.step_stats`.
     #[arg(long, value_delimiter = ',', value_parser = str::parse::<StepStat>)]
     stats: Vec<StepStat>,
     /// Rows are the `--stats` alone, not the hidden state (recorded as

@@ -1,7 +1,8 @@
 //! WebAssembly bindings of stepscore for the npm package in `pkg/`.
 //!
-//! This layer only converts: JS values in (through serde-wasm-bindgen, then
-//! checked by hand in [`input`] so messages name the field at fault), the
+//! This layer only converts: JS values in (through serde-wasm-bindgen; traces
+//! through the core's row reader in [`read`], so messages name the field at
+//! fault exactly as the CLI's do), the
 //! core crate's results out as camelCase objects ([`output`]), and every
 //! error out as a JS `Error` with a stable `code` ([`error`]). Downloading,
 //! progress, aborting and backend choice live in the package's JS, which
@@ -16,9 +17,9 @@
 //! shows its message in the console before the instance traps.
 
 pub mod error;
-pub mod input;
 pub mod load;
 pub mod output;
+pub mod read;
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -32,9 +33,11 @@ use stepscore::segment::Segmenter;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Code, Error};
-use crate::input::{parse_trace, parse_traces, Purpose};
 use crate::load::Loaded;
-use crate::output::{segment_steps, Confidence, GpuBuffers, Score, SelectionOut};
+use crate::output::{
+    segment_steps, Confidence, GpuBuffers, Score, ScoreOptions, SelectionOut, SessionTokens,
+};
+use crate::read::{read_options, trace_arg, traces_arg, Purpose};
 
 #[wasm_bindgen(start)]
 pub fn start() {
@@ -247,11 +250,13 @@ impl WasmScorer {
     }
 
     /// Scores every step of one trace; the Promise resolves to
-    /// `{stepScores, tokens, truncatedSteps, confidence?}`. A malformed
-    /// trace throws at once, before anything runs.
-    pub fn score(&self, trace: JsValue) -> JsResult<js_sys::Promise> {
-        let trace = parse_trace(
-            &from_js(trace, "trace", Code::TraceInvalid)?,
+    /// `{stepScores, tokens, truncatedSteps, confidence?, tokenLogprobs?,
+    /// leastLikely?}` (the last two with `options.tokenLogprobs`). A
+    /// malformed trace throws at once, before anything runs.
+    pub fn score(&self, trace: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+        let options = score_options(options)?;
+        let trace = trace_arg(
+            from_js(trace, "trace", Code::TraceInvalid)?,
             "trace",
             Purpose::Score,
         )
@@ -262,16 +267,17 @@ impl WasmScorer {
                 .score_async(&trace)
                 .await
                 .map_err(|e| js_error(Error::from_score("trace", e)))?;
-            to_js(&Score::from(score))
+            to_js(&Score::new(score, &step_texts(&trace), options))
         }))
     }
 
     /// Scores several traces, one after another; all are checked before
     /// any is scored.
     #[wasm_bindgen(js_name = scoreMany)]
-    pub fn score_many(&self, traces: JsValue) -> JsResult<js_sys::Promise> {
-        let traces = parse_traces(
-            &from_js(traces, "traces", Code::TraceInvalid)?,
+    pub fn score_many(&self, traces: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+        let options = score_options(options)?;
+        let traces = traces_arg(
+            from_js(traces, "traces", Code::TraceInvalid)?,
             "traces",
             Purpose::Score,
         )
@@ -284,7 +290,7 @@ impl WasmScorer {
                     .score_async(t)
                     .await
                     .map_err(|e| js_error(Error::from_score(&format!("traces[{i}]"), e)))?;
-                scores.push(Score::from(s));
+                scores.push(Score::new(s, &step_texts(t), options));
             }
             to_js(&scores)
         }))
@@ -376,6 +382,18 @@ impl WasmSession {
         to_js(&c)
     }
 
+    /// Per step so far, its tokens (UTF-16 spans in the step's text) and
+    /// least likely number, as `score(..., {tokenLogprobs: true})` gives
+    /// them: `{tokenLogprobs, leastLikely}`, empty when the head reads no
+    /// token statistics.
+    #[wasm_bindgen(js_name = tokenLogprobs)]
+    pub fn token_logprobs(&self) -> JsResult<JsValue> {
+        let tokens = self.with(|s| {
+            SessionTokens::new(s.token_logprobs(), s.steps().iter().map(String::as_str))
+        })?;
+        to_js(&tokens)
+    }
+
     #[wasm_bindgen(js_name = computedTokens)]
     pub fn computed_tokens(&self) -> JsResult<usize> {
         self.with(|s| s.computed_tokens())
@@ -385,6 +403,15 @@ impl WasmSession {
     pub fn cached_tokens(&self) -> JsResult<usize> {
         self.with(|s| s.cached_tokens())
     }
+}
+
+fn score_options(options: JsValue) -> JsResult<ScoreOptions> {
+    ScoreOptions::parse(&from_js(options, "score options", Code::InvalidArgument)?)
+        .map_err(js_error)
+}
+
+fn step_texts(trace: &stepscore::Trace) -> Vec<&str> {
+    trace.steps.iter().map(|s| s.text.as_str()).collect()
 }
 
 /// Splits a response into steps: `[{text, start, end, role?, tool?}]`, with
@@ -403,6 +430,49 @@ pub fn segment(text: JsValue, segmenter: JsValue) -> JsResult<JsValue> {
     };
     let steps = segment_steps(&text, seg.segment(&text)).map_err(js_error)?;
     to_js(&steps)
+}
+
+/// Reads a trace file's text with the core's reader, as `stepscore read`
+/// does: `{records: [{at, format, trace}], errors: [{at, message, text}]}`,
+/// every row in input order, the good rows kept when others are bad.
+/// `options`: `{format?, segmenter?, name?, maxLineBytes?}` (`name` names
+/// the file in errors).
+#[wasm_bindgen(js_name = readTraces)]
+pub fn read_traces(text: JsValue, options: JsValue) -> JsResult<JsValue> {
+    let text = string_arg(&text, "text", Code::InvalidArgument)?;
+    let options = if options.is_undefined() {
+        Value::Null
+    } else {
+        from_js(options, "readTraces options", Code::InvalidArgument)?
+    };
+    let opts = read_options(&options).map_err(js_error)?;
+    let result = stepscore::io::read_text(text.as_bytes(), opts)
+        .map_err(|e| js_error(Error::new(Code::Internal, e.to_string())))?;
+    to_js(&result)
+}
+
+/// Every backend name the core accepts, canonical ones first.
+#[wasm_bindgen(js_name = backendNames)]
+pub fn backend_names() -> Vec<String> {
+    Backend::NAMES.iter().map(|n| n.to_string()).collect()
+}
+
+/// The canonical name of a backend (`webgpu` -> `gpu`); an unknown one
+/// throws `INVALID_ARGUMENT` with the core's message.
+#[wasm_bindgen(js_name = parseBackend)]
+pub fn parse_backend(name: JsValue) -> JsResult<String> {
+    string_arg(&name, "backend", Code::InvalidArgument)?
+        .parse::<Backend>()
+        .map(|b| b.name().to_string())
+        .map_err(|e| js_error(Error::invalid_argument(e.to_string())))
+}
+
+/// The core's software-adapter policy ([`stepscore::prm::is_software_adapter`]):
+/// whether a WebGPU adapter, by its description and `isFallbackAdapter`,
+/// runs on the CPU (then `auto` keeps to the CPU engine).
+#[wasm_bindgen(js_name = isSoftwareAdapter)]
+pub fn is_software_adapter(description: &str, is_fallback: bool) -> bool {
+    stepscore::prm::is_software_adapter(description, is_fallback)
 }
 
 /// One score from step scores (`min` by default); `null` for no scores, NaN
@@ -444,8 +514,8 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
 #[wasm_bindgen(js_name = selectBest)]
 pub fn select_best(candidates: JsValue, how: JsValue) -> JsResult<JsValue> {
     let how = aggregation_arg(&how)?;
-    let traces = parse_traces(
-        &from_js(candidates, "candidates", Code::TraceInvalid)?,
+    let traces = traces_arg(
+        from_js(candidates, "candidates", Code::TraceInvalid)?,
         "candidates",
         Purpose::Select,
     )

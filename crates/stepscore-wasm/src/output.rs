@@ -3,7 +3,8 @@
 //! UTF-16 code units so `text.slice(start, end)` works on JS strings.
 
 use serde::Serialize;
-use stepscore::prm::{StepConfidence, TraceScore};
+use serde_json::Value;
+use stepscore::prm::{least_likely, StepConfidence, TokenLogprob, TraceScore};
 use stepscore::select::{Selection, Vote};
 use stepscore::Step;
 
@@ -38,10 +39,75 @@ pub struct Score {
     pub truncated_steps: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Vec<Confidence>>,
+    /// Asked for with `tokenLogprobs`, from heads that read the LM's token
+    /// statistics: per scored step, its tokens with UTF-16 spans in the step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_logprobs: Option<Vec<Vec<TokenSpan>>>,
+    /// With `token_logprobs`: per scored step, the core's least likely
+    /// number ([`stepscore::prm::least_likely`]), `null` when none shows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub least_likely: Option<Vec<Option<TokenSpan>>>,
 }
 
-impl From<TraceScore> for Score {
-    fn from(s: TraceScore) -> Self {
+/// What a scoring call returns besides the scores.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScoreOptions {
+    pub token_logprobs: bool,
+}
+
+impl ScoreOptions {
+    /// `undefined` / `null`, or `{ tokenLogprobs?: boolean }`.
+    pub fn parse(v: &Value) -> Result<ScoreOptions> {
+        let obj = match v {
+            Value::Null => return Ok(ScoreOptions::default()),
+            Value::Object(obj) => obj,
+            _ => return Err(Error::invalid_argument("score options must be an object")),
+        };
+        if let Some(key) = obj.keys().find(|k| k.as_str() != "tokenLogprobs") {
+            return Err(Error::invalid_argument(format!(
+                "unknown score option `{key}` (known: tokenLogprobs)"
+            )));
+        }
+        let token_logprobs = match obj.get("tokenLogprobs") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => {
+                return Err(Error::invalid_argument(format!(
+                    "score option `tokenLogprobs` must be a boolean, got {other}"
+                )))
+            }
+        };
+        Ok(ScoreOptions { token_logprobs })
+    }
+}
+
+/// A stretch of a step's text with a log-prob: `step.slice(start, end)`;
+/// a token also has the entropy (nats) of the distribution that predicted it.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TokenSpan {
+    pub start: usize,
+    pub end: usize,
+    pub logprob: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub entropy: Option<f64>,
+}
+
+impl Score {
+    /// `steps` are the texts the trace was scored with (their byte spans are
+    /// converted to UTF-16 here).
+    pub fn new(s: TraceScore, steps: &[&str], options: ScoreOptions) -> Score {
+        let tokens = s.token_logprobs.filter(|_| options.token_logprobs);
+        let (token_logprobs, least_likely) = match tokens {
+            None => (None, None),
+            Some(per_step) => {
+                let (spans, least) = per_step
+                    .iter()
+                    .zip(steps)
+                    .map(|(tokens, text)| step_token_spans(tokens, text))
+                    .unzip();
+                (Some(spans), Some(least))
+            }
+        };
         Score {
             step_scores: s.step_scores,
             tokens: s.tokens,
@@ -49,6 +115,112 @@ impl From<TraceScore> for Score {
             confidence: s
                 .confidence
                 .map(|c| c.iter().map(Confidence::from).collect()),
+            token_logprobs,
+            least_likely,
+        }
+    }
+}
+
+/// A session's steps' tokens and least likely numbers, as [`Score`] has
+/// them (empty when the head reads no token statistics).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTokens {
+    pub token_logprobs: Vec<Vec<TokenSpan>>,
+    pub least_likely: Vec<Option<TokenSpan>>,
+}
+
+impl SessionTokens {
+    pub fn new<'a>(
+        tokens: &[Vec<TokenLogprob>],
+        steps: impl IntoIterator<Item = &'a str>,
+    ) -> SessionTokens {
+        let (token_logprobs, least_likely) = tokens
+            .iter()
+            .zip(steps)
+            .map(|(t, text)| step_token_spans(t, text))
+            .unzip();
+        SessionTokens {
+            token_logprobs,
+            least_likely,
+        }
+    }
+}
+
+/// One step's tokens and least likely number, with UTF-16 spans.
+pub fn step_token_spans(
+    tokens: &[TokenLogprob],
+    text: &str,
+) -> (Vec<TokenSpan>, Option<TokenSpan>) {
+    let units = Utf16Index::new(text);
+    let span = |start: usize, end: usize, logprob: f64, entropy| TokenSpan {
+        start: units.floor(start),
+        end: units.ceil(end),
+        logprob,
+        entropy,
+    };
+    let spans = tokens
+        .iter()
+        .map(|t| span(t.start, t.end, t.logprob, Some(t.entropy)))
+        .collect();
+    let least = least_likely(tokens, text).map(|l| span(l.start, l.end, l.logprob, None));
+    (spans, least)
+}
+
+/// UTF-16 offsets of a text's byte offsets. A byte inside a character
+/// (a byte-level token can end mid-character) rounds down for a start and
+/// up for an end, so a span never shows half a character.
+struct Utf16Index {
+    /// Per byte offset (and the end), the UTF-16 offset of the character
+    /// starting there, or of the one containing it; `None` for ASCII.
+    units: Option<Vec<usize>>,
+    len: usize,
+}
+
+impl Utf16Index {
+    fn new(text: &str) -> Utf16Index {
+        if text.is_ascii() {
+            return Utf16Index {
+                units: None,
+                len: text.len(),
+            };
+        }
+        let mut units = Vec::with_capacity(text.len() + 1);
+        let mut unit = 0;
+        for c in text.chars() {
+            units.extend(std::iter::repeat_n(unit, c.len_utf8()));
+            unit += c.len_utf16();
+        }
+        units.push(unit);
+        Utf16Index {
+            units: Some(units),
+            len: text.len(),
+        }
+    }
+
+    fn floor(&self, byte: usize) -> usize {
+        let b = byte.min(self.len);
+        self.units.as_ref().map_or(b, |u| u[b])
+    }
+
+    fn ceil(&self, byte: usize) -> usize {
+        let b = byte.min(self.len);
+        match &self.units {
+            None => b,
+            // Inside a character when the byte before maps to the same unit
+            // and is not the character's start: the next character's offset.
+            Some(u) => {
+                let at = u[b];
+                if b > 0 && b < self.len && u[b - 1] == at {
+                    u[b..]
+                        .iter()
+                        .copied()
+                        .find(|&x| x > at)
+                        .unwrap_or(u[self.len])
+                } else {
+                    at
+                }
+            }
         }
     }
 }
@@ -231,6 +403,79 @@ mod tests {
         for s in &out {
             assert_eq!(String::from_utf16(&units[s.start..s.end]).unwrap(), s.text);
         }
+    }
+
+    #[test]
+    fn token_spans_count_utf16_units_and_never_split_a_character() {
+        // "×" 2 bytes / 1 unit, "é" 2 / 1, "😀" 4 / 2 units.
+        let text = "7×8=5é😀4";
+        let t = |start, end, logprob| TokenLogprob {
+            start,
+            end,
+            logprob,
+            entropy: 1.0,
+        };
+        // Bytes: 7 0..1, × 1..3, 8 3..4, = 4..5, 5 5..6, é 6..8, 😀 8..12, 4 12..13.
+        // The emoji split across two byte-level tokens (8..10 and 10..12).
+        let tokens = [
+            t(0, 1, -0.1),
+            t(1, 3, -0.2),
+            t(3, 4, -0.3),
+            t(4, 5, -0.4),
+            t(5, 6, -9.0),
+            t(6, 8, -0.5),
+            t(8, 10, -0.6),
+            t(10, 12, -0.7),
+            t(12, 13, -0.8),
+        ];
+        let (spans, least) = step_token_spans(&tokens, text);
+        let units: Vec<u16> = text.encode_utf16().collect();
+        let js = |a: usize, b: usize| String::from_utf16(&units[a..b]).unwrap();
+        let got: Vec<(usize, usize)> = spans.iter().map(|s| (s.start, s.end)).collect();
+        assert_eq!(
+            got,
+            [
+                (0, 1),
+                (1, 2),
+                (2, 3),
+                (3, 4),
+                (4, 5),
+                (5, 6),
+                (6, 8),
+                (6, 8),
+                (8, 9)
+            ]
+        );
+        assert_eq!(js(spans[1].start, spans[1].end), "×");
+        assert_eq!(js(spans[6].start, spans[6].end), "😀");
+        // The least likely digit is "5", a number on its own here.
+        let least = least.unwrap();
+        assert_eq!(
+            (js(least.start, least.end).as_str(), least.logprob),
+            ("5", -9.0)
+        );
+        // Plain ASCII maps one to one.
+        let (spans, least) = step_token_spans(&[t(0, 3, -1.0), t(3, 6, -2.0)], "16+240");
+        assert_eq!((spans[1].start, spans[1].end), (3, 6));
+        assert_eq!(least.map(|l| (l.start, l.end)), Some((3, 6)));
+    }
+
+    #[test]
+    fn score_options_name_what_is_wrong() {
+        assert_eq!(
+            ScoreOptions::parse(&Value::Null).unwrap(),
+            ScoreOptions::default()
+        );
+        let on = ScoreOptions::parse(&serde_json::json!({"tokenLogprobs": true})).unwrap();
+        assert!(on.token_logprobs);
+        let bad = ScoreOptions::parse(&serde_json::json!({"tokenLogprobs": 1})).unwrap_err();
+        assert!(bad.message.contains("tokenLogprobs"), "{}", bad.message);
+        let unknown = ScoreOptions::parse(&serde_json::json!({"tokenLogProbs": true})).unwrap_err();
+        assert!(
+            unknown.message.contains("tokenLogProbs"),
+            "{}",
+            unknown.message
+        );
     }
 
     #[test]

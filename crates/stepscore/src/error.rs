@@ -5,11 +5,13 @@ use std::fmt;
 
 /// Where in an input a record sits: `<stdin> line 4, item 2, id `c7`,
 /// field `scores[1]``.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Location {
-    /// A file path, or `<stdin>`.
+    /// A file path, or `<stdin>`; for a value a binding hands in, what the
+    /// caller called it (`trace`, `traces`).
     pub source: String,
-    /// The 1-based physical line the record starts on.
+    /// The 1-based physical line the record starts on; 0 for a record that
+    /// was not read from text (a binding's argument), left out when shown.
     pub line: usize,
     /// For an element of a JSON array, its 1-based position in the array.
     pub item: Option<usize>,
@@ -31,7 +33,10 @@ impl Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} line {}", self.source, self.line)?;
+        f.write_str(&self.source)?;
+        if self.line > 0 {
+            write!(f, " line {}", self.line)?;
+        }
         if let Some(item) = self.item {
             write!(f, ", item {item}")?;
         }

@@ -538,11 +538,11 @@ fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
 #[test]
 fn stats_only_heads_over_digit_statistics_score_their_features() {
     use stepscore::prm::FeatureOptions;
-    let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens";
-    let (w, b) = ([0.7f32, -0.3, 0.25], 0.4f32);
+    let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens,plus_minus_min_logprob";
+    let (w, b) = ([0.7f32, -0.3, 0.25, 0.45], 0.4f32);
     let bytes = safetensors_bytes(
         &[
-            ("v_head.summary.weight", vec![1, 3], w.to_vec()),
+            ("v_head.summary.weight", vec![1, 4], w.to_vec()),
             ("v_head.summary.bias", vec![1], vec![b]),
         ],
         HashMap::from([
@@ -574,11 +574,20 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         digits.iter().any(|d| d.tokens > 0),
         "the steps must hold digit tokens for the test to mean anything"
     );
+    assert!(
+        digits.iter().any(|d| d.plus_minus_min_logprob < 0.0),
+        "the steps must hold a plus or minus token for the test to mean anything"
+    );
     let want: Vec<f64> = conf
         .iter()
         .zip(&digits)
         .map(|(c, d)| {
-            let x = [d.min_logprob, c.min_logprob, (d.tokens as f64).ln_1p()];
+            let x = [
+                d.min_logprob,
+                c.min_logprob,
+                (d.tokens as f64).ln_1p(),
+                d.plus_minus_min_logprob,
+            ];
             let z: f64 = x
                 .iter()
                 .zip(&w)
@@ -604,7 +613,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
             .as_ref()
             .expect("the head read token log-probs");
         assert_eq!(per_step.len(), steps.len());
-        for ((tokens, step), c) in per_step.iter().zip(&steps).zip(&conf) {
+        for (((tokens, step), c), d) in per_step.iter().zip(&steps).zip(&conf).zip(&digits) {
             assert_eq!(tokens.len(), c.tokens, "{step}");
             let mut at = 0;
             for t in tokens {
@@ -626,6 +635,16 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 (min - c.min_logprob).abs() <= tol,
                 "{min} vs {}",
                 c.min_logprob
+            );
+            // The plus/minus statistic, from the spans' own text (not the head's token table).
+            let signs = tokens
+                .iter()
+                .filter(|t| matches!(step[t.start..t.end].trim(), "+" | "-" | "\u{2212}"))
+                .fold(0.0f64, |m, t| m.min(t.logprob));
+            assert!(
+                (signs - d.plus_minus_min_logprob).abs() <= tol,
+                "{signs} vs {} in {step:?}",
+                d.plus_minus_min_logprob
             );
             let entropy = tokens.iter().map(|t| t.entropy).sum::<f64>() / lps.len() as f64;
             assert!(
@@ -649,10 +668,23 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 want[i]
             );
         }
+        // The session's per-token log-probs are the whole-trace ones: same spans,
+        // log-probs within the scores' tolerance.
+        assert_eq!(session.token_logprobs().len(), per_step.len());
+        for (i, (s, w)) in session.token_logprobs().iter().zip(per_step).enumerate() {
+            assert_eq!(s.len(), w.len(), "session step {i}");
+            for (a, b) in s.iter().zip(w) {
+                assert_eq!((a.start, a.end), (b.start, b.end), "session step {i}");
+                assert!(
+                    (a.logprob - b.logprob).abs() <= tol,
+                    "session step {i}: {a:?} vs {b:?}"
+                );
+            }
+        }
     }
     // Statistics alone need names; a wrong count is a named width error.
     let nameless = safetensors_bytes(
-        &[("v_head.summary.weight", vec![1, 3], w.to_vec())],
+        &[("v_head.summary.weight", vec![1, 4], w.to_vec())],
         HashMap::from([("stepscore.stats_only".to_string(), "true".to_string())]),
     );
     let err = Scorer::open_with_head_file(

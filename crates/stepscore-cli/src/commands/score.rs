@@ -147,35 +147,13 @@ fn progress_bar(input: &InputArgs) -> ProgressBar {
     bar
 }
 
-/// Where a person should look in flagged step `i`: its least likely digit
-/// token (any token when it has no digits), widened to the whole number it
-/// is part of, with the token's log-prob. `None` when the head read no
-/// token log-probabilities.
+/// Where a person should look in flagged step `i` (the core's
+/// [`stepscore::prm::least_likely`] rule): the text and the token's log-prob.
+/// `None` when the head read no token log-probabilities.
 fn least_likely_token(result: &TraceScore, i: usize, text: &str) -> Option<(String, f64)> {
     let tokens = result.token_logprobs.as_ref()?.get(i)?;
-    let piece = |t: &&stepscore::prm::TokenLogprob| text.get(t.start..t.end);
-    let is_digits =
-        |t: &&stepscore::prm::TokenLogprob| piece(t).is_some_and(stepscore::prm::is_digit_text);
-    let least = |digits_only: bool| {
-        tokens
-            .iter()
-            .filter(|t| t.end > t.start && (!digits_only || is_digits(t)))
-            .min_by(|a, b| a.logprob.total_cmp(&b.logprob))
-    };
-    let t = least(true).or_else(|| least(false))?;
-    let (mut a, mut b) = (t.start, t.end);
-    if is_digits(&t) {
-        let bytes = text.as_bytes();
-        let number = |c: u8| c.is_ascii_digit() || c == b'.' || c == b',';
-        while a > 0 && number(bytes[a - 1]) {
-            a -= 1;
-        }
-        while b < bytes.len() && number(bytes[b]) {
-            b += 1;
-        }
-    }
-    let shown = text.get(a..b)?.trim().trim_end_matches(['.', ',']);
-    Some((shown.to_string(), t.logprob))
+    let l = stepscore::prm::least_likely(tokens, text)?;
+    Some((text.get(l.start..l.end)?.to_string(), l.logprob))
 }
 
 /// The first-error threshold for a head shipped without one.

@@ -161,6 +161,7 @@ impl GpuMatrix {
     }
 
     /// How many row chunks (buffers) the weights were split into.
+    #[cfg(any(test, feature = "testing"))]
     pub fn chunk_count(&self) -> usize {
         self.chunks.len()
     }
@@ -272,7 +273,10 @@ impl GpuMatrix {
     }
 
     /// Gathers rows `ids` (the embedding lookup) into a device tensor of
-    /// `ids.len() * cols` values. Records and submits; does not wait.
+    /// `ids.len() * cols` values. Records and submits; does not wait. Test
+    /// support (feature `testing`): the forward pass records its gather into
+    /// its one batch.
+    #[cfg(any(test, feature = "testing"))]
     pub fn gather(&self, ctx: &GpuContext, ids: &[u32]) -> Result<GpuTensor> {
         if let Some(&bad) = ids.iter().find(|&&i| i as usize >= self.rows) {
             return Err(Error::InvalidArgument(format!(
@@ -295,7 +299,8 @@ impl GpuMatrix {
         Ok(out)
     }
 
-    /// Uploads `x`, multiplies and reads the result back.
+    /// Uploads `x`, multiplies and reads the result back (test support).
+    #[cfg(any(test, feature = "testing"))]
     pub async fn matmul_slice_async(
         &self,
         ctx: &GpuContext,
@@ -308,7 +313,7 @@ impl GpuMatrix {
     }
 
     /// Blocking [`GpuMatrix::matmul_slice_async`].
-    #[cfg(not(target_arch = "wasm32"))]
+    #[cfg(all(not(target_arch = "wasm32"), any(test, feature = "testing")))]
     pub fn matmul_slice(&self, ctx: &GpuContext, x: &[f32], n_tokens: usize) -> Result<Vec<f32>> {
         pollster::block_on(self.matmul_slice_async(ctx, x, n_tokens))
     }

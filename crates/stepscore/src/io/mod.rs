@@ -34,9 +34,17 @@
 //! Row formats (see [`InputFormat`]) are detected per row in `Auto` mode:
 //! `messages` -> chat, `completions` -> TRL, `steps` of objects -> native,
 //! `steps` of strings -> ProcessBench, `response` -> raw text. Every format
-//! also takes `id`, `final_answer`/`answer`, `reference_answer`/`gold`/
-//! `ground_truth` and `scores` (one number or null per step); any other field
-//! is kept in `Trace::metadata`.
+//! also takes `id`, `final_answer`/`finalAnswer`/`answer`,
+//! `reference_answer`/`referenceAnswer`/`gold`/`ground_truth` and `scores`
+//! (one number or null per step); any other field is kept in
+//! `Trace::metadata`.
+//!
+//! This is the one trace reader of every front end: the CLI reads files
+//! with it, Python and the reward server hand it JSONL, and the wasm
+//! bindings hand it a file's text ([`read_text`], the npm package's
+//! `readTraces`) or a JS object ([`read_value`]). [`ReadResult`], [`Record`]
+//! and [`BadRow`] serialize to what `stepscore read` prints and
+//! `readTraces` returns.
 
 mod chat;
 mod lines;
@@ -94,6 +102,12 @@ impl InputFormat {
             InputFormat::Raw => "raw",
             InputFormat::Chat => "chat",
         }
+    }
+}
+
+impl Serialize for InputFormat {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
     }
 }
 
@@ -177,11 +191,71 @@ enum State {
     Done,
 }
 
-/// One good trace and where it was read.
-#[derive(Debug, Clone, PartialEq)]
+/// One good trace, where it was read and the row format it was read as.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Record {
     pub at: Location,
+    /// Never `Auto`: the format detected for this row.
+    pub format: InputFormat,
     pub trace: Trace,
+}
+
+/// A bad row's error as data: its place (source, line, item, id, field),
+/// the message, and `text`, the whole error as the CLI prints it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadRow {
+    pub at: Location,
+    pub message: String,
+    pub text: String,
+}
+
+impl BadRow {
+    /// The row error in `e`; any other error (I/O, ...) is given back.
+    pub fn from_error(e: Error) -> std::result::Result<BadRow, Error> {
+        let text = e.to_string();
+        match e {
+            Error::Input { location, message } => Ok(BadRow {
+                at: location,
+                message,
+                text,
+            }),
+            other => Err(other),
+        }
+    }
+}
+
+/// Every row of an input: the good ones and the bad ones' errors, each in
+/// input order.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct ReadResult {
+    pub records: Vec<Record>,
+    pub errors: Vec<BadRow>,
+}
+
+/// Reads a whole in-memory input (a file's text) with [`TraceReader`]:
+/// bad rows land in `errors` and the rest is read on. Fails only on an
+/// error that is not about a row (which in-memory input never has).
+pub fn read_text(text: &[u8], opts: ReadOptions) -> Result<ReadResult> {
+    let mut out = ReadResult::default();
+    for item in TraceReader::new(Cursor::new(text), opts).records() {
+        match item {
+            Ok(record) => out.records.push(record),
+            Err(e) => out.errors.push(BadRow::from_error(e)?),
+        }
+    }
+    Ok(out)
+}
+
+/// One row handed in as a JSON value (a binding's argument rather than a
+/// line of text): the same conversion and errors as a row of a file,
+/// located at `at` with the row's id added (`line` 0 for "not from text").
+/// Only `format` and `segmenter` of `opts` apply.
+pub fn read_value(value: Value, opts: &ReadOptions, mut at: Location) -> Result<Record> {
+    at.id = row_id(&value);
+    match rows::row_to_trace(value, opts.format, &opts.segmenter) {
+        Ok((format, trace)) => Ok(Record { at, format, trace }),
+        Err(p) => Err(Error::input_at(at.with_field(p.field), p.message)),
+    }
 }
 
 /// Streams traces out of JSON or JSONL; see the module docs for the layout
@@ -475,12 +549,8 @@ impl<R: BufRead> TraceReader<R> {
 
     /// One parsed row -> a record, or the row's error at `at` (with the
     /// row's id, when it has one, and the field at fault).
-    fn convert(&self, mut at: Location, value: Value) -> Result<Record> {
-        at.id = row_id(&value);
-        match rows::row_to_trace(value, self.opts.format, &self.opts.segmenter) {
-            Ok(trace) => Ok(Record { at, trace }),
-            Err(p) => Err(Error::input_at(at.with_field(p.field), p.message)),
-        }
+    fn convert(&self, at: Location, value: Value) -> Result<Record> {
+        read_value(value, &self.opts, at)
     }
 
     /// One item of a whole document (array element or pretty-printed

@@ -109,8 +109,13 @@ fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
     ))
 }
 
-/// Converts one parsed row.
-pub(crate) fn row_to_trace(value: Value, format: InputFormat, seg: &Segmenter) -> RowResult<Trace> {
+/// Converts one parsed row; returns the format it was read as (the detected
+/// one in `Auto` mode).
+pub(crate) fn row_to_trace(
+    value: Value,
+    format: InputFormat,
+    seg: &Segmenter,
+) -> RowResult<(InputFormat, Trace)> {
     let mut row = match value {
         Value::Object(m) => m,
         v => {
@@ -137,7 +142,7 @@ pub(crate) fn row_to_trace(value: Value, format: InputFormat, seg: &Segmenter) -
     for (k, v) in row {
         trace.metadata.insert(k, v);
     }
-    Ok(trace)
+    Ok((format, trace))
 }
 
 // `detect` never returns Auto; an error instead of a panic keeps that local.
@@ -147,15 +152,25 @@ fn unreachable_auto() -> RowResult<Trace> {
     ))
 }
 
-/// Fields every format shares: id, answers, optional per-step scores.
+/// Fields every format shares: id, answers, optional per-step scores. The
+/// camelCase spellings are what JS callers write (the npm package hands its
+/// objects to this reader).
 fn common_fields(row: &mut Map<String, Value>, trace: &mut Trace) -> RowResult<()> {
     if let Some(id) = take_text_opt(row, &["id"])? {
         trace.id = Some(id);
     }
-    if let Some(a) = take_text_opt(row, &["final_answer", "answer"])? {
+    if let Some(a) = take_text_opt(row, &["final_answer", "finalAnswer", "answer"])? {
         trace.final_answer = Some(a);
     }
-    if let Some(a) = take_text_opt(row, &["reference_answer", "gold", "ground_truth"])? {
+    if let Some(a) = take_text_opt(
+        row,
+        &[
+            "reference_answer",
+            "referenceAnswer",
+            "gold",
+            "ground_truth",
+        ],
+    )? {
         trace.reference_answer = Some(a);
     }
     if let Some(scores) = row.remove("scores") {

@@ -83,6 +83,35 @@ impl FromStr for Backend {
     }
 }
 
+/// Words in an adapter's description that mark a software rasterizer
+/// (Mesa llvmpipe and lavapipe, SwiftShader, Microsoft WARP).
+const SOFTWARE_ADAPTER_WORDS: [&str; 5] =
+    ["swiftshader", "llvmpipe", "lavapipe", "warp", "software"];
+
+/// Whether an adapter runs the kernels on the CPU: its API says so
+/// (`reported_software`: wgpu's device type `Cpu`, WebGPU's
+/// `isFallbackAdapter`) or its description (name, vendor, architecture)
+/// names a software rasterizer. [`Backend::Auto`] never picks one: the CPU
+/// engine is faster than the kernels on that same CPU. The one policy of
+/// every front end: the native choice below and the npm package's (through
+/// the wasm `isSoftwareAdapter`).
+///
+/// ```
+/// use stepscore::prm::is_software_adapter;
+///
+/// assert!(is_software_adapter("Google SwiftShader", false));
+/// assert!(is_software_adapter("llvmpipe (LLVM 15.0.6, 256 bits)", false));
+/// assert!(is_software_adapter("unnamed adapter", true));
+/// assert!(!is_software_adapter("NVIDIA GeForce RTX 4090", false));
+/// ```
+pub fn is_software_adapter(description: &str, reported_software: bool) -> bool {
+    let description = description.to_ascii_lowercase();
+    reported_software
+        || SOFTWARE_ADAPTER_WORDS
+            .iter()
+            .any(|w| description.contains(w))
+}
+
 /// What a scorer runs on and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendReport {
@@ -138,7 +167,9 @@ pub async fn auto_preference_async() -> BackendReport {
                 let Some(a) = adapters.get(i) else {
                     return report(Backend::Cpu, None, "no adapter".into());
                 };
-                if a.device_type == DeviceKind::Cpu && filter.is_none() {
+                if is_software_adapter(&a.name, a.device_type == DeviceKind::Cpu)
+                    && filter.is_none()
+                {
                     let name = if a.name.is_empty() {
                         "unnamed"
                     } else {

@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::engine::block_on;
-use super::head::{is_digit_token, step_token_logprobs, DigitConfidence, StepConfidence};
+use super::head::{step_token_logprobs, DigitConfidence, StepConfidence, TokenKind};
 use super::template::Encoded;
 use crate::error::{Error, Result};
 use crate::model::{Hidden, Taps, Transformer};
@@ -97,7 +97,7 @@ pub(super) fn collect(
             .zip(&enc.step_tokens)
             .map(|(lps, range)| {
                 DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
-                    is_digit_token(tokenizer, id)
+                    TokenKind::of_token(tokenizer, id)
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -41,10 +41,12 @@ pub enum StepStat {
     DigitLog1pTokens,
     DigitMinLogprob,
     DigitMeanLogprob,
+    /// The least likely "+" or "-" token (see [`DigitConfidence`]).
+    PlusMinusMinLogprob,
 }
 
 impl StepStat {
-    pub const ALL: [StepStat; 7] = [
+    pub const ALL: [StepStat; 8] = [
         StepStat::Log1pTokens,
         StepStat::MeanLogprob,
         StepStat::MinLogprob,
@@ -52,6 +54,7 @@ impl StepStat {
         StepStat::DigitLog1pTokens,
         StepStat::DigitMinLogprob,
         StepStat::DigitMeanLogprob,
+        StepStat::PlusMinusMinLogprob,
     ];
     /// The layout `stepscore.confidence_features = true` means (the first
     /// heads over hidden state + statistics were trained on these four).
@@ -72,6 +75,7 @@ impl StepStat {
             StepStat::DigitLog1pTokens => "digit_log1p_tokens",
             StepStat::DigitMinLogprob => "digit_min_logprob",
             StepStat::DigitMeanLogprob => "digit_mean_logprob",
+            StepStat::PlusMinusMinLogprob => "plus_minus_min_logprob",
         }
     }
 
@@ -79,11 +83,15 @@ impl StepStat {
         StepStat::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// Whether the statistic needs to know which tokens are digits.
-    pub fn reads_digits(self) -> bool {
+    /// Whether the statistic needs to know which tokens are digits or signs
+    /// ([`TokenKind`]).
+    pub fn reads_token_kinds(self) -> bool {
         matches!(
             self,
-            StepStat::DigitLog1pTokens | StepStat::DigitMinLogprob | StepStat::DigitMeanLogprob
+            StepStat::DigitLog1pTokens
+                | StepStat::DigitMinLogprob
+                | StepStat::DigitMeanLogprob
+                | StepStat::PlusMinusMinLogprob
         )
     }
 
@@ -97,6 +105,7 @@ impl StepStat {
             StepStat::DigitLog1pTokens => (d.tokens as f64).ln_1p(),
             StepStat::DigitMinLogprob => d.min_logprob,
             StepStat::DigitMeanLogprob => d.mean_logprob,
+            StepStat::PlusMinusMinLogprob => d.plus_minus_min_logprob,
         };
         v as f32
     }
@@ -171,9 +180,9 @@ pub struct ValueHead {
     stats: Vec<StepStat>,
     /// Rows are the statistics alone (see [`HeadInput::stats_only`]).
     stats_only: bool,
-    /// With digit statistics: per token id, whether it is a digit token
-    /// (see [`DigitConfidence`]); filled from the tokenizer once at load.
-    digit_tokens: Option<std::sync::Arc<[bool]>>,
+    /// With digit or sign statistics: each token id's [`TokenKind`];
+    /// filled from the tokenizer once at load.
+    token_kinds: Option<std::sync::Arc<[TokenKind]>>,
 }
 
 impl ValueHead {
@@ -205,9 +214,9 @@ impl ValueHead {
             .iter()
             .zip(&enc.step_tokens)
             .map(|(lps, range)| {
-                let digits = match &self.digit_tokens {
+                let digits = match &self.token_kinds {
                     Some(table) => DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
-                        Ok(table.get(id as usize).copied().unwrap_or(false))
+                        Ok(table.get(id as usize).copied().unwrap_or(TokenKind::Other))
                     })?,
                     None => DigitConfidence::default(),
                 };
@@ -229,16 +238,49 @@ pub struct StepConfidence {
 }
 
 /// The log-probabilities of a step's digit tokens (tokens whose text, without
-/// surrounding whitespace, is one or more ASCII digits). A wrong result or
-/// operand is a number the model did not expect, so these separate wrong
-/// steps from right ones far better than the whole step's statistics
-/// (docs/TRAINING.md, "backbone probes"). A step without digits has
-/// `tokens` 0 and both log-probs 0.0 (no evidence of surprise).
+/// surrounding whitespace, is one or more ASCII digits), and of its least
+/// likely "+" or "-" token. A wrong result or operand is a number the model
+/// did not expect, a wrong operation or sign a plus or minus it did not
+/// expect, so these separate wrong steps from right ones far better than the
+/// whole step's statistics (docs/TRAINING.md, "backbone probes"). A step
+/// without digits has `tokens` 0 and both digit log-probs 0.0, one without a
+/// plus or minus `plus_minus_min_logprob` 0.0 (no evidence of surprise).
 #[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DigitConfidence {
     pub tokens: usize,
     pub min_logprob: f64,
     pub mean_logprob: f64,
+    /// Absent from feature files written before it existed: read as 0.0.
+    #[serde(default)]
+    pub plus_minus_min_logprob: f64,
+}
+
+/// What a token is to the digit statistics ([`DigitConfidence`]), by its
+/// text without surrounding whitespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// One or more ASCII digits.
+    Digit,
+    /// Exactly "+", "-" or the minus sign U+2212: the operations whose
+    /// symbol a text cannot restyle (unlike "×", "·", "*" for a product).
+    PlusMinus,
+    Other,
+}
+
+impl TokenKind {
+    pub fn of_text(text: &str) -> TokenKind {
+        if is_digit_text(text) {
+            TokenKind::Digit
+        } else if matches!(text.trim(), "+" | "-" | "\u{2212}") {
+            TokenKind::PlusMinus
+        } else {
+            TokenKind::Other
+        }
+    }
+
+    pub(crate) fn of_token(tok: &Tokenizer, id: u32) -> Result<TokenKind> {
+        Ok(TokenKind::of_text(&tok.decode(&[id], false)?))
+    }
 }
 
 impl DigitConfidence {
@@ -246,27 +288,28 @@ impl DigitConfidence {
     pub(crate) fn of(
         ids: &[u32],
         per_token: &[(f64, f64)],
-        is_digit: impl Fn(u32) -> Result<bool>,
+        kind: impl Fn(u32) -> Result<TokenKind>,
     ) -> Result<DigitConfidence> {
         let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
+        let mut plus_minus = 0.0f64;
         for (&id, &(lp, _)) in ids.iter().zip(per_token) {
-            if is_digit(id)? {
-                min = if n == 0 { lp } else { min.min(lp) };
-                sum += lp;
-                n += 1;
+            match kind(id)? {
+                TokenKind::Digit => {
+                    min = if n == 0 { lp } else { min.min(lp) };
+                    sum += lp;
+                    n += 1;
+                }
+                TokenKind::PlusMinus => plus_minus = plus_minus.min(lp),
+                TokenKind::Other => {}
             }
         }
         Ok(DigitConfidence {
             tokens: n,
             min_logprob: min,
             mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
+            plus_minus_min_logprob: plus_minus,
         })
     }
-}
-
-/// Whether token `id` is a digit token: its text, trimmed, is ASCII digits.
-pub(crate) fn is_digit_token(tok: &Tokenizer, id: u32) -> Result<bool> {
-    Ok(is_digit_text(&tok.decode(&[id], false)?))
 }
 
 /// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
@@ -275,16 +318,16 @@ pub fn is_digit_text(text: &str) -> bool {
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }
 
-/// [`is_digit_token`] for every id of a `vocab`-row vocabulary projection
-/// (ids the tokenizer does not know are not digits).
-fn digit_token_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[bool]>> {
+/// [`TokenKind::of_token`] for every id of a `vocab`-row vocabulary
+/// projection (ids the tokenizer does not know are `Other`).
+fn token_kind_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[TokenKind]>> {
     let known = tok.vocab_size();
     (0..vocab)
         .map(|id| {
             if id < known {
-                is_digit_token(tok, id as u32)
+                TokenKind::of_token(tok, id as u32)
             } else {
-                Ok(false)
+                Ok(TokenKind::Other)
             }
         })
         .collect()
@@ -355,7 +398,7 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
             out: None,
             stats: stats.to_vec(),
             stats_only: false,
-            digit_tokens: None,
+            token_kinds: None,
         });
     }
     let units = match get(V_HEAD_MLP_0_WEIGHT)? {
@@ -384,7 +427,7 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
         out: Some((w2, b2[0])),
         stats: stats.to_vec(),
         stats_only: false,
-        digit_tokens: None,
+        token_kinds: None,
     })
 }
 
@@ -441,9 +484,9 @@ impl Head {
                 let reads = if input.stats_only { 0 } else { h };
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
-                if v.stats.iter().any(|s| s.reads_digits()) {
+                if v.stats.iter().any(|s| s.reads_token_kinds()) {
                     let vocab = model.config().vocab_size;
-                    v.digit_tokens = Some(digit_token_table(tokenizer, vocab)?);
+                    v.token_kinds = Some(token_kind_table(tokenizer, vocab)?);
                 }
                 Kind::Value(v)
             }
@@ -693,7 +736,6 @@ pub(crate) async fn step_token_logprobs<K: Kernels>(
     Ok(out)
 }
 
-
 impl StepConfidence {
     /// The statistics of one step's `(log-prob, entropy)` per token.
     pub(crate) fn of(tokens: &[(f64, f64)]) -> StepConfidence {
@@ -753,7 +795,7 @@ mod tests {
             out: None,
             stats: vec![],
             stats_only: false,
-            digit_tokens: None,
+            token_kinds: None,
         };
         assert_eq!(lin.logit(&[3.0, 1.0]), 1.5);
         // MLP: relu(3 + 0, 1 - 5) = (3, 0); 2*3 + 7*0 - 1 = 5
@@ -764,7 +806,7 @@ mod tests {
             out: Some((vec![2.0, 7.0], -1.0)),
             stats: vec![],
             stats_only: false,
-            digit_tokens: None,
+            token_kinds: None,
         };
         assert_eq!(mlp.logit(&[3.0, 1.0]), 5.0);
         let s = StepConfidence {
@@ -777,6 +819,7 @@ mod tests {
             tokens: 1,
             min_logprob: -7.0,
             mean_logprob: -3.5,
+            plus_minus_min_logprob: -9.25,
         };
         let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
         assert_eq!(
@@ -788,7 +831,8 @@ mod tests {
                 1.25,
                 2f64.ln() as f32,
                 -7.0,
-                -3.5
+                -3.5,
+                -9.25
             ]
         );
     }
@@ -806,9 +850,46 @@ mod tests {
     fn digit_statistics_cover_only_digit_tokens() {
         // ids 1 and 3 are digits, with log-probs -2 and -6.
         let lps = [(-0.1, 0.0), (-2.0, 0.0), (-9.0, 0.0), (-6.0, 0.0)];
-        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, |id| Ok(id % 2 == 1)).unwrap();
+        let digit_or_other = |id: u32| {
+            Ok(if id % 2 == 1 {
+                TokenKind::Digit
+            } else {
+                TokenKind::Other
+            })
+        };
+        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, digit_or_other).unwrap();
         assert_eq!((d.tokens, d.min_logprob, d.mean_logprob), (2, -6.0, -4.0));
-        let none = DigitConfidence::of(&[0, 2], &lps[..2], |_| Ok(false)).unwrap();
+        assert_eq!(d.plus_minus_min_logprob, 0.0);
+        let none = DigitConfidence::of(&[0, 2], &lps[..2], |_| Ok(TokenKind::Other)).unwrap();
         assert_eq!(none, DigitConfidence::default());
+        // ids 0 and 2 are signs: the lesser of their log-probs; digits unchanged.
+        let signs = |id: u32| {
+            Ok(if id % 2 == 1 {
+                TokenKind::Digit
+            } else {
+                TokenKind::PlusMinus
+            })
+        };
+        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, signs).unwrap();
+        assert_eq!(
+            (d.tokens, d.min_logprob, d.plus_minus_min_logprob),
+            (2, -6.0, -9.0)
+        );
+    }
+
+    #[test]
+    fn token_kinds_by_trimmed_text() {
+        for (text, kind) in [
+            (" 12", TokenKind::Digit),
+            ("+", TokenKind::PlusMinus),
+            (" -", TokenKind::PlusMinus),
+            ("\u{2212}", TokenKind::PlusMinus),
+            (" ×", TokenKind::Other),
+            ("+=", TokenKind::Other),
+            ("-1", TokenKind::Other),
+            (" ", TokenKind::Other),
+        ] {
+            assert_eq!(TokenKind::of_text(text), kind, "{text:?}");
+        }
     }
 }

@@ -9,17 +9,19 @@ pub mod family;
 pub mod features;
 pub mod head;
 pub mod head_file;
+pub mod least_likely;
 pub mod scorer;
 pub mod session;
 pub mod template;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
-pub use backend::{auto_preference_async, Backend, BackendReport};
+pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
 pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
-pub use head::{is_digit_text, DigitConfidence, HeadInput, StepConfidence, StepStat};
+pub use head::{is_digit_text, DigitConfidence, HeadInput, StepConfidence, StepStat, TokenKind};
 pub use head_file::HeadFile;
+pub use least_likely::{least_likely, LeastLikely};
 pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
 pub use session::{Session, SessionOf};

@@ -121,6 +121,23 @@ pub struct TokenLogprob {
     pub entropy: f64,
 }
 
+impl TokenLogprob {
+    /// A step's tokens' `(log-prob, entropy)` paired with their spans
+    /// (`Encoded.step_spans`).
+    pub(crate) fn with_spans(stats: &[(f64, f64)], spans: &[(usize, usize)]) -> Vec<TokenLogprob> {
+        stats
+            .iter()
+            .zip(spans)
+            .map(|(&(logprob, entropy), &(start, end))| TokenLogprob {
+                start,
+                end,
+                logprob,
+                entropy,
+            })
+            .collect()
+    }
+}
+
 /// A loaded PRM: decoder, tokenizer, prompt protocol and head.
 #[derive(Debug)]
 pub struct Scorer {
@@ -648,17 +665,7 @@ impl Scorer {
             steps
                 .iter()
                 .zip(&enc.step_spans)
-                .map(|(lps, spans)| {
-                    lps.iter()
-                        .zip(spans)
-                        .map(|(&(logprob, entropy), &(start, end))| TokenLogprob {
-                            start,
-                            end,
-                            logprob,
-                            entropy,
-                        })
-                        .collect()
-                })
+                .map(|(lps, spans)| TokenLogprob::with_spans(lps, spans))
                 .collect()
         });
         Ok(TraceScore {

@@ -23,7 +23,7 @@ use std::ops::Deref;
 
 use super::engine::{block_on, EngineCache};
 use super::head::StepConfidence;
-use super::scorer::Scorer;
+use super::scorer::{Scorer, TokenLogprob};
 use super::template::Encoded;
 use crate::error::{Error, Result};
 
@@ -35,6 +35,9 @@ pub struct SessionOf<S> {
     steps: Vec<String>,
     scores: Vec<f64>,
     confidence: Vec<StepConfidence>,
+    /// Per step, its tokens' log-probs with byte spans in the step's text
+    /// (empty when the head reads no token statistics).
+    token_logprobs: Vec<Vec<TokenLogprob>>,
     /// Tokens whose keys and values the cache holds.
     cached: Vec<u32>,
     cache: EngineCache,
@@ -95,6 +98,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             steps: Vec::new(),
             scores: Vec::new(),
             confidence: Vec::new(),
+            token_logprobs: Vec::new(),
             cached: Vec::new(),
             cache,
             computed: 0,
@@ -191,6 +195,11 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         if let Some(c) = out.confidence.and_then(|c| c.into_iter().next()) {
             self.confidence.push(c);
         }
+        if let Some(lps) = out.token_logprobs.as_ref().and_then(|t| t.first()) {
+            let spans = &local.step_spans[0];
+            self.token_logprobs
+                .push(TokenLogprob::with_spans(lps, spans));
+        }
         Ok(score)
     }
 
@@ -218,6 +227,13 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// Confidence-family statistics of the steps so far (empty for other families).
     pub fn confidence(&self) -> &[StepConfidence] {
         &self.confidence
+    }
+
+    /// Per step so far, its tokens' log-probs with byte spans in the step's
+    /// text, as [`TraceScore::token_logprobs`](super::scorer::TraceScore)
+    /// gives them (empty when the head reads no token statistics).
+    pub fn token_logprobs(&self) -> &[Vec<TokenLogprob>] {
+        &self.token_logprobs
     }
 
     /// The steps appended so far.
