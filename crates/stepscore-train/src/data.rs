@@ -199,7 +199,12 @@ impl ExamplesBuilder {
         // leaves only correct steps.
         let labelled = usize::try_from(label).map_or(steps, |l| steps.min(l.saturating_add(1)));
         self.stats.dropped_steps += steps - labelled;
-        let needs = |digit: bool| self.layout.stats.iter().any(|s| s.reads_token_kinds() == digit);
+        let needs = |digit: bool| {
+            self.layout
+                .stats
+                .iter()
+                .any(|s| s.reads_token_kinds() == digit)
+        };
         let per_step = |name: &str, n: Option<usize>, needed: bool| match (needed, n) {
             (false, _) => Ok(()),
             (true, None) => Err(format!("`{name}` missing (extract with --confidence)")),
