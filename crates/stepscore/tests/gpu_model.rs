@@ -260,7 +260,10 @@ mod gpu {
         // the parameters; 2 per layer of cache.
         let bound = 12 + 2 * layers as u64;
         eprintln!("{layers} layers: one forward added {added} device buffers (bound {bound})");
-        assert!(added <= bound, "{added} buffers for one forward of {layers} layers");
+        assert!(
+            added <= bound,
+            "{added} buffers for one forward of {layers} layers"
+        );
     }
 
     #[test]
