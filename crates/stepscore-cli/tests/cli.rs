@@ -497,13 +497,12 @@ fn default_prm_marks_the_readme_steps() {
             flagged.last_mut().expect("a step line follows its trace").1 = step;
         }
     }
-    // The README's output: no correct step marked, the slip caught; operation-1's
-    // wrong step (a product written for a quotient, no plus or minus, a digit the
-    // model half expects) scores above the threshold, a miss the README names.
+    // The README's output: no correct step marked, each wrong trace's first wrong
+    // step marked (the slip, and operation-1's product written for a quotient).
     let want = [
         ("correct-1", None),
         ("slip-1", Some(1)),
-        ("operation-1", None),
+        ("operation-1", Some(1)),
         ("steps-1", None),
     ];
     let want: Vec<(String, Option<usize>)> =
