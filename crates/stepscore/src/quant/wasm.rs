@@ -100,38 +100,32 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool>(
     let mut acc = [0.0f32; T];
     let qp = w.q.as_ptr();
     for b in 0..nb {
-        // The 16 groups' weights and their scales splatted to i16 lanes.
-        let mut wv = [i8x16_splat(0); 16];
-        let mut sv = [i16x8_splat(0); 16];
         let sc = w.sc.as_ptr().add(16 * b);
+        // Groups outer, tokens inner: one group's weights and scale stay in
+        // registers beside the T integer sums (exact, so the order is free).
+        // |sc| <= 128 and a group's pair sums are below 2^14 (K-quant
+        // weights are within -32..31), so every i32 lane is exact.
+        let mut isum = [i32x4_splat(0); T];
         for g in 0..16 {
-            wv[g] = load(qp.add(256 * b + 16 * g));
-            sv[g] = i16x8_splat(*sc.add(g));
+            let wv = load(qp.add(256 * b + 16 * g));
+            let sv = i16x8_splat(*sc.add(g));
+            for t in 0..T {
+                let ap = acts[t].get_unchecked(b).qs.as_ptr();
+                let p = pair_products(wv, load(ap.add(16 * g)));
+                isum[t] = i32x4_add(isum[t], i32x4_dot_i16x8(p, sv));
+            }
         }
         let mnp = w.mn.as_ptr().add(16 * b) as *const v128;
-        let (mn0, mn1) = if MIN {
-            (v128_load(mnp), v128_load(mnp.add(1)))
-        } else {
-            (i16x8_splat(0), i16x8_splat(0))
-        };
         let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
         for t in 0..T {
             let blk = acts[t].get_unchecked(b);
-            let ap = blk.qs.as_ptr();
-            // |sc| <= 128 and a group's pair sums are below 2^14 (K-quant
-            // weights are within -32..31), so every i32 lane is exact.
-            let mut isum = i32x4_splat(0);
-            for g in 0..16 {
-                let p = pair_products(wv[g], load(ap.add(16 * g)));
-                isum = i32x4_add(isum, i32x4_dot_i16x8(p, sv[g]));
-            }
             let a = acc.get_unchecked_mut(t);
-            *a += (d * blk.d) * hsum_i32(isum) as f32;
+            *a += (d * blk.d) * hsum_i32(isum[t]) as f32;
             if MIN {
                 let bs = blk.bsums.as_ptr() as *const v128;
                 let m = i32x4_add(
-                    i32x4_dot_i16x8(mn0, v128_load(bs)),
-                    i32x4_dot_i16x8(mn1, v128_load(bs.add(1))),
+                    i32x4_dot_i16x8(v128_load(mnp), v128_load(bs)),
+                    i32x4_dot_i16x8(v128_load(mnp.add(1)), v128_load(bs.add(1))),
                 );
                 *a -= (dmin * blk.d) * hsum_i32(m) as f32;
             }
