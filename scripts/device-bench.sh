@@ -126,7 +126,9 @@ local_check() {
     [ -x "$bin" ] || { echo "device-bench: run \`$0 prepare\` first" >&2; exit 1; }
     local out=target/device-bench-local
     mkdir -p "$out"
-    nice -n 15 "$bin" bench --synthetic smollm2-135m --backend gpu --threads 2 --tokens 64 \
+    # 300 tokens: the synthetic vocabulary is one token per byte, and the
+    # benchmark's problem text alone is over 200 bytes.
+    nice -n 15 "$bin" bench --synthetic smollm2-135m --backend gpu --threads 2 --tokens 300 \
         --repeats 1 --warmup 0 --append-prefix 0 --json >"$out/smollm2-135m.json"
     summarize "$out/smollm2-135m.json"
 }

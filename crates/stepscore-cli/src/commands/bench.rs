@@ -618,6 +618,13 @@ impl SyntheticTrace {
             let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
             Ok(scorer.encode(&problem, &refs)?.tokens.len())
         };
+        // The shortest trace this text makes: the problem and a one-character step.
+        let least = count(&["1".to_string()])?;
+        if least > target {
+            return Err(Failure::Usage(format!(
+                "--tokens {target} is shorter than the benchmark's problem text and one step ({least} tokens with this tokenizer)"
+            )));
+        }
         let mut nums = Numbers(0x5eed);
         let mut steps: Vec<String> = Vec::new();
         // Whole steps while they fit; each step is far shorter than any
