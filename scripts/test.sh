@@ -36,6 +36,8 @@ if [ "$node_major" -lt 20 ]; then
 fi
 scripts/build-wasm.sh
 (cd pkg && npm test && npm run --silent typecheck)
+# The SIMD128 kernels against the portable ones, bit for bit, on wasm32 in Node.
+scripts/test-wasm-kernels.sh
 
 echo "== npm package in Chromium (pkg/test/browser)"
 scripts/test-browser.sh
