@@ -23,7 +23,8 @@ export interface ModelEntry {
 
 /**
  * stepscore's default PRM (catalog `stepscore-prm-qwen1.5b`): Qwen2.5-Coder-1.5B's GGUF plus the
- * calibrated head over each step's least likely digit token (models/, docs/TRAINING.md).
+ * calibrated head over each step's least likely result, operand, sign and operation (models/,
+ * docs/TRAINING.md).
  */
 export const DEFAULT_MODEL: ModelEntry = {
   id: 'qwen1.5b-prm',
