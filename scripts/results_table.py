@@ -58,6 +58,9 @@ def read_head(path):
         "digit_min_logprob": lambda c, d: d["min_logprob"],
         "digit_mean_logprob": lambda c, d: d["mean_logprob"],
         "plus_minus_min_logprob": lambda c, d: d.get("plus_minus_min_logprob", 0.0),
+        "result_min_logprob": lambda c, d: d["arithmetic"]["result_min_logprob"],
+        "operand_min_logprob": lambda c, d: d["arithmetic"]["operand_min_logprob"],
+        "times_divide_min_logprob": lambda c, d: d["arithmetic"]["times_divide_min_logprob"],
     }
 
     def row(h, c, d):

@@ -1,13 +1,16 @@
-// Shared body of the quantized matmul kernels; the runtime appends the
-// format's helper file if it has one (quant_k_scales.wgsl for Q4_K/Q5_K,
-// quant_q5_high_bits.wgsl for Q5_0/Q5_1), then one format file
+// Shared body of the quantized matmul kernels for few tokens (decode and
+// short prompts; matmul_quant_tiled.wgsl takes prefills of 16 tokens or
+// more); the runtime appends quant_words.wgsl, the format's helper file if
+// it has one (quant_k_scales.wgsl for Q4_K/Q5_K, quant_q5_high_bits.wgsl
+// for Q5_0/Q5_1), then one format file
 // (matmul_q*.wgsl) that defines
 //   const WORDS: u32   u32 words per (repacked) block,
 //   const XV: u32      vec4s of x covered by one block (block elements / 4),
 //   fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32>
 // which dequantizes the block starting at word wi of this row (read with
 // wl) and returns its dot product with the four token rows of x (vec4
-// indices xb + xo + ...).
+// indices xb + xo + ...), and block_deq (the tiled kernel's and the
+// embedding gather's access).
 //
 // y[y_base + t * out_stride + row_offset + r] = sum_k W[r, k] * x[t * cols + k].
 // Weights stay in ggml block form (padded to 4-byte multiples and
@@ -33,26 +36,8 @@ struct Params {
 
 const TT: u32 = 4u;
 
-// This invocation's row. Weights are interleaved by row (see repack.rs):
-// word j of row r's blocks sits at w[j * rows + r], so neighbouring
-// invocations read neighbouring words.
+// This invocation's row (wl in quant_words.wgsl reads its words).
 var<private> row: u32;
-
-// Word j of this row's blocks.
-fn wl(j: u32) -> u32 {
-    return w[j * p.rows + row];
-}
-
-// Dot products of one vec4 of weights with the same 4 columns of each token.
-fn dot4(wv: vec4<f32>, xb: vec4<u32>, i: u32) -> vec4<f32> {
-    return vec4<f32>(dot(wv, x[xb.x + i]), dot(wv, x[xb.y + i]),
-                     dot(wv, x[xb.z + i]), dot(wv, x[xb.w + i]));
-}
-
-// The four bytes of a word, lowest first.
-fn bytes4(q: u32) -> vec4<u32> {
-    return (vec4<u32>(q) >> vec4<u32>(0u, 8u, 16u, 24u)) & vec4<u32>(0xFFu);
-}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

@@ -203,7 +203,7 @@ impl ExamplesBuilder {
             self.layout
                 .stats
                 .iter()
-                .any(|s| s.reads_token_kinds() == digit)
+                .any(|s| s.reads_digit_confidence() == digit)
         };
         let per_step = |name: &str, n: Option<usize>, needed: bool| match (needed, n) {
             (false, _) => Ok(()),
@@ -215,6 +215,17 @@ impl ExamplesBuilder {
         };
         per_step("confidence", confidence.map(<[_]>::len), needs(false))?;
         per_step("digit_confidence", digits.map(<[_]>::len), needs(true))?;
+        if self.layout.stats.iter().any(|s| s.reads_arithmetic()) {
+            if let Some(i) = digits
+                .into_iter()
+                .flatten()
+                .position(|d| d.arithmetic.is_none())
+            {
+                return Err(format!(
+                    "`digit_confidence[{i}].arithmetic` missing (features written before the result/operand statistics: extract again)"
+                ));
+            }
+        }
         let first_row = self.y.len();
         for (i, row) in features.iter().take(labelled).enumerate() {
             let w = *self.width.get_or_insert(row.len());

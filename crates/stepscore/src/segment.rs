@@ -266,6 +266,12 @@ fn push_trimmed(
     });
 }
 
+/// The length in bytes of the enumeration marker ("Step 2:", "3.", "### Step 1:")
+/// that opens `text` (and the whitespace after it), 0 when there is none.
+pub(crate) fn step_marker_len(text: &str) -> usize {
+    step_marker_regex().find(text).map_or(0, |m| m.end())
+}
+
 fn step_marker_regex() -> &'static Regex {
     static RE: OnceLock<Regex> = OnceLock::new();
     RE.get_or_init(|| {

@@ -237,6 +237,35 @@ mod gpu {
         }
     }
 
+    /// A forward is one submission whose dispatches share one uniform
+    /// buffer of parameters: on a fresh device it adds only its activations,
+    /// the KV cache (two buffers a layer), the token ids, the RoPE table,
+    /// readback staging and that one buffer, not one per dispatch (a tiny
+    /// decoder records ~15 dispatches a layer).
+    #[test]
+    fn a_forward_takes_one_uniform_buffer_not_one_per_dispatch() {
+        if !have_adapter() {
+            return;
+        }
+        let ctx = Arc::new(GpuContext::new(GpuOptions::default()).unwrap());
+        let model = tiny("qwen2-prm-tiny");
+        let layers = model.config().n_layers;
+        let vocab = model.config().vocab_size as u32;
+        let gm = GpuTransformer::upload(ctx.clone(), &model).unwrap();
+        let uploaded = ctx.pool_stats().live_buffers;
+        let tokens: Vec<u32> = (0..40u32).map(|i| (i * 37 + 11) % vocab).collect();
+        gm.forward(&tokens, None).unwrap();
+        let added = ctx.pool_stats().live_buffers - uploaded;
+        // x, xn, q, attn, proj, gate, up, the result copy; ids, rope; staging;
+        // the parameters; 2 per layer of cache.
+        let bound = 12 + 2 * layers as u64;
+        eprintln!("{layers} layers: one forward added {added} device buffers (bound {bound})");
+        assert!(
+            added <= bound,
+            "{added} buffers for one forward of {layers} layers"
+        );
+    }
+
     #[test]
     fn bad_tokens_and_foreign_caches_are_errors_not_panics() {
         let Some(ctx) = context() else { return };

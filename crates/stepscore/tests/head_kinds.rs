@@ -530,19 +530,20 @@ fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
 }
 
 /// A head over named step statistics alone (`stepscore.stats_only`), digit
-/// statistics included, scores `sigmoid(w . stats + b)` of the statistics
-/// `stepscore features` reports for the same trace (which finds digit tokens
-/// by decoding each token, where the head uses a table built at load), on
-/// every engine and through a session; its shipped threshold reaches the
-/// scorer.
+/// and arithmetic statistics included, scores `sigmoid(w . stats + b)` of the
+/// statistics `stepscore features` reports for the same trace, on every
+/// engine and through a session; the sign, result and times/divide
+/// statistics equal what the test finds in the token spans' own text; its
+/// shipped threshold reaches the scorer.
 #[test]
 fn stats_only_heads_over_digit_statistics_score_their_features() {
     use stepscore::prm::FeatureOptions;
-    let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens,plus_minus_min_logprob";
-    let (w, b) = ([0.7f32, -0.3, 0.25, 0.45], 0.4f32);
+    let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens,plus_minus_min_logprob,\
+                 result_min_logprob,operand_min_logprob,times_divide_min_logprob";
+    let (w, b) = ([0.7f32, -0.3, 0.25, 0.45, 0.35, -0.2, 0.15], 0.4f32);
     let bytes = safetensors_bytes(
         &[
-            ("v_head.summary.weight", vec![1, 4], w.to_vec()),
+            ("v_head.summary.weight", vec![1, 7], w.to_vec()),
             ("v_head.summary.bias", vec![1], vec![b]),
         ],
         HashMap::from([
@@ -558,6 +559,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         "12 + 30 = 42.",
         "So the answer is 42.",
         "Check: 42 - 30 = 12.",
+        "2. Also 2 x 21 = 42.",
     ];
     let f = backbone
         .step_features_with(
@@ -578,15 +580,40 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         digits.iter().any(|d| d.plus_minus_min_logprob < 0.0),
         "the steps must hold a plus or minus token for the test to mean anything"
     );
+    for (what, has) in [
+        (
+            "a result",
+            digits
+                .iter()
+                .any(|d| d.arithmetic.unwrap().result_min_logprob < 0.0),
+        ),
+        (
+            "an \"x\" product",
+            digits
+                .iter()
+                .any(|d| d.arithmetic.unwrap().times_divide_min_logprob < 0.0),
+        ),
+    ] {
+        assert!(
+            has,
+            "the steps must hold {what} for the test to mean anything"
+        );
+    }
     let want: Vec<f64> = conf
         .iter()
         .zip(&digits)
         .map(|(c, d)| {
+            let a = d
+                .arithmetic
+                .expect("the engine fills the arithmetic statistics");
             let x = [
                 d.min_logprob,
                 c.min_logprob,
                 (d.tokens as f64).ln_1p(),
                 d.plus_minus_min_logprob,
+                a.result_min_logprob,
+                a.operand_min_logprob,
+                a.times_divide_min_logprob,
             ];
             let z: f64 = x
                 .iter()
@@ -646,6 +673,32 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 "{signs} vs {} in {step:?}",
                 d.plus_minus_min_logprob
             );
+            // Results: digit tokens whose number follows "="; times/divide: "x" between numbers.
+            let a = d.arithmetic.unwrap();
+            let results = tokens
+                .iter()
+                .filter(|t| stepscore::prm::is_digit_text(&step[t.start..t.end]))
+                .filter(|t| {
+                    step[..t.start]
+                        .trim_end_matches(|c: char| c.is_ascii_digit())
+                        .trim_end()
+                        .ends_with('=')
+                })
+                .fold(0.0f64, |m, t| m.min(t.logprob));
+            let times = tokens
+                .iter()
+                .filter(|t| step[t.start..t.end].trim() == "x")
+                .fold(0.0f64, |m, t| m.min(t.logprob));
+            assert!(
+                (results - a.result_min_logprob).abs() <= tol,
+                "{results} vs {} in {step:?}",
+                a.result_min_logprob
+            );
+            assert!(
+                (times - a.times_divide_min_logprob).abs() <= tol,
+                "{times} vs {} in {step:?}",
+                a.times_divide_min_logprob
+            );
             let entropy = tokens.iter().map(|t| t.entropy).sum::<f64>() / lps.len() as f64;
             assert!(
                 (entropy - c.mean_entropy).abs() <= tol,
@@ -684,7 +737,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
     }
     // Statistics alone need names; a wrong count is a named width error.
     let nameless = safetensors_bytes(
-        &[("v_head.summary.weight", vec![1, 4], w.to_vec())],
+        &[("v_head.summary.weight", vec![1, 7], w.to_vec())],
         HashMap::from([("stepscore.stats_only".to_string(), "true".to_string())]),
     );
     let err = Scorer::open_with_head_file(

@@ -1,12 +1,15 @@
 //! A batch of kernel dispatches recorded into one command encoder and
 //! submitted once: how a whole forward pass becomes one submission.
 //!
-//! Each dispatch gets its own small uniform buffer of parameters, written
-//! with `queue.write_buffer`. Such writes take effect at the next submit,
-//! before the batch's commands, so every buffer written that way stays
-//! owned by the batch until it is submitted (a pooled buffer released
-//! earlier could otherwise be handed out again and overwritten before the
-//! dispatch that still reads it).
+//! The dispatches' parameters share one uniform buffer per batch (a whole
+//! forward pass: ~450 dispatches), each in its own slot of the adapter's
+//! uniform offset alignment, staged on the host and written with
+//! `queue.write_buffer` when the buffer is full or at submit (a batch of
+//! more than `SLOTS` dispatches takes another buffer). Such writes take
+//! effect at the next submit, before the batch's commands, so every buffer
+//! written that way stays owned by the batch until it is submitted (a
+//! pooled buffer released earlier could otherwise be handed out again and
+//! overwritten before the dispatch that still reads it).
 
 use super::context::GpuContext;
 use super::pool::{PooledBuffer, Usage};
@@ -16,10 +19,16 @@ use crate::error::{Error, Result};
 /// Invocations per workgroup of every elementwise kernel.
 pub(crate) const WG: u32 = 64;
 
+/// Parameter slots per uniform buffer.
+const SLOTS: u64 = 1024;
+
 pub(crate) struct Batch<'a> {
     pub(crate) ctx: &'a GpuContext,
     enc: wgpu::CommandEncoder,
     keep: Vec<PooledBuffer>,
+    /// The uniform buffer being filled, its staged bytes and the slot size.
+    params: Option<(wgpu::Buffer, Vec<u8>)>,
+    slot: u64,
 }
 
 /// Converts a size or index to the kernels' 32-bit words.
@@ -36,11 +45,56 @@ impl<'a> Batch<'a> {
         let enc = ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(label) });
+        // Every kernel's parameters fit 64 bytes; slots start at offsets
+        // the adapter can bind.
+        let slot = u64::from(ctx.limits().min_uniform_buffer_offset_alignment).max(64);
         Batch {
             ctx,
             enc,
             keep: Vec::new(),
+            params: None,
+            slot,
         }
+    }
+
+    /// Stages `words` in the next parameter slot: the uniform buffer and the
+    /// slot's offset.
+    fn param_slot(&mut self, words: &[u32]) -> Result<(wgpu::Buffer, u64)> {
+        let bytes: &[u8] = bytemuck::cast_slice(words);
+        if bytes.len() as u64 > self.slot {
+            return Err(Error::Internal(format!(
+                "{} bytes of kernel parameters is over the {}-byte slot",
+                bytes.len(),
+                self.slot
+            )));
+        }
+        if matches!(&self.params, Some((_, staged)) if staged.len() as u64 >= SLOTS * self.slot) {
+            self.flush_params()?;
+        }
+        if self.params.is_none() {
+            let buf = self.ctx.pool.acquire(Usage::Uniform, SLOTS * self.slot)?;
+            let handle = buf.buffer()?.clone();
+            self.keep.push(buf);
+            self.params = Some((handle, Vec::new()));
+        }
+        let slot = self.slot as usize;
+        let (buf, staged) = self
+            .params
+            .as_mut()
+            .ok_or_else(|| Error::Internal("no parameter buffer".into()))?;
+        let offset = staged.len() as u64;
+        staged.extend_from_slice(bytes);
+        staged.resize(offset as usize + slot, 0);
+        Ok((buf.clone(), offset))
+    }
+
+    /// Writes the staged parameters into their buffer (at the next submit,
+    /// before any command) and starts a new one on the next dispatch.
+    fn flush_params(&mut self) -> Result<()> {
+        if let Some((buf, staged)) = self.params.take() {
+            self.ctx.queue.write_buffer(&buf, 0, &staged);
+        }
+        Ok(())
     }
 
     /// Uploads `data` into a pooled storage buffer owned by the batch.
@@ -91,13 +145,7 @@ impl<'a> Batch<'a> {
         // Uniform structs are padded to 16 bytes.
         let mut words = params.to_vec();
         words.resize(params.len().div_ceil(4).max(1) * 4, 0);
-        let ubuf = self
-            .ctx
-            .pool
-            .acquire(Usage::Uniform, words.len() as u64 * 4)?;
-        self.ctx
-            .queue
-            .write_buffer(ubuf.buffer()?, 0, bytemuck::cast_slice(&words));
+        let (ubuf, offset) = self.param_slot(&words)?;
         let mut entries: Vec<wgpu::BindGroupEntry<'_>> = storage
             .iter()
             .enumerate()
@@ -109,8 +157,8 @@ impl<'a> Batch<'a> {
         entries.push(wgpu::BindGroupEntry {
             binding: storage.len() as u32,
             resource: wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                buffer: ubuf.buffer()?,
-                offset: 0,
+                buffer: &ubuf,
+                offset,
                 size: wgpu::BufferSize::new(words.len() as u64 * 4),
             }),
         });
@@ -131,7 +179,6 @@ impl<'a> Batch<'a> {
             pass.set_bind_group(0, &bind, &[]);
             pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
         }
-        self.keep.push(ubuf);
         Ok(())
     }
 
@@ -152,7 +199,8 @@ impl<'a> Batch<'a> {
     }
 
     /// Submits everything recorded, then releases what the batch held.
-    pub fn submit(self) -> Result<wgpu::SubmissionIndex> {
+    pub fn submit(mut self) -> Result<wgpu::SubmissionIndex> {
+        self.flush_params()?;
         let index = self.ctx.queue.submit([self.enc.finish()]);
         drop(self.keep);
         self.ctx.check()?;

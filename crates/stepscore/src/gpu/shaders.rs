@@ -19,18 +19,22 @@ macro_rules! single {
 }
 
 const QUANT_COMMON: &str = include_str!("../../shaders/matmul_quant_common.wgsl");
+const QUANT_TILED: &str = include_str!("../../shaders/matmul_quant_tiled.wgsl");
 const GATHER_COMMON: &str = include_str!("../../shaders/embed_gather_quant_common.wgsl");
+const QUANT_WORDS: &str = include_str!("../../shaders/quant_words.wgsl");
 const K_SCALES: &str = include_str!("../../shaders/quant_k_scales.wgsl");
 const Q5_HIGH_BITS: &str = include_str!("../../shaders/quant_q5_high_bits.wgsl");
 
-/// The matmul and embedding-gather shaders of one quantized format: the
-/// shared body, the format's helper file (if any) and its format file.
+/// The matmul and embedding-gather shaders of one quantized format: a
+/// skeleton, the word helpers, the format's helper file (if any) and its
+/// format file.
 macro_rules! quant_format {
     ($matmul:ident, $embed:ident, $name:literal, [$($part:expr),*]) => {
         pub(crate) const $matmul: Shader = Shader {
             name: concat!("matmul_", $name),
             parts: &[
                 QUANT_COMMON,
+                QUANT_WORDS,
                 $($part,)*
                 include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
             ],
@@ -39,6 +43,24 @@ macro_rules! quant_format {
             name: concat!("embed_gather_", $name),
             parts: &[
                 GATHER_COMMON,
+                QUANT_WORDS,
+                $($part,)*
+                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+            ],
+        };
+    };
+}
+
+/// The tiled prefill matmul of a format (the 32-element ones: a K-quant's
+/// block_deq recomputes its sub-block scales for every vec4, which costs
+/// more on llvmpipe than the tile saves).
+macro_rules! tiled_format {
+    ($tiled:ident, $name:literal, [$($part:expr),*]) => {
+        pub(crate) const $tiled: Shader = Shader {
+            name: concat!("matmul_tiled_", $name),
+            parts: &[
+                QUANT_TILED,
+                QUANT_WORDS,
                 $($part,)*
                 include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
             ],
@@ -54,6 +76,11 @@ quant_format!(MATMUL_Q5_1, EMBED_Q5_1, "q5_1", [Q5_HIGH_BITS]);
 quant_format!(MATMUL_Q4_K, EMBED_Q4_K, "q4_k", [K_SCALES]);
 quant_format!(MATMUL_Q5_K, EMBED_Q5_K, "q5_k", [K_SCALES]);
 quant_format!(MATMUL_Q6_K, EMBED_Q6_K, "q6_k", []);
+tiled_format!(TILED_Q8_0, "q8_0", []);
+tiled_format!(TILED_Q4_0, "q4_0", []);
+tiled_format!(TILED_Q4_1, "q4_1", []);
+tiled_format!(TILED_Q5_0, "q5_0", [Q5_HIGH_BITS]);
+tiled_format!(TILED_Q5_1, "q5_1", [Q5_HIGH_BITS]);
 
 pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");

@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::arithmetic::DigitConfidence;
 use super::engine::block_on;
-use super::head::{step_token_logprobs, DigitConfidence, StepConfidence, TokenKind};
+use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
 use crate::error::{Error, Result};
 use crate::model::{Hidden, Taps, Transformer};
-use crate::tokenizer::Tokenizer;
 
 /// Which features [`Scorer::step_features_with`](super::Scorer::step_features_with) extracts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,7 +69,6 @@ pub(super) fn forward_layer(
 /// The features of one forward pass over `enc` (from [`forward_layer`]'s layer).
 pub(super) fn collect(
     model: &Transformer,
-    tokenizer: &Tokenizer,
     enc: &Encoded,
     hidden: &Taps<Hidden>,
     truncated_steps: usize,
@@ -94,13 +93,9 @@ pub(super) fn collect(
         let per_token = block_on(step_token_logprobs(model, &hidden.last, enc))?;
         let digits = per_token
             .iter()
-            .zip(&enc.step_tokens)
-            .map(|(lps, range)| {
-                DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
-                    TokenKind::of_token(tokenizer, id)
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
+            .zip(enc.step_texts.iter().zip(&enc.step_spans))
+            .map(|(lps, (text, spans))| DigitConfidence::of(text, spans, lps))
+            .collect();
         let stats = per_token.iter().map(|t| StepConfidence::of(t)).collect();
         (Some(stats), Some(digits))
     } else {

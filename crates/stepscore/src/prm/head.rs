@@ -6,11 +6,11 @@
 //! and so do value heads, whose few weights per step cost less than
 //! reading their output back.
 
+use super::arithmetic::DigitConfidence;
 use super::family::Family;
 use super::template::{Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
-use crate::tokenizer::Tokenizer;
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -43,10 +43,15 @@ pub enum StepStat {
     DigitMeanLogprob,
     /// The least likely "+" or "-" token (see [`DigitConfidence`]).
     PlusMinusMinLogprob,
+    /// The least likely digit of a result, of an operand, and the least
+    /// likely times/divide sign (see [`ArithmeticConfidence`]).
+    ResultMinLogprob,
+    OperandMinLogprob,
+    TimesDivideMinLogprob,
 }
 
 impl StepStat {
-    pub const ALL: [StepStat; 8] = [
+    pub const ALL: [StepStat; 11] = [
         StepStat::Log1pTokens,
         StepStat::MeanLogprob,
         StepStat::MinLogprob,
@@ -55,6 +60,9 @@ impl StepStat {
         StepStat::DigitMinLogprob,
         StepStat::DigitMeanLogprob,
         StepStat::PlusMinusMinLogprob,
+        StepStat::ResultMinLogprob,
+        StepStat::OperandMinLogprob,
+        StepStat::TimesDivideMinLogprob,
     ];
     /// The layout `stepscore.confidence_features = true` means (the first
     /// heads over hidden state + statistics were trained on these four).
@@ -76,6 +84,9 @@ impl StepStat {
             StepStat::DigitMinLogprob => "digit_min_logprob",
             StepStat::DigitMeanLogprob => "digit_mean_logprob",
             StepStat::PlusMinusMinLogprob => "plus_minus_min_logprob",
+            StepStat::ResultMinLogprob => "result_min_logprob",
+            StepStat::OperandMinLogprob => "operand_min_logprob",
+            StepStat::TimesDivideMinLogprob => "times_divide_min_logprob",
         }
     }
 
@@ -83,15 +94,18 @@ impl StepStat {
         StepStat::ALL.into_iter().find(|s| s.name() == name)
     }
 
-    /// Whether the statistic needs to know which tokens are digits or signs
-    /// ([`TokenKind`]).
-    pub fn reads_token_kinds(self) -> bool {
+    /// Whether the statistic is one of the step's [`DigitConfidence`].
+    pub fn reads_digit_confidence(self) -> bool {
+        !StepStat::CONFIDENCE.contains(&self)
+    }
+
+    /// Whether it is one of [`DigitConfidence::arithmetic`]'s.
+    pub fn reads_arithmetic(self) -> bool {
         matches!(
             self,
-            StepStat::DigitLog1pTokens
-                | StepStat::DigitMinLogprob
-                | StepStat::DigitMeanLogprob
-                | StepStat::PlusMinusMinLogprob
+            StepStat::ResultMinLogprob
+                | StepStat::OperandMinLogprob
+                | StepStat::TimesDivideMinLogprob
         )
     }
 
@@ -106,6 +120,13 @@ impl StepStat {
             StepStat::DigitMinLogprob => d.min_logprob,
             StepStat::DigitMeanLogprob => d.mean_logprob,
             StepStat::PlusMinusMinLogprob => d.plus_minus_min_logprob,
+            // The engine always fills `arithmetic`; feature files without it
+            // are refused before any value is read (stepscore-train).
+            StepStat::ResultMinLogprob => d.arithmetic.map_or(0.0, |a| a.result_min_logprob),
+            StepStat::OperandMinLogprob => d.arithmetic.map_or(0.0, |a| a.operand_min_logprob),
+            StepStat::TimesDivideMinLogprob => {
+                d.arithmetic.map_or(0.0, |a| a.times_divide_min_logprob)
+            }
         };
         v as f32
     }
@@ -180,9 +201,8 @@ pub struct ValueHead {
     stats: Vec<StepStat>,
     /// Rows are the statistics alone (see [`HeadInput::stats_only`]).
     stats_only: bool,
-    /// With digit or sign statistics: each token id's [`TokenKind`];
-    /// filled from the tokenizer once at load.
-    token_kinds: Option<std::sync::Arc<[TokenKind]>>,
+    /// Some statistic reads the step's [`DigitConfidence`].
+    reads_digits: bool,
 }
 
 impl ValueHead {
@@ -212,17 +232,16 @@ impl ValueHead {
         let per_token = step_token_logprobs(k, last, enc).await?;
         let stats = per_token
             .iter()
-            .zip(&enc.step_tokens)
-            .map(|(lps, range)| {
-                let digits = match &self.token_kinds {
-                    Some(table) => DigitConfidence::of(&enc.tokens[range.clone()], lps, |id| {
-                        Ok(table.get(id as usize).copied().unwrap_or(TokenKind::Other))
-                    })?,
-                    None => DigitConfidence::default(),
+            .zip(enc.step_texts.iter().zip(&enc.step_spans))
+            .map(|(lps, (text, spans))| {
+                let digits = if self.reads_digits {
+                    DigitConfidence::of(text, spans, lps)
+                } else {
+                    DigitConfidence::default()
                 };
-                Ok((StepConfidence::of(lps), digits))
+                (StepConfidence::of(lps), digits)
             })
-            .collect::<Result<Vec<_>>>()?;
+            .collect::<Vec<_>>();
         Ok((stats, per_token))
     }
 }
@@ -235,102 +254,6 @@ pub struct StepConfidence {
     pub min_logprob: f64,
     /// Mean entropy (nats) of the predictive distributions of the step's tokens.
     pub mean_entropy: f64,
-}
-
-/// The log-probabilities of a step's digit tokens (tokens whose text, without
-/// surrounding whitespace, is one or more ASCII digits), and of its least
-/// likely "+" or "-" token. A wrong result or operand is a number the model
-/// did not expect, a wrong operation or sign a plus or minus it did not
-/// expect, so these separate wrong steps from right ones far better than the
-/// whole step's statistics (docs/TRAINING.md, "backbone probes"). A step
-/// without digits has `tokens` 0 and both digit log-probs 0.0, one without a
-/// plus or minus `plus_minus_min_logprob` 0.0 (no evidence of surprise).
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct DigitConfidence {
-    pub tokens: usize,
-    pub min_logprob: f64,
-    pub mean_logprob: f64,
-    /// Absent from feature files written before it existed: read as 0.0.
-    #[serde(default)]
-    pub plus_minus_min_logprob: f64,
-}
-
-/// What a token is to the digit statistics ([`DigitConfidence`]), by its
-/// text without surrounding whitespace.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenKind {
-    /// One or more ASCII digits.
-    Digit,
-    /// Exactly "+", "-" or the minus sign U+2212: the operations whose
-    /// symbol a text cannot restyle (unlike "×", "·", "*" for a product).
-    PlusMinus,
-    Other,
-}
-
-impl TokenKind {
-    pub fn of_text(text: &str) -> TokenKind {
-        if is_digit_text(text) {
-            TokenKind::Digit
-        } else if matches!(text.trim(), "+" | "-" | "\u{2212}") {
-            TokenKind::PlusMinus
-        } else {
-            TokenKind::Other
-        }
-    }
-
-    pub(crate) fn of_token(tok: &Tokenizer, id: u32) -> Result<TokenKind> {
-        Ok(TokenKind::of_text(&tok.decode(&[id], false)?))
-    }
-}
-
-impl DigitConfidence {
-    /// From a step's token ids and their `(log-prob, entropy)`, in order.
-    pub(crate) fn of(
-        ids: &[u32],
-        per_token: &[(f64, f64)],
-        kind: impl Fn(u32) -> Result<TokenKind>,
-    ) -> Result<DigitConfidence> {
-        let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
-        let mut plus_minus = 0.0f64;
-        for (&id, &(lp, _)) in ids.iter().zip(per_token) {
-            match kind(id)? {
-                TokenKind::Digit => {
-                    min = if n == 0 { lp } else { min.min(lp) };
-                    sum += lp;
-                    n += 1;
-                }
-                TokenKind::PlusMinus => plus_minus = plus_minus.min(lp),
-                TokenKind::Other => {}
-            }
-        }
-        Ok(DigitConfidence {
-            tokens: n,
-            min_logprob: min,
-            mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
-            plus_minus_min_logprob: plus_minus,
-        })
-    }
-}
-
-/// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
-pub fn is_digit_text(text: &str) -> bool {
-    let t = text.trim();
-    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
-}
-
-/// [`TokenKind::of_token`] for every id of a `vocab`-row vocabulary
-/// projection (ids the tokenizer does not know are `Other`).
-fn token_kind_table(tok: &Tokenizer, vocab: usize) -> Result<std::sync::Arc<[TokenKind]>> {
-    let known = tok.vocab_size();
-    (0..vocab)
-        .map(|id| {
-            if id < known {
-                TokenKind::of_token(tok, id as u32)
-            } else {
-                Ok(TokenKind::Other)
-            }
-        })
-        .collect()
 }
 
 /// A head's result for one prompt.
@@ -398,7 +321,7 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
             out: None,
             stats: stats.to_vec(),
             stats_only: false,
-            token_kinds: None,
+            reads_digits: false,
         });
     }
     let units = match get(V_HEAD_MLP_0_WEIGHT)? {
@@ -427,19 +350,17 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
         out: Some((w2, b2[0])),
         stats: stats.to_vec(),
         stats_only: false,
-        token_kinds: None,
+        reads_digits: false,
     })
 }
 
 impl Head {
     /// Builds the head `protocol`'s family needs for `model` (its final
     /// form: the "+"/"-" rows are cut from its vocabulary projection as
-    /// scoring will use it), reading `input`'s layer and statistics; the
-    /// tokenizer tells digit tokens apart for the digit statistics.
+    /// scoring will use it), reading `input`'s layer and statistics.
     pub fn load(
         protocol: &Protocol,
         model: &Transformer,
-        tokenizer: &Tokenizer,
         input: &HeadInput,
         get: &TensorLookup<'_>,
     ) -> Result<Head> {
@@ -484,10 +405,7 @@ impl Head {
                 let reads = if input.stats_only { 0 } else { h };
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
-                if v.stats.iter().any(|s| s.reads_token_kinds()) {
-                    let vocab = model.config().vocab_size;
-                    v.token_kinds = Some(token_kind_table(tokenizer, vocab)?);
-                }
+                v.reads_digits = v.stats.iter().any(|s| s.reads_digit_confidence());
                 Kind::Value(v)
             }
             Family::MathShepherd | Family::Rlhflow => {
@@ -773,6 +691,7 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prm::arithmetic::ArithmeticConfidence;
 
     #[test]
     fn softmax2_is_stable_and_sums_to_one() {
@@ -795,7 +714,7 @@ mod tests {
             out: None,
             stats: vec![],
             stats_only: false,
-            token_kinds: None,
+            reads_digits: false,
         };
         assert_eq!(lin.logit(&[3.0, 1.0]), 1.5);
         // MLP: relu(3 + 0, 1 - 5) = (3, 0); 2*3 + 7*0 - 1 = 5
@@ -806,7 +725,7 @@ mod tests {
             out: Some((vec![2.0, 7.0], -1.0)),
             stats: vec![],
             stats_only: false,
-            token_kinds: None,
+            reads_digits: false,
         };
         assert_eq!(mlp.logit(&[3.0, 1.0]), 5.0);
         let s = StepConfidence {
@@ -820,6 +739,11 @@ mod tests {
             min_logprob: -7.0,
             mean_logprob: -3.5,
             plus_minus_min_logprob: -9.25,
+            arithmetic: Some(ArithmeticConfidence {
+                result_min_logprob: -6.5,
+                operand_min_logprob: -1.5,
+                times_divide_min_logprob: -4.75,
+            }),
         };
         let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
         assert_eq!(
@@ -832,7 +756,10 @@ mod tests {
                 2f64.ln() as f32,
                 -7.0,
                 -3.5,
-                -9.25
+                -9.25,
+                -6.5,
+                -1.5,
+                -4.75
             ]
         );
     }
@@ -844,52 +771,5 @@ mod tests {
         }
         assert_eq!(StepStat::from_name("min_lp"), None);
         assert_eq!(StepStat::CONFIDENCE, StepStat::ALL[..4]);
-    }
-
-    #[test]
-    fn digit_statistics_cover_only_digit_tokens() {
-        // ids 1 and 3 are digits, with log-probs -2 and -6.
-        let lps = [(-0.1, 0.0), (-2.0, 0.0), (-9.0, 0.0), (-6.0, 0.0)];
-        let digit_or_other = |id: u32| {
-            Ok(if id % 2 == 1 {
-                TokenKind::Digit
-            } else {
-                TokenKind::Other
-            })
-        };
-        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, digit_or_other).unwrap();
-        assert_eq!((d.tokens, d.min_logprob, d.mean_logprob), (2, -6.0, -4.0));
-        assert_eq!(d.plus_minus_min_logprob, 0.0);
-        let none = DigitConfidence::of(&[0, 2], &lps[..2], |_| Ok(TokenKind::Other)).unwrap();
-        assert_eq!(none, DigitConfidence::default());
-        // ids 0 and 2 are signs: the lesser of their log-probs; digits unchanged.
-        let signs = |id: u32| {
-            Ok(if id % 2 == 1 {
-                TokenKind::Digit
-            } else {
-                TokenKind::PlusMinus
-            })
-        };
-        let d = DigitConfidence::of(&[0, 1, 2, 3], &lps, signs).unwrap();
-        assert_eq!(
-            (d.tokens, d.min_logprob, d.plus_minus_min_logprob),
-            (2, -6.0, -9.0)
-        );
-    }
-
-    #[test]
-    fn token_kinds_by_trimmed_text() {
-        for (text, kind) in [
-            (" 12", TokenKind::Digit),
-            ("+", TokenKind::PlusMinus),
-            (" -", TokenKind::PlusMinus),
-            ("\u{2212}", TokenKind::PlusMinus),
-            (" ×", TokenKind::Other),
-            ("+=", TokenKind::Other),
-            ("-1", TokenKind::Other),
-            (" ", TokenKind::Other),
-        ] {
-            assert_eq!(TokenKind::of_text(text), kind, "{text:?}");
-        }
     }
 }

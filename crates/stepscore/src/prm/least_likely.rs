@@ -3,7 +3,7 @@
 //! table, the npm package, Python, the demo), so they all point at the same
 //! number.
 
-use super::head::is_digit_text;
+use super::arithmetic::is_digit_text;
 use super::scorer::TokenLogprob;
 
 /// A byte range of a step's text and the log-prob of the token that led to it.

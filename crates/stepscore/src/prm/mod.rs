@@ -1,6 +1,7 @@
 //! Process reward models: the families' prompt protocols, their heads, and
 //! the `Scorer` that runs a checkpoint over traces.
 
+pub mod arithmetic;
 pub mod backend;
 mod blocking;
 pub mod chat;
@@ -14,13 +15,14 @@ pub mod scorer;
 pub mod session;
 pub mod template;
 
+pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
 pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
 pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
-pub use head::{is_digit_text, DigitConfidence, HeadInput, StepConfidence, StepStat, TokenKind};
+pub use head::{HeadInput, StepConfidence, StepStat};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
 pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};

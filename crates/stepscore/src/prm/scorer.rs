@@ -443,21 +443,13 @@ impl Scorer {
             model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(
-            mode,
-            &protocol,
-            &model,
-            &tokenizer,
-            &input,
-            external,
-            &|name| {
-                if !checkpoint.has_tensor(name) {
-                    return Ok(None);
-                }
-                let t = checkpoint.tensor_f32(name)?;
-                Ok(Some((t.shape, t.data)))
-            },
-        )?;
+        let head = load_head(mode, &protocol, &model, &input, external, &|name| {
+            if !checkpoint.has_tensor(name) {
+                return Ok(None);
+            }
+            let t = checkpoint.tensor_f32(name)?;
+            Ok(Some((t.shape, t.data)))
+        })?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -491,15 +483,9 @@ impl Scorer {
         let input = head_input(external)?;
         let mut model = gguf.transformer()?;
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(
-            mode,
-            &protocol,
-            &model,
-            &tokenizer,
-            &input,
-            external,
-            &|name| gguf.tensor_f32(name),
-        )?;
+        let head = load_head(mode, &protocol, &model, &input, external, &|name| {
+            gguf.tensor_f32(name)
+        })?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -716,14 +702,7 @@ impl Scorer {
             None,
             layer,
         ))?;
-        features::collect(
-            &self.model,
-            &self.tokenizer,
-            &enc,
-            &hidden,
-            truncated_steps,
-            options,
-        )
+        features::collect(&self.model, &enc, &hidden, truncated_steps, options)
     }
 
     /// Runs the decoder over `tokens` on this scorer's engine and returns
@@ -879,12 +858,10 @@ fn head_input(external: Option<&HeadFile>) -> Result<HeadInput> {
 
 /// The head's tensors from the separate head file when there is one, else
 /// from the checkpoint (`lookup`); none for a backbone.
-#[allow(clippy::too_many_arguments)]
 fn load_head(
     mode: HeadMode,
     protocol: &Protocol,
     model: &Transformer,
-    tokenizer: &Tokenizer,
     input: &HeadInput,
     external: Option<&HeadFile>,
     lookup: &TensorLookup<'_>,
@@ -893,7 +870,6 @@ fn load_head(
         HeadMode::Load => Ok(Some(Head::load(
             protocol,
             model,
-            tokenizer,
             input,
             &|name| match external {
                 Some(head) => Ok(head.tensor(name)),

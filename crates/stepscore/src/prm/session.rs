@@ -173,6 +173,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                     ..enc.step_tokens[k].end.saturating_sub(keep),
             ],
             step_spans: vec![enc.step_spans[k].clone()],
+            step_texts: vec![enc.step_texts[k].clone()],
         };
         let out = self
             .scorer

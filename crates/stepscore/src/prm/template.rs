@@ -106,6 +106,9 @@ pub struct Encoded {
     /// step's text the token covers (clamped to the step: a token that
     /// straddles the step's edge covers only its part inside).
     pub step_spans: Vec<Vec<(usize, usize)>>,
+    /// Per step, the text its `step_spans` index (the step as given; for
+    /// RLHFlow, trimmed as its template trims it).
+    pub step_texts: Vec<String>,
 }
 
 /// Lays out and tokenizes `problem` and `steps` the way `protocol`'s family does.
@@ -257,6 +260,7 @@ fn score_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         step_tokens,
         tokens: enc.ids,
         markers,
+        step_texts: steps.iter().map(|s| s.to_string()).collect(),
     })
 }
 
@@ -288,6 +292,7 @@ fn value_head(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> R
         markers,
         step_tokens,
         step_spans,
+        step_texts: steps.iter().map(|s| s.to_string()).collect(),
     })
 }
 
@@ -313,6 +318,7 @@ fn math_shepherd(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -
         step_tokens,
         tokens: enc.ids,
         markers,
+        step_texts: steps.iter().map(|s| s.to_string()).collect(),
     })
 }
 
@@ -372,6 +378,7 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
         step_tokens,
         tokens: enc.ids,
         markers,
+        step_texts: steps.iter().map(|s| s.trim().to_string()).collect(),
     })
 }
 
@@ -407,5 +414,6 @@ fn confidence(tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded>
         markers,
         step_tokens,
         step_spans,
+        step_texts: steps.iter().map(|s| s.to_string()).collect(),
     })
 }

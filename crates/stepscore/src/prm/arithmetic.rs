@@ -1,0 +1,330 @@
+//! What a step's tokens say about its arithmetic: which tokens are digits
+//! (of a result written after "=", of an operand, of the step's own
+//! enumeration marker), which are a plus/minus or a times/divide sign, and
+//! the log-prob statistics over each class ([`DigitConfidence`]). Tokens are
+//! read through the step text they cover, so every engine and every family
+//! classifies the same tokens the same way.
+
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// The log-probabilities of a step's digit tokens (tokens whose text,
+/// without surrounding whitespace, is one or more ASCII digits) and of its
+/// least likely sign tokens. A wrong result or operand is a number the model
+/// did not expect, a wrong operation or sign an operator it did not expect,
+/// so these separate wrong steps from right ones far better than the whole
+/// step's statistics (docs/TRAINING.md, "backbone probes"). A step without
+/// digits has `tokens` 0 and both digit log-probs 0.0, one without a plus or
+/// minus `plus_minus_min_logprob` 0.0 (no evidence of surprise).
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct DigitConfidence {
+    pub tokens: usize,
+    pub min_logprob: f64,
+    pub mean_logprob: f64,
+    /// Absent from feature files written before it existed: read as 0.0.
+    #[serde(default)]
+    pub plus_minus_min_logprob: f64,
+    /// Results, operands and times/divide signs; absent from feature files
+    /// written before they existed (a head that reads them refuses those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arithmetic: Option<ArithmeticConfidence>,
+}
+
+/// The digit tokens of a step split by what their number is, and its
+/// times/divide signs. Each is the least likely such token's log-prob, 0.0
+/// when the step has none.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ArithmeticConfidence {
+    /// Digits of a number written right after "=" (whitespace between).
+    pub result_min_logprob: f64,
+    /// Digits of every other number, except the step's leading enumeration
+    /// marker ("Step 2:", "3."), which says where the step is, not what it computes.
+    pub operand_min_logprob: f64,
+    /// "×", "*", "/", "÷", "·", "\times", "\cdot", "\div", or a letter "x"
+    /// between two numbers ("2 x 3").
+    pub times_divide_min_logprob: f64,
+}
+
+/// What a token is, by its text without surrounding whitespace alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// One or more ASCII digits.
+    Digit,
+    /// Exactly "+", "-" or the minus sign U+2212: the operations whose
+    /// symbol a text cannot restyle.
+    PlusMinus,
+    /// A product or quotient sign (see [`ArithmeticConfidence::times_divide_min_logprob`]);
+    /// the letter "x" is one only between numbers, which [`roles`] decides.
+    TimesDivide,
+    Other,
+}
+
+impl TokenKind {
+    pub fn of_text(text: &str) -> TokenKind {
+        let t = text.trim();
+        if is_digit_text(t) {
+            TokenKind::Digit
+        } else if matches!(t, "+" | "-" | "\u{2212}") {
+            TokenKind::PlusMinus
+        } else if matches!(
+            t,
+            "\u{d7}" | "*" | "/" | "\u{f7}" | "\u{b7}" | "\\times" | "\\cdot" | "\\div"
+        ) {
+            TokenKind::TimesDivide
+        } else {
+            TokenKind::Other
+        }
+    }
+}
+
+/// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
+pub fn is_digit_text(text: &str) -> bool {
+    let t = text.trim();
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// What one token of a step is to [`DigitConfidence`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Result,
+    Operand,
+    /// A digit of the step's leading enumeration marker.
+    Marker,
+    PlusMinus,
+    TimesDivide,
+    Other,
+}
+
+/// The role of each token of `text` covering the byte ranges `spans`.
+fn roles(text: &str, spans: &[(usize, usize)]) -> Vec<Role> {
+    let bytes = text.as_bytes();
+    let piece = |&(s, e): &(usize, usize)| {
+        let e = e.min(bytes.len());
+        String::from_utf8_lossy(&bytes[s.min(e)..e])
+            .trim()
+            .to_string()
+    };
+    let pieces: Vec<String> = spans.iter().map(piece).collect();
+    let marker_end = crate::segment::step_marker_len(text);
+    let numbers: Vec<(usize, usize)> = number_regex()
+        .find_iter(text)
+        .map(|m| (m.start(), m.end()))
+        .collect();
+    let is_result = |at: usize| {
+        numbers
+            .iter()
+            .find(|&&(s, e)| s <= at && at < e)
+            .is_some_and(|&(s, _)| {
+                text[..s]
+                    .trim_end_matches(|c: char| c.is_ascii_whitespace())
+                    .ends_with('=')
+            })
+    };
+    spans
+        .iter()
+        .zip(&pieces)
+        .enumerate()
+        .map(|(i, (&(s, e), p))| match TokenKind::of_text(p) {
+            TokenKind::Digit => {
+                if e.min(bytes.len()) <= marker_end {
+                    return Role::Marker;
+                }
+                let first_digit = (s..e.min(bytes.len()))
+                    .find(|&k| bytes[k].is_ascii_digit())
+                    .unwrap_or(s);
+                if is_result(first_digit) {
+                    Role::Result
+                } else {
+                    Role::Operand
+                }
+            }
+            TokenKind::PlusMinus => Role::PlusMinus,
+            TokenKind::TimesDivide => Role::TimesDivide,
+            TokenKind::Other if p == "x" => {
+                let before = pieces[..i].iter().rev().find(|p| !p.is_empty());
+                let after = pieces[i + 1..].iter().find(|p| !p.is_empty());
+                let ends_digit = before.is_some_and(|b| b.ends_with(|c: char| c.is_ascii_digit()));
+                let starts_digit =
+                    after.is_some_and(|a| a.starts_with(|c: char| c.is_ascii_digit()));
+                if ends_digit && starts_digit {
+                    Role::TimesDivide
+                } else {
+                    Role::Other
+                }
+            }
+            TokenKind::Other => Role::Other,
+        })
+        .collect()
+}
+
+/// A number as the result/operand split reads it: digits, optionally a
+/// decimal point and more digits.
+fn number_regex() -> &'static Regex {
+    static RE: OnceLock<Regex> = OnceLock::new();
+    RE.get_or_init(|| Regex::new(r"[0-9]+(?:\.[0-9]+)?").expect("static regex"))
+}
+
+impl DigitConfidence {
+    /// From a step's text, its tokens' byte ranges in it and their
+    /// `(log-prob, entropy)`, in order.
+    pub(crate) fn of(
+        text: &str,
+        spans: &[(usize, usize)],
+        per_token: &[(f64, f64)],
+    ) -> DigitConfidence {
+        let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
+        let mut plus_minus = 0.0f64;
+        let mut a = ArithmeticConfidence::default();
+        for (role, &(lp, _)) in roles(text, spans).into_iter().zip(per_token) {
+            if matches!(role, Role::Result | Role::Operand | Role::Marker) {
+                min = if n == 0 { lp } else { min.min(lp) };
+                sum += lp;
+                n += 1;
+            }
+            match role {
+                Role::Result => a.result_min_logprob = a.result_min_logprob.min(lp),
+                Role::Operand => a.operand_min_logprob = a.operand_min_logprob.min(lp),
+                Role::PlusMinus => plus_minus = plus_minus.min(lp),
+                Role::TimesDivide => {
+                    a.times_divide_min_logprob = a.times_divide_min_logprob.min(lp)
+                }
+                Role::Marker | Role::Other => {}
+            }
+        }
+        DigitConfidence {
+            tokens: n,
+            min_logprob: min,
+            mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
+            plus_minus_min_logprob: plus_minus,
+            arithmetic: Some(a),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Spans of `pieces` laid end to end, and the text they make.
+    fn tokens(pieces: &[&str]) -> (String, Vec<(usize, usize)>) {
+        let mut text = String::new();
+        let mut spans = Vec::new();
+        for p in pieces {
+            spans.push((text.len(), text.len() + p.len()));
+            text.push_str(p);
+        }
+        (text, spans)
+    }
+
+    #[test]
+    fn roles_split_results_operands_markers_and_signs() {
+        let (text, spans) = tokens(&[
+            "2", ".", " Half", ":", " ", "1", "2", " x", " ", "3", " /", " ", "4", " =", " ", "9",
+            ".", "5", " -", "1", " box", " x", " y",
+        ]);
+        use Role::*;
+        assert_eq!(
+            roles(&text, &spans),
+            [
+                Marker,
+                Other,
+                Other,
+                Other,
+                Other,
+                Operand,
+                Operand,
+                TimesDivide,
+                Other,
+                Operand,
+                TimesDivide,
+                Other,
+                Operand,
+                Other,
+                Other,
+                Result,
+                Other,
+                Result,
+                PlusMinus,
+                Operand,
+                Other,
+                Other,
+                Other
+            ]
+        );
+    }
+
+    #[test]
+    fn statistics_take_each_class_minimum() {
+        let (text, spans) = tokens(&[
+            "Step 3:", " 4", " \u{d7}", " 5", " =", " 2", "0", " +", " 1",
+        ]);
+        let lps: Vec<(f64, f64)> = [-9.0, -1.0, -2.5, -3.0, -0.2, -7.0, -0.5, -1.5, -4.0]
+            .iter()
+            .map(|&lp| (lp, 0.0))
+            .collect();
+        let d = DigitConfidence::of(&text, &spans, &lps);
+        // "Step 3:" is not a digit token (it holds letters); " 1" after "+" is an operand.
+        assert_eq!((d.tokens, d.min_logprob), (5, -7.0));
+        assert!((d.mean_logprob - (-1.0 - 3.0 - 7.0 - 0.5 - 4.0) / 5.0).abs() < 1e-12);
+        assert_eq!(d.plus_minus_min_logprob, -1.5);
+        assert_eq!(
+            d.arithmetic,
+            Some(ArithmeticConfidence {
+                result_min_logprob: -7.0,
+                operand_min_logprob: -4.0,
+                times_divide_min_logprob: -2.5,
+            })
+        );
+        let none = DigitConfidence::of(
+            "Words only.",
+            &[(0, 5), (5, 11)],
+            &[(-3.0, 0.0), (-1.0, 0.0)],
+        );
+        assert_eq!(
+            (none.tokens, none.min_logprob, none.plus_minus_min_logprob),
+            (0, 0.0, 0.0)
+        );
+        assert_eq!(none.arithmetic, Some(ArithmeticConfidence::default()));
+    }
+
+    #[test]
+    fn marker_digits_count_as_digits_but_not_as_operands() {
+        let (text, spans) = tokens(&["3", ".", " ", "7"]);
+        let lps = [(-8.0, 0.0), (-0.1, 0.0), (-0.1, 0.0), (-1.0, 0.0)];
+        let d = DigitConfidence::of(&text, &spans, &lps);
+        assert_eq!((d.tokens, d.min_logprob), (2, -8.0));
+        assert_eq!(d.arithmetic.unwrap().operand_min_logprob, -1.0);
+        // "1.5 cm" is a number, not a marker.
+        let (text, spans) = tokens(&["1", ".", "5", " cm"]);
+        assert_eq!(roles(&text, &spans)[0], Role::Operand);
+    }
+
+    #[test]
+    fn token_kinds_by_trimmed_text() {
+        for (text, kind) in [
+            (" 12", TokenKind::Digit),
+            ("+", TokenKind::PlusMinus),
+            (" -", TokenKind::PlusMinus),
+            ("\u{2212}", TokenKind::PlusMinus),
+            (" \u{d7}", TokenKind::TimesDivide),
+            (" \\times", TokenKind::TimesDivide),
+            ("x", TokenKind::Other),
+            ("+=", TokenKind::Other),
+            ("-1", TokenKind::Other),
+            (" ", TokenKind::Other),
+        ] {
+            assert_eq!(TokenKind::of_text(text), kind, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn spans_off_char_boundaries_or_past_the_text_do_not_panic() {
+        // A byte-level token may end inside "é"; a span may run past the end.
+        let text = "é = 5";
+        let spans = [(0, 1), (1, 2), (2, 4), (4, 6), (6, 9)];
+        let lps = [(-1.0, 0.0); 5];
+        let d = DigitConfidence::of(text, &spans, &lps);
+        assert_eq!(d.arithmetic.unwrap().result_min_logprob, -1.0);
+    }
+}
