@@ -51,7 +51,10 @@ function startPoolWorker(module, memory, builder) {
       return;
     }
     port.onMessage((m) => {
-      if (m?.type === 'stepscore-pool-ready') resolve(port);
+      if (m?.type === 'stepscore-pool-ready') {
+        port.idle?.();
+        resolve(port);
+      }
       else if (m?.type === 'stepscore-pool-failed') reject(new Error(m.message));
     });
     port.onError((why) => reject(new Error(why)));
