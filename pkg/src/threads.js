@@ -29,12 +29,13 @@ export function setThreadedHost(value, missing) {
 
 /** Why the threaded build cannot run here, or null when it can. */
 export function threadedUnavailable() {
-  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object') {
-    return 'this host has no SharedArrayBuffer/Atomics';
-  }
+  // Browsers hide SharedArrayBuffer on pages that are not isolated: say so first.
   const isNode = typeof globalThis.process?.versions?.node === 'string';
   if (!isNode && globalThis.crossOriginIsolated !== true) {
     return 'the page is not cross-origin isolated (serve it with Cross-Origin-Opener-Policy: same-origin and Cross-Origin-Embedder-Policy: require-corp)';
+  }
+  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object') {
+    return 'this host has no SharedArrayBuffer/Atomics';
   }
   if (!host) return hostMissing;
   return null;
