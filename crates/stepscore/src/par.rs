@@ -147,9 +147,9 @@ pub fn build_pool(
         .spawn_handler(move |t| spawn(t))
         .build()
         .map_err(|e| crate::error::Error::InvalidArgument(format!("the thread pool: {e}")))?;
-    pool::POOL
-        .set(built)
-        .map_err(|_| crate::error::Error::InvalidArgument("the thread pool is already built".into()))
+    pool::POOL.set(built).map_err(|_| {
+        crate::error::Error::InvalidArgument("the thread pool is already built".into())
+    })
 }
 
 #[cfg(test)]
