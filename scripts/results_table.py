@@ -61,6 +61,7 @@ def read_head(path):
         "result_min_logprob": lambda c, d: d["arithmetic"]["result_min_logprob"],
         "operand_min_logprob": lambda c, d: d["arithmetic"]["operand_min_logprob"],
         "times_divide_min_logprob": lambda c, d: d["arithmetic"]["times_divide_min_logprob"],
+        "operation_min_logprob": lambda c, d: d["operation_min_logprob"],
     }
 
     def row(h, c, d):

@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 WORK=${1:-.cache/qwen-prm}
 OUT=models/qwen2.5-coder-1.5b-digit-head.safetensors
-STATS=${STATS:-result_min_logprob,operand_min_logprob,plus_minus_min_logprob,times_divide_min_logprob}
+STATS=${STATS:-result_min_logprob,operand_min_logprob,plus_minus_min_logprob,operation_min_logprob}
 mkdir -p "$WORK"
 cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=target/release/stepscore

@@ -497,13 +497,12 @@ fn default_prm_marks_the_readme_steps() {
             flagged.last_mut().expect("a step line follows its trace").1 = step;
         }
     }
-    // The README's output: no correct step marked, the slip caught; operation-1's
-    // wrong step (a product written for a quotient, no plus or minus, a digit the
-    // model half expects) scores above the threshold, a miss the README names.
+    // The README's output: no correct step marked, each wrong trace's first wrong
+    // step marked (the slip, and operation-1's product written for a quotient).
     let want = [
         ("correct-1", None),
         ("slip-1", Some(1)),
-        ("operation-1", None),
+        ("operation-1", Some(1)),
         ("steps-1", None),
     ];
     let want: Vec<(String, Option<usize>)> =
@@ -572,4 +571,54 @@ fn token_logprobs_come_with_spans_in_the_step_text() {
     );
     let v: serde_json::Value = serde_json::from_slice(&plain.stdout).unwrap();
     assert!(v["metadata"]["stepscore"].get("token_logprobs").is_none());
+}
+
+/// `bench --synthetic`: the smallest shape runs end to end on the CPU
+/// engine without any model file, says its memory up front, and reports the
+/// shape's real dimensions; bad shapes and `--model` with it are usage errors.
+#[test]
+fn bench_synthetic_runs_without_a_model_file() {
+    let out = stepscore(
+        &[
+            "bench",
+            "--synthetic",
+            "smollm2-135m",
+            "--backend",
+            "cpu",
+            // One token per byte here (the synthetic vocabulary has no
+            // merges): the problem text alone is over 200.
+            "--tokens",
+            "300",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--append-prefix",
+            "0",
+            "--json",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    assert!(
+        stderr.contains("smollm2-135m (30 layers, d 576, 9 / 3 heads")
+            && stderr.contains("GiB of random weights in memory"),
+        "{stderr}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["synthetic"], "smollm2-135m", "{v}");
+    assert_eq!(v["vocab_size"], 49152, "{v}");
+    assert_eq!(v["tokens"], 300, "{v}");
+    assert!(v["gpu"]["skipped"].is_string(), "{v}");
+
+    let bad = stepscore(&["bench", "--synthetic", "13b"], None);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("qwen2.5-1.5b"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let both = stepscore(&["bench", "--synthetic", "7b", "--model", "x.gguf"], None);
+    assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
 }

@@ -215,6 +215,17 @@ impl ExamplesBuilder {
         };
         per_step("confidence", confidence.map(<[_]>::len), needs(false))?;
         per_step("digit_confidence", digits.map(<[_]>::len), needs(true))?;
+        if self.layout.stats.iter().any(|s| s.reads_operations()) {
+            if let Some(i) = digits
+                .into_iter()
+                .flatten()
+                .position(|d| d.operation_min_logprob.is_none())
+            {
+                return Err(format!(
+                    "`digit_confidence[{i}].operation_min_logprob` missing (features written before the operation statistic: extract again)"
+                ));
+            }
+        }
         if self.layout.stats.iter().any(|s| s.reads_arithmetic()) {
             if let Some(i) = digits
                 .into_iter()

@@ -116,6 +116,8 @@ pub fn first_error_label(scores: &[f64], threshold: f64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // proptest forks and times out through OS processes: native only.
+    #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
     #[test]
@@ -161,6 +163,7 @@ mod tests {
         assert!("median".parse::<Aggregation>().is_err());
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         #[test]
         fn identities(scores in prop::collection::vec(0.0f64..=1.0, 1..40)) {

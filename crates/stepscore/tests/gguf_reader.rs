@@ -176,6 +176,8 @@ fn honours_general_alignment() {
     w.tensor("a", &[1], GgmlType::F32, vec![1; 4]).unwrap();
     w.tensor("b", &[1], GgmlType::F32, vec![2; 4]).unwrap();
     let bytes = w.to_bytes().unwrap();
+    // The consuming writer (synthetic models) lays out the same bytes.
+    assert_eq!(w.clone().into_bytes().unwrap(), bytes);
     let f = GgufFile::parse(&bytes, FILE).unwrap();
     assert_eq!(f.alignment, 64);
     assert_eq!(f.data_offset % 64, 0);

@@ -539,11 +539,11 @@ fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
 fn stats_only_heads_over_digit_statistics_score_their_features() {
     use stepscore::prm::FeatureOptions;
     let stats = "digit_min_logprob,min_logprob,digit_log1p_tokens,plus_minus_min_logprob,\
-                 result_min_logprob,operand_min_logprob,times_divide_min_logprob";
-    let (w, b) = ([0.7f32, -0.3, 0.25, 0.45, 0.35, -0.2, 0.15], 0.4f32);
+                 result_min_logprob,operand_min_logprob,times_divide_min_logprob,operation_min_logprob";
+    let (w, b) = ([0.7f32, -0.3, 0.25, 0.45, 0.35, -0.2, 0.15, 0.3], 0.4f32);
     let bytes = safetensors_bytes(
         &[
-            ("v_head.summary.weight", vec![1, 7], w.to_vec()),
+            ("v_head.summary.weight", vec![1, 8], w.to_vec()),
             ("v_head.summary.bias", vec![1], vec![b]),
         ],
         HashMap::from([
@@ -593,6 +593,12 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 .iter()
                 .any(|d| d.arithmetic.unwrap().times_divide_min_logprob < 0.0),
         ),
+        (
+            "an operation the model doubted",
+            digits
+                .iter()
+                .any(|d| d.operation_min_logprob.is_some_and(|o| o < 0.0)),
+        ),
     ] {
         assert!(
             has,
@@ -614,6 +620,8 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
                 a.result_min_logprob,
                 a.operand_min_logprob,
                 a.times_divide_min_logprob,
+                d.operation_min_logprob
+                    .expect("features with confidence fill the operation statistic"),
             ];
             let z: f64 = x
                 .iter()
@@ -737,7 +745,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
     }
     // Statistics alone need names; a wrong count is a named width error.
     let nameless = safetensors_bytes(
-        &[("v_head.summary.weight", vec![1, 7], w.to_vec())],
+        &[("v_head.summary.weight", vec![1, 8], w.to_vec())],
         HashMap::from([("stepscore.stats_only".to_string(), "true".to_string())]),
     );
     let err = Scorer::open_with_head_file(

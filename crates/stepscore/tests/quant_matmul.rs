@@ -193,7 +193,7 @@ fn check_against_reference(
 }
 
 fn backends() -> Vec<Simd> {
-    [Simd::Portable, Simd::Avx2, Simd::Avx512]
+    [Simd::Portable, Simd::Avx2, Simd::Avx512, Simd::Wasm128]
         .into_iter()
         .filter(|b| b.is_available())
         .collect()

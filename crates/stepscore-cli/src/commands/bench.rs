@@ -20,11 +20,20 @@
 //! `--append-step` tokens run after a cached prefix of `--append-prefix`
 //! tokens against the same tokens run without a prefix, on each engine:
 //! the cost of scoring a step of a trace being generated.
+//!
+//! `--synthetic SHAPE` times a random-weight model of a real architecture
+//! built in memory (`stepscore::model::synthetic`: the real dimensions,
+//! vocabulary and per-tensor weight formats, a byte-level vocabulary), so a
+//! machine without the model file can measure; the memory it takes is said
+//! (and checked against what the machine has free) before anything is
+//! allocated, and the 7B is built only when named.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use stepscore::model::synthetic::{self, Shape};
+use stepscore::model::GgufModel;
 use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
 use stepscore::quant::Simd;
 
@@ -41,8 +50,19 @@ use crate::Failure;
 )]
 pub struct Args {
     /// A GGUF file, a Hugging Face checkpoint directory or a catalog name.
-    #[arg(long, short)]
+    #[arg(long, short, conflicts_with = "synthetic")]
     pub model: Option<PathBuf>,
+
+    /// Time a random-weight model of a real architecture instead, built in
+    /// memory: smollm2-135m (92 MiB, Q4_1), qwen2.5-0.5b (463 MiB, Q5_0 +
+    /// Q8_0/Q6_K/Q4_K), qwen2.5-1.5b (1.04 GiB, Q4_K_M), 7b (Qwen2.5-7B,
+    /// 4.4 GiB, Q4_K_M). Add the GPU engine's copy when it runs.
+    #[arg(long, value_parser = parse_shape, value_name = "SHAPE")]
+    pub synthetic: Option<Shape>,
+
+    /// Seed of the synthetic weights.
+    #[arg(long, default_value_t = 1, requires = "synthetic")]
+    pub seed: u64,
 
     /// PRM family used for the `score` timing.
     #[arg(long, default_value = "confidence")]
@@ -124,7 +144,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "--threads must be at least 1 (the benchmark pins a thread count)".into(),
         ));
     }
-    let path = model_path(&args)?;
+    let source = Source::new(&args)?;
     let options = ScorerOptions {
         family: Some(args.family),
         threads: args.threads,
@@ -135,8 +155,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     };
     let rss_before_load = proc_status_kib("VmRSS");
     let started = Instant::now();
-    let scorer = Scorer::open(&path, &options)
-        .map_err(|e| Failure::during(format!("cannot load {}", path.display()), e))?;
+    let scorer = source.open(&options)?;
     let load_s = started.elapsed().as_secs_f64();
     let rss_after_load = proc_status_kib("VmRSS");
     if args.tokens < 8 || args.tokens > scorer.max_tokens() {
@@ -179,7 +198,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let gpu = if args.backend == Backend::Cpu {
         Err("--backend cpu".to_string())
     } else {
-        gpu_timings(&args, &path, &options, &enc.tokens, &trace, &steps)?
+        gpu_timings(&args, &source, &options, &enc.tokens, &trace, &steps)?
     };
     let append = if args.append_prefix == 0 {
         None
@@ -192,7 +211,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
     if args.json {
         let value = serde_json::json!({
             "runtime": "stepscore",
-            "model": path.display().to_string(),
+            "model": source.name(),
+            "synthetic": args.synthetic.map(|s| s.spec().name),
             "family": scorer.family().name(),
             "adapter": "cpu",
             "simd": backend,
@@ -230,7 +250,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         out,
         "stepscore bench: {} ({} family), cpu/{backend}, {} threads, {n} tokens ({} steps, {logit_rows} scored tokens), \
          {} warmup + {} timed runs",
-        path.display(),
+        source.name(),
         scorer.family(),
         model.threads(),
         steps.len(),
@@ -315,7 +335,7 @@ struct GpuTimings {
 /// usable adapter and `--backend auto` allows skipping.
 fn gpu_timings(
     args: &Args,
-    path: &std::path::Path,
+    source: &Source,
     options: &ScorerOptions,
     tokens: &[u32],
     trace: &SyntheticTrace,
@@ -325,14 +345,14 @@ fn gpu_timings(
         backend: Backend::Gpu,
         ..options.clone()
     };
-    let scorer = match Scorer::open(path, &options) {
+    let scorer = match source.try_open(&options) {
         Ok(s) => s,
         Err(e @ stepscore::Error::Gpu(_)) if args.backend == Backend::Auto => {
             return Ok(Err(e.to_string()))
         }
         Err(e) => {
             return Err(Failure::during(
-                format!("cannot load {} on the GPU", path.display()),
+                format!("cannot load {} on the GPU", source.name()),
                 e,
             ))
         }
@@ -430,9 +450,96 @@ fn append_bench(
     })
 }
 
-/// The model to time: `--model` (a path or a catalog name), else the default PRM's backbone.
-fn model_path(args: &Args) -> Result<PathBuf, Failure> {
-    Ok(fetch::resolve_model(args.model.as_deref())?.path)
+fn parse_shape(name: &str) -> Result<Shape, String> {
+    Shape::parse(name).map_err(|e| e.to_string())
+}
+
+/// The model to time: `--model` (a path or a catalog name), else the
+/// default PRM's backbone, or a synthetic one built in memory.
+enum Source {
+    File(PathBuf),
+    /// Both engines' scorers open the same bytes.
+    Synthetic {
+        shape: Shape,
+        seed: u64,
+        gguf: GgufModel,
+    },
+}
+
+impl Source {
+    fn new(args: &Args) -> Result<Source, Failure> {
+        let Some(shape) = args.synthetic else {
+            return Ok(Source::File(
+                fetch::resolve_model(args.model.as_deref())?.path,
+            ));
+        };
+        let spec = shape.spec();
+        let weights = spec.weight_bytes();
+        // The GPU engine keeps its own copy (device memory, or host memory on
+        // a software adapter) beside the CPU engine's.
+        let copies = if args.backend == Backend::Cpu { 1 } else { 2 };
+        let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
+        eprintln!(
+            "stepscore bench: synthetic {} ({} layers, d {}, {} / {} heads, ffn {}, vocab {}; {}): \
+             {:.2} GiB of random weights in memory{}",
+            spec.name,
+            spec.layers,
+            spec.hidden,
+            spec.heads,
+            spec.kv_heads,
+            spec.ffn,
+            spec.vocab,
+            spec.formats_summary(),
+            gib(weights),
+            if copies == 2 { ", the same again for the GPU engine" } else { "" },
+        );
+        if let Some(free) = proc_meminfo_kib("MemAvailable") {
+            let need = weights * copies + (512 << 20);
+            if need > free * 1024 {
+                return Err(Failure::Usage(format!(
+                    "--synthetic {} needs about {:.1} GiB and this machine has {:.1} GiB available{}",
+                    spec.name,
+                    gib(need),
+                    gib(free * 1024),
+                    if copies == 2 { " (--backend cpu needs one copy less)" } else { "" }
+                )));
+            }
+        }
+        let gguf = synthetic::generate(shape, args.seed)
+            .map_err(|e| Failure::during(format!("building synthetic {}", spec.name), e))?;
+        Ok(Source::Synthetic {
+            shape,
+            seed: args.seed,
+            gguf,
+        })
+    }
+
+    fn name(&self) -> String {
+        match self {
+            Source::File(p) => p.display().to_string(),
+            Source::Synthetic { shape, seed, .. } => {
+                format!("synthetic {} (seed {seed})", shape.spec().name)
+            }
+        }
+    }
+
+    fn try_open(&self, options: &ScorerOptions) -> stepscore::Result<Scorer> {
+        match self {
+            Source::File(p) => Scorer::open(p, options),
+            Source::Synthetic { gguf, .. } => {
+                let shared = GgufModel {
+                    file: gguf.file.clone(),
+                    bytes: gguf.bytes.clone(),
+                };
+                Scorer::from_gguf(shared, None, options)
+            }
+        }
+    }
+
+    fn open(&self, options: &ScorerOptions) -> Result<Scorer, Failure> {
+        self.try_open(options)
+            .map_err(|e| Failure::during(format!("cannot load {}", self.name()), e))
+    }
 }
 
 /// Runs `f` `warmup` times untimed, then `repeats` times timed.
@@ -456,6 +563,11 @@ fn time(
 /// A `kB` field of /proc/self/status (Linux); `None` elsewhere.
 fn proc_status_kib(field: &str) -> Option<u64> {
     status_field_kib(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// A `kB` field of /proc/meminfo (Linux); `None` elsewhere.
+fn proc_meminfo_kib(field: &str) -> Option<u64> {
+    status_field_kib(&std::fs::read_to_string("/proc/meminfo").ok()?, field)
 }
 
 /// The value of a `Name:   1234 kB` line of a /proc status text.
@@ -506,6 +618,13 @@ impl SyntheticTrace {
             let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
             Ok(scorer.encode(&problem, &refs)?.tokens.len())
         };
+        // The shortest trace this text makes: the problem and a one-character step.
+        let least = count(&["1".to_string()])?;
+        if least > target {
+            return Err(Failure::Usage(format!(
+                "--tokens {target} is shorter than the benchmark's problem text and one step ({least} tokens with this tokenizer)"
+            )));
+        }
         let mut nums = Numbers(0x5eed);
         let mut steps: Vec<String> = Vec::new();
         // Whole steps while they fit; each step is far shorter than any

@@ -83,8 +83,8 @@ pub struct Args {
     /// Step statistics joined to the hidden state, comma-separated: log1p_tokens,
     /// mean_logprob, min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob,
     /// digit_mean_logprob, plus_minus_min_logprob, result_min_logprob, operand_min_logprob,
-    /// times_divide_min_logprob (they need the backbone's LM head); recorded as
-    /// `stepscore.step_stats`.
+    /// times_divide_min_logprob, operation_min_logprob (they need the backbone's LM head);
+    /// recorded as `stepscore.step_stats`.
     #[arg(long, value_delimiter = ',', value_parser = str::parse::<stepscore::prm::StepStat>)]
     pub stats: Vec<stepscore::prm::StepStat>,
 

@@ -808,9 +808,8 @@ impl GgufFile {
     }
 }
 
-#[cfg(any(test, feature = "testing"))]
-/// Builds GGUF files in memory: tiny checkpoints for tests and fixtures
-/// (feature `testing`).
+/// Builds GGUF files in memory: tiny checkpoints for tests and fixtures,
+/// and the random-weight models of `model::synthetic`.
 #[derive(Debug, Clone)]
 pub struct GgufWriter {
     version: u32,
@@ -818,7 +817,6 @@ pub struct GgufWriter {
     tensors: Vec<(String, Vec<u64>, GgmlType, Vec<u8>)>,
 }
 
-#[cfg(any(test, feature = "testing"))]
 impl Default for GgufWriter {
     fn default() -> Self {
         GgufWriter {
@@ -829,7 +827,6 @@ impl Default for GgufWriter {
     }
 }
 
-#[cfg(any(test, feature = "testing"))]
 impl GgufWriter {
     pub fn new() -> Self {
         Self::default()
@@ -876,7 +873,35 @@ impl GgufWriter {
         Ok(self)
     }
 
+    /// The file's bytes, the tensors' data moved in one by one and freed as
+    /// they go, so a multi-gigabyte model is never held twice in full.
+    pub fn into_bytes(self) -> Result<Vec<u8>> {
+        let sizes: Vec<usize> = self.tensors.iter().map(|t| t.3.len()).collect();
+        let (mut out, alignment) = self.header_bytes(&sizes)?;
+        let total = sizes
+            .iter()
+            .fold(out.len(), |at, &n| at.next_multiple_of(alignment) + n);
+        out.reserve_exact(total - out.len());
+        for (_, _, _, data) in self.tensors {
+            out.resize(out.len().next_multiple_of(alignment), 0);
+            out.extend_from_slice(&data);
+        }
+        Ok(out)
+    }
+
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let sizes: Vec<usize> = self.tensors.iter().map(|t| t.3.len()).collect();
+        let (mut out, alignment) = self.header_bytes(&sizes)?;
+        for (_, _, _, data) in &self.tensors {
+            out.resize(out.len().next_multiple_of(alignment), 0);
+            out.extend_from_slice(data);
+        }
+        Ok(out)
+    }
+
+    /// Header, metadata and tensor directory for tensors of `sizes` bytes,
+    /// and the data alignment.
+    fn header_bytes(&self, sizes: &[usize]) -> Result<(Vec<u8>, usize)> {
         let alignment = match self.metadata.iter().find(|(k, _)| k == "general.alignment") {
             None => DEFAULT_ALIGNMENT,
             Some((_, GgufValue::U32(a))) if a.is_power_of_two() => *a,
@@ -897,7 +922,7 @@ impl GgufWriter {
             write_value(&mut out, v);
         }
         let mut offset = 0usize;
-        for (name, dims, ty, data) in &self.tensors {
+        for ((name, dims, ty, _), &size) in self.tensors.iter().zip(sizes) {
             write_str(&mut out, name);
             out.extend_from_slice(&(dims.len() as u32).to_le_bytes());
             for d in dims {
@@ -905,23 +930,17 @@ impl GgufWriter {
             }
             out.extend_from_slice(&ty.id().to_le_bytes());
             out.extend_from_slice(&(offset as u64).to_le_bytes());
-            offset = (offset + data.len()).next_multiple_of(alignment);
+            offset = (offset + size).next_multiple_of(alignment);
         }
-        for (_, _, _, data) in &self.tensors {
-            out.resize(out.len().next_multiple_of(alignment), 0);
-            out.extend_from_slice(data);
-        }
-        Ok(out)
+        Ok((out, alignment))
     }
 }
 
-#[cfg(any(test, feature = "testing"))]
 fn write_str(out: &mut Vec<u8>, s: &str) {
     out.extend_from_slice(&(s.len() as u64).to_le_bytes());
     out.extend_from_slice(s.as_bytes());
 }
 
-#[cfg(any(test, feature = "testing"))]
 fn write_value(out: &mut Vec<u8>, v: &GgufValue) {
     match v {
         GgufValue::U8(x) => out.push(*x),
@@ -940,7 +959,6 @@ fn write_value(out: &mut Vec<u8>, v: &GgufValue) {
     }
 }
 
-#[cfg(any(test, feature = "testing"))]
 fn write_array(out: &mut Vec<u8>, a: &GgufArray) {
     out.extend_from_slice(&a.elem_type().id().to_le_bytes());
     out.extend_from_slice(&(a.len() as u64).to_le_bytes());

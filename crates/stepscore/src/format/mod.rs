@@ -4,7 +4,5 @@
 pub mod gguf;
 pub mod storage;
 
-#[cfg(any(test, feature = "testing"))]
-pub use gguf::GgufWriter;
-pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, TensorInfo};
+pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, GgufWriter, TensorInfo};
 pub use storage::ModelBytes;

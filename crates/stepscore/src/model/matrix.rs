@@ -414,8 +414,11 @@ fn dot4(w: &[f32], xs: [&[f32]; 4]) -> [f32; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // proptest forks and times out through OS processes: native only.
+    #[cfg(not(target_arch = "wasm32"))]
     use proptest::prelude::*;
 
+    #[cfg(not(target_arch = "wasm32"))]
     fn naive(w: &[f32], rows: usize, cols: usize, x: &[f32], n: usize) -> Vec<f32> {
         let mut out = vec![0.0f32; n * rows];
         for t in 0..n {
@@ -448,6 +451,7 @@ mod tests {
         assert!(m.gather_row(2, &mut [0.0; 3]).is_err());
     }
 
+    #[cfg(not(target_arch = "wasm32"))]
     proptest! {
         #[test]
         fn matches_naive_for_any_shape_and_threads(

@@ -8,6 +8,7 @@ pub mod gguf;
 pub mod hf;
 pub mod kernels;
 pub mod matrix;
+pub mod synthetic;
 pub mod transformer;
 
 pub use config::{Arch, ModelConfig, RopeScaling};

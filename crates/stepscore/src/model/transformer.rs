@@ -834,7 +834,7 @@ fn attend_one_body<const WIDE: bool>(
         let mut max = f32::NEG_INFINITY;
         for (sc, j) in scores.iter_mut().zip(s.first..=s.pos) {
             let kj = &keys[j * kvd + off..j * kvd + off + hd];
-            *sc = dot_inline(qh, kj) * scale;
+            *sc = attn_dot(qh, kj) * scale;
             max = max.max(*sc);
         }
         let mut sum = 0.0f32;
@@ -849,12 +849,31 @@ fn attend_one_body<const WIDE: bool>(
             unsafe { weigh_values_avx512(&scores, sum, values, kvd, off, s.first, oh) };
             continue;
         }
+        // SIMD128 in registers across the keys, with the portable loop's bits.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if crate::quant::wasm::weigh_values(&scores, sum, values, kvd, off, s.first, oh) {
+            continue;
+        }
         weigh_values(&scores, sum, values, kvd, off, s.first, oh);
     }
 }
 
+/// Query . key: [`dot_inline`], as SIMD128 intrinsics on wasm32 (the same
+/// lanes summed in the same order, so the same bits).
+#[inline(always)]
+fn attn_dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    return crate::quant::wasm::dot_attn(a, b);
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    dot_inline(a, b)
+}
+
 /// The same sum, in the same order, as `matrix::dot`, but always inlined so
 /// it takes the caller's instruction set.
+#[cfg_attr(
+    all(target_arch = "wasm32", target_feature = "simd128"),
+    allow(dead_code)
+)]
 #[inline(always)]
 fn dot_inline(a: &[f32], b: &[f32]) -> f32 {
     const LANES: usize = 8;
@@ -899,6 +918,58 @@ fn add_bias(x: &mut [f32], bias: Option<&[f32]>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// On wasm32 (wasm-bindgen-test, scripts/test-wasm-kernels.sh): the
+    /// SIMD128 attention sums against this file's portable loops, bit for bit,
+    /// for head sizes with and without a tail.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn simd128_attention_sums_equal_the_portable_loops() {
+        use crate::quant::wasm;
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        for (hd, kv_heads, keys, first) in
+            [(64, 3, 37, 0), (72, 2, 9, 1), (6, 1, 3, 0), (130, 1, 5, 2)]
+        {
+            let kvd = hd * kv_heads;
+            let values: Vec<f32> = (0..(first + keys) * kvd).map(|_| next()).collect();
+            let scores: Vec<f32> = (0..keys).map(|_| (next() * 4.0).exp()).collect();
+            let sum: f32 = scores.iter().sum();
+            for h in 0..kv_heads {
+                let off = h * hd;
+                let mut want = vec![f32::NAN; hd];
+                let mut got = vec![f32::NAN; hd];
+                weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
+                assert!(wasm::weigh_values(
+                    &scores, sum, &values, kvd, off, first, &mut got
+                ));
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "hd {hd}, head {h}: {got:?} vs {want:?}"
+                );
+                let (q, k) = (&values[off..off + hd], &values[kvd + off..kvd + off + hd]);
+                assert_eq!(wasm::dot_attn(q, k).to_bits(), dot_inline(q, k).to_bits());
+            }
+            // Rows past the cache: refused, the portable loop takes over.
+            let mut out = vec![0.0f32; hd];
+            assert!(!wasm::weigh_values(
+                &scores,
+                sum,
+                &values[..kvd],
+                kvd,
+                0,
+                first,
+                &mut out
+            ));
+        }
+    }
 
     /// The AVX-512 weighted sum of values keeps each element's operations
     /// (0 + p_0 v_0 + p_1 v_1 ..., no fused multiply-add), so it must give

@@ -1,13 +1,19 @@
 //! What a step's tokens say about its arithmetic: which tokens are digits
 //! (of a result written after "=", of an operand, of the step's own
 //! enumeration marker), which are a plus/minus or a times/divide sign, and
-//! the log-prob statistics over each class ([`DigitConfidence`]). Tokens are
-//! read through the step text they cover, so every engine and every family
-//! classifies the same tokens the same way.
+//! the log-prob statistics over each class ([`DigitConfidence`]), and how
+//! likely the model found each operator's operation in any notation
+//! ([`OperatorRows`]). Tokens are read through the step text they cover, so
+//! every engine and every family classifies the same tokens the same way.
 
 use std::sync::OnceLock;
 
 use regex::Regex;
+
+use super::template::Encoded;
+use crate::error::Result;
+use crate::model::{Kernels, Linear, Matrix, Transformer};
+use crate::tokenizer::Tokenizer;
 
 /// The log-probabilities of a step's digit tokens (tokens whose text,
 /// without surrounding whitespace, is one or more ASCII digits) and of its
@@ -29,6 +35,14 @@ pub struct DigitConfidence {
     /// written before they existed (a head that reads them refuses those).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arithmetic: Option<ArithmeticConfidence>,
+    /// The least likely operation among the step's operator tokens: per
+    /// operator, log P(its operation | some operation comes next), each
+    /// operation's probability summed over its notations (so "x" where the
+    /// model expected "×" costs nothing, "x" where it expected "/" much).
+    /// 0.0 without operators; `None` where not computed (heads that do not
+    /// read it, feature files written before it existed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operation_min_logprob: Option<f64>,
 }
 
 /// The digit tokens of a step split by what their number is, and its
@@ -78,6 +92,29 @@ impl TokenKind {
     }
 }
 
+/// The operation an operator token writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    Plus,
+    Minus,
+    Times,
+    Divide,
+}
+
+impl Operation {
+    /// By trimmed text; the letter "x" is a product only between numbers,
+    /// which the caller decides ([`roles`]), so it is one here.
+    pub fn of_text(text: &str) -> Option<Operation> {
+        match text.trim() {
+            "+" => Some(Operation::Plus),
+            "-" | "\u{2212}" => Some(Operation::Minus),
+            "\u{d7}" | "*" | "\u{b7}" | "\\times" | "\\cdot" | "x" => Some(Operation::Times),
+            "/" | "\u{f7}" | "\\div" => Some(Operation::Divide),
+            _ => None,
+        }
+    }
+}
+
 /// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
 pub fn is_digit_text(text: &str) -> bool {
     let t = text.trim();
@@ -91,8 +128,8 @@ enum Role {
     Operand,
     /// A digit of the step's leading enumeration marker.
     Marker,
-    PlusMinus,
-    TimesDivide,
+    /// "+"/"-" or a times/divide sign, and the operation it writes.
+    Operator(Operation),
     Other,
 }
 
@@ -139,8 +176,9 @@ fn roles(text: &str, spans: &[(usize, usize)]) -> Vec<Role> {
                     Role::Operand
                 }
             }
-            TokenKind::PlusMinus => Role::PlusMinus,
-            TokenKind::TimesDivide => Role::TimesDivide,
+            TokenKind::PlusMinus | TokenKind::TimesDivide => {
+                Operation::of_text(p).map_or(Role::Other, Role::Operator)
+            }
             TokenKind::Other if p == "x" => {
                 let before = pieces[..i].iter().rev().find(|p| !p.is_empty());
                 let after = pieces[i + 1..].iter().find(|p| !p.is_empty());
@@ -148,7 +186,7 @@ fn roles(text: &str, spans: &[(usize, usize)]) -> Vec<Role> {
                 let starts_digit =
                     after.is_some_and(|a| a.starts_with(|c: char| c.is_ascii_digit()));
                 if ends_digit && starts_digit {
-                    Role::TimesDivide
+                    Role::Operator(Operation::Times)
                 } else {
                     Role::Other
                 }
@@ -167,11 +205,13 @@ fn number_regex() -> &'static Regex {
 
 impl DigitConfidence {
     /// From a step's text, its tokens' byte ranges in it and their
-    /// `(log-prob, entropy)`, in order.
+    /// `(log-prob, entropy)`, in order; `operations` (from
+    /// [`operation_logprobs`]) when the operation statistic is wanted.
     pub(crate) fn of(
         text: &str,
         spans: &[(usize, usize)],
         per_token: &[(f64, f64)],
+        operations: Option<&[Option<f64>]>,
     ) -> DigitConfidence {
         let (mut n, mut sum, mut min) = (0usize, 0.0f64, 0.0f64);
         let mut plus_minus = 0.0f64;
@@ -185,8 +225,10 @@ impl DigitConfidence {
             match role {
                 Role::Result => a.result_min_logprob = a.result_min_logprob.min(lp),
                 Role::Operand => a.operand_min_logprob = a.operand_min_logprob.min(lp),
-                Role::PlusMinus => plus_minus = plus_minus.min(lp),
-                Role::TimesDivide => {
+                Role::Operator(Operation::Plus | Operation::Minus) => {
+                    plus_minus = plus_minus.min(lp)
+                }
+                Role::Operator(Operation::Times | Operation::Divide) => {
                     a.times_divide_min_logprob = a.times_divide_min_logprob.min(lp)
                 }
                 Role::Marker | Role::Other => {}
@@ -198,8 +240,101 @@ impl DigitConfidence {
             mean_logprob: if n == 0 { 0.0 } else { sum / n as f64 },
             plus_minus_min_logprob: plus_minus,
             arithmetic: Some(a),
+            operation_min_logprob: operations
+                .map(|o| o.iter().flatten().fold(0.0f64, |m, &v| m.min(v))),
         }
     }
+}
+
+/// The vocabulary rows of every token that writes an operation (by
+/// [`Operation::of_text`]), cut from the model's vocabulary projection, and
+/// each row's operation: their logits where an operator was written give
+/// each operation's probability summed over all its notations.
+#[derive(Debug, Clone)]
+pub struct OperatorRows<W = Matrix> {
+    rows: W,
+    operations: Vec<Operation>,
+}
+
+impl OperatorRows {
+    /// Scans `tok`'s vocabulary once (what a head load or the first feature
+    /// extraction pays).
+    pub(crate) fn load(model: &Transformer, tok: &Tokenizer) -> Result<OperatorRows> {
+        let vocab = model.config().vocab_size.min(tok.vocab_size());
+        let (mut ids, mut operations) = (Vec::new(), Vec::new());
+        for id in 0..vocab as u32 {
+            if let Some(op) = Operation::of_text(&tok.decode(&[id], false)?) {
+                ids.push(id);
+                operations.push(op);
+            }
+        }
+        Ok(OperatorRows {
+            rows: model.vocab_projection()?.select_rows(&ids)?,
+            operations,
+        })
+    }
+
+    pub(crate) fn upload<K: Kernels>(&self, k: &K) -> Result<OperatorRows<K::Weights>> {
+        Ok(OperatorRows {
+            rows: k.upload(&self.rows)?,
+            operations: self.operations.clone(),
+        })
+    }
+}
+
+/// Per step, per token of `enc`: for operator tokens, log P(the operation it
+/// writes | some operation), from the operator rows' logits at the position
+/// that predicts it; `None` for every other token (and for an operation the
+/// vocabulary has no token of).
+pub(crate) async fn operation_logprobs<K: Kernels>(
+    k: &K,
+    last: &K::Hidden,
+    ops: &OperatorRows<K::Weights>,
+    enc: &Encoded,
+) -> Result<Vec<Vec<Option<f64>>>> {
+    let mut out = Vec::with_capacity(enc.step_tokens.len());
+    let mut positions = Vec::new();
+    let mut wanted = Vec::new();
+    for (s, ((text, spans), range)) in enc
+        .step_texts
+        .iter()
+        .zip(&enc.step_spans)
+        .zip(&enc.step_tokens)
+        .enumerate()
+    {
+        out.push(vec![None; spans.len()]);
+        for (i, role) in roles(text, spans).into_iter().enumerate() {
+            if let (Role::Operator(op), Some(p)) = (role, (range.start + i).checked_sub(1)) {
+                positions.push(p);
+                wanted.push((s, i, op));
+            }
+        }
+    }
+    if positions.is_empty() || ops.operations.is_empty() {
+        return Ok(out);
+    }
+    let layers = [Linear {
+        weight: &ops.rows,
+        bias: None,
+        relu: false,
+    }];
+    let logits = k.rows(last, &positions, &layers).await?;
+    let lse = |it: &mut dyn Iterator<Item = f64>| {
+        let v: Vec<f64> = it.collect();
+        let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (m > f64::NEG_INFINITY).then(|| m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln())
+    };
+    let r = ops.operations.len();
+    for ((s, i, op), row) in wanted.into_iter().zip(logits.chunks_exact(r)) {
+        let all = lse(&mut row.iter().map(|&v| v as f64));
+        let mine = lse(&mut row
+            .iter()
+            .zip(&ops.operations)
+            .filter(|(_, o)| **o == op)
+            .map(|(&v, _)| v as f64));
+        out[s][i] = mine.zip(all).map(|(m, a)| m - a);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -234,10 +369,10 @@ mod tests {
                 Other,
                 Operand,
                 Operand,
-                TimesDivide,
+                Operator(Operation::Times),
                 Other,
                 Operand,
-                TimesDivide,
+                Operator(Operation::Divide),
                 Other,
                 Operand,
                 Other,
@@ -245,7 +380,7 @@ mod tests {
                 Result,
                 Other,
                 Result,
-                PlusMinus,
+                Operator(Operation::Minus),
                 Operand,
                 Other,
                 Other,
@@ -263,7 +398,7 @@ mod tests {
             .iter()
             .map(|&lp| (lp, 0.0))
             .collect();
-        let d = DigitConfidence::of(&text, &spans, &lps);
+        let d = DigitConfidence::of(&text, &spans, &lps, None);
         // "Step 3:" is not a digit token (it holds letters); " 1" after "+" is an operand.
         assert_eq!((d.tokens, d.min_logprob), (5, -7.0));
         assert!((d.mean_logprob - (-1.0 - 3.0 - 7.0 - 0.5 - 4.0) / 5.0).abs() < 1e-12);
@@ -280,6 +415,7 @@ mod tests {
             "Words only.",
             &[(0, 5), (5, 11)],
             &[(-3.0, 0.0), (-1.0, 0.0)],
+            None,
         );
         assert_eq!(
             (none.tokens, none.min_logprob, none.plus_minus_min_logprob),
@@ -292,7 +428,7 @@ mod tests {
     fn marker_digits_count_as_digits_but_not_as_operands() {
         let (text, spans) = tokens(&["3", ".", " ", "7"]);
         let lps = [(-8.0, 0.0), (-0.1, 0.0), (-0.1, 0.0), (-1.0, 0.0)];
-        let d = DigitConfidence::of(&text, &spans, &lps);
+        let d = DigitConfidence::of(&text, &spans, &lps, None);
         assert_eq!((d.tokens, d.min_logprob), (2, -8.0));
         assert_eq!(d.arithmetic.unwrap().operand_min_logprob, -1.0);
         // "1.5 cm" is a number, not a marker.
@@ -324,7 +460,7 @@ mod tests {
         let text = "é = 5";
         let spans = [(0, 1), (1, 2), (2, 4), (4, 6), (6, 9)];
         let lps = [(-1.0, 0.0); 5];
-        let d = DigitConfidence::of(text, &spans, &lps);
+        let d = DigitConfidence::of(text, &spans, &lps, None);
         assert_eq!(d.arithmetic.unwrap().result_min_logprob, -1.0);
     }
 }

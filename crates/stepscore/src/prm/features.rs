@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::arithmetic::DigitConfidence;
+use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
 use super::engine::block_on;
 use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
@@ -69,6 +69,7 @@ pub(super) fn forward_layer(
 /// The features of one forward pass over `enc` (from [`forward_layer`]'s layer).
 pub(super) fn collect(
     model: &Transformer,
+    operators: Option<&OperatorRows>,
     enc: &Encoded,
     hidden: &Taps<Hidden>,
     truncated_steps: usize,
@@ -91,10 +92,21 @@ pub(super) fn collect(
         // The confidence head's own statistics, over this family's
         // prompt layout (its step token ranges), on the CPU engine.
         let per_token = block_on(step_token_logprobs(model, &hidden.last, enc))?;
+        let operations = match operators {
+            Some(ops) => Some(block_on(operation_logprobs(model, &hidden.last, ops, enc))?),
+            None => None,
+        };
         let digits = per_token
             .iter()
             .zip(enc.step_texts.iter().zip(&enc.step_spans))
-            .map(|(lps, (text, spans))| DigitConfidence::of(text, spans, lps))
+            .enumerate()
+            .map(|(i, (lps, (text, spans)))| {
+                let ops = operations
+                    .as_ref()
+                    .and_then(|o| o.get(i))
+                    .map(Vec::as_slice);
+                DigitConfidence::of(text, spans, lps, ops)
+            })
             .collect();
         let stats = per_token.iter().map(|t| StepConfidence::of(t)).collect();
         (Some(stats), Some(digits))

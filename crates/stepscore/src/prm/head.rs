@@ -6,11 +6,12 @@
 //! and so do value heads, whose few weights per step cost less than
 //! reading their output back.
 
-use super::arithmetic::DigitConfidence;
+use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
 use super::family::Family;
 use super::template::{Encoded, Protocol};
 use crate::error::{Error, Result};
 use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
+use crate::tokenizer::Tokenizer;
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -48,10 +49,13 @@ pub enum StepStat {
     ResultMinLogprob,
     OperandMinLogprob,
     TimesDivideMinLogprob,
+    /// The least likely operation of the step's operators, in any notation
+    /// (see [`DigitConfidence::operation_min_logprob`]).
+    OperationMinLogprob,
 }
 
 impl StepStat {
-    pub const ALL: [StepStat; 11] = [
+    pub const ALL: [StepStat; 12] = [
         StepStat::Log1pTokens,
         StepStat::MeanLogprob,
         StepStat::MinLogprob,
@@ -63,6 +67,7 @@ impl StepStat {
         StepStat::ResultMinLogprob,
         StepStat::OperandMinLogprob,
         StepStat::TimesDivideMinLogprob,
+        StepStat::OperationMinLogprob,
     ];
     /// The layout `stepscore.confidence_features = true` means (the first
     /// heads over hidden state + statistics were trained on these four).
@@ -87,6 +92,7 @@ impl StepStat {
             StepStat::ResultMinLogprob => "result_min_logprob",
             StepStat::OperandMinLogprob => "operand_min_logprob",
             StepStat::TimesDivideMinLogprob => "times_divide_min_logprob",
+            StepStat::OperationMinLogprob => "operation_min_logprob",
         }
     }
 
@@ -97,6 +103,12 @@ impl StepStat {
     /// Whether the statistic is one of the step's [`DigitConfidence`].
     pub fn reads_digit_confidence(self) -> bool {
         !StepStat::CONFIDENCE.contains(&self)
+    }
+
+    /// Whether it needs the operator rows' logits
+    /// ([`DigitConfidence::operation_min_logprob`]).
+    pub fn reads_operations(self) -> bool {
+        self == StepStat::OperationMinLogprob
     }
 
     /// Whether it is one of [`DigitConfidence::arithmetic`]'s.
@@ -127,6 +139,7 @@ impl StepStat {
             StepStat::TimesDivideMinLogprob => {
                 d.arithmetic.map_or(0.0, |a| a.times_divide_min_logprob)
             }
+            StepStat::OperationMinLogprob => d.operation_min_logprob.unwrap_or(0.0),
         };
         v as f32
     }
@@ -178,8 +191,9 @@ enum Kind<W> {
         w2: W,
         b2: [f32; 2],
     },
-    /// Linear or MLP -> sigmoid, on the host.
-    Value(ValueHead),
+    /// Linear or MLP -> sigmoid, on the host; the operator rows when a
+    /// statistic reads the operations.
+    Value(ValueHead, Option<OperatorRows<W>>),
     /// Softmax over the "+" and "-" logits (those two vocabulary rows, in
     /// that order), probability of "+".
     PlusMinus { rows: W },
@@ -227,15 +241,25 @@ impl ValueHead {
         &self,
         k: &K,
         last: &K::Hidden,
+        operators: Option<&OperatorRows<K::Weights>>,
         enc: &Encoded,
     ) -> Result<(Vec<(StepConfidence, DigitConfidence)>, Vec<Vec<(f64, f64)>>)> {
         let per_token = step_token_logprobs(k, last, enc).await?;
+        let operations = match operators {
+            Some(ops) => Some(operation_logprobs(k, last, ops, enc).await?),
+            None => None,
+        };
         let stats = per_token
             .iter()
             .zip(enc.step_texts.iter().zip(&enc.step_spans))
-            .map(|(lps, (text, spans))| {
+            .enumerate()
+            .map(|(i, (lps, (text, spans)))| {
                 let digits = if self.reads_digits {
-                    DigitConfidence::of(text, spans, lps)
+                    let ops = operations
+                        .as_ref()
+                        .and_then(|o| o.get(i))
+                        .map(Vec::as_slice);
+                    DigitConfidence::of(text, spans, lps, ops)
                 } else {
                     DigitConfidence::default()
                 };
@@ -357,10 +381,12 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
 impl Head {
     /// Builds the head `protocol`'s family needs for `model` (its final
     /// form: the "+"/"-" rows are cut from its vocabulary projection as
-    /// scoring will use it), reading `input`'s layer and statistics.
+    /// scoring will use it), reading `input`'s layer and statistics; the
+    /// tokenizer finds the operator tokens for the operation statistic.
     pub fn load(
         protocol: &Protocol,
         model: &Transformer,
+        tokenizer: &Tokenizer,
         input: &HeadInput,
         get: &TensorLookup<'_>,
     ) -> Result<Head> {
@@ -406,7 +432,12 @@ impl Head {
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
                 v.reads_digits = v.stats.iter().any(|s| s.reads_digit_confidence());
-                Kind::Value(v)
+                let operators = if v.stats.iter().any(|s| s.reads_operations()) {
+                    Some(OperatorRows::load(model, tokenizer)?)
+                } else {
+                    None
+                };
+                Kind::Value(v, operators)
             }
             Family::MathShepherd | Family::Rlhflow => {
                 let (plus, minus) = protocol
@@ -440,7 +471,9 @@ impl Head {
                 w2: k.upload(w2)?,
                 b2: *b2,
             },
-            Kind::Value(v) => Kind::Value(v.clone()),
+            Kind::Value(v, ops) => {
+                Kind::Value(v.clone(), ops.as_ref().map(|o| o.upload(k)).transpose()?)
+            }
             Kind::PlusMinus { rows } => Kind::PlusMinus {
                 rows: k.upload(rows)?,
             },
@@ -471,7 +504,7 @@ impl<W> Head<W> {
     pub fn needs_token_stats(&self) -> bool {
         match &self.kind {
             Kind::Confidence => true,
-            Kind::Value(v) => !v.stats.is_empty(),
+            Kind::Value(v, _) => !v.stats.is_empty(),
             _ => false,
         }
     }
@@ -533,11 +566,11 @@ impl<W> Head<W> {
                     .map(|l| softmax2(l[0] as f64, l[1] as f64).0)
                     .collect()
             }
-            Kind::Value(v) => {
+            Kind::Value(v, ops) => {
                 let stats = if v.stats.is_empty() {
                     None
                 } else {
-                    let (s, per_token) = v.step_stats(k, &states.last, enc).await?;
+                    let (s, per_token) = v.step_stats(k, &states.last, ops.as_ref(), enc).await?;
                     if s.len() != n {
                         return Err(Error::InvalidArgument(format!(
                             "{} steps have statistics, {n} have markers",
@@ -744,6 +777,7 @@ mod tests {
                 operand_min_logprob: -1.5,
                 times_divide_min_logprob: -4.75,
             }),
+            operation_min_logprob: Some(-0.625),
         };
         let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
         assert_eq!(
@@ -759,7 +793,8 @@ mod tests {
                 -9.25,
                 -6.5,
                 -1.5,
-                -4.75
+                -4.75,
+                -0.625
             ]
         );
     }

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::arithmetic::OperatorRows;
 use super::backend::{Backend, BackendReport};
 use super::blocking::ASYNC_ONLY;
 use super::chat::ChatFormat;
@@ -146,6 +147,9 @@ pub struct Scorer {
     protocol: Protocol,
     /// `None` for a backbone opened for feature extraction only.
     head: Option<Head>,
+    /// The operator tokens' vocabulary rows, built at the first feature
+    /// extraction with confidence statistics.
+    operators: std::sync::OnceLock<OperatorRows>,
     max_tokens: usize,
     truncation: Truncation,
     engine: Engine,
@@ -443,13 +447,21 @@ impl Scorer {
             model.quantize_weights(ty)?;
         }
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(mode, &protocol, &model, &input, external, &|name| {
-            if !checkpoint.has_tensor(name) {
-                return Ok(None);
-            }
-            let t = checkpoint.tensor_f32(name)?;
-            Ok(Some((t.shape, t.data)))
-        })?;
+        let head = load_head(
+            mode,
+            &protocol,
+            &model,
+            &tokenizer,
+            &input,
+            external,
+            &|name| {
+                if !checkpoint.has_tensor(name) {
+                    return Ok(None);
+                }
+                let t = checkpoint.tensor_f32(name)?;
+                Ok(Some((t.shape, t.data)))
+            },
+        )?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -483,9 +495,15 @@ impl Scorer {
         let input = head_input(external)?;
         let mut model = gguf.transformer()?;
         model.set_threads(resolve_threads(options.threads));
-        let head = load_head(mode, &protocol, &model, &input, external, &|name| {
-            gguf.tensor_f32(name)
-        })?;
+        let head = load_head(
+            mode,
+            &protocol,
+            &model,
+            &tokenizer,
+            &input,
+            external,
+            &|name| gguf.tensor_f32(name),
+        )?;
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -517,6 +535,7 @@ impl Scorer {
             tokenizer,
             protocol,
             head,
+            operators: std::sync::OnceLock::new(),
             max_tokens,
             truncation: options.truncation,
             engine,
@@ -702,7 +721,25 @@ impl Scorer {
             None,
             layer,
         ))?;
-        features::collect(&self.model, &enc, &hidden, truncated_steps, options)
+        let operators = if options.confidence {
+            if self.operators.get().is_none() {
+                // Another thread may have set it meanwhile: the same table.
+                let _ = self
+                    .operators
+                    .set(OperatorRows::load(&self.model, &self.tokenizer)?);
+            }
+            self.operators.get()
+        } else {
+            None
+        };
+        features::collect(
+            &self.model,
+            operators,
+            &enc,
+            &hidden,
+            truncated_steps,
+            options,
+        )
     }
 
     /// Runs the decoder over `tokens` on this scorer's engine and returns
@@ -858,10 +895,12 @@ fn head_input(external: Option<&HeadFile>) -> Result<HeadInput> {
 
 /// The head's tensors from the separate head file when there is one, else
 /// from the checkpoint (`lookup`); none for a backbone.
+#[allow(clippy::too_many_arguments)]
 fn load_head(
     mode: HeadMode,
     protocol: &Protocol,
     model: &Transformer,
+    tokenizer: &Tokenizer,
     input: &HeadInput,
     external: Option<&HeadFile>,
     lookup: &TensorLookup<'_>,
@@ -870,6 +909,7 @@ fn load_head(
         HeadMode::Load => Ok(Some(Head::load(
             protocol,
             model,
+            tokenizer,
             input,
             &|name| match external {
                 Some(head) => Ok(head.tensor(name)),

@@ -92,6 +92,9 @@ pub enum Simd {
     Avx2,
     /// AVX2 + FMA, and AVX-512 BW + VNNI for the K-quant prefill tiles.
     Avx512,
+    /// WebAssembly SIMD128 intrinsics (`wasm.rs`): wasm32 builds with the
+    /// `simd128` target feature, which the module's validation checks at load.
+    Wasm128,
 }
 
 impl Simd {
@@ -109,14 +112,18 @@ impl Simd {
                 return Simd::Avx2;
             }
         }
+        if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
+            return Simd::Wasm128;
+        }
         Simd::Portable
     }
 
     pub fn is_available(self) -> bool {
         match self {
             Simd::Portable => true,
-            Simd::Avx2 => Simd::detect() != Simd::Portable,
+            Simd::Avx2 => matches!(Simd::detect(), Simd::Avx2 | Simd::Avx512),
             Simd::Avx512 => Simd::detect() == Simd::Avx512,
+            Simd::Wasm128 => Simd::detect() == Simd::Wasm128,
         }
     }
 
@@ -435,6 +442,9 @@ fn tile<const T: usize>(
                     // SAFETY: as in dispatch32.
                     #[cfg(target_arch = "x86_64")]
                     b if b.avx2() => unsafe { super::x86::dot_f32::<T>(wr, &a) },
+                    // SAFETY: every token slice is `cols` long, as the row.
+                    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+                    Simd::Wasm128 => unsafe { super::wasm::dot_f32::<T>(wr, &a) },
                     _ => kernels::dot_f32::<T>(wr, &a),
                 }
             }
@@ -489,6 +499,16 @@ fn dispatch32<const T: usize>(
                 (false, true) => super::x86::dot32::<T, false, true>(row, a),
             }
         },
+        // SAFETY: Wasm128 is only detected in simd128 builds, and `tile` slices
+        // every row and token to `nb` blocks.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Simd::Wasm128 => unsafe {
+            if min {
+                super::wasm::dot32::<T, true>(row, a)
+            } else {
+                super::wasm::dot32::<T, false>(row, a)
+            }
+        },
         _ => {
             let _ = signed; // the portable kernels multiply signed values directly
             if min {
@@ -517,6 +537,15 @@ fn dispatch_k<const T: usize>(
                 (true, true) => super::x86::dot_k::<T, true, true>(row, a),
                 (false, false) => super::x86::dot_k::<T, false, false>(row, a),
                 (false, true) => super::x86::dot_k::<T, false, true>(row, a),
+            }
+        },
+        // SAFETY: as in dispatch32.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        Simd::Wasm128 => unsafe {
+            if min {
+                super::wasm::dot_k::<T, true>(row, a)
+            } else {
+                super::wasm::dot_k::<T, false>(row, a)
             }
         },
         _ => {

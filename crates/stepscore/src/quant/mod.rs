@@ -5,7 +5,8 @@
 //!   llama.cpp's reference activation quantizers, bit-exact;
 //! - [`matmul`] and friends: weight matrix x activations, computed the way
 //!   ggml's CPU backend does (activations in the weight's vec_dot_type,
-//!   integer block sums), multi-threaded, with AVX2 kernels on x86_64.
+//!   integer block sums), multi-threaded, with AVX2 kernels on x86_64 and
+//!   SIMD128 kernels on wasm32.
 //!
 //! Exactness is checked against fixtures generated from llama.cpp's own C
 //! code (scripts/quant-reference/, tests/fixtures/quant/).
@@ -20,6 +21,8 @@ mod kernels;
 #[cfg(target_arch = "x86_64")]
 mod ktile;
 mod matmul;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+pub(crate) mod wasm;
 mod weights;
 #[cfg(target_arch = "x86_64")]
 mod x86;

@@ -1,0 +1,378 @@
+//! WebAssembly SIMD128 versions of the three dot shapes in `kernels.rs`,
+//! plus the f32 dot and weighted sum of attention (`model/transformer.rs`).
+//!
+//! int8 x int8: `i16x8_extmul_{low,high}_i8x16` give 16 exact i16 products,
+//! the two halves are added as i16 (|w| <= 128 and |a| <= 127 — ggml's
+//! activation quantizers never emit -128 — so a pair is at most 2*128*127 <
+//! 2^15), then widened pairwise into i32 lanes (`i32x4_extadd_pairwise`), or,
+//! for a K-quant group, multiplied by the group's scale and added pairwise in
+//! one `i32x4_dot_i16x8`. Integer sums are exact, so their order is free.
+//!
+//! Every float step is the portable kernel's, in the portable order: one f32
+//! accumulator per token and block, scaled by the same products (wasm has no
+//! fused multiply-add, and this code uses none), so results equal the
+//! portable kernels bit for bit; `tests` (run on wasm32, see
+//! docs/ARCHITECTURE.md) compare them.
+//!
+//! Safety: callers pass rows whose slice lengths agree (`q` is 32 (or 256)
+//! times the block count, every token slice has that block count), which the
+//! matmul driver guarantees by construction; the loads below stay inside
+//! those slices. Compiled only with `target_feature = "simd128"`, which wasm
+//! validates when the module loads (there is no runtime detection).
+
+use core::arch::wasm32::*;
+
+use super::act::{BlockQ8, BlockQ8K};
+use super::kernels::{Row32, RowK};
+
+/// 16 exact products of `q` and `a`, halves added: i16 lane l = q[l]a[l] + q[l+8]a[l+8].
+#[inline(always)]
+fn pair_products(q: v128, a: v128) -> v128 {
+    i16x8_add(i16x8_extmul_low_i8x16(q, a), i16x8_extmul_high_i8x16(q, a))
+}
+
+#[inline(always)]
+fn hsum_i32(v: v128) -> i32 {
+    i32x4_extract_lane::<0>(v)
+        .wrapping_add(i32x4_extract_lane::<1>(v))
+        .wrapping_add(i32x4_extract_lane::<2>(v))
+        .wrapping_add(i32x4_extract_lane::<3>(v))
+}
+
+/// # Safety
+/// `p` points at 16 readable bytes.
+#[inline(always)]
+unsafe fn load(p: *const i8) -> v128 {
+    v128_load(p as *const v128)
+}
+
+/// sum over blocks of (d_w * d_a) * isum (+ m_w * s_a when `MIN`).
+///
+/// # Safety
+/// See the module comment.
+#[inline(always)]
+pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
+    w: &Row32,
+    acts: &[&[BlockQ8]; T],
+) -> [f32; T] {
+    let nb = w.d.len();
+    debug_assert!(w.q.len() == nb * 32 && w.m.len() == nb && acts.iter().all(|a| a.len() == nb));
+    let mut acc = [0.0f32; T];
+    let qp = w.q.as_ptr();
+    for b in 0..nb {
+        let q0 = load(qp.add(32 * b));
+        let q1 = load(qp.add(32 * b + 16));
+        let d = *w.d.get_unchecked(b);
+        for t in 0..T {
+            let blk = acts[t].get_unchecked(b);
+            let ap = blk.qs.as_ptr();
+            let p = i32x4_add(
+                i32x4_extadd_pairwise_i16x8(pair_products(q0, load(ap))),
+                i32x4_extadd_pairwise_i16x8(pair_products(q1, load(ap.add(16)))),
+            );
+            let a = acc.get_unchecked_mut(t);
+            *a += (d * blk.d) * hsum_i32(p) as f32;
+            if MIN {
+                *a += *w.m.get_unchecked(b) * blk.s;
+            }
+        }
+    }
+    acc
+}
+
+/// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g
+/// - (dmin_w * d_a) * sum_g mn[g] * bsums[g].
+///
+/// # Safety
+/// See the module comment.
+#[inline(always)]
+pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool>(
+    w: &RowK,
+    acts: &[&[BlockQ8K]; T],
+) -> [f32; T] {
+    let nb = w.d.len();
+    debug_assert!(
+        w.q.len() == nb * 256
+            && w.sc.len() == nb * 16
+            && w.mn.len() == nb * 16
+            && acts.iter().all(|a| a.len() == nb)
+    );
+    let mut acc = [0.0f32; T];
+    let qp = w.q.as_ptr();
+    for b in 0..nb {
+        let sc = w.sc.as_ptr().add(16 * b);
+        // Groups outer, tokens inner: one group's weights and scale stay in
+        // registers beside the T integer sums (exact, so the order is free).
+        // |sc| <= 128 and a group's pair sums are below 2^14 (K-quant
+        // weights are within -32..31), so every i32 lane is exact.
+        let mut isum = [i32x4_splat(0); T];
+        for g in 0..16 {
+            let wv = load(qp.add(256 * b + 16 * g));
+            let sv = i16x8_splat(*sc.add(g));
+            for t in 0..T {
+                let ap = acts[t].get_unchecked(b).qs.as_ptr();
+                let p = pair_products(wv, load(ap.add(16 * g)));
+                isum[t] = i32x4_add(isum[t], i32x4_dot_i16x8(p, sv));
+            }
+        }
+        let mnp = w.mn.as_ptr().add(16 * b) as *const v128;
+        let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
+        for t in 0..T {
+            let blk = acts[t].get_unchecked(b);
+            let a = acc.get_unchecked_mut(t);
+            *a += (d * blk.d) * hsum_i32(isum[t]) as f32;
+            if MIN {
+                let bs = blk.bsums.as_ptr() as *const v128;
+                let m = i32x4_add(
+                    i32x4_dot_i16x8(v128_load(mnp), v128_load(bs)),
+                    i32x4_dot_i16x8(v128_load(mnp.add(1)), v128_load(bs.add(1))),
+                );
+                *a -= (dmin * blk.d) * hsum_i32(m) as f32;
+            }
+        }
+    }
+    acc
+}
+
+/// Eight f32 lanes as two vectors: `lanes[l] += w[l] * a[l]` over whole
+/// runs of 8, returned as the portable kernels' `[f32; 8]`.
+///
+/// # Safety
+/// `a.len() >= w.len()`.
+#[inline(always)]
+unsafe fn lanes8(w: &[f32], a: &[f32]) -> [f32; 8] {
+    let n8 = w.len() / 8 * 8;
+    let (wp, ap) = (w.as_ptr(), a.as_ptr());
+    let (mut lo, mut hi) = (f32x4_splat(0.0), f32x4_splat(0.0));
+    let mut i = 0;
+    while i < n8 {
+        let (w0, w1) = (
+            v128_load(wp.add(i) as *const v128),
+            v128_load(wp.add(i + 4) as *const v128),
+        );
+        let (a0, a1) = (
+            v128_load(ap.add(i) as *const v128),
+            v128_load(ap.add(i + 4) as *const v128),
+        );
+        lo = f32x4_add(lo, f32x4_mul(w0, a0));
+        hi = f32x4_add(hi, f32x4_mul(w1, a1));
+        i += 8;
+    }
+    let mut out = [0.0f32; 8];
+    v128_store(out.as_mut_ptr() as *mut v128, lo);
+    v128_store(out.as_mut_ptr().add(4) as *mut v128, hi);
+    out
+}
+
+/// Float rows, the portable `dot_f32`'s sums: eight lanes, summed in lane
+/// order, then the tail one by one.
+///
+/// # Safety
+/// Every token slice is as long as `w`.
+#[inline(always)]
+pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [f32; T] {
+    let n8 = w.len() / 8 * 8;
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        let a = acts[t];
+        debug_assert!(a.len() == w.len());
+        let mut s: f32 = lanes8(w, a).iter().sum();
+        for j in n8..w.len() {
+            s += w.get_unchecked(j) * a.get_unchecked(j);
+        }
+        out[t] = s;
+    }
+    out
+}
+
+/// Attention's query . key: `matrix::dot`'s sum (eight lanes summed in lane
+/// order, plus the tail's own sum). Checks its lengths.
+#[inline(always)]
+pub(crate) fn dot_attn(a: &[f32], b: &[f32]) -> f32 {
+    let n = a.len().min(b.len());
+    let (a, b) = (&a[..n], &b[..n]);
+    // SAFETY: both slices have n values.
+    let lanes = unsafe { lanes8(a, b) };
+    let mut tail = 0.0f32;
+    for (p, q) in a[n / 8 * 8..].iter().zip(&b[n / 8 * 8..]) {
+        tail += p * q;
+    }
+    lanes.iter().sum::<f32>() + tail
+}
+
+/// Attention's weighted sum of values: `oh[i] = 0 + sum_k (scores[k] / sum) *
+/// v_{first+k}[off + i]`, keys in order, with up to 16 vectors of `oh` held
+/// in registers across the keys. The per-element operations (a product,
+/// then an add) are the portable loop's, so the bits are too. Returns false,
+/// writing nothing, when the rows are not in `values`.
+pub(crate) fn weigh_values(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) -> bool {
+    let hd = oh.len();
+    let end = (first + scores.len())
+        .checked_mul(kvd)
+        .filter(|&e| e <= values.len());
+    if end.is_none() || off + hd > kvd {
+        return false;
+    }
+    const BLOCK: usize = 16;
+    let mut c0 = 0;
+    while c0 < hd {
+        let n = ((hd - c0) / 4).min(BLOCK);
+        if n == 0 {
+            break;
+        }
+        let mut acc = [f32x4_splat(0.0); BLOCK];
+        for (k, &sc) in scores.iter().enumerate() {
+            let p = f32x4_splat(sc / sum);
+            // SAFETY: (first + k) * kvd + off + c0 + 4n <= (first + k + 1) * kvd
+            // <= values.len(), checked above.
+            unsafe {
+                let v = values.as_ptr().add((first + k) * kvd + off + c0);
+                for (i, a) in acc.iter_mut().enumerate().take(n) {
+                    *a = f32x4_add(*a, f32x4_mul(p, v128_load(v.add(4 * i) as *const v128)));
+                }
+            }
+        }
+        for (i, a) in acc.iter().enumerate().take(n) {
+            // SAFETY: c0 + 4i + 4 <= hd.
+            unsafe { v128_store(oh.as_mut_ptr().add(c0 + 4 * i) as *mut v128, *a) };
+        }
+        c0 += 4 * n;
+    }
+    // The tail (head sizes that are not a multiple of 4), as the portable loop.
+    for i in c0..hd {
+        let mut o = 0.0f32;
+        for (k, &sc) in scores.iter().enumerate() {
+            o += (sc / sum) * values[(first + k) * kvd + off + i];
+        }
+        oh[i] = o;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    //! Run on wasm32 itself (`wasm-bindgen-test`, see scripts/test-wasm-kernels.sh):
+    //! each kernel against the portable one, bit for bit.
+    use crate::ggml::GgmlType;
+    use crate::quant::{matmul_with, QMatrix, QuantizedActs, Simd};
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn sym(&mut self) -> f32 {
+            (self.next() >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        }
+    }
+
+    /// Random blocks of `ty` whose f16 scales are finite and moderate.
+    fn random_blocks(ty: GgmlType, rows: usize, cols: usize, rng: &mut Rng) -> Vec<u8> {
+        let n = rows * cols / ty.block_elems() * ty.block_bytes();
+        let mut w: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+        let f16_at: &[usize] = match ty {
+            GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
+            GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
+            GgmlType::Q6K => &[208],
+            _ => &[],
+        };
+        for blk in w.chunks_exact_mut(ty.block_bytes()) {
+            for &o in f16_at {
+                let v = crate::quant::f32_to_f16(rng.sym() * 0.05);
+                blk[o..o + 2].copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        w
+    }
+
+    #[wasm_bindgen_test]
+    fn simd128_matmul_equals_the_portable_kernels_bit_for_bit() {
+        assert_eq!(Simd::detect(), Simd::Wasm128);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        // 9 tokens: one 8-token tile and a single-token remainder.
+        let (rows, n_tokens) = (5, 9);
+        for ty in [
+            GgmlType::Q4_0,
+            GgmlType::Q4_1,
+            GgmlType::Q5_0,
+            GgmlType::Q5_1,
+            GgmlType::Q8_0,
+            GgmlType::Q4K,
+            GgmlType::Q5K,
+            GgmlType::Q6K,
+            GgmlType::F32,
+        ] {
+            // F32: 107 columns, a tail after the runs of 8.
+            let cols = match ty.block_elems() {
+                256 => 512,
+                32 => 96,
+                _ => 107,
+            };
+            let w = if ty == GgmlType::F32 {
+                (0..rows * cols)
+                    .flat_map(|_| rng.sym().to_le_bytes())
+                    .collect()
+            } else {
+                random_blocks(ty, rows, cols, &mut rng)
+            };
+            let m = QMatrix::new(ty, rows, cols, &w).unwrap();
+            let x: Vec<f32> = (0..n_tokens * cols)
+                .map(|i| rng.sym() * if i % 13 == 0 { 30.0 } else { 1.0 })
+                .collect();
+            let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
+            let mut want = vec![f32::NAN; n_tokens * rows];
+            let mut got = vec![f32::NAN; n_tokens * rows];
+            matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
+            matmul_with(&m, None, &acts, &mut got, 1, Simd::Wasm128).unwrap();
+            assert!(want.iter().all(|v| v.is_finite()), "{ty:?}: {want:?}");
+            assert!(
+                got.iter()
+                    .zip(&want)
+                    .all(|(g, w)| g.to_bits() == w.to_bits()),
+                "{ty:?}: {got:?} vs {want:?}"
+            );
+        }
+    }
+
+    /// Extreme integers: weights -128/127 (Q8_0) against activations of
+    /// +-127 in every lane, where an i16 overflow would show.
+    #[wasm_bindgen_test]
+    fn simd128_int8_extremes_are_exact() {
+        let mut w = vec![0u8; 2 * 34];
+        for (r, blk) in w.chunks_exact_mut(34).enumerate() {
+            blk[..2].copy_from_slice(&crate::quant::f32_to_f16(1.0).to_le_bytes());
+            for b in &mut blk[2..] {
+                *b = if r == 0 { 0x80 } else { 0x7f }; // -128, 127
+            }
+        }
+        let m = QMatrix::new(GgmlType::Q8_0, 2, 32, &w).unwrap();
+        // Token 0: +-1 alternating (quants +-127); token 1: all 1 (quants 127).
+        let x: Vec<f32> = (0..64)
+            .map(|i| if i < 32 && i % 2 == 0 { -1.0 } else { 1.0 })
+            .collect();
+        let acts = QuantizedActs::for_weight(GgmlType::Q8_0, &x, 2, 32).unwrap();
+        let mut want = vec![0.0; 4];
+        let mut got = vec![0.0; 4];
+        matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
+        matmul_with(&m, None, &acts, &mut got, 1, Simd::Wasm128).unwrap();
+        assert_eq!(got, want);
+        // out[t * 2 + r]: alternating signs sum to 0; all-127 to 32 * 127 * w
+        // times the activation scale 1/127 (rounded through f16).
+        let d = crate::quant::f16_to_f32(crate::quant::f32_to_f16(1.0 / 127.0));
+        assert_eq!(want[..2], [0.0, 0.0]);
+        assert_eq!(want[2], d * (32 * 127 * -128) as f32);
+        assert_eq!(want[3], d * (32 * 127 * 127) as f32);
+    }
+}
