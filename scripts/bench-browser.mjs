@@ -1,41 +1,66 @@
 #!/usr/bin/env node
-// Tokens/s in headless Debian Chromium on SmolLM2-135M-Instruct (GGUF Q4_1):
-// stepscore's CPU-wasm and WebGPU engines against wllama (llama.cpp compiled
-// to wasm, npm @wllama/wllama) on the same file and the same 512-token text,
-// one thread each for the wasm engines (the page is served without
-// COOP/COEP, so neither can use wasm threads; wllama is also told n_threads
-// 1). WebGPU runs on whatever adapter the browser gives: in headless
-// Chromium without a GPU that is SwiftShader, the kernels on the CPU.
-//
+// Tokens/s in headless Debian Chromium: stepscore's CPU-wasm engine against
+// wllama (llama.cpp compiled to wasm, npm @wllama/wllama) on the same GGUF
+// bytes and the same 512-token text, for each model asked for, on 1 thread
+// and on `--threads` threads (default 2). One page, served with COOP/COEP
+// (cross-origin isolated), so both sides can use wasm threads:
+//   stepscore  worker mode (`worker: true`): `threads: N` runs the threaded
+//              build (atomics, shared memory, a pool of Web Workers),
+//              `threads: 1` the single-thread build (info() says which);
+//   wllama     its own worker; `n_threads: N` runs its multi-thread build
+//              (pthreads over Web Workers), `n_threads: 1` the single one.
 // What each side computes over the 512 tokens:
-//   stepscore value-head   the backbone + a value head at each step marker
-//                          (the trained default PRM's work; no vocabulary
-//                          projection), on CPU-wasm and on WebGPU - the
-//                          like-for-like rows against
+//   stepscore value-head   the backbone + a (zero) value head at each step
+//                          marker: the trained default PRM's work, no
+//                          vocabulary projection;
 //   wllama prompt          llama.cpp's prompt processing: the backbone + the
-//                          logits of the last token;
-//   stepscore confidence   the backbone + full-vocabulary logits at every
-//                          step token (49152 x 576 more per token).
-// Each is warmed up on a short input, then timed `--runs` times (default 1;
-// the median is reported), the three interleaved so that other load on the
-// machine slows them alike.
+//                          logits of the last token (its own timings.prompt_ms).
+// `--webgpu` adds stepscore's WebGPU engine (on headless Chromium without a
+// GPU: SwiftShader, the kernels on the CPU) for the first model.
+// Each engine is warmed up on a short input, then timed `--runs` times
+// (default 1; the median is reported), the engines interleaved so that other
+// load on the machine slows them alike.
 //
-// Usage: node scripts/bench-browser.mjs [--runs N] [--json out.json]
+// Usage: node scripts/bench-browser.mjs [--models smollm2,qwen0.5b] [--threads 2] [--runs N] [--webgpu] [--json out.json]
 // Needs: pkg/dist (scripts/build-wasm.sh), pkg/node_modules (npm ci in pkg/),
-// /usr/bin/chromium, and the model in stepscore's cache (`stepscore fetch stepscore-prm-smollm2`).
+// /usr/bin/chromium, and the models in stepscore's cache
+// (`stepscore fetch stepscore-prm-smollm2 qwen2.5-coder-0.5b`).
 
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
+import { basename, join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openPage, smollm2Path, startServer } from '../pkg/test/browser/harness.mjs';
+import { cacheDir, openPage, startServer } from '../pkg/test/browser/harness.mjs';
 
-const { values: args } = parseArgs({ options: { runs: { type: 'string', default: '1' }, json: { type: 'string' } } });
+const MODELS = {
+  smollm2: { file: 'SmolLM2-135M-Instruct.Q4_1.gguf', label: 'SmolLM2-135M-Instruct Q4_1', fetch: 'stepscore-prm-smollm2' },
+  'qwen0.5b': { file: 'Qwen2.5-Coder-0.5B-Instruct.gguf', label: 'Qwen2.5-Coder-0.5B-Instruct (Q5_0/Q8_0/Q6_K/Q4_K)', fetch: 'qwen2.5-coder-0.5b' },
+};
+
+const { values: args } = parseArgs({
+  options: {
+    models: { type: 'string', default: 'smollm2,qwen0.5b' },
+    threads: { type: 'string', default: '2' },
+    runs: { type: 'string', default: '1' },
+    webgpu: { type: 'boolean', default: false },
+    json: { type: 'string' },
+  },
+});
 const RUNS = Math.max(1, Number(args.runs));
-const GGUF = smollm2Path();
-if (!existsSync(GGUF)) {
-  console.error(`bench-browser: ${GGUF} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`);
-  process.exit(2);
-}
+const THREADS = Math.max(2, Number(args.threads));
+const models = args.models.split(',').map((m) => {
+  const spec = MODELS[m.trim()];
+  if (!spec) {
+    console.error(`bench-browser: unknown model '${m}' (known: ${Object.keys(MODELS).join(', ')})`);
+    process.exit(2);
+  }
+  const path = join(cacheDir(), spec.file);
+  if (!existsSync(path)) {
+    console.error(`bench-browser: ${path} is missing (run \`stepscore fetch ${spec.fetch}\`)`);
+    process.exit(2);
+  }
+  return { key: m.trim(), ...spec, path };
+});
 
 // A deterministic arithmetic trace; the step count is fitted to 512 tokens below.
 function trace(nSteps) {
@@ -48,144 +73,173 @@ function trace(nSteps) {
   return { problem: 'A shop sells boxes of pencils. Work out the totals for each order below, one order per step.', steps };
 }
 
-const server = await startServer();
+const server = await startServer({ isolate: true });
 const chrome = await openPage(server);
 const { page } = chrome;
 const log = (m) => console.error(`# ${m}`);
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+const env = await page.evaluate(() => ({ userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated }));
+log(`Chromium: ${env.userAgent}; crossOriginIsolated=${env.crossOriginIsolated}; hardwareConcurrency=${env.hardwareConcurrency}`);
+if (!env.crossOriginIsolated) throw new Error('the page is not cross-origin isolated: wasm threads are off');
+
+const report = {
+  date: new Date().toISOString(),
+  chromium: env.userAgent,
+  machine: { cpus: cpus()[0]?.model, cores: availableParallelism(), loadavgStart: loadavg().map((x) => +x.toFixed(2)) },
+  threads: THREADS,
+  runs: RUNS,
+  models: {},
+};
 
 try {
-  const info = await page.evaluate(
-    async ({ gguf }) => {
-      const bytes = new Uint8Array(await (await fetch(gguf)).arrayBuffer());
-      window.ggufBytes = bytes;
-      // A zero value head: the scores are all sigmoid(0), the work is the backbone's.
-      const n = 576;
-      const header = JSON.stringify({
-        'v_head.summary.bias': { dtype: 'F32', shape: [1], data_offsets: [0, 4] },
-        'v_head.summary.weight': { dtype: 'F32', shape: [1, n], data_offsets: [4, 4 + 4 * n] },
-      });
-      const padded = header + ' '.repeat((8 - (header.length % 8)) % 8);
-      const head = new Uint8Array(8 + padded.length + 4 + 4 * n);
-      new DataView(head.buffer).setBigUint64(0, BigInt(padded.length), true);
-      head.set(new TextEncoder().encode(padded), 8);
-      const s = window.stepscore;
-      window.headBytes = head;
-      window.valueHead = await s.StepScorer.load({ model: bytes, head, backend: 'cpu' });
-      window.valueHeadGpu = await s.StepScorer.load({ model: bytes, head, backend: 'webgpu' });
-      window.confidence = await s.StepScorer.load({ model: bytes, backend: 'cpu' });
-      return { userAgent: navigator.userAgent, hardwareConcurrency: navigator.hardwareConcurrency, crossOriginIsolated, adapter: window.valueHeadGpu.info().adapter };
-    },
-    { gguf: `${server.url}/smollm2.gguf` },
-  );
-  log(`Chromium: ${info.userAgent}; crossOriginIsolated=${info.crossOriginIsolated}; WebGPU adapter: ${info.adapter}`);
+  for (const [mi, model] of models.entries()) {
+    log(`model ${model.label}: ${model.path}`);
+    const url = `${server.url}/cache/${basename(model.path)}`;
+    // Load every engine of this model: stepscore on N threads and on 1 (both
+    // in worker mode), a zero value head of the model's width, wllama on N and 1.
+    const loaded = await page.evaluate(
+      async ({ url, threads, webgpu }) => {
+        const s = window.stepscore;
+        const bytes = new Uint8Array(await (await fetch(url)).arrayBuffer());
+        window.ggufBytes = bytes;
+        window.countValueHead = await s.StepScorer.load({ model: bytes, maxTokens: 1, threads: 1 });
+        const n = window.countValueHead.info().hiddenSize;
+        const header = JSON.stringify({
+          'v_head.summary.bias': { dtype: 'F32', shape: [1], data_offsets: [0, 4] },
+          'v_head.summary.weight': { dtype: 'F32', shape: [1, n], data_offsets: [4, 4 + 4 * n] },
+        });
+        const padded = header + ' '.repeat((8 - (header.length % 8)) % 8);
+        const head = new Uint8Array(8 + padded.length + 4 + 4 * n);
+        new DataView(head.buffer).setBigUint64(0, BigInt(padded.length), true);
+        head.set(new TextEncoder().encode(padded), 8);
+        window.countValueHead.dispose();
+        window.countValueHead = await s.StepScorer.load({ model: bytes, head, maxTokens: 1, threads: 1 });
+        window.engines = {
+          [`stepscore-${threads}`]: await s.StepScorer.load({ model: bytes, head, backend: 'cpu', worker: true, threads }),
+          'stepscore-1': await s.StepScorer.load({ model: bytes, head, backend: 'cpu', worker: true, threads: 1 }),
+        };
+        if (webgpu) window.engines['stepscore-webgpu'] = await s.StepScorer.load({ model: bytes, head, backend: 'webgpu' });
+        const { Wllama } = await import('/wllama/index.js');
+        const quiet = { debug() {}, log() {}, warn() {}, error: console.error };
+        window.wllamas = {};
+        for (const t of [threads, 1]) {
+          const w = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: quiet });
+          await w.loadModel([new Blob([bytes])], { n_ctx: 1024, n_batch: 512, n_ubatch: 512, n_threads: t });
+          window.wllamas[`wllama-${t}`] = w;
+        }
+        const infos = {};
+        for (const [k, e] of Object.entries(window.engines)) {
+          const i = e.info();
+          infos[k] = { backend: i.backend, build: i.build, threads: i.threads, buildReason: i.buildReason, adapter: i.adapter, wasmMemoryBytes: i.wasmMemoryBytes };
+        }
+        for (const [k, w] of Object.entries(window.wllamas)) infos[k] = { multithread: w.isMultithread(), threads: w.getNumThreads() };
+        return { infos, hidden: n };
+      },
+      { url, threads: THREADS, webgpu: args.webgpu && mi === 0 },
+    );
+    for (const [k, i] of Object.entries(loaded.infos)) log(`  ${k}: ${JSON.stringify(i)}`);
+    if (loaded.infos[`stepscore-${THREADS}`].build !== 'threads' || !loaded.infos[`wllama-${THREADS}`].multithread) {
+      throw new Error('an engine did not start its multi-thread build');
+    }
 
-  // Token counts without running the model: a scorer limited to 1 token
-  // rejects every trace with TRACE_TOO_LONG, whose message states the count.
-  const count = (tr, template) =>
-    page.evaluate(
-      async ({ tr, template }) => {
+    // Token counts without running the model: a scorer limited to 1 token
+    // rejects every trace with TRACE_TOO_LONG, whose message states the count.
+    const count = (tr) =>
+      page.evaluate(async (tr) => {
         try {
-          await window[template].score(tr);
+          await window.countValueHead.score(tr);
         } catch (e) {
           const m = /the trace is (\d+) tokens/.exec(e.message);
           if (e.code === 'TRACE_TOO_LONG' && m) return Number(m[1]);
           throw e;
         }
         throw new Error('expected TRACE_TOO_LONG');
-      },
-      { tr, template },
-    );
-  await page.evaluate(async () => {
-    const s = window.stepscore;
-    window.countValueHead = await s.StepScorer.load({ model: window.ggufBytes, head: window.headBytes, maxTokens: 1 });
-    window.countConfidence = await s.StepScorer.load({ model: window.ggufBytes, maxTokens: 1 });
-  });
-  // The most steps that fit in 512 tokens, then words added to the problem
-  // until the value-head prompt is exactly 512 tokens.
-  let steps = 1;
-  while ((await count(trace(steps + 1), 'countValueHead')) <= 512) steps++;
-  const t = trace(steps);
-  for (let pad = 0; (await count(t, 'countValueHead')) < 512 && pad < 200; pad++) t.problem += ' Thanks';
-  const tokensValueHead = await count(t, 'countValueHead');
-  const tokensConfidence = await count(t, 'countConfidence');
-  log(`trace: ${steps} steps; ${tokensValueHead} tokens with the value-head template, ${tokensConfidence} with the confidence one`);
+      }, tr);
+    // The most steps that fit in 512 tokens, then words added to the problem
+    // until the value-head prompt is exactly 512 tokens.
+    let steps = 1;
+    while ((await count(trace(steps + 1))) <= 512) steps++;
+    const t = trace(steps);
+    for (let pad = 0; (await count(t)) < 512 && pad < 200; pad++) t.problem += ' Thanks';
+    const tokens = await count(t);
+    log(`  trace: ${steps} steps, ${tokens} tokens with the value-head template`);
 
-  // One short scoring each first (V8 compiles hot wasm functions with its
-  // optimizing tier in the background), then the timed runs, interleaved
-  // with wllama's below so a busy machine slows both alike.
-  await page.evaluate(async () => {
-    const warm = { problem: 'What is 2 + 2?', steps: ['2 + 2 = 4.'] };
-    await window.valueHead.score(warm);
-    await window.valueHeadGpu.score(warm);
-    await window.confidence.score(warm);
-  });
-  const time = (which, tr) =>
-    page.evaluate(
-      async ({ which, tr }) => {
-        const t0 = performance.now();
-        const r = await window[which].score(tr);
-        return { ms: performance.now() - t0, tokens: r.tokens };
-      },
-      { which, tr },
-    );
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-
-  // wllama on the same bytes and the confidence template's text (problem,
-  // then the steps, each after a blank line, which is the separator stepscore uses).
-  await page.evaluate(async () => {
-    const { Wllama } = await import('/wllama/index.js');
-    const quiet = { debug() {}, log() {}, warn() {}, error: console.error };
-    window.wllama = new Wllama({ default: '/wllama/wasm/wllama.wasm' }, { suppressNativeLog: true, logger: quiet });
-    await window.wllama.loadModel([new Blob([window.ggufBytes])], { n_ctx: 1024, n_batch: 512, n_ubatch: 512, n_threads: 1 });
-    await window.wllama.createCompletion({ prompt: 'What is 2 + 2?', max_tokens: 1, temperature: 0, cache_prompt: false });
-  });
-  const wllamaOnce = (tr) =>
-    page.evaluate(async (tr) => {
-      const prompt = [tr.problem, ...tr.steps].join('\n\n');
-      const t0 = performance.now();
-      const r = await window.wllama.createCompletion({ prompt, max_tokens: 1, temperature: 0, cache_prompt: false });
-      return { wallMs: performance.now() - t0, tokens: r.timings?.prompt_n ?? r.usage?.prompt_tokens, ms: r.timings?.prompt_ms ?? performance.now() - t0 };
-    }, tr);
-
-  const runs = { 'stepscore value-head': [], 'stepscore value-head WebGPU': [], 'wllama prompt': [], 'stepscore confidence': [] };
-  for (let i = 0; i < RUNS; i++) {
-    runs['stepscore value-head'].push(await time('valueHead', t));
-    runs['stepscore value-head WebGPU'].push(await time('valueHeadGpu', t));
-    runs['wllama prompt'].push(await wllamaOnce(t));
-    runs['stepscore confidence'].push(await time('confidence', t));
-    log(`run ${i + 1}/${RUNS}: ${Object.entries(runs).map(([k, v]) => `${k} ${v[i].ms.toFixed(0)} ms`).join(', ')}`);
+    // Warm-up (V8 tiers up hot wasm functions in the background).
+    await page.evaluate(async () => {
+      const warm = { problem: 'What is 2 + 2?', steps: ['2 + 2 = 4.'] };
+      for (const e of Object.values(window.engines)) await e.score(warm);
+      for (const w of Object.values(window.wllamas)) await w.createCompletion({ prompt: 'What is 2 + 2?', max_tokens: 1, temperature: 0, cache_prompt: false });
+    });
+    const timeStepscore = (which, tr) =>
+      page.evaluate(
+        async ({ which, tr }) => {
+          const t0 = performance.now();
+          const r = await window.engines[which].score(tr);
+          return { ms: performance.now() - t0, tokens: r.tokens };
+        },
+        { which, tr },
+      );
+    // wllama on the same text: the problem, then the steps, each after a blank line.
+    const timeWllama = (which, tr) =>
+      page.evaluate(
+        async ({ which, tr }) => {
+          const prompt = [tr.problem, ...tr.steps].join('\n\n');
+          const t0 = performance.now();
+          const r = await window.wllamas[which].createCompletion({ prompt, max_tokens: 1, temperature: 0, cache_prompt: false });
+          return { wallMs: performance.now() - t0, tokens: r.timings?.prompt_n ?? r.usage?.prompt_tokens, ms: r.timings?.prompt_ms ?? performance.now() - t0 };
+        },
+        { which, tr },
+      );
+    const rows = [
+      [`stepscore value-head, ${THREADS} threads`, () => timeStepscore(`stepscore-${THREADS}`, t)],
+      [`wllama prompt, ${THREADS} threads`, () => timeWllama(`wllama-${THREADS}`, t)],
+      ['stepscore value-head, 1 thread', () => timeStepscore('stepscore-1', t)],
+      ['wllama prompt, 1 thread', () => timeWllama('wllama-1', t)],
+    ];
+    if (loaded.infos['stepscore-webgpu']) rows.push(['stepscore value-head, WebGPU', () => timeStepscore('stepscore-webgpu', t)]);
+    const runs = Object.fromEntries(rows.map(([k]) => [k, []]));
+    for (let i = 0; i < RUNS; i++) {
+      for (const [k, run] of rows) {
+        runs[k].push(await run());
+        log(`  run ${i + 1}/${RUNS}: ${k} ${runs[k][i].ms.toFixed(0)} ms (load ${loadavg()[0].toFixed(2)})`);
+      }
+    }
+    await page.evaluate(async () => {
+      for (const e of Object.values(window.engines)) e.dispose();
+      window.countValueHead.dispose();
+      for (const w of Object.values(window.wllamas)) await w.exit();
+      window.engines = window.wllamas = window.ggufBytes = null;
+    });
+    const results = {};
+    for (const [k, v] of Object.entries(runs)) {
+      const ms = median(v.map((r) => r.ms));
+      results[k] = { tokens: v[0].tokens, ms, tokPerS: (v[0].tokens * 1000) / ms, runsMs: v.map((r) => +r.ms.toFixed(1)) };
+    }
+    const ratio = (a, b) => +(results[a].tokPerS / results[b].tokPerS).toFixed(3);
+    report.models[model.key] = {
+      label: model.label,
+      file: model.path,
+      bytes: statSync(model.path).size,
+      hidden: loaded.hidden,
+      traceSteps: steps,
+      engines: loaded.infos,
+      results,
+      ratioThreads: ratio(`stepscore value-head, ${THREADS} threads`, `wllama prompt, ${THREADS} threads`),
+      ratioOneThread: ratio('stepscore value-head, 1 thread', 'wllama prompt, 1 thread'),
+      loadavg: loadavg().map((x) => +x.toFixed(2)),
+    };
   }
-  await page.evaluate(async () => {
-    for (const k of ['valueHead', 'valueHeadGpu', 'confidence', 'countValueHead', 'countConfidence']) window[k].dispose();
-    await window.wllama.exit();
-  });
-  const results = {};
-  for (const [k, v] of Object.entries(runs)) {
-    const ms = median(v.map((r) => r.ms));
-    results[k] = { tokens: v[0].tokens, ms, tokPerS: (v[0].tokens * 1000) / ms, runsMs: v.map((r) => +r.ms.toFixed(1)) };
-  }
-
-  const ratio = results['stepscore value-head'].tokPerS / results['wllama prompt'].tokPerS;
-  const gpuRatio = results['stepscore value-head WebGPU'].tokPerS / results['wllama prompt'].tokPerS;
-  const gpuVsCpu = results['stepscore value-head WebGPU'].tokPerS / results['stepscore value-head'].tokPerS;
-  const report = {
-    date: new Date().toISOString(),
-    chromium: info.userAgent,
-    machine: { cpus: cpus()[0]?.model, cores: availableParallelism(), loadavg: loadavg().map((x) => +x.toFixed(2)) },
-    model: { file: GGUF, bytes: statSync(GGUF).size },
-    runs: RUNS,
-    results,
-    webgpuAdapter: info.adapter,
-    ratioValueHeadVsWllama: +ratio.toFixed(3),
-    ratioWebGpuVsWllama: +gpuRatio.toFixed(3),
-    ratioWebGpuVsCpuWasm: +gpuVsCpu.toFixed(3),
-  };
-  console.log('| engine (Chromium, 1 thread) | tokens | median ms | tokens/s |');
-  console.log('|---|---:|---:|---:|');
-  for (const [k, r] of Object.entries(results)) console.log(`| ${k} | ${r.tokens} | ${r.ms.toFixed(0)} | ${r.tokPerS.toFixed(1)} |`);
-  console.log(`\nstepscore value-head / wllama prompt: CPU-wasm ${ratio.toFixed(2)}x, WebGPU (${info.adapter}) ${gpuRatio.toFixed(2)}x; WebGPU / CPU-wasm ${gpuVsCpu.toFixed(2)}x; load average ${report.machine.loadavg.join(' ')}`);
-  if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2));
 } finally {
   await chrome.close();
   await server.close();
 }
+
+for (const m of Object.values(report.models)) {
+  console.log(`\n${m.label} (Chromium, cross-origin isolated; load average after: ${m.loadavg.join(' ')})\n`);
+  console.log('| engine | tokens | median ms | tokens/s |');
+  console.log('|---|---:|---:|---:|');
+  for (const [k, r] of Object.entries(m.results)) console.log(`| ${k} | ${r.tokens} | ${r.ms.toFixed(0)} | ${r.tokPerS.toFixed(1)} |`);
+  console.log(`\nstepscore / wllama: ${m.ratioThreads.toFixed(2)}x on ${THREADS} threads, ${m.ratioOneThread.toFixed(2)}x on 1 thread`);
+}
+if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2));

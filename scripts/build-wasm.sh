@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Builds the npm package's wasm engine and assembles pkg/dist, offline once
-# the tools are installed (each install step is skipped when already done):
+# Builds the npm package's wasm engine, in two builds, and assembles pkg/dist,
+# offline once the tools are installed (each install step is skipped when
+# already done):
 #   1. cargo: stepscore-wasm for wasm32 with the wasm-release profile (opt-level 3
-#      and SIMD128, see Cargo.toml and .cargo/config.toml);
+#      and SIMD128, see Cargo.toml and .cargo/config.toml), twice:
+#      - single: one thread (dist/wasm/), target dir $CARGO_TARGET_DIR (target/);
+#      - threads: atomics + shared memory (dist/wasm-threads/), std rebuilt with
+#        them (`-Z build-std` under RUSTC_BOOTSTRAP=1 on the stable toolchain,
+#        rust-src), the linker told to import a shared memory of up to 4 GiB;
+#        its own target dir ($CARGO_TARGET_DIR/wasm-threads) so the two builds'
+#        flags never invalidate each other's artefacts. The core's `par` runs
+#        its parallel loops on a rayon pool there (pkg/src/threads.js starts it);
 #   2. wasm-bindgen (the CLI pinned to the crate's exact version in Cargo.lock),
-#      `--target web`: one ES module that browsers fetch and Node instantiates
-#      from bytes (pkg/src/node.js);
+#      `--target web`: one ES module per build that browsers fetch and Node
+#      instantiates from bytes (pkg/src/node.js);
 #   3. wasm-opt -Oz from npm binaryen (Debian's binaryen makes modules that fail to load);
 #   4. the package's JS and types copied next to the glue.
-# Prints each step's time and the wasm size raw and gzipped; fails over the
-# budget of 1.5 MB gzipped.
+# Prints each step's time and each build's wasm size raw and gzipped; fails
+# when either is over the budget of 1.5 MB gzipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,37 +54,73 @@ if [ ! -x pkg/node_modules/.bin/wasm-opt ] || [ "$(cat pkg/node_modules/.lock-sh
 fi
 end "tools"
 
-begin "cargo build (wasm32, profile wasm-release)"
-cargo build --locked -p stepscore-wasm --profile wasm-release --target wasm32-unknown-unknown
-raw_in="$target_dir/wasm32-unknown-unknown/wasm-release/stepscore_wasm.wasm"
-end "cargo build"
+# The threaded build's flags, added to the [target.wasm32-unknown-unknown]
+# rustflags of .cargo/config.toml (cargo joins the two lists). rustc no
+# longer makes the memory shared for `atomics` alone (rust-lang/rust#147225):
+# the link args ask for a shared memory, imported (wasm-bindgen's glue
+# creates it and hands it to every worker), and export the TLS symbols
+# wasm-bindgen's thread start-up uses.
+threads_flags='["-C", "target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128", "-C", "link-args=--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls --export=__tls_size --export=__tls_align --export=__tls_base"]'
+if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    rustup component add rust-src
+fi
 
-begin "wasm-bindgen $want --target web"
 rm -rf "$dist"
-mkdir -p "$dist/wasm"
-wasm-bindgen --target web --out-dir "$dist/wasm" --out-name stepscore_wasm "$raw_in"
-end "wasm-bindgen"
+wasm_features=(--enable-simd --enable-bulk-memory --enable-sign-ext --enable-mutable-globals
+    --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types)
+sizes=()
+# build NAME OUT_DIR CARGO_TARGET_DIR [cargo args...]
+build() {
+    local name=$1 out=$2 tdir=$3 envs=()
+    shift 3
+    # -Z build-std on the stable toolchain
+    if [ "$name" = threads ]; then envs=(RUSTC_BOOTSTRAP=1); fi
+    begin "cargo build (wasm32, profile wasm-release, $name)"
+    env "${envs[@]}" CARGO_TARGET_DIR="$tdir" cargo build --locked -p stepscore-wasm --profile wasm-release \
+        --target wasm32-unknown-unknown "$@"
+    local raw_in="$tdir/wasm32-unknown-unknown/wasm-release/stepscore_wasm.wasm"
+    end "cargo build ($name)"
 
-begin "wasm-opt -Oz"
-wasm="$dist/wasm/stepscore_wasm_bg.wasm"
-# The features rustc's wasm32 target enables by default, plus SIMD128
-# (.cargo/config.toml); wasm-opt must accept them.
-pkg/node_modules/.bin/wasm-opt -Oz --enable-simd \
-    --enable-bulk-memory --enable-sign-ext --enable-mutable-globals \
-    --enable-nontrapping-float-to-int --enable-multivalue --enable-reference-types \
-    "$wasm" -o "$wasm.opt"
-mv "$wasm.opt" "$wasm"
-end "wasm-opt"
+    begin "wasm-bindgen $want --target web ($name)"
+    mkdir -p "$dist/$out"
+    wasm-bindgen --target web --out-dir "$dist/$out" --out-name stepscore_wasm "$raw_in"
+    # A RUSTFLAGS in the environment replaces the config's flags: check the
+    # threaded glue really creates a shared memory.
+    if [ "$name" = threads ] && ! grep -q 'shared:true' "$dist/$out/stepscore_wasm.js"; then
+        echo "build-wasm: the threaded build has no shared memory (is RUSTFLAGS set?)" >&2
+        exit 1
+    fi
+    end "wasm-bindgen ($name)"
+
+    begin "wasm-opt -Oz ($name)"
+    local wasm="$dist/$out/stepscore_wasm_bg.wasm" extra=()
+    if [ "$name" = threads ]; then extra=(--enable-threads); fi
+    # The features rustc's wasm32 target enables by default, plus SIMD128
+    # (.cargo/config.toml) and, threaded, atomics; wasm-opt must accept them.
+    pkg/node_modules/.bin/wasm-opt -Oz "${wasm_features[@]}" "${extra[@]}" "$wasm" -o "$wasm.opt"
+    mv "$wasm.opt" "$wasm"
+    end "wasm-opt ($name)"
+    local raw gz before
+    raw=$(stat -c %s "$wasm")
+    gz=$(gzip -9 -c "$wasm" | wc -c)
+    before=$(stat -c %s "$raw_in")
+    echo "wasm size ($name): $raw bytes raw, $gz bytes gzipped (cargo output before wasm-bindgen and wasm-opt: $before bytes)"
+    sizes+=("$name:$gz")
+}
+
+build single wasm "$target_dir"
+build threads wasm-threads "$target_dir/wasm-threads" \
+    -Z build-std=std,panic_abort --config "target.wasm32-unknown-unknown.rustflags=$threads_flags"
 
 begin "assemble $dist"
 cp pkg/src/*.js pkg/src/*.d.ts "$dist/"
 end "assemble"
 
-raw=$(stat -c %s "$wasm")
-gz=$(gzip -9 -c "$wasm" | wc -c)
-before=$(stat -c %s "$raw_in")
-echo "wasm size: $raw bytes raw, $gz bytes gzipped (cargo output before wasm-bindgen and wasm-opt: $before bytes)"
-if [ "$gz" -gt "$budget_gz" ]; then
-    echo "build-wasm: $gz bytes gzipped is over the budget of $budget_gz" >&2
-    exit 1
-fi
+over=0
+for entry in "${sizes[@]}"; do
+    if [ "${entry#*:}" -gt "$budget_gz" ]; then
+        echo "build-wasm: the ${entry%%:*} build is ${entry#*:} bytes gzipped, over the budget of $budget_gz" >&2
+        over=1
+    fi
+done
+exit $over

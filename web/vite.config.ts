@@ -1,6 +1,15 @@
 import { defineConfig } from 'vite';
 import { serveModels } from './server/models.ts';
 
+// Cross-origin isolation (COOP/COEP) on the dev and preview servers: with it
+// the package's worker runs the threaded wasm build (SharedArrayBuffer);
+// every asset is same-origin, so require-corp blocks nothing. A static host
+// serving dist/ should send the same two headers.
+const isolation = {
+  'Cross-Origin-Opener-Policy': 'same-origin',
+  'Cross-Origin-Embedder-Policy': 'require-corp',
+};
+
 // base './': the built site works from any path (a static host's sub-folder too).
 // Top-level await (pkg's entry instantiates the wasm module) needs ES2022.
 export default defineConfig({
@@ -14,6 +23,7 @@ export default defineConfig({
     chunkSizeWarningLimit: 1024,
   },
   // pkg/ is linked from outside node_modules: let the dev server read it (and nothing else outside web/).
-  server: { fs: { allow: ['.', '../pkg'] } },
+  server: { fs: { allow: ['.', '../pkg'] }, headers: isolation },
+  preview: { headers: isolation },
   worker: { format: 'es' },
 });

@@ -3,8 +3,6 @@
 // then re-export everything here.
 
 import {
-  WasmScorer,
-  HfFiles,
   segment as wasmSegment,
   aggregate as wasmAggregate,
   firstError as wasmFirstError,
@@ -18,8 +16,8 @@ import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
-import { wasmMemoryBytes } from './runtime.js';
 import { SessionState } from './session-state.js';
+import { chooseBuild, singleBuild } from './threads.js';
 
 export { StepscoreError } from './errors.js';
 export { clearCache, DEFAULT_CACHE } from './fetch.js';
@@ -84,8 +82,8 @@ async function callWasmAsync(fn) {
 }
 
 function engineOptions(options) {
-  const { family, maxTokens, truncation, quantize } = options;
-  return { family, maxTokens, truncation, quantize };
+  const { family, maxTokens, truncation, quantize, threads } = options;
+  return { family, maxTokens, truncation, quantize, threads };
 }
 
 function checkLoadOptions(options) {
@@ -107,6 +105,12 @@ async function loadLocal(options) {
   checkBackend(requested);
   throwIfAborted(signal);
   const choice = await chooseBackend(requested);
+  throwIfAborted(signal);
+  // The CPU engine on the threaded build where it can run (threads.js); the
+  // WebGPU engine's work is on the device, so it stays on the single one.
+  const wasmBuild =
+    choice.backend === 'webgpu' ? singleBuild('the WebGPU engine runs on the single-thread build') : await chooseBuild(options.threads);
+  const { WasmScorer, HfFiles } = wasmBuild.bindings;
   throwIfAborted(signal);
   let { model, head } = options;
   let expected = new Map();
@@ -168,18 +172,20 @@ async function loadLocal(options) {
   const model_ = callWasm(() => inner.info());
   const { engine, adapter: engineAdapter, engineReason, ...facts } = model_;
   const adapter = engine === 'gpu' ? engineAdapter || choice.adapter : choice.adapter;
-  const info = { backend, requestedBackend: requested, adapter, fallbackReason, ...facts, files, worker: false };
-  return new LocalEngine(inner, info);
+  const info = { backend, requestedBackend: requested, adapter, fallbackReason, ...facts, build: wasmBuild.name, buildReason: wasmBuild.reason, files, worker: false };
+  return new LocalEngine(inner, info, wasmBuild.memoryBytes);
 }
 
 /** The wasm scorer of this thread behind the engine interface StepScorer uses. */
 class LocalEngine {
   #inner;
   #info;
+  #memoryBytes;
 
-  constructor(inner, info) {
+  constructor(inner, info, memoryBytes) {
     this.#inner = inner;
     this.#info = info;
+    this.#memoryBytes = memoryBytes;
   }
 
   score(trace, options) {
@@ -198,7 +204,7 @@ class LocalEngine {
     return {
       ...this.#info,
       files: this.#info.files.map((f) => ({ ...f })),
-      wasmMemoryBytes: wasmMemoryBytes(),
+      wasmMemoryBytes: this.#memoryBytes(),
       gpuBuffers: callWasm(() => this.#inner.gpuBuffers()),
     };
   }

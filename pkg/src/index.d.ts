@@ -120,6 +120,16 @@ export interface LoadOptions {
   truncation?: 'error' | 'drop-steps';
   /** Quantize a Hugging Face checkpoint's weights at load (GGUF keeps its own types). */
   quantize?: 'q8_0' | 'q4_0';
+  /**
+   * Threads of the CPU engine. The package has a threaded wasm build, used
+   * where it can run: under Node, and in a worker (`worker: true`) of a
+   * cross-origin isolated page (COOP/COEP headers); elsewhere the
+   * single-thread build (info().build and info().buildReason say which and
+   * why). Default: every core (navigator.hardwareConcurrency,
+   * os.availableParallelism()); the first threaded load starts a pool of
+   * that size, later ones share it. 1 forces the single-thread build.
+   */
+  threads?: number;
 }
 
 export interface StepInput {
@@ -223,7 +233,12 @@ export interface ScorerInfo {
   files: Array<{ name: string; bytes: number }>;
   /** Size of the wasm instance's memory now. */
   wasmMemoryBytes: number | null;
+  /** Threads the CPU engine uses (1 on the single-thread build). */
   threads: number;
+  /** The wasm build the scorer runs on: 'threads' (atomics + shared memory, a worker pool) or 'single'. */
+  build: 'single' | 'threads';
+  /** Why the single-thread build ('threads: 1', the page is not cross-origin isolated, ...); null on 'threads'. */
+  buildReason: string | null;
   /** Whether the engine runs in a worker. */
   worker: boolean;
 }

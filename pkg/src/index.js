@@ -3,8 +3,17 @@
 // starts module workers from worker.js next to it for `worker: true`.
 import init from './wasm/stepscore_wasm.js';
 import { setWasmExports, setWorkerFactory } from './runtime.js';
+import { setThreadedHost, webThreadsHost } from './threads.js';
 
 setWasmExports(await init({ module_or_path: new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url) }));
+
+// The threaded build's caller waits for its pool, which a worker may and a
+// page's main thread may not: there, worker mode runs it.
+if (typeof WorkerGlobalScope === 'function' && globalThis instanceof WorkerGlobalScope) {
+  setThreadedHost(webThreadsHost());
+} else {
+  setThreadedHost(null, "a page's main thread cannot wait for a thread pool; load with { worker: true } for the threaded build");
+}
 
 if (typeof Worker === 'function') {
   setWorkerFactory((url) => {

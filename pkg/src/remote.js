@@ -22,8 +22,8 @@ function workerUrl(spec) {
 
 /** The load options as the worker receives them. */
 function portable(options) {
-  const { model, head, manifest, backend, family, maxTokens, truncation, quantize, cache } = options;
-  const out = { backend, family, maxTokens, truncation, quantize, cache };
+  const { model, head, manifest, backend, family, maxTokens, truncation, quantize, cache, threads } = options;
+  const out = { backend, family, maxTokens, truncation, quantize, cache, threads };
   const url = (v, what) => (typeof v === 'string' || v instanceof URL ? absoluteUrl(v, what) : v);
   out.model = url(model, 'model');
   out.head = url(head, 'head');

@@ -75,7 +75,8 @@ export function serve(port, ready) {
       if (!handler) throw new StepscoreError('INTERNAL', `worker: unknown operation ${JSON.stringify(op)}`);
       const value = await handler(message);
       const gpuBuffers = scorer ? scorer.info().gpuBuffers : null;
-      port.post({ id, ok: true, value, memory: wasmMemoryBytes(), gpuBuffers });
+      const memory = scorer ? scorer.info().wasmMemoryBytes : wasmMemoryBytes();
+      port.post({ id, ok: true, value, memory, gpuBuffers });
     } catch (e) {
       const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
       port.post({ id, ok: false, error: { code, message: e?.message ?? String(e) } });

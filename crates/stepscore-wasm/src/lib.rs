@@ -19,6 +19,8 @@
 pub mod error;
 pub mod load;
 pub mod output;
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub mod pool;
 pub mod read;
 
 use std::cell::RefCell;
@@ -452,6 +454,13 @@ pub fn read_traces(text: JsValue, options: JsValue) -> JsResult<JsValue> {
 }
 
 /// Every backend name the core accepts, canonical ones first.
+/// Threads a scorer loaded now can use: the threaded build's pool plus the
+/// calling thread, 1 in the single-thread build.
+#[wasm_bindgen(js_name = availableThreads)]
+pub fn available_threads() -> usize {
+    stepscore::par::available()
+}
+
 #[wasm_bindgen(js_name = backendNames)]
 pub fn backend_names() -> Vec<String> {
     Backend::NAMES.iter().map(|n| n.to_string()).collect()

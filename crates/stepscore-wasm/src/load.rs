@@ -13,10 +13,12 @@ use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions, Truncation};
 use crate::error::{Error, Result};
 use crate::output::ModelInfo;
 
-/// `{ family?, maxTokens?, truncation?: 'error' | 'drop-steps', quantize?: 'q8_0' | 'q4_0' }`.
+/// `{ family?, maxTokens?, truncation?: 'error' | 'drop-steps', quantize?: 'q8_0' | 'q4_0', threads? }`.
+/// `threads` defaults to every thread the build has (see `stepscore::par`):
+/// 1 in the single-thread build, the pool plus the caller in the threaded one.
 pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
     let mut options = ScorerOptions {
-        threads: 1,
+        threads: 0,
         ..ScorerOptions::default()
     };
     let obj = match v {
@@ -52,6 +54,21 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
                     ))
                 })?;
             options.max_tokens = Some(n);
+        }
+    }
+    match obj.get("threads") {
+        None | Some(Value::Null) => {}
+        Some(v) => {
+            let n = v
+                .as_u64()
+                .filter(|&n| n >= 1)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    Error::invalid_argument(format!(
+                        "option `threads` must be a positive integer, got {v}"
+                    ))
+                })?;
+            options.threads = n;
         }
     }
     options.truncation = match text("truncation")? {
@@ -200,8 +217,12 @@ mod tests {
             (o.max_tokens, o.truncation, o.quantize),
             (Some(64), Truncation::DropSteps, Some(GgmlType::Q8_0))
         );
-        assert_eq!(o.threads, 1);
+        // 0: every thread the build has.
+        assert_eq!(o.threads, 0);
+        assert_eq!(parse_options(&json!({"threads": 3})).unwrap().threads, 3);
         for bad in [
+            json!({"threads": 0}),
+            json!({"threads": "2"}),
             json!({"family": "nope"}),
             json!({"maxTokens": 0}),
             json!({"maxTokens": 1.5}),

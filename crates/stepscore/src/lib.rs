@@ -16,6 +16,7 @@ pub mod gpu;
 pub mod io;
 pub mod metrics;
 pub mod model;
+pub mod par;
 pub mod prm;
 pub mod quant;
 pub mod reward;

@@ -15,6 +15,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("answer", 0),
     ("trace", 1),
     ("ggml", 1),
+    ("par", 1),
     ("validate", 2),
     ("segment", 3),
     ("aggregate", 3),

@@ -7,6 +7,7 @@
 //   /fixtures/…    tests/fixtures/prm (the tiny PRM checkpoints);
 //   /smollm2.gguf  SmolLM2-135M-Instruct Q4_1 from stepscore's model cache;
 //   /wllama/…      @wllama/wllama's ESM build (for the benchmark);
+//   /cache/<f>.gguf a GGUF file of stepscore's model cache (the benchmark);
 //   /mem/<name>    bytes a test registered with `server.put(name, bytes)`;
 //   /slow/<path>   any of the above at 1 KiB per 20 ms, to abort mid-body;
 // and 404s everything else. It counts requests per path.
@@ -21,12 +22,17 @@ import { chromium } from 'playwright-core';
 const PKG = fileURLToPath(new URL('../../', import.meta.url));
 export const FIXTURES = join(PKG, '..', 'tests', 'fixtures', 'prm');
 
+/** stepscore's model cache directory (the catalog's rule: $STEPSCORE_CACHE > $XDG_CACHE_HOME/stepscore > ~/.cache/stepscore). */
+export function cacheDir() {
+  const env = (k) => (process.env[k] ? process.env[k] : null);
+  if (env('STEPSCORE_CACHE')) return env('STEPSCORE_CACHE');
+  return env('XDG_CACHE_HOME') ? join(env('XDG_CACHE_HOME'), 'stepscore') : join(env('HOME') ?? homedir(), '.cache', 'stepscore');
+}
+
 /** Where stepscore keeps SmolLM2 (format::find_smollm2_gguf's rules). */
 export function smollm2Path() {
-  const env = (k) => (process.env[k] ? process.env[k] : null);
-  if (env('STEPSCORE_SMOLLM2_GGUF')) return env('STEPSCORE_SMOLLM2_GGUF');
-  const dir = env('XDG_CACHE_HOME') ? join(env('XDG_CACHE_HOME'), 'stepscore') : join(env('HOME') ?? homedir(), '.cache', 'stepscore');
-  return join(dir, 'SmolLM2-135M-Instruct.Q4_1.gguf');
+  if (process.env.STEPSCORE_SMOLLM2_GGUF) return process.env.STEPSCORE_SMOLLM2_GGUF;
+  return join(cacheDir(), 'SmolLM2-135M-Instruct.Q4_1.gguf');
 }
 
 export const CHROMIUM = process.env.CHROMIUM ?? '/usr/bin/chromium';
@@ -60,6 +66,8 @@ const ROOTS = {
   '/page/': join(PKG, 'test', 'browser', 'page'),
   '/fixtures/': FIXTURES,
   '/wllama/': join(PKG, 'node_modules', '@wllama', 'wllama', 'esm'),
+  // *.gguf files of the model cache (the browser benchmark's models)
+  '/cache/': cacheDir(),
 };
 
 function inside(root, rel) {
@@ -96,6 +104,7 @@ export async function startServer({ isolate = false } = {}) {
       for (const [prefix, root] of Object.entries(ROOTS)) {
         if (path.startsWith(prefix)) file = inside(root, path.slice(prefix.length));
       }
+      if (path.startsWith('/cache/') && !path.endsWith('.gguf')) file = null;
     }
     if (body === null && (!file || !existsSync(file) || !statSync(file).isFile())) {
       res.writeHead(404, { ...headers, 'content-type': 'text/plain' });

@@ -296,27 +296,12 @@ impl Matrix {
                 // [n_tokens × band] block; the bands are then interleaved into
                 // the token-major output.
                 let band = rows.div_ceil(threads);
-                let blocks: Vec<(usize, Vec<f32>)> = std::thread::scope(|s| {
-                    let handles: Vec<_> = (0..rows)
-                        .step_by(band)
-                        .map(|start| {
-                            let end = (start + band).min(rows);
-                            s.spawn(move || {
-                                let mut local = vec![0.0f32; n_tokens * (end - start)];
-                                f32_rows_block(
-                                    data,
-                                    cols,
-                                    start..end,
-                                    x,
-                                    n_tokens,
-                                    &mut local,
-                                    end - start,
-                                );
-                                (start, local)
-                            })
-                        })
-                        .collect();
-                    handles.into_iter().filter_map(|h| h.join().ok()).collect()
+                let bands: Vec<usize> = (0..rows).step_by(band).collect();
+                let blocks = crate::par::map(bands, |start| {
+                    let end = (start + band).min(rows);
+                    let mut local = vec![0.0f32; n_tokens * (end - start)];
+                    f32_rows_block(data, cols, start..end, x, n_tokens, &mut local, end - start);
+                    (start, local)
                 });
                 let mut covered = 0;
                 for (start, local) in blocks {
@@ -337,13 +322,9 @@ impl Matrix {
     }
 }
 
-/// Threads actually used: one on wasm32 (no thread spawning there).
+/// Threads actually used (see [`crate::par::usable`]).
 pub(crate) fn effective_threads(requested: usize) -> usize {
-    if cfg!(target_arch = "wasm32") {
-        1
-    } else {
-        requested.max(1)
-    }
+    crate::par::usable(requested)
 }
 
 /// Computes weight rows `range` for all tokens into `out`, whose rows are

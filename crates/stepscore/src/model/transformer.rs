@@ -182,9 +182,7 @@ impl Transformer {
         if let LmHead::Separate(m) = &lm_head {
             check_matrix("lm_head", m, config.vocab_size, h)?;
         }
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1);
+        let threads = crate::par::available();
         Ok(Transformer {
             inv_freq: config.rope_inv_freq(),
             config,
@@ -218,7 +216,8 @@ impl Transformer {
         &self.inv_freq
     }
 
-    /// Threads used by matmuls and attention (at least 1; always 1 on wasm32).
+    /// Threads used by matmuls and attention (at least 1; on wasm32 at most
+    /// what the build's pool has, see [`crate::par`]).
     pub fn set_threads(&mut self, threads: usize) {
         self.threads = effective_threads(threads);
     }
@@ -521,15 +520,7 @@ impl Transformer {
                 }
             }
         };
-        if threads <= 1 {
-            jobs.into_iter().for_each(run);
-        } else {
-            std::thread::scope(|s| {
-                for list in jobs {
-                    s.spawn(|| run(list));
-                }
-            });
-        }
+        crate::par::for_each(jobs, run);
     }
 
     /// One query token at absolute position `pos`, all heads.

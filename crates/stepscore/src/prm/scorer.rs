@@ -925,6 +925,6 @@ fn resolve_threads(requested: usize) -> usize {
     if requested > 0 {
         requested
     } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
+        crate::par::available()
     }
 }

@@ -212,7 +212,7 @@ pub fn vec_dot_type(weight: GgmlType) -> Option<GgmlType> {
 const BLOCKS_PER_THREAD: usize = 1024;
 
 /// `f` over matching ranges of `x` and `out` (`per` inputs per output) on up
-/// to `threads` threads; one thread on wasm32.
+/// to `threads` threads.
 fn split<T: Send>(
     x: &[f32],
     out: &mut [T],
@@ -221,24 +221,16 @@ fn split<T: Send>(
     f: impl Fn(&[f32], &mut [T]) + Sync,
 ) {
     let n = out.len();
-    let nt = threads.clamp(1, n.max(1)).min(n / BLOCKS_PER_THREAD + 1);
-    if nt <= 1 || cfg!(target_arch = "wasm32") {
+    let nt = crate::par::usable(threads)
+        .min(n.max(1))
+        .min(n / BLOCKS_PER_THREAD + 1);
+    if nt <= 1 {
         f(x, out);
         return;
     }
     let chunk = n.div_ceil(nt);
-    let f = &f;
-    std::thread::scope(|s| {
-        let mut parts = x.chunks(chunk * per).zip(out.chunks_mut(chunk));
-        let first = parts.next();
-        for (xc, oc) in parts {
-            s.spawn(move || f(xc, oc));
-        }
-        // the calling thread takes the first part instead of waiting
-        if let Some((xc, oc)) = first {
-            f(xc, oc);
-        }
-    });
+    let parts: Vec<_> = x.chunks(chunk * per).zip(out.chunks_mut(chunk)).collect();
+    crate::par::for_each(parts, |(xc, oc)| f(xc, oc));
 }
 
 pub(crate) enum ActData {

@@ -282,10 +282,9 @@ fn run(
     }
 
     let work = n_sel.saturating_mul(w.cols).saturating_mul(n_tokens);
-    let mut nt = threads.clamp(1, n_sel).min(work / WORK_PER_THREAD + 1);
-    if cfg!(target_arch = "wasm32") {
-        nt = 1;
-    }
+    let nt = crate::par::usable(threads)
+        .min(n_sel)
+        .min(work / WORK_PER_THREAD + 1);
     let bounds: Vec<usize> = (0..=nt).map(|k| k * n_sel / nt).collect();
     // Hand each thread, for every token, the slice of that token's output row
     // covering its rows: disjoint borrows, no copying afterwards.
@@ -304,17 +303,9 @@ fn run(
         }
         return Ok(());
     }
-    #[cfg(not(target_arch = "wasm32"))]
-    std::thread::scope(|s| {
-        let mut parts = parts.into_iter().enumerate();
-        let first = parts.next();
-        for (k, part) in parts {
-            let (lo, hi) = (bounds[k], bounds[k + 1]);
-            s.spawn(move || worker(w, sel, lo, hi, acts, part, backend));
-        }
-        if let Some((_, part)) = first {
-            worker(w, sel, bounds[0], bounds[1], acts, part, backend);
-        }
+    let jobs: Vec<_> = parts.into_iter().enumerate().collect();
+    crate::par::for_each(jobs, |(k, part)| {
+        worker(w, sel, bounds[k], bounds[k + 1], acts, part, backend)
     });
     Ok(())
 }

@@ -1,0 +1,182 @@
+//! The one way the CPU engine runs work in parallel: [`for_each`] and [`map`]
+//! hand each item to its own thread, the first to the calling thread. Every
+//! parallel site (matmuls, activation quantization, attention) calls these;
+//! none names a thread API. The caller decides how work is split, so the
+//! result of each output never depends on which thread computed it.
+//!
+//! - natively: `std::thread::scope`, and [`available`] is
+//!   `available_parallelism`;
+//! - wasm32 with the `atomics` target feature (the npm package's threaded
+//!   build): a rayon pool whose threads are Web Workers or Node
+//!   `worker_threads` that the JS host starts ([`build_pool`]); the calling
+//!   thread takes the first item and the pool the rest;
+//! - plain wasm32: one thread, the items in order.
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+mod pool {
+    use std::sync::OnceLock;
+
+    /// The pool, set once by [`super::build_pool`]. Not rayon's global pool:
+    /// building that waits for every thread to start, and the thread that
+    /// builds it is the one that starts the workers.
+    pub(super) static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
+
+    pub(super) fn threads() -> usize {
+        POOL.get().map_or(0, |p| p.current_num_threads())
+    }
+}
+
+#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+mod pool {
+    pub(super) fn threads() -> usize {
+        0
+    }
+}
+
+/// Threads this build can run at once: the cores natively, the pool plus the
+/// calling thread in the threaded wasm build, else 1.
+pub fn available() -> usize {
+    if cfg!(target_arch = "wasm32") {
+        pool::threads() + 1
+    } else {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    }
+}
+
+/// Threads a request of `requested` gets: natively what was asked (at least
+/// 1); on wasm32 no more than [`available`].
+pub fn usable(requested: usize) -> usize {
+    if cfg!(target_arch = "wasm32") {
+        requested.clamp(1, available())
+    } else {
+        requested.max(1)
+    }
+}
+
+/// Whether [`for_each`] runs items on more than one thread here: always
+/// natively; in the threaded wasm build once its pool is started.
+pub fn pooled() -> bool {
+    !cfg!(target_arch = "wasm32") || pool::threads() > 0
+}
+
+/// Runs `f` on every item, each on its own thread, the first on the calling
+/// thread; returns when all are done. A panic in `f` propagates (as
+/// `std::thread::scope` does).
+pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
+    if items.len() <= 1 || !pooled() {
+        items.into_iter().for_each(f);
+    } else {
+        scoped(items, &f);
+    }
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
+    let mut items = items.into_iter();
+    let first = items.next();
+    std::thread::scope(|s| {
+        for item in items {
+            s.spawn(move || f(item));
+        }
+        if let Some(item) = first {
+            f(item);
+        }
+    });
+}
+
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
+    let Some(pool) = pool::POOL.get() else {
+        items.into_iter().for_each(f);
+        return;
+    };
+    let mut items = items.into_iter();
+    let first = items.next();
+    // In place: the calling thread (a worker, or Node's main thread, never a
+    // page's main thread, which cannot wait) runs the first item itself.
+    pool.in_place_scope(|s| {
+        for item in items {
+            s.spawn(move |_| f(item));
+        }
+        if let Some(item) = first {
+            f(item);
+        }
+    });
+}
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
+fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
+    items.into_iter().for_each(f);
+}
+
+/// [`for_each`] that keeps each item's result, in item order.
+pub fn map<T: Send, R: Send>(items: Vec<T>, f: impl Fn(T) -> R + Sync) -> Vec<R> {
+    let mut slots: Vec<Option<R>> = (0..items.len()).map(|_| None).collect();
+    let jobs: Vec<(T, &mut Option<R>)> = items.into_iter().zip(slots.iter_mut()).collect();
+    for_each(jobs, |(item, slot)| *slot = Some(f(item)));
+    // Every slot was filled: for_each returns only after each job ran.
+    slots.into_iter().flatten().collect()
+}
+
+/// What a wasm host must do with each of the pool's threads: run it (its
+/// `run()`) on a worker that shares this module's memory.
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub use rayon::ThreadBuilder;
+
+/// Builds the threaded wasm build's pool of `threads` threads (the calling
+/// thread comes on top), handing each to `spawn`, which must not wait for it
+/// to run: the pool's jobs wait until the host starts the threads. Once per
+/// module instance: a second call fails, as does `threads == 0`.
+#[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
+pub fn build_pool(
+    threads: usize,
+    mut spawn: impl FnMut(ThreadBuilder) -> std::io::Result<()> + 'static,
+) -> Result<(), crate::error::Error> {
+    if threads == 0 {
+        return Err(crate::error::Error::InvalidArgument(
+            "a thread pool needs at least one thread".into(),
+        ));
+    }
+    if pool::POOL.get().is_some() {
+        return Err(crate::error::Error::InvalidArgument(
+            "the thread pool is already built".into(),
+        ));
+    }
+    let built = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .spawn_handler(move |t| spawn(t))
+        .build()
+        .map_err(|e| crate::error::Error::InvalidArgument(format!("the thread pool: {e}")))?;
+    pool::POOL.set(built).map_err(|_| {
+        crate::error::Error::InvalidArgument("the thread pool is already built".into())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn for_each_runs_every_item_once() {
+        let mut out = vec![0u64; 7];
+        let jobs: Vec<(u64, &mut u64)> = (0..7).zip(out.iter_mut()).collect();
+        for_each(jobs, |(i, o)| *o = i * i + 1);
+        assert_eq!(out, [1, 2, 5, 10, 17, 26, 37]);
+        for_each(Vec::<u8>::new(), |_| unreachable!("no items"));
+    }
+
+    #[test]
+    fn map_keeps_item_order() {
+        let got = map((0..9).collect(), |i: usize| i * 10);
+        assert_eq!(got, (0..9).map(|i| i * 10).collect::<Vec<_>>());
+        assert_eq!(map(vec!["a"], str::len), [1]);
+    }
+
+    #[test]
+    fn natively_requests_are_kept() {
+        assert_eq!(usable(0), 1);
+        assert_eq!(usable(16), 16);
+        assert!(available() >= 1);
+        assert!(pooled());
+    }
+}
