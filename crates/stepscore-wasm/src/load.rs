@@ -41,35 +41,11 @@ pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
                 .map_err(|e| Error::invalid_argument(format!("option `family`: {e}")))?,
         );
     }
-    match obj.get("maxTokens") {
-        None | Some(Value::Null) => {}
-        Some(v) => {
-            let n = v
-                .as_u64()
-                .filter(|&n| n >= 1)
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "option `maxTokens` must be a positive integer, got {v}"
-                    ))
-                })?;
-            options.max_tokens = Some(n);
-        }
+    if let Some(n) = positive_integer(obj, "maxTokens")? {
+        options.max_tokens = Some(n);
     }
-    match obj.get("threads") {
-        None | Some(Value::Null) => {}
-        Some(v) => {
-            let n = v
-                .as_u64()
-                .filter(|&n| n >= 1)
-                .and_then(|n| usize::try_from(n).ok())
-                .ok_or_else(|| {
-                    Error::invalid_argument(format!(
-                        "option `threads` must be a positive integer, got {v}"
-                    ))
-                })?;
-            options.threads = n;
-        }
+    if let Some(n) = positive_integer(obj, "threads")? {
+        options.threads = n;
     }
     options.truncation = match text("truncation")? {
         None | Some("error") => Truncation::Error,
@@ -183,6 +159,23 @@ pub fn load_hf(mut files: BTreeMap<String, Vec<u8>>, options: &ScorerOptions) ->
         format: "hf",
         model_bytes,
     })
+}
+
+/// Option `name` of `obj` as a positive integer; `None` when absent or null.
+fn positive_integer(obj: &serde_json::Map<String, Value>, name: &str) -> Result<Option<usize>> {
+    match obj.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .filter(|&n| n >= 1)
+            .and_then(|n| usize::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| {
+                Error::invalid_argument(format!(
+                    "option `{name}` must be a positive integer, got {v}"
+                ))
+            }),
+    }
 }
 
 #[cfg(test)]
