@@ -319,22 +319,26 @@ pub(crate) async fn operation_logprobs<K: Kernels>(
         relu: false,
     }];
     let logits = k.rows(last, &positions, &layers).await?;
-    let lse = |it: &mut dyn Iterator<Item = f64>| {
-        let v: Vec<f64> = it.collect();
-        let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        (m > f64::NEG_INFINITY).then(|| m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln())
-    };
     let r = ops.operations.len();
     for ((s, i, op), row) in wanted.into_iter().zip(logits.chunks_exact(r)) {
-        let all = lse(&mut row.iter().map(|&v| v as f64));
-        let mine = lse(&mut row
+        let all: Vec<f64> = row.iter().map(|&v| v as f64).collect();
+        let mine: Vec<f64> = all
             .iter()
             .zip(&ops.operations)
             .filter(|(_, o)| **o == op)
-            .map(|(&v, _)| v as f64));
-        out[s][i] = mine.zip(all).map(|(m, a)| m - a);
+            .map(|(&v, _)| v)
+            .collect();
+        out[s][i] = log_sum_exp(&mine)
+            .zip(log_sum_exp(&all))
+            .map(|(m, a)| m - a);
     }
     Ok(out)
+}
+
+/// ln Σ exp(v), stable; `None` for no values.
+fn log_sum_exp(v: &[f64]) -> Option<f64> {
+    let m = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (m > f64::NEG_INFINITY).then(|| m + v.iter().map(|x| (x - m).exp()).sum::<f64>().ln())
 }
 
 #[cfg(test)]
