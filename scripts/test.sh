@@ -5,6 +5,9 @@
 # to PyPI, the tests that need those files print SKIPPED and pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A test run builds each workspace crate once: incremental caches would only
+# take disk (several GB over the ~40 test binaries).
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 
 scripts/setup.sh
 
