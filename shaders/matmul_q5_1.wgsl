@@ -5,14 +5,16 @@
 
 const WORDS: u32 = 6u;
 const XV: u32 = 8u;
+const AW: u32 = Q8_WORDS;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
     let dm = unpack2x16float(wl(wi));
-    var s = vec4<f32>(0.0);
+    var s = vec4<i32>(0);
     for (var v = 0u; v < XV; v++) {
-        s += dot4(vec4<f32>(q5_quants(wi, v)) * dm.x + dm.y, xb, xo + v);
+        s += idot4x(q5_packed(wi, v), xb, Q8_QS + v);
     }
-    return s;
+    *acc += (dm.x * act_f32(xb, Q8_D)) * vec4<f32>(s);
+    *acc += dm.y * act_f32(xb, Q8_S);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use gpu_support::have_adapter;
 use serde::Deserialize;
 use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore};
-use stepscore::testing::find_catalog_model;
+use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
 use stepscore::Error;
 
 #[derive(Deserialize)]
@@ -308,16 +308,51 @@ fn score_gap(a: &TraceScore, b: &TraceScore) -> (f64, f64) {
     (score, stats)
 }
 
+/// A value head over the final hidden state and the confidence statistics
+/// on a real quantized checkpoint, GPU engine against the CPU engine's
+/// default path: both round every quantized matmul's input to 8 bits per
+/// block as llama.cpp does. Tolerances: step scores 1e-3 (the bar above);
+/// confidence statistics 4e-3, twice the whole-model logit tolerance of
+/// gpu_model.rs (a log-probability moves by at most twice the largest logit
+/// change). The distance of the CPU engine's f32 path (dequantized weights,
+/// f32 activations: what the GPU computed before it had the 8-bit path) is
+/// printed beside it.
+fn quantized_checkpoint_matches_the_cpu_engine(path: &std::path::Path, name: &str, width: usize) {
+    let problem = "Tom buys 4 pens at 3 dollars each and pays with 20 dollars. What is his change?";
+    let steps = ["4 * 3 = 12 dollars.", "20 - 12 = 9 dollars."];
+    let head = value_head_with_confidence(width);
+    let open = |backend| {
+        let options = ScorerOptions {
+            backend,
+            threads: 2,
+            ..Default::default()
+        };
+        Scorer::open_with_head_file(path, &head, &options)
+            .unwrap_or_else(|e| panic!("{name} on {backend}: {e}"))
+    };
+    let gpu = open(Backend::Gpu);
+    assert_eq!(gpu.backend_report().chosen, Backend::Gpu);
+    assert_eq!(gpu.family(), Family::ValueHead);
+    let got = gpu.score_steps(problem, &steps).unwrap();
+    drop(gpu);
+    let mut cpu = open(Backend::Cpu);
+    let want = cpu.score_steps(problem, &steps).unwrap();
+    cpu.dequantize_weights().unwrap();
+    let f32_path = cpu.score_steps(problem, &steps).unwrap();
+    drop(cpu);
+    let (ds, dc) = score_gap(&got, &want);
+    let (fs, fc) = score_gap(&want, &f32_path);
+    eprintln!(
+        "{name}, {} tokens: gpu {:?} vs cpu {:?}: max |Δ score| {ds:.2e}, \
+         max |Δ statistic| {dc:.2e}; the CPU's f32 path is {fs:.2e}, {fc:.2e} from its default",
+        got.tokens, got.step_scores, want.step_scores
+    );
+    assert!(ds <= 1e-3, "{name}: step scores differ by {ds}");
+    assert!(dc <= 4e-3, "{name}: confidence statistics differ by {dc}");
+}
+
 /// The Qwen2 scoring path on a real checkpoint (q/k/v biases, untied Q8_0
-/// output, RoPE theta 1e6, the formats Q5_0/Q8_0/Q6_K/Q4_K): a value head
-/// over the final hidden state and the confidence statistics, GPU engine
-/// against the CPU engine's f32 path on the dequantized weights (what the
-/// GPU computes, see gpu_model.rs). Tolerances: step scores 1e-3 (the bar
-/// above); confidence statistics 4e-3, twice the whole-model logit
-/// tolerance of gpu_model.rs (a log-probability moves by at most twice the
-/// largest logit change). The CPU engine's default path rounds activations
-/// to 8 bits as llama.cpp does; its distance from the GPU is printed, not
-/// bounded here (llama_cpp_golden.rs holds that path to llama.cpp).
+/// output, RoPE theta 1e6, the formats Q5_0/Q8_0/Q6_K/Q4_K).
 #[test]
 fn qwen25_coder_05b_value_head_and_confidence_statistics_match_the_cpu_engine() {
     let Some(path) = find_catalog_model(QWEN_05B) else {
@@ -327,35 +362,19 @@ fn qwen25_coder_05b_value_head_and_confidence_statistics_match_the_cpu_engine() 
     if !have_adapter() {
         return;
     }
-    let problem = "Tom buys 4 pens at 3 dollars each and pays with 20 dollars. What is his change?";
-    let steps = ["4 * 3 = 12 dollars.", "20 - 12 = 9 dollars."];
-    let head = value_head_with_confidence(896);
-    let open = |backend| {
-        let options = ScorerOptions {
-            backend,
-            threads: 2,
-            ..Default::default()
-        };
-        Scorer::open_with_head_file(&path, &head, &options)
-            .unwrap_or_else(|e| panic!("{QWEN_05B} on {backend}: {e}"))
+    quantized_checkpoint_matches_the_cpu_engine(&path, QWEN_05B, 896);
+}
+
+/// The Llama scoring path on SmolLM2-135M (Q4_1 everywhere, Q8_0 tied
+/// embedding and vocabulary projection).
+#[test]
+fn smollm2_value_head_and_confidence_statistics_match_the_cpu_engine() {
+    let Some(path) = find_smollm2_gguf() else {
+        eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
+        return;
     };
-    let gpu = open(Backend::Gpu);
-    assert_eq!(gpu.backend_report().chosen, Backend::Gpu);
-    assert_eq!(gpu.family(), Family::ValueHead);
-    let got = gpu.score_steps(problem, &steps).unwrap();
-    drop(gpu);
-    let mut cpu = open(Backend::Cpu);
-    let quantized = cpu.score_steps(problem, &steps).unwrap();
-    cpu.dequantize_weights().unwrap();
-    let want = cpu.score_steps(problem, &steps).unwrap();
-    drop(cpu);
-    let (ds, dc) = score_gap(&got, &want);
-    let (qs, qc) = score_gap(&got, &quantized);
-    eprintln!(
-        "{QWEN_05B}, {} tokens: gpu {:?} vs cpu f32 {:?}: max |Δ score| {ds:.2e}, \
-         max |Δ statistic| {dc:.2e}; the CPU's 8-bit activation path is {qs:.2e}, {qc:.2e} away",
-        got.tokens, got.step_scores, want.step_scores
-    );
-    assert!(ds <= 1e-3, "step scores differ by {ds}");
-    assert!(dc <= 4e-3, "confidence statistics differ by {dc}");
+    if !have_adapter() {
+        return;
+    }
+    quantized_checkpoint_matches_the_cpu_engine(&path, "SmolLM2", 576);
 }

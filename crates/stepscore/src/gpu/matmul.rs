@@ -2,12 +2,15 @@
 //! `y[t * rows + r] = W[r] · x[t]`, the same contract as
 //! [`Matrix::matmul`](crate::model::Matrix::matmul).
 //!
-//! Quantized weights stay in their (padded) ggml blocks and are dequantized
-//! inside the kernel; f16/bf16/f32 block matrices are widened to f32 at
-//! upload. A matrix larger than the adapter's storage binding limit is split
+//! Quantized weights stay in their (padded) ggml blocks and multiply
+//! activations rounded to 8 bits per block, as the CPU engine does (act.rs
+//! quantizes them on the device first; the kernels sum exact integer block
+//! products and scale them in f32); f16/bf16/f32 block matrices are widened
+//! to f32 at upload and multiply f32 activations. A matrix larger than the adapter's storage binding limit is split
 //! by rows into several buffers, one dispatch each, all writing the same
 //! output.
 
+use super::act::{record_quantize, ActKind};
 use super::batch::Batch;
 use super::context::GpuContext;
 use super::pool::TrackedBuffer;
@@ -19,15 +22,10 @@ use crate::ggml::GgmlType;
 use crate::model::Matrix;
 use crate::quant::dequantize_row;
 
-/// Invocations per workgroup, tokens per invocation (the shaders'
-/// constants), and rows per invocation: 1 in the plain kernels, 2 in the
-/// 32-element formats' tiled kernel, which takes calls of at least
-/// `TILED_TOKENS` tokens (measured on llvmpipe, 1536x512 Q4_1, 256 tokens:
-/// 20-27% less time; K-quants stay on the plain kernel, see shaders.rs).
+/// Invocations per workgroup and tokens per invocation (the shaders'
+/// constants).
 const WG_ROWS: u32 = 64;
 const TOKENS_PER_THREAD: u32 = 4;
-const TILED_ROWS: u32 = 2;
-const TILED_TOKENS: u32 = 16;
 
 /// One row range of the weights in its own buffer.
 struct Chunk {
@@ -43,30 +41,35 @@ pub struct GpuMatrix {
     /// `F32` for f32/f16/bf16 sources.
     ty: GgmlType,
     shader: Shader,
-    /// The prefill kernel (quantized formats).
-    tiled: Option<Shader>,
+    /// The activation form a quantized matrix multiplies (`None`: f32).
+    act: Option<ActKind>,
     gather_shader: Shader,
     chunks: Vec<Chunk>,
 }
 
-/// The matmul, tiled prefill matmul (32-element formats) and embedding-gather
-/// kernels of a weight type (`F32` for f32/f16/bf16 sources); `None` where
-/// the GPU has no kernel. The one dispatch table of formats:
+/// The matmul and embedding-gather kernels of a weight type (`F32` for
+/// f32/f16/bf16 sources) on a device with or without `dot4I8Packed`; `None`
+/// where the GPU has no kernel. The one dispatch table of formats:
 /// `repack::gpu_weight_layout` gives the device layout of the same types.
-fn shaders_for(ty: GgmlType) -> Option<(Shader, Option<Shader>, Shader)> {
-    use shaders::*;
-    Some(match ty {
-        GgmlType::F32 => (MATMUL_F32, None, EMBED_F32),
-        GgmlType::Q8_0 => (MATMUL_Q8_0, Some(TILED_Q8_0), EMBED_Q8_0),
-        GgmlType::Q4_0 => (MATMUL_Q4_0, Some(TILED_Q4_0), EMBED_Q4_0),
-        GgmlType::Q4_1 => (MATMUL_Q4_1, Some(TILED_Q4_1), EMBED_Q4_1),
-        GgmlType::Q5_0 => (MATMUL_Q5_0, Some(TILED_Q5_0), EMBED_Q5_0),
-        GgmlType::Q5_1 => (MATMUL_Q5_1, Some(TILED_Q5_1), EMBED_Q5_1),
-        GgmlType::Q4K => (MATMUL_Q4_K, None, EMBED_Q4_K),
-        GgmlType::Q5K => (MATMUL_Q5_K, None, EMBED_Q5_K),
-        GgmlType::Q6K => (MATMUL_Q6_K, None, EMBED_Q6_K),
+fn shaders_for(ty: GgmlType, packed_dot: bool) -> Option<(Shader, Shader)> {
+    let q = match ty {
+        GgmlType::F32 => return Some((shaders::MATMUL_F32, shaders::EMBED_F32)),
+        GgmlType::Q8_0 => &shaders::Q8_0,
+        GgmlType::Q4_0 => &shaders::Q4_0,
+        GgmlType::Q4_1 => &shaders::Q4_1,
+        GgmlType::Q5_0 => &shaders::Q5_0,
+        GgmlType::Q5_1 => &shaders::Q5_1,
+        GgmlType::Q4K => &shaders::Q4_K,
+        GgmlType::Q5K => &shaders::Q5_K,
+        GgmlType::Q6K => &shaders::Q6_K,
         _ => return None,
-    })
+    };
+    let matmul = if packed_dot {
+        q.matmul_packed
+    } else {
+        q.matmul_emulated
+    };
+    Some((matmul, q.gather))
 }
 
 /// The weight types the GPU kernels read, for error messages.
@@ -104,7 +107,7 @@ impl GpuMatrix {
                 (*ty, cols / ty.block_elems() * layout.block_words * 4)
             }
         };
-        let (shader, tiled, gather_shader) = shaders_for(ty).ok_or_else(|| {
+        let (shader, gather_shader) = shaders_for(ty, ctx.has_packed_dot()).ok_or_else(|| {
             Error::Gpu(format!(
                 "no GPU matmul kernel for {} (supported: {SUPPORTED})",
                 ty.name()
@@ -151,7 +154,10 @@ impl GpuMatrix {
             cols,
             ty,
             shader,
-            tiled,
+            act: match m {
+                Matrix::Quant { ty, .. } => ActKind::for_weight(*ty),
+                Matrix::F32 { .. } => None,
+            },
             gather_shader,
             chunks,
         })
@@ -168,6 +174,11 @@ impl GpuMatrix {
     /// The kernel's weight type (`F32` for f32/f16/bf16 sources).
     pub fn weight_type(&self) -> GgmlType {
         self.ty
+    }
+
+    /// The activation form this matrix multiplies (`None`: f32 as it is).
+    pub(crate) fn act_kind(&self) -> Option<ActKind> {
+        self.act
     }
 
     /// How many row chunks (buffers) the weights were split into.
@@ -208,7 +219,9 @@ impl GpuMatrix {
     /// Records `y[y_base + t * rows + r] = W[r] · x[t]` into a batch: the
     /// forward pass writes keys and values straight into the KV cache at
     /// their positions this way. `x` must hold `n_tokens * cols` values and
-    /// `y` room for the output; the caller checks both.
+    /// `y` room for the output; the caller checks both. A quantized (or
+    /// f16/bf16) matrix first records the rounding of `x` into the batch's
+    /// activation buffer.
     pub(crate) fn record(
         &self,
         b: &mut Batch<'_>,
@@ -220,12 +233,31 @@ impl GpuMatrix {
         if n_tokens == 0 || self.rows == 0 || self.cols == 0 {
             return Ok(());
         }
-        let n = to_u32(n_tokens, "tokens")?;
-        let (shader, rows_per_thread) = match &self.tiled {
-            Some(t) if n >= TILED_TOKENS => (t, TILED_ROWS),
-            _ => (&self.shader, 1),
-        };
-        let groups_y = n.div_ceil(TOKENS_PER_THREAD);
+        match self.act {
+            None => self.record_on(b, x, y, y_base, n_tokens),
+            Some(kind) => {
+                let acts = b.act_buffer(kind, kind.bytes(n_tokens, self.cols)?)?;
+                record_quantize(b, kind, x, &acts, n_tokens, self.cols)?;
+                self.record_on(b, acts.as_entire_binding(), y, y_base, n_tokens)
+            }
+        }
+    }
+
+    /// Records the product with `x` as it is: activations already in
+    /// [`GpuMatrix::act_kind`]'s form (`n_tokens` rows of `cols`), f32
+    /// values when it has none.
+    pub(crate) fn record_on(
+        &self,
+        b: &mut Batch<'_>,
+        x: wgpu::BindingResource<'_>,
+        y: &wgpu::Buffer,
+        y_base: usize,
+        n_tokens: usize,
+    ) -> Result<()> {
+        if n_tokens == 0 || self.rows == 0 || self.cols == 0 {
+            return Ok(());
+        }
+        let groups_y = to_u32(n_tokens, "tokens")?.div_ceil(TOKENS_PER_THREAD);
         for c in &self.chunks {
             let p = [
                 to_u32(c.rows, "rows")?,
@@ -238,14 +270,14 @@ impl GpuMatrix {
                 0,
             ];
             b.dispatch(
-                shader,
+                &self.shader,
                 &[
                     c.buf.buffer.as_entire_binding(),
                     x.clone(),
                     y.as_entire_binding(),
                 ],
                 &p,
-                [p[0].div_ceil(WG_ROWS * rows_per_thread), groups_y, 1],
+                [p[0].div_ceil(WG_ROWS), groups_y, 1],
             )?;
         }
         Ok(())

@@ -9,6 +9,10 @@
 use super::batch::{u32_of, whole, Batch, WG};
 #[cfg(any(test, feature = "testing"))]
 use super::context::GpuContext;
+#[cfg(all(not(target_arch = "wasm32"), any(test, feature = "testing")))]
+pub use super::act::quantize_activations;
+#[cfg(any(test, feature = "testing"))]
+pub use super::act::{quantize_activations_async, ActBlocks};
 use super::shaders;
 #[cfg(any(test, feature = "testing"))]
 use super::tensor::GpuTensor;
