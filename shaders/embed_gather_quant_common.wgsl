@@ -25,6 +25,9 @@ struct Params {
 @group(0) @binding(4) var<storage, read> xq: array<u32>;
 
 var<private> row: u32;
+// The matmul's sums, which the format file's block_idot names (unused here).
+var<private> lanes: array<vec4<f32>, 8>;
+var<private> acc: vec4<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

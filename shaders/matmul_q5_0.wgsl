@@ -6,13 +6,14 @@ const WORDS: u32 = 6u;
 const XV: u32 = 8u;
 const AW: u32 = Q8_WORDS;
 
-fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
-    let d = unpack2x16float(wl(wi)).x;
-    var s = vec4<i32>(0);
+const LANE_SUMS: bool = true;
+
+// q5_packed(wi, v) holds elements 4v..4v+3: lane v.
+fn block_idot(wi: u32, xb: vec4<u32>) {
+    let dd = unpack2x16float(wl(wi)).x * act_f32(xb, Q8_D);
     for (var v = 0u; v < XV; v++) {
-        s += idot4x(centered(q5_packed(wi, v), 5u), xb, Q8_QS + v);
+        lanes[v] += dd * vec4<f32>(idot4x(centered(q5_packed(wi, v), 5u), xb, Q8_QS + v));
     }
-    *acc += (d * act_f32(xb, Q8_D)) * vec4<f32>(s);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

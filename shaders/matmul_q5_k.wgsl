@@ -10,8 +10,9 @@
 const WORDS: u32 = 44u;
 const XV: u32 = 64u;
 const AW: u32 = Q8K_WORDS;
+const LANE_SUMS: bool = false;
 
-fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let dd = unpack2x16float(wl(wi));
     var isum = vec4<i32>(0);
     var summ = vec4<i32>(0);
@@ -34,8 +35,8 @@ fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
               + i32(b.y) * (act_i32(xb, g + 2u) + act_i32(xb, g + 3u));
     }
     let da = act_f32(xb, Q8K_D);
-    *acc += (dd.x * da) * vec4<f32>(isum);
-    *acc -= (dd.y * da) * vec4<f32>(summ);
+    acc += (dd.x * da) * vec4<f32>(isum);
+    acc -= (dd.y * da) * vec4<f32>(summ);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

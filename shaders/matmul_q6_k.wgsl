@@ -12,6 +12,7 @@
 const WORDS: u32 = 53u;
 const XV: u32 = 64u;
 const AW: u32 = Q8K_WORDS;
+const LANE_SUMS: bool = false;
 
 // Signed scale k (0..15).
 fn scale_i(wi: u32, k: u32) -> i32 {
@@ -19,7 +20,7 @@ fn scale_i(wi: u32, k: u32) -> i32 {
     return bitcast<i32>(word << (24u - 8u * (k % 4u))) >> 24u;
 }
 
-fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let d = unpack2x16float(wl(wi + 52u)).x;
     let m4 = 0x0F0F0F0Fu;
     let m2 = 0x03030303u;
@@ -42,7 +43,7 @@ fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
             isum += scale_i(wi, k + 6u) * idot4x(q3, xb, xi + 24u);
         }
     }
-    *acc += (d * act_f32(xb, Q8K_D)) * vec4<f32>(isum);
+    acc += (d * act_f32(xb, Q8K_D)) * vec4<f32>(isum);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

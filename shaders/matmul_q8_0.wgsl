@@ -4,14 +4,14 @@
 const WORDS: u32 = 9u;
 const XV: u32 = 8u;
 const AW: u32 = Q8_WORDS;
+const LANE_SUMS: bool = true;
 
-fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>) {
-    let d = unpack2x16float(wl(wi)).x;
-    var s = vec4<i32>(0);
+// Quant word i holds elements 4i..4i+3: lane i.
+fn block_idot(wi: u32, xb: vec4<u32>) {
+    let dd = unpack2x16float(wl(wi)).x * act_f32(xb, Q8_D);
     for (var i = 0u; i < 8u; i++) {
-        s += idot4x(wl(wi + 1u + i), xb, Q8_QS + i);
+        lanes[i] += dd * vec4<f32>(idot4x(wl(wi + 1u + i), xb, Q8_QS + i));
     }
-    *acc += (d * act_f32(xb, Q8_D)) * vec4<f32>(s);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

@@ -1,21 +1,25 @@
 // Shared body of the quantized matmul kernels: weights in ggml blocks times
-// 8-bit activations, as the CPU engine (and llama.cpp) computes them:
-//   y[y_base + t * out_stride + row_offset + r]
-//     = sum over blocks b of the block's scaled integer dot product,
-// summed in block order, where a block's integer sums are exact (i32) and
-// its scales are applied in f32 exactly as quant/kernels.rs does:
-//   32-element formats: acc += (d_w * d_a) * isum (+ m_w * s_a),
-//   K-quants:           acc += (d_w * d_a) * sum_g sc_g * isum_g
-//                            (- (dmin_w * d_a) * sum_g mn_g * bsums_g).
+// 8-bit activations, with the CPU engine's bits (quant/kernels.rs, the one
+// float order of every engine): a block's integer sums are exact (i32), and
+//   32-element formats: eight lanes per token, lane l += (d_w * d_a) * isum_l
+//     (isum_l: the block's elements 4l..4l+3), acc += m_w * s_a for the
+//     formats with a min, the result lane_tree(lanes) + acc;
+//   K-quants: acc += (d_w * d_a) * sum_g sc_g * isum_g
+//             (then acc -= (dmin_w * d_a) * sum_g mn_g * bsums_g), per
+//     super-block in order, the result acc;
+// every product and sum rounded on its own (llvmpipe lowers fma to a
+// multiply and an add; the CPU kernels use none).
 // The activations were quantized by quantize_q8.wgsl / quantize_q8_k.wgsl.
 // The runtime appends quant_words.wgsl, one idot4 file (idot4_packed.wgsl
 // or idot4_emulated.wgsl), the format's helper file if it has one, then the
 // format file (matmul_q*.wgsl), which defines
-//   const WORDS: u32   u32 words per (repacked) weight block,
-//   const AW: u32      u32 words per activation block (Q8_WORDS or Q8K_WORDS),
-//   fn block_idot(wi: u32, xb: vec4<u32>, acc: ptr<function, vec4<f32>>)
+//   const WORDS: u32       u32 words per (repacked) weight block,
+//   const AW: u32          u32 words per activation block (Q8_WORDS or Q8K_WORDS),
+//   const LANE_SUMS: bool  whether it adds to `lanes` (32-element formats),
+//   fn block_idot(wi: u32, xb: vec4<u32>)
 // which adds the block starting at word wi of this row, times the four
-// token rows' activation blocks starting at words xb, to acc.
+// token rows' activation blocks starting at words xb, to `lanes` / `acc`
+// (vec4s: one component per token).
 // Tiling as in matmul_f32.wgsl: an invocation owns 1 row x 4 tokens.
 
 struct Params {
@@ -36,8 +40,17 @@ struct Params {
 
 const TT: u32 = 4u;
 
-// This invocation's row (wl in quant_words.wgsl reads its words).
+// This invocation's row (wl in quant_words.wgsl reads its words) and its
+// sums (see above).
 var<private> row: u32;
+var<private> lanes: array<vec4<f32>, 8>;
+var<private> acc: vec4<f32>;
+
+// The CPU's reduction of the eight lanes (kernels.rs `lane_tree`).
+fn lane_tree() -> vec4<f32> {
+    return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6]))
+         + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -51,14 +64,17 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     // Tokens past the end read the last token's row and are not written.
     let xrow = vec4<u32>(t0, min(t0 + 1u, last), min(t0 + 2u, last), min(t0 + 3u, last)) * (nb * AW);
     row = r;
-    var acc = vec4<f32>(0.0);
     for (var b = 0u; b < nb; b++) {
-        block_idot(b * WORDS, xrow + vec4<u32>(b * AW), &acc);
+        block_idot(b * WORDS, xrow + vec4<u32>(b * AW));
+    }
+    var total = acc;
+    if (LANE_SUMS) {
+        total = lane_tree() + acc;
     }
     let o = p.row_offset + r;
     for (var i = 0u; i < TT; i++) {
         if (t0 + i < p.n_tokens) {
-            y[p.y_base + (t0 + i) * p.out_stride + o] = acc[i];
+            y[p.y_base + (t0 + i) * p.out_stride + o] = total[i];
         }
     }
 }

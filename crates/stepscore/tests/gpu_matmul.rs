@@ -45,7 +45,11 @@ fn activations(w: &Matrix, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
         };
         return (x.iter().map(|&v| round(v)).collect(), Vec::new());
     }
-    let act = if act == GgmlType::Q8K { act } else { GgmlType::Q8_1 };
+    let act = if act == GgmlType::Q8K {
+        act
+    } else {
+        GgmlType::Q8_1
+    };
     let mut out = vec![0f32; x.len()];
     let mut sums = Vec::new();
     for (xr, or) in x.chunks_exact(cols).zip(out.chunks_exact_mut(cols)) {
@@ -54,7 +58,10 @@ fn activations(w: &Matrix, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
             quantize_row_q8_k(xr, &mut q).unwrap();
         } else {
             quantize_row_q8_1(xr, &mut q).unwrap();
-            sums.extend(q.chunks_exact(36).map(|b| f16_to_f32(u16::from_le_bytes([b[2], b[3]]))));
+            sums.extend(
+                q.chunks_exact(36)
+                    .map(|b| f16_to_f32(u16::from_le_bytes([b[2], b[3]]))),
+            );
         }
         dequantize_row(act, &q, or).unwrap();
     }
@@ -68,7 +75,11 @@ fn activations(w: &Matrix, x: &[f32]) -> (Vec<f32>, Vec<f32>) {
 fn reference(w: &Matrix, x: &[f32], n_tokens: usize) -> Vec<f64> {
     let (x, sums) = activations(w, x);
     let mins: Option<Vec<f32>> = match w {
-        Matrix::Quant { ty: ty @ (GgmlType::Q4_1 | GgmlType::Q5_1), bytes, .. } => Some(
+        Matrix::Quant {
+            ty: ty @ (GgmlType::Q4_1 | GgmlType::Q5_1),
+            bytes,
+            ..
+        } => Some(
             bytes
                 .as_slice()
                 .chunks_exact(ty.block_bytes())
@@ -136,7 +147,11 @@ fn check(ctx: &GpuContext, rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize
         }
         _ => "",
     };
-    let differ = got.iter().zip(&cpu).filter(|(a, b)| a.to_bits() != b.to_bits()).count();
+    let differ = got
+        .iter()
+        .zip(&cpu)
+        .filter(|(a, b)| a.to_bits() != b.to_bits())
+        .count();
     eprintln!(
         "{what}{packed}: max relative error {worst:.2e} (CPU engine {cpu_worst:.2e}); \
          {differ} of {} outputs differ from the CPU engine's bits",
@@ -195,7 +210,11 @@ fn quantizer_inputs(rng: &mut Rng, n_tokens: usize, cols: usize) -> Vec<f32> {
         match t % 4 {
             0 => {
                 for (i, v) in row.iter_mut().enumerate() {
-                    *v = if i % 32 == 0 { 127.0 } else { (i % 9) as f32 - 4.5 };
+                    *v = if i % 32 == 0 {
+                        127.0
+                    } else {
+                        (i % 9) as f32 - 4.5
+                    };
                 }
                 row[5] = -127.0;
             }
@@ -235,7 +254,13 @@ fn activations_are_quantized_on_the_device_exactly_as_on_the_cpu() {
         let s = f16_to_f32(u16::from_le_bytes([w[2], w[3]]));
         let qs: Vec<i8> = w[4..].iter().map(|&b| b as i8).collect();
         assert_eq!(g.qs.to_vec(), qs, "Q8_1 block {i}: quants");
-        assert_eq!((g.d.to_bits(), g.s.to_bits()), (d.to_bits(), s.to_bits()), "Q8_1 block {i}: d {d} s {s}, got {} {}", g.d, g.s);
+        assert_eq!(
+            (g.d.to_bits(), g.s.to_bits()),
+            (d.to_bits(), s.to_bits()),
+            "Q8_1 block {i}: d {d} s {s}, got {} {}",
+            g.d,
+            g.s
+        );
     }
     let ActBlocks::Q8K(got) = quantize_activations(ctx, &xt, n, cols, GgmlType::Q6K).unwrap()
     else {
@@ -252,7 +277,12 @@ fn activations_are_quantized_on_the_device_exactly_as_on_the_cpu() {
             .collect();
         assert_eq!(g.qs.to_vec(), qs, "Q8_K block {i}: quants");
         assert_eq!(g.bsums.to_vec(), bsums, "Q8_K block {i}: sums");
-        assert_eq!(g.d.to_bits(), d.to_bits(), "Q8_K block {i}: d {d}, got {}", g.d);
+        assert_eq!(
+            g.d.to_bits(),
+            d.to_bits(),
+            "Q8_K block {i}: d {d}, got {}",
+            g.d
+        );
     }
     // Float weights have no 8-bit form.
     assert!(quantize_activations(ctx, &xt, n, cols, GgmlType::F32).is_err());

@@ -129,12 +129,7 @@ pub(crate) fn record_quantize(
         return b.dispatch_flat(shader, &[x, whole(out)], &p, n);
     }
     let blocks = u32_of(cols / be, "blocks")?;
-    b.dispatch(
-        shader,
-        &[x, whole(out)],
-        &p,
-        [blocks.div_ceil(WG), p[1], 1],
-    )
+    b.dispatch(shader, &[x, whole(out)], &p, [blocks.div_ceil(WG), p[1], 1])
 }
 
 /// Device activations read back as the CPU engine's blocks (test support).
@@ -172,7 +167,9 @@ pub async fn quantize_activations_async(
         )));
     }
     let bytes = kind.bytes(n_tokens, cols)?;
-    let out = ctx.pool.acquire(super::pool::Usage::Storage, bytes.max(4))?;
+    let out = ctx
+        .pool
+        .acquire(super::pool::Usage::Storage, bytes.max(4))?;
     let mut b = Batch::new(ctx, "quantize activations");
     record_quantize(&mut b, kind, x.binding()?, out.buffer()?, n_tokens, cols)?;
     b.submit()?;
@@ -203,7 +200,9 @@ pub async fn quantize_activations_async(
                 })
                 .collect(),
         ),
-        ActKind::F16 | ActKind::BF16 => ActBlocks::F32(words.into_iter().map(f32::from_bits).collect()),
+        ActKind::F16 | ActKind::BF16 => {
+            ActBlocks::F32(words.into_iter().map(f32::from_bits).collect())
+        }
     })
 }
 

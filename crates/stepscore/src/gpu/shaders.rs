@@ -24,6 +24,18 @@ macro_rules! single {
     };
 }
 
+/// A shader of one file that calls `exp_cpu` (exp.wgsl).
+macro_rules! with_exp {
+    ($name:literal, $file:literal) => {
+        Shader {
+            name: $name,
+            defs: &[],
+            parts: &[EXP, include_str!(concat!("../../shaders/", $file))],
+        }
+    };
+}
+
+const EXP: &str = include_str!("../../shaders/exp.wgsl");
 const QUANT_COMMON: &str = include_str!("../../shaders/matmul_quant_common.wgsl");
 const GATHER_COMMON: &str = include_str!("../../shaders/embed_gather_quant_common.wgsl");
 const QUANT_WORDS: &str = include_str!("../../shaders/quant_words.wgsl");
@@ -97,25 +109,34 @@ quant_format!(Q6_K, "q6_k", []);
 pub(crate) const QUANTIZE_Q8: Shader = Shader {
     name: "quantize_q8",
     defs: act::DEFS,
-    parts: &[QUANTIZE_COMMON, include_str!("../../shaders/quantize_q8.wgsl")],
+    parts: &[
+        QUANTIZE_COMMON,
+        include_str!("../../shaders/quantize_q8.wgsl"),
+    ],
 };
 pub(crate) const QUANTIZE_Q8_K: Shader = Shader {
     name: "quantize_q8_k",
     defs: act::DEFS,
-    parts: &[QUANTIZE_COMMON, include_str!("../../shaders/quantize_q8_k.wgsl")],
+    parts: &[
+        QUANTIZE_COMMON,
+        include_str!("../../shaders/quantize_q8_k.wgsl"),
+    ],
 };
 pub(crate) const ROUND_HALF: Shader = Shader {
     name: "round_half",
     defs: act::DEFS,
-    parts: &[QUANTIZE_COMMON, include_str!("../../shaders/round_half.wgsl")],
+    parts: &[
+        QUANTIZE_COMMON,
+        include_str!("../../shaders/round_half.wgsl"),
+    ],
 };
 
 pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");
 pub(crate) const RMS_NORM: Shader = single!("rms_norm", "rms_norm.wgsl");
 pub(crate) const ROPE: Shader = single!("rope", "rope.wgsl");
-pub(crate) const ATTENTION: Shader = single!("attention", "attention.wgsl");
-pub(crate) const SWIGLU: Shader = single!("swiglu", "swiglu.wgsl");
+pub(crate) const ATTENTION: Shader = with_exp!("attention", "attention.wgsl");
+pub(crate) const SWIGLU: Shader = with_exp!("swiglu", "swiglu.wgsl");
 pub(crate) const RESIDUAL_ADD: Shader = single!("residual_add", "residual_add.wgsl");
 pub(crate) const BIAS_ADD: Shader = single!("bias_add", "bias_add.wgsl");
 pub(crate) const GATHER_ROWS: Shader = single!("gather_rows", "gather_rows.wgsl");
