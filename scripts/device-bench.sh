@@ -22,7 +22,9 @@
 # has run.
 #
 # Environment (device): SHAPES (default "smollm2-135m qwen2.5-0.5b qwen2.5-1.5b 7b"),
-# TOKENS (512), REPEATS (2), THREADS (all cores), PER_SHAPE_TIMEOUT (240 s).
+# F16_SHAPES (shapes also run with every matrix in F16, `--weights f16`: the
+# 16-bit float kernels; default "smollm2-135m", "" for none), TOKENS (512),
+# REPEATS (2), THREADS (all cores), PER_SHAPE_TIMEOUT (240 s).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,9 +62,9 @@ prepare() {
 
 # One shape on both engines; the JSON line to stdout.
 bench_shape() {
-    local shape=$1 threads=$2 tokens=$3 repeats=$4
-    timeout "${PER_SHAPE_TIMEOUT:-240}" "$bin" bench --synthetic "$shape" --backend gpu \
-        --threads "$threads" --tokens "$tokens" --repeats "$repeats" --warmup 1 \
+    local shape=$1 threads=$2 tokens=$3 repeats=$4 weights=${5:-real}
+    timeout "${PER_SHAPE_TIMEOUT:-240}" "$bin" bench --synthetic "$shape" --weights "$weights" \
+        --backend gpu --threads "$threads" --tokens "$tokens" --repeats "$repeats" --warmup 1 \
         --append-prefix 0 --json
 }
 
@@ -71,7 +73,8 @@ summarize() {
     if command -v python3 >/dev/null; then
         python3 - "$@" <<'PY'
 import json, sys
-print(f"{'shape':<14} {'threads':>7} {'cpu prefill':>12} {'gpu prefill':>12} {'cpu score':>10} {'gpu score':>10}  (tokens/s, best)")
+import re
+print(f"{'shape':<19} {'threads':>7} {'cpu prefill':>12} {'gpu prefill':>12} {'cpu score':>10} {'gpu score':>10}  (tokens/s, best)")
 for path in sys.argv[1:]:
     try:
         r = json.load(open(path))
@@ -82,9 +85,15 @@ for path in sys.argv[1:]:
     gp = g.get("prefill", {}).get("best_tokens_per_s")
     gs = g.get("score", {}).get("best_tokens_per_s")
     f = lambda v: f"{v:.1f}" if isinstance(v, (int, float)) else "-"
-    print(f"{r['synthetic']:<14} {r['threads']:>7} {f(r['prefill']['best_tokens_per_s']):>12} {f(gp):>12} "
+    name = r['synthetic'] + ("" if r.get('synthetic_weights', 'real') == 'real' else f" {r['synthetic_weights']}")
+    print(f"{name:<19} {r['threads']:>7} {f(r['prefill']['best_tokens_per_s']):>12} {f(gp):>12} "
           f"{f(r['score']['best_tokens_per_s']):>10} {f(gs):>10}")
-    print(f"  gpu: {g.get('adapter', g.get('skipped'))}")
+    adapter = g.get('adapter', g.get('skipped')) or ""
+    print(f"  gpu: {adapter}")
+    # The adapter report names the F16 path the device takes (f16 loads
+    # with shader-f16, u32 words without); the f32 math is the same.
+    path = re.search(r"f16 weights read as [^;(]*(\([^)]*\))?", adapter)
+    print(f"  f16/f32 path: {path.group(0) if path else 'not reported'}")
 PY
     else
         cat "$@"
@@ -107,7 +116,7 @@ device() {
     local threads=${THREADS:-$(nproc)}
     echo "== machine: $(nproc) cores ($(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)), $(free -g | awk '/Mem:/ {print $2}') GiB"
     command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
-    echo "== stepscore doctor (adapters, features: shader-f16 decides the f16 or f32 path)"
+    echo "== stepscore doctor (adapters, features: shader-f16 decides how F16 weights are read: f16 loads or u32 words, f32 math either way)"
     "$bin" doctor 2>&1 || true
     local files=()
     for shape in ${SHAPES:-smollm2-135m qwen2.5-0.5b qwen2.5-1.5b 7b}; do
@@ -116,6 +125,14 @@ device() {
             files+=("$out/$shape.json")
         else
             echo "bench --synthetic $shape failed or timed out (rc $?)"
+        fi
+    done
+    for shape in ${F16_SHAPES-smollm2-135m}; do
+        echo "== bench --synthetic $shape --weights f16 (the 16-bit float kernels, $threads threads)"
+        if bench_shape "$shape" "$threads" "${TOKENS:-512}" "${REPEATS:-2}" f16 >"$out/$shape-f16.json"; then
+            files+=("$out/$shape-f16.json")
+        else
+            echo "bench --synthetic $shape --weights f16 failed or timed out (rc $?)"
         fi
     done
     echo "== summary"

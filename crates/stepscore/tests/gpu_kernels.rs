@@ -61,6 +61,8 @@ fn embedding_gather_matches_the_cpu_engine_for_every_weight_type() {
     for (ty, cols) in [
         (GgmlType::F32, 37),
         (GgmlType::F16, 96),
+        (GgmlType::F16, 37),
+        (GgmlType::BF16, 45),
         (GgmlType::Q8_0, 96),
         (GgmlType::Q4_0, 160),
         (GgmlType::Q4_1, 96),
@@ -89,6 +91,8 @@ fn embedding_gather_covers_tables_split_over_several_buffers() {
     let mut rng = Rng(12);
     for (ty, cols) in [
         (GgmlType::F32, 64),
+        (GgmlType::F16, 64),
+        (GgmlType::BF16, 40),
         (GgmlType::Q4_1, 256),
         (GgmlType::Q5_0, 256),
         (GgmlType::Q5K, 256),

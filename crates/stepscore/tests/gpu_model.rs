@@ -104,7 +104,10 @@ mod gpu {
         let e = max_rel(&got.data, &want.data);
         eprintln!("{name} hidden states, {n_tokens} tokens: max |Δ|/(1+|ref|) = {e:.2e}");
         if exact {
-            assert_eq!(e, 0.0, "{name}: hidden states differ from the CPU engine's bits");
+            assert_eq!(
+                e, 0.0,
+                "{name}: hidden states differ from the CPU engine's bits"
+            );
         } else {
             assert!(e <= 5e-2, "{name}: hidden states differ by {e:e}");
         }
@@ -131,7 +134,10 @@ mod gpu {
             top5(last)
         );
         if exact {
-            assert_eq!(worst, 0.0, "{name}: logits differ from the CPU engine's bits");
+            assert_eq!(
+                worst, 0.0,
+                "{name}: logits differ from the CPU engine's bits"
+            );
         } else {
             assert!(worst <= 0.5, "{name}: logits differ by {worst}");
         }

@@ -361,8 +361,14 @@ fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str) {
         "{name}: GPU vs CPU engine, {n} steps of examples/traces.jsonl: max |Δ step score| \
          {worst_score:.2e}, max |Δ statistic or token log-prob| {worst_stat:.2e}"
     );
-    assert!(worst_score <= 1e-3, "{name}: step scores differ by {worst_score}");
-    assert!(worst_stat <= 1e-3, "{name}: statistics differ by {worst_stat}");
+    assert!(
+        worst_score <= 1e-3,
+        "{name}: step scores differ by {worst_score}"
+    );
+    assert!(
+        worst_stat <= 1e-3,
+        "{name}: statistics differ by {worst_stat}"
+    );
 }
 
 /// The Qwen2 scoring path on a real checkpoint (q/k/v biases, untied Q8_0
@@ -382,7 +388,11 @@ fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
     }
     let digit = HeadFile::embedded(stepscore::prm::head_file::QWEN15B_HEAD_NAME).unwrap();
     engines_agree(&path, &digit, "Qwen2.5-Coder-0.5B, digit head");
-    engines_agree(&path, &value_head_with_confidence(896), "Qwen2.5-Coder-0.5B, value head");
+    engines_agree(
+        &path,
+        &value_head_with_confidence(896),
+        "Qwen2.5-Coder-0.5B, value head",
+    );
 }
 
 /// The Llama scoring path on SmolLM2-135M (Q4_1, Q8_0 tied embedding and
@@ -399,5 +409,9 @@ fn smollm2_step_scores_match_the_cpu_engine() {
     }
     let shipped = HeadFile::embedded(stepscore::prm::head_file::SMOLLM2_HEAD_NAME).unwrap();
     engines_agree(&path, &shipped, "SmolLM2, shipped value head");
-    engines_agree(&path, &value_head_with_confidence(576), "SmolLM2, value head + confidence");
+    engines_agree(
+        &path,
+        &value_head_with_confidence(576),
+        "SmolLM2, value head + confidence",
+    );
 }

@@ -448,3 +448,31 @@ fn synthetic_model_loads_scores_and_stays_finite() {
     // Not all equal: the random weights carry the input through.
     assert!(hidden.data[..576] != hidden.data[576..2 * 576]);
 }
+
+/// `bench --synthetic SHAPE --weights f16`: every matrix of the shape in
+/// F16 (the 16-bit kernels on a real shape); it loads with F16 matrices and
+/// its forward and logits stay finite and carry the input.
+#[test]
+fn synthetic_f16_model_loads_with_f16_matrices_and_stays_finite() {
+    use stepscore::ggml::GgmlType;
+    use stepscore::model::synthetic::{generate_with, Shape, Weights};
+
+    let g = generate_with(Shape::Smollm2_135m, 5, Weights::F16).unwrap();
+    let types: Vec<GgmlType> = g.file.tensors.iter().map(|t| t.ggml_type).collect();
+    assert_eq!(
+        types.iter().filter(|&&t| t == GgmlType::F16).count(),
+        1 + 30 * 7
+    );
+    assert!(types
+        .iter()
+        .all(|&t| t == GgmlType::F16 || t == GgmlType::F32));
+    let mut model = g.transformer().unwrap();
+    model.set_threads(2);
+    let tokens: Vec<u32> = (0..8).map(|i| 3 + i * 11).collect();
+    let hidden = model.forward(&tokens, None).unwrap();
+    assert!(hidden.data.iter().all(|v| v.is_finite()));
+    assert!(hidden.data[..576] != hidden.data[576..2 * 576]);
+    let logits = model.logits_for(&hidden.data[7 * 576..], None).unwrap();
+    assert_eq!(logits.len(), 49152);
+    assert!(logits.iter().all(|v| v.is_finite()));
+}

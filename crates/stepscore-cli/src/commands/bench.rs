@@ -32,7 +32,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stepscore::model::synthetic::{self, Shape};
+use stepscore::model::synthetic::{self, Shape, Weights};
 use stepscore::model::GgufModel;
 use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
 use stepscore::quant::Simd;
@@ -63,6 +63,12 @@ pub struct Args {
     /// Seed of the synthetic weights.
     #[arg(long, default_value_t = 1, requires = "synthetic")]
     pub seed: u64,
+
+    /// Formats of the synthetic weights: real (the checkpoint's), or every
+    /// matrix in f16 or bf16 (the engines' 16-bit float kernels on a real
+    /// shape; twice the bytes of Q8_0).
+    #[arg(long, default_value = "real", value_parser = parse_weights, requires = "synthetic")]
+    pub weights: Weights,
 
     /// PRM family used for the `score` timing.
     #[arg(long, default_value = "confidence")]
@@ -213,6 +219,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "runtime": "stepscore",
             "model": source.name(),
             "synthetic": args.synthetic.map(|s| s.spec().name),
+            "synthetic_weights": args.synthetic.map(|_| format!("{:?}", args.weights).to_lowercase()),
             "family": scorer.family().name(),
             "adapter": "cpu",
             "simd": backend,
@@ -454,6 +461,10 @@ fn parse_shape(name: &str) -> Result<Shape, String> {
     Shape::parse(name).map_err(|e| e.to_string())
 }
 
+fn parse_weights(name: &str) -> Result<Weights, String> {
+    Weights::parse(name).map_err(|e| e.to_string())
+}
+
 /// The model to time: `--model` (a path or a catalog name), else the
 /// default PRM's backbone, or a synthetic one built in memory.
 enum Source {
@@ -473,7 +484,7 @@ impl Source {
                 fetch::resolve_model(args.model.as_deref())?.path,
             ));
         };
-        let spec = shape.spec();
+        let spec = shape.spec().with_weights(args.weights);
         let weights = spec.weight_bytes();
         // The GPU engine keeps its own copy (device memory, or host memory on
         // a software adapter) beside the CPU engine's.
@@ -505,7 +516,7 @@ impl Source {
                 )));
             }
         }
-        let gguf = synthetic::generate(shape, args.seed)
+        let gguf = synthetic::generate_with(shape, args.seed, args.weights)
             .map_err(|e| Failure::during(format!("building synthetic {}", spec.name), e))?;
         Ok(Source::Synthetic {
             shape,

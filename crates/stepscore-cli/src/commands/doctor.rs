@@ -4,7 +4,7 @@
 
 use std::io::Write;
 
-use stepscore::gpu::GpuContext;
+use stepscore::gpu::{Float16Path, GpuContext};
 use stepscore::prm::{auto_preference, Backend};
 
 use crate::Failure;
@@ -32,6 +32,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                     "device_type": a.device_type.name(),
                     "driver": a.driver,
                     "shader_f16": a.features.shader_f16,
+                    "float16_path": Float16Path::for_device(a.features.shader_f16).describe(),
                     "subgroups": a.features.subgroups,
                     "max_storage_buffer_binding_size": a.limits.max_storage_buffer_binding_size,
                     "max_buffer_size": a.limits.max_buffer_size,
@@ -74,6 +75,12 @@ pub fn run(args: Args) -> Result<(), Failure> {
             "  features:       shader-f16 {}, subgroups {}",
             yes(a.features.shader_f16),
             yes(a.features.subgroups)
+        )
+        .map_err(io)?;
+        writeln!(
+            out,
+            "  16-bit weights: {}",
+            Float16Path::for_device(a.features.shader_f16).describe()
         )
         .map_err(io)?;
         writeln!(

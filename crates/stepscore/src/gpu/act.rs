@@ -8,8 +8,8 @@
 //! adds the scaled sum), so the device keeps one block form for both and the
 //! matrices of one input share it whatever their 32-element format.
 //!
-//! f16 and bf16 weights (widened to f32 on the device) multiply activations
-//! rounded to f16 / bf16, as the CPU engine's do.
+//! (F16 and BF16 weights take activations rounded to their 16-bit type by
+//! their own pass: matmul.rs `record_round16`.)
 //!
 //! The device layout of a block is written here once; the shaders read it
 //! through the constants [`DEFS`] that the runtime puts ahead of their source.
@@ -27,13 +27,10 @@ pub(crate) enum ActKind {
     Q8,
     /// Q8_K blocks of 256: `Q8K_WORDS` words.
     Q8K,
-    /// f32 values rounded to f16 (f16 weights) or bf16 (bf16 weights).
-    F16,
-    BF16,
 }
 
 /// Forms of activations a batch may hold at once (one buffer each).
-pub(crate) const ACT_KINDS: usize = 4;
+pub(crate) const ACT_KINDS: usize = 2;
 
 /// Q8 block: 8 words of quants (4 a word, lowest byte first), then d and s
 /// (the f16 values widened to f32, as `quant::BlockQ8` holds them).
@@ -60,13 +57,11 @@ pub(crate) const DEFS: &[(&str, u32)] = &[
 ];
 
 impl ActKind {
-    /// The form a weight type multiplies, `None` for f32 weights.
+    /// The 8-bit form a weight type multiplies, `None` for float weights.
     pub fn for_weight(ty: GgmlType) -> Option<ActKind> {
         match vec_dot_type(ty)? {
             GgmlType::Q8_0 | GgmlType::Q8_1 => Some(ActKind::Q8),
             GgmlType::Q8K => Some(ActKind::Q8K),
-            GgmlType::F16 => Some(ActKind::F16),
-            GgmlType::BF16 => Some(ActKind::BF16),
             _ => None,
         }
     }
@@ -76,7 +71,6 @@ impl ActKind {
         match self {
             ActKind::Q8 => GgmlType::Q8_0.block_elems(),
             ActKind::Q8K => GgmlType::Q8K.block_elems(),
-            ActKind::F16 | ActKind::BF16 => 1,
         }
     }
 
@@ -84,7 +78,6 @@ impl ActKind {
         match self {
             ActKind::Q8 => Q8_WORDS as usize,
             ActKind::Q8K => Q8K_WORDS as usize,
-            ActKind::F16 | ActKind::BF16 => 1,
         }
     }
 
@@ -117,17 +110,8 @@ pub(crate) fn record_quantize(
     let shader = match kind {
         ActKind::Q8 => &shaders::QUANTIZE_Q8,
         ActKind::Q8K => &shaders::QUANTIZE_Q8_K,
-        ActKind::F16 | ActKind::BF16 => &shaders::ROUND_HALF,
     };
-    let mode = (kind == ActKind::BF16) as u32;
-    let p = [u32_of(cols, "cols")?, u32_of(n_tokens, "tokens")?, mode, 0];
-    if matches!(kind, ActKind::F16 | ActKind::BF16) {
-        let n = cols
-            .checked_mul(n_tokens)
-            .ok_or_else(|| Error::InvalidArgument("activations too large".into()))?;
-        u32_of(n, "values")?;
-        return b.dispatch_flat(shader, &[x, whole(out)], &p, n);
-    }
+    let p = [u32_of(cols, "cols")?, u32_of(n_tokens, "tokens")?, 0, 0];
     let blocks = u32_of(cols / be, "blocks")?;
     b.dispatch(shader, &[x, whole(out)], &p, [blocks.div_ceil(WG), p[1], 1])
 }
@@ -138,8 +122,6 @@ pub(crate) fn record_quantize(
 pub enum ActBlocks {
     Q8(Vec<crate::quant::BlockQ8>),
     Q8K(Vec<crate::quant::BlockQ8K>),
-    /// Rounded through f16 or bf16.
-    F32(Vec<f32>),
 }
 
 /// Quantizes `n_tokens` rows of `cols` values of `x` on the device as the
@@ -156,7 +138,7 @@ pub async fn quantize_activations_async(
     use crate::quant::{BlockQ8, BlockQ8K};
     let kind = ActKind::for_weight(weight).ok_or_else(|| {
         Error::InvalidArgument(format!(
-            "{} weights multiply f32 activations as they are",
+            "{} weights do not multiply 8-bit activations",
             weight.name()
         ))
     })?;
@@ -200,9 +182,6 @@ pub async fn quantize_activations_async(
                 })
                 .collect(),
         ),
-        ActKind::F16 | ActKind::BF16 => {
-            ActBlocks::F32(words.into_iter().map(f32::from_bits).collect())
-        }
     })
 }
 

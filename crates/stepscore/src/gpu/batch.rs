@@ -33,6 +33,8 @@ pub(crate) struct Batch<'a> {
     /// One buffer of 8-bit activations per form (act.rs), reused by every
     /// matmul the batch records: its dispatches run in order.
     acts: [Option<(wgpu::Buffer, u64)>; ACT_KINDS],
+    /// The intermediate buffer [`Batch::scratch`] hands out, and its size.
+    scratch: Option<(wgpu::Buffer, u64)>,
 }
 
 /// Converts a size or index to the kernels' 32-bit words.
@@ -59,6 +61,7 @@ impl<'a> Batch<'a> {
             params: None,
             slot,
             acts: Default::default(),
+            scratch: None,
         }
     }
 
@@ -123,6 +126,25 @@ impl<'a> Batch<'a> {
         let buf = self.ctx.upload_storage(data)?;
         let handle = buf.buffer()?.clone();
         self.keep.push(buf);
+        Ok(handle)
+    }
+
+    /// A storage buffer of at least `bytes` for an intermediate that one
+    /// dispatch writes and the next reads (the 16-bit activations of a float
+    /// matmul). Every call returns the same buffer while it is large enough:
+    /// the batch's dispatches run in order, so it is rewritten only after
+    /// its last reader, and a forward pass holds one instead of one per
+    /// matmul.
+    pub fn scratch(&mut self, bytes: u64) -> Result<wgpu::Buffer> {
+        if let Some((buf, size)) = &self.scratch {
+            if *size >= bytes {
+                return Ok(buf.clone());
+            }
+        }
+        let buf = self.ctx.pool.acquire(Usage::Storage, bytes.max(4))?;
+        let handle = buf.buffer()?.clone();
+        self.keep.push(buf);
+        self.scratch = Some((handle.clone(), bytes));
         Ok(handle)
     }
 

@@ -34,6 +34,37 @@ pub struct GpuOptions {
     pub emulate_packed_dot: bool,
 }
 
+/// How the kernels read F16 weights (and the activations rounded to f16
+/// for them) on one device, chosen once when the device is created. Both
+/// widen to f32 exactly and compute in f32, so they give the same bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Float16Path {
+    /// As `f16` values (`enable f16;`): the device has SHADER_F16.
+    ShaderF16,
+    /// As u32 words widened with `unpack2x16float` (core WGSL): devices
+    /// without SHADER_F16, such as Chromium's SwiftShader adapter.
+    Words,
+}
+
+impl Float16Path {
+    /// The path of a device created with (or without) SHADER_F16.
+    pub fn for_device(shader_f16: bool) -> Float16Path {
+        if shader_f16 {
+            Float16Path::ShaderF16
+        } else {
+            Float16Path::Words
+        }
+    }
+
+    /// How reports name it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Float16Path::ShaderF16 => "f16 weights read as f16 (shader-f16)",
+            Float16Path::Words => "f16 weights read as u32 words (no shader-f16)",
+        }
+    }
+}
+
 /// Errors the device reported outside any call (validation, out of memory)
 /// and its loss, captured by callbacks instead of wgpu's default panic.
 #[derive(Default)]
@@ -48,6 +79,7 @@ pub struct GpuContext {
     pub(crate) queue: wgpu::Queue,
     report: AdapterReport,
     limits: wgpu::Limits,
+    float16: Float16Path,
     binding_limit: u64,
     pub(crate) pool: Pool,
     pipelines: PipelineCache,
@@ -128,6 +160,16 @@ impl GpuContext {
             .await
             .map_err(|e| Error::Gpu(format!("creating a device on {}: {e}", report.name)))?;
 
+        let float16 =
+            Float16Path::for_device(device.features().contains(wgpu::Features::SHADER_F16));
+        // The reason travels into every engine report (doctor, bench, the
+        // scorer's backend report): say there which F16 path runs.
+        report.reason = if report.reason.is_empty() {
+            float16.describe().to_string()
+        } else {
+            format!("{}; {}", report.reason, float16.describe())
+        };
+
         let errors = Arc::new(Mutex::new(DeviceErrors::default()));
         let sink = errors.clone();
         device.on_uncaptured_error(Arc::new(move |e: wgpu::Error| {
@@ -153,6 +195,7 @@ impl GpuContext {
             queue,
             report,
             limits,
+            float16,
             binding_limit,
             pool,
             pipelines: PipelineCache::default(),
@@ -166,7 +209,8 @@ impl GpuContext {
         &self.report
     }
 
-    /// Whether the device was created with SHADER_F16 (no kernel needs it).
+    /// Whether the device was created with SHADER_F16 (the F16 matmul then
+    /// reads f16 values; see [`Float16Path`]).
     pub fn has_shader_f16(&self) -> bool {
         self.device.features().contains(wgpu::Features::SHADER_F16)
     }
@@ -175,6 +219,11 @@ impl GpuContext {
     /// exact emulation in core WGSL).
     pub fn has_packed_dot(&self) -> bool {
         self.packed_dot
+    }
+
+    /// How the kernels read F16 weights on this device.
+    pub fn float16_path(&self) -> Float16Path {
+        self.float16
     }
 
     pub fn limits(&self) -> &wgpu::Limits {

@@ -30,9 +30,11 @@ mod transformer;
 pub use adapter::{
     choose as choose_adapter, AdapterReport, DeviceKind, FeatureReport, LimitsReport, ADAPTER_ENV,
 };
-pub use context::{GpuContext, GpuOptions};
+pub use context::{Float16Path, GpuContext, GpuOptions};
+#[cfg(all(not(target_arch = "wasm32"), any(test, feature = "testing")))]
+pub use matmul::round_acts16;
 pub use matmul::GpuMatrix;
 pub use pool::PoolStats;
-pub use repack::{gpu_weight_layout, repack_blocks, GpuWeightLayout};
+pub use repack::{float16_groups, float16_rows, gpu_weight_layout, repack_blocks, GpuWeightLayout};
 pub use tensor::GpuTensor;
 pub use transformer::{GpuHidden, GpuKvCache, GpuTransformer};

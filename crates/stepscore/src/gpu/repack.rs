@@ -7,7 +7,14 @@
 //! are. Every other field keeps its ggml position, so the shaders read the
 //! layouts documented in quant/dequant.rs, shifted by the padding. f16
 //! scales are read in the shader with `unpack2x16float`, which is core WGSL:
-//! no kernel needs the `shader-f16` feature.
+//! no quantized kernel needs the `shader-f16` feature.
+//!
+//! F16 and BF16 matrices stay 16-bit (`float16_rows`): each row padded with
+//! zeros to a multiple of 8 values (one 16-byte group, the float16 kernels'
+//! unit of load), interleaved by row a group at a time. The F16 kernel
+//! reads them as `f16` where the device has `shader-f16` and as u32 words
+//! widened with `unpack2x16float` where it does not (the same bits); BF16 is
+//! widened by a shift. F32 rows are uploaded as they are.
 //!
 //! Not here, on purpose: Q8_K and Q8_1 are activation formats that ggml
 //! never multiplies as weights (`quant::vec_dot_type` has no entry for
@@ -84,9 +91,63 @@ pub fn repack_blocks(ty: GgmlType, src: &[u8]) -> Result<Vec<u32>> {
     Ok(out)
 }
 
+/// 16-bit values of a padded float16 row group (the kernels' unit of load).
+pub const FLOAT16_GROUP: usize = 8;
+
+/// Groups of a padded float16 row of `cols` values.
+pub fn float16_groups(cols: usize) -> usize {
+    cols.div_ceil(FLOAT16_GROUP)
+}
+
+/// `n` rows of `cols` F16 or BF16 values (little endian, as in ggml) ->
+/// row-major device words, each row padded with zeros to
+/// `float16_groups(cols) * 4` words; the value of column c is the low half of
+/// word c / 2 for even c, the high half for odd c.
+pub fn float16_rows(ty: GgmlType, src: &[u8], n: usize, cols: usize) -> Result<Vec<u32>> {
+    if !matches!(ty, GgmlType::F16 | GgmlType::BF16) {
+        return Err(Error::Internal(format!(
+            "float16_rows takes F16 or BF16, not {}",
+            ty.name()
+        )));
+    }
+    if n.checked_mul(cols).and_then(|v| v.checked_mul(2)) != Some(src.len()) {
+        return Err(Error::InvalidArgument(format!(
+            "{} weights: {} bytes is not {n} rows of {cols} values",
+            ty.name(),
+            src.len()
+        )));
+    }
+    let words = float16_groups(cols) * FLOAT16_GROUP / 2;
+    let mut out = vec![0u32; n * words];
+    for (row, o) in src
+        .chunks_exact((cols * 2).max(1))
+        .zip(out.chunks_exact_mut(words.max(1)))
+    {
+        for (c, h) in row.chunks_exact(2).enumerate() {
+            o[c / 2] |= u32::from(u16::from_le_bytes([h[0], h[1]])) << (16 * (c % 2));
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn float16_rows_pad_to_whole_groups_low_half_first() {
+        // 2 rows of 3 values: row r value c = 0x0100 * (r + 1) + c.
+        let vals: [u16; 6] = [0x0100, 0x0101, 0x0102, 0x0200, 0x0201, 0x0202];
+        let src: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let w = float16_rows(GgmlType::F16, &src, 2, 3).unwrap();
+        assert_eq!(w.len(), 8);
+        assert_eq!(&w[..4], &[0x0101_0100, 0x0000_0102, 0, 0]);
+        assert_eq!(&w[4..], &[0x0201_0200, 0x0000_0202, 0, 0]);
+        assert_eq!(float16_groups(8), 1);
+        assert_eq!(float16_groups(9), 2);
+        assert!(float16_rows(GgmlType::BF16, &src[..5], 2, 3).is_err());
+        assert!(float16_rows(GgmlType::Q8_0, &src, 2, 3).is_err());
+    }
 
     #[test]
     fn layouts_are_whole_words_with_at_most_three_pad_bytes() {

@@ -122,14 +122,29 @@ pub(crate) const QUANTIZE_Q8_K: Shader = Shader {
         include_str!("../../shaders/quantize_q8_k.wgsl"),
     ],
 };
-pub(crate) const ROUND_HALF: Shader = Shader {
-    name: "round_half",
-    defs: act::DEFS,
-    parts: &[
-        QUANTIZE_COMMON,
-        include_str!("../../shaders/round_half.wgsl"),
-    ],
-};
+
+const FLOAT16: &str = include_str!("../../shaders/matmul_float16.wgsl");
+
+/// The 16-bit float matmuls: a format file (bindings and widening) before
+/// the shared skeleton, whose directive `enable f16;` must open the module.
+/// F16 has two, one per device kind (see `GpuContext::float16_path`).
+macro_rules! float16_format {
+    ($matmul:ident, $name:literal, $file:literal) => {
+        pub(crate) const $matmul: Shader = Shader {
+            name: concat!("matmul_", $name),
+            // No defs: `enable f16;` must come first.
+            defs: &[],
+            parts: &[include_str!(concat!("../../shaders/", $file)), FLOAT16],
+        };
+    };
+}
+
+float16_format!(MATMUL_F16_NATIVE, "f16_native", "float16_f16_native.wgsl");
+float16_format!(MATMUL_F16_WORDS, "f16_words", "float16_f16_words.wgsl");
+float16_format!(MATMUL_BF16, "bf16", "float16_bf16.wgsl");
+pub(crate) const ROUND_ACTS16: Shader = single!("round_acts16", "round_acts16.wgsl");
+pub(crate) const EMBED_FLOAT16: Shader =
+    single!("embed_gather_float16", "embed_gather_float16.wgsl");
 
 pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");

@@ -17,7 +17,7 @@ use super::gguf::GgufModel;
 use crate::error::{Error, Result};
 use crate::format::{GgufArray, GgufValue, GgufWriter, ModelBytes};
 use crate::ggml::GgmlType;
-use crate::quant::f32_to_f16;
+use crate::quant::{f32_to_bf16, f32_to_f16};
 
 /// A real model's architecture, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +30,31 @@ pub enum Shape {
     Qwen25_15b,
     /// Qwen2.5-7B-Instruct, Q4_K_M (4.4 GiB of weights).
     Qwen25_7b,
+}
+
+/// The weight formats of a synthetic model: the real checkpoint's, or every
+/// matrix (embeddings and output too) in one 16-bit float format, e.g. to
+/// time the GPU engine's F16 kernels on a real shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Weights {
+    #[default]
+    Real,
+    F16,
+    Bf16,
+}
+
+impl Weights {
+    /// Parses `real`, `f16` or `bf16`.
+    pub fn parse(name: &str) -> Result<Weights> {
+        match name.to_ascii_lowercase().as_str() {
+            "real" => Ok(Weights::Real),
+            "f16" => Ok(Weights::F16),
+            "bf16" => Ok(Weights::Bf16),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown synthetic weights `{name}` (one of: real, f16, bf16)"
+            ))),
+        }
+    }
 }
 
 /// Which format each tensor role takes.
@@ -196,6 +221,25 @@ impl ShapeSpec {
         self.hidden / self.heads
     }
 
+    /// This shape with every weight matrix in `w`'s format (`Real` keeps
+    /// the checkpoint's formats; an untied output stays untied).
+    pub fn with_weights(mut self, w: Weights) -> ShapeSpec {
+        let ty = match w {
+            Weights::Real => return self,
+            Weights::F16 => GgmlType::F16,
+            Weights::Bf16 => GgmlType::BF16,
+        };
+        self.formats = Formats {
+            embed: ty,
+            output: self.formats.output.map(|_| ty),
+            main: ty,
+            v: (ty, ty),
+            down: (ty, ty),
+            more_bits: self.formats.more_bits,
+        };
+        self
+    }
+
     fn plan(&self) -> Vec<TensorPlan> {
         let f = &self.formats;
         let (d, kv) = (self.hidden as u64, (self.kv_heads * self.head_dim()) as u64);
@@ -315,6 +359,20 @@ fn scale_layout(ty: GgmlType) -> Option<(usize, Option<usize>, f32)> {
 fn random_blocks(ty: GgmlType, cols: u64, rows: u64, rng: &mut Rng) -> Result<Vec<u8>> {
     let n = usize::try_from(ty.bytes_for(cols * rows)?)
         .map_err(|_| Error::InvalidArgument("synthetic tensor too large".into()))?;
+    if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
+        // Uniform with standard deviation 1/sqrt(cols), like the blocks.
+        let a = (3.0 / cols as f32).sqrt();
+        let half = if ty == GgmlType::F16 {
+            f32_to_f16
+        } else {
+            f32_to_bf16
+        };
+        let mut data = Vec::with_capacity(n);
+        for _ in 0..n / 2 {
+            data.extend_from_slice(&half(a * rng.sym()).to_le_bytes());
+        }
+        return Ok(data);
+    }
     let mut data = vec![0u8; n];
     rng.fill(&mut data);
     let (d_at, m_at, typical) = scale_layout(ty).ok_or_else(|| {
@@ -416,7 +474,13 @@ fn vocabulary(spec: &ShapeSpec) -> Vec<(&'static str, GgufValue)> {
 /// Builds the random model of `shape` from `seed`, as a parsed in-memory GGUF
 /// named `synthetic-<shape>.gguf`. Allocates about [`ShapeSpec::weight_bytes`].
 pub fn generate(shape: Shape, seed: u64) -> Result<GgufModel> {
-    let spec = shape.spec();
+    generate_with(shape, seed, Weights::Real)
+}
+
+/// [`generate`] with the weight formats of `weights`
+/// ([`ShapeSpec::with_weights`]).
+pub fn generate_with(shape: Shape, seed: u64, weights: Weights) -> Result<GgufModel> {
+    let spec = shape.spec().with_weights(weights);
     let mut rng = Rng(seed ^ 0x9e37_79b9_7f4a_7c15 | 1);
     let mut w = GgufWriter::new();
     let a = spec.arch;
@@ -485,5 +549,26 @@ mod tests {
             Shape::Qwen25_15b.spec().formats_summary(),
             "Q4_K, Q6_K, F32"
         );
+    }
+
+    #[test]
+    fn f16_weights_put_every_matrix_in_f16() {
+        assert_eq!(Weights::parse("F16").unwrap(), Weights::F16);
+        assert!(Weights::parse("q4").is_err());
+        let s = Shape::Smollm2_135m.spec().with_weights(Weights::F16);
+        assert_eq!(s.formats_summary(), "F16, F32");
+        // 134.5M matrix values (tied embeddings) at 2 bytes, norms in f32.
+        let values: u64 = s
+            .plan()
+            .iter()
+            .filter(|p| p.ty == GgmlType::F16)
+            .map(|p| p.dims.iter().product::<u64>())
+            .sum();
+        let norms = (2 * 30 + 1) * 576 * 4;
+        assert_eq!(s.weight_bytes(), values * 2 + norms);
+        assert_eq!(values, 134_479_872);
+        let q = Shape::Qwen25_05b.spec().with_weights(Weights::Bf16);
+        assert_eq!(q.formats_summary(), "BF16, F32");
+        assert!(q.plan().iter().any(|p| p.name == "output.weight"));
     }
 }

@@ -254,6 +254,8 @@ impl Transformer {
 
     /// Quantizes every f32 weight matrix to `ty` (Q8_0 or Q4_0), as llama.cpp's
     /// converter would: the Hugging Face path's optional load-time quantization.
+    /// F16 and BF16 convert them to 16-bit rows instead (see
+    /// [`crate::quant::quantize_weights`]).
     pub fn quantize_weights(&mut self, ty: GgmlType) -> Result<()> {
         self.w.embed = self.w.embed.quantized(ty)?;
         for l in &mut self.w.layers {

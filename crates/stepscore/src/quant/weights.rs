@@ -3,16 +3,33 @@
 //! matrix quantized here holds the same blocks llama.cpp's converter writes.
 
 use super::act::quantize_row_q8_0;
-use super::fp::f32_to_f16;
+use super::fp::{f32_to_bf16, f32_to_f16};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 
-/// The weight types [`quantize_weights`] can produce.
+/// The block types [`quantize_weights`] can produce (it also converts to
+/// F16 and BF16, rounding to nearest even).
 pub const LOAD_TIME_TYPES: [GgmlType; 2] = [GgmlType::Q8_0, GgmlType::Q4_0];
 
 /// Quantizes a row-major `rows x cols` f32 matrix into ggml blocks of `ty`
-/// (Q8_0 or Q4_0); `cols` must be a multiple of 32.
+/// (Q8_0 or Q4_0; `cols` must be a multiple of 32), or converts it to F16 or
+/// BF16 rows (any `cols`), ggml's conversions bit for bit.
 pub fn quantize_weights(ty: GgmlType, data: &[f32], rows: usize, cols: usize) -> Result<Vec<u8>> {
+    if matches!(ty, GgmlType::F16 | GgmlType::BF16) {
+        if Some(data.len()) != rows.checked_mul(cols) {
+            return Err(Error::InvalidArgument(format!(
+                "cannot convert a {rows}x{cols} matrix of {} values to {}",
+                data.len(),
+                ty.name()
+            )));
+        }
+        let half = if ty == GgmlType::F16 {
+            f32_to_f16
+        } else {
+            f32_to_bf16
+        };
+        return Ok(data.iter().flat_map(|&v| half(v).to_le_bytes()).collect());
+    }
     if cols % 32 != 0 || Some(data.len()) != rows.checked_mul(cols) {
         return Err(Error::InvalidArgument(format!(
             "cannot quantize a {rows}x{cols} matrix of {} values to {} (rows must be whole 32-value blocks)",
@@ -107,5 +124,22 @@ mod tests {
         assert_eq!(q[3], 8 | (8 << 4));
         assert!(quantize_weights(GgmlType::Q4_0, &x[..20], 1, 20).is_err());
         assert!(quantize_weights(GgmlType::Q6K, &x, 1, 32).is_err());
+    }
+
+    #[test]
+    fn f16_and_bf16_conversions_round_each_value_to_nearest_even() {
+        // 1 + 2^-11 is halfway between two f16 values: the even one (1.0)
+        // wins; 1 + 2^-8 + 2^-9 is exact in f16 and rounds up in bf16 (7
+        // fraction bits) to 1 + 2^-7.
+        let x = [
+            1.0 + 2f32.powi(-11),
+            -2.5,
+            1.0 + 2f32.powi(-8) + 2f32.powi(-9),
+        ];
+        let h = quantize_weights(GgmlType::F16, &x, 1, 3).unwrap();
+        assert_eq!(h, [0x00, 0x3C, 0x00, 0xC1, 0x06, 0x3C]);
+        let b = quantize_weights(GgmlType::BF16, &x, 3, 1).unwrap();
+        assert_eq!(b, [0x80, 0x3F, 0x20, 0xC0, 0x81, 0x3F]);
+        assert!(quantize_weights(GgmlType::F16, &x, 2, 2).is_err());
     }
 }

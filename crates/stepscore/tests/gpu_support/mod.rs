@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use stepscore::ggml::GgmlType;
 use stepscore::gpu::{GpuContext, GpuOptions};
 use stepscore::model::{Matrix, SharedBytes};
-use stepscore::quant::f32_to_f16;
+use stepscore::quant::{f32_to_bf16, f32_to_f16};
 
 pub fn ctx() -> Option<&'static GpuContext> {
     static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
@@ -104,6 +104,11 @@ pub fn random_matrix(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> M
             GgmlType::F16 => {
                 for v in b.chunks_exact_mut(2) {
                     put_f16(v, 0, rng.f());
+                }
+            }
+            GgmlType::BF16 => {
+                for v in b.chunks_exact_mut(2) {
+                    v.copy_from_slice(&f32_to_bf16(rng.f()).to_le_bytes());
                 }
             }
             _ => panic!("no generator for {ty:?}"),
