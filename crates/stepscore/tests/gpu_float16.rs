@@ -24,7 +24,7 @@ mod gpu_support;
 
 use std::sync::Arc;
 
-use gpu_support::{ctx, have_adapter, open, skip_or_fail, Rng};
+use gpu_support::{arc_ctx, ctx, max_rel, open, Rng};
 use stepscore::ggml::GgmlType;
 use stepscore::gpu::{
     round_acts16, Float16Path, GpuContext, GpuMatrix, GpuOptions, GpuTransformer,
@@ -340,27 +340,6 @@ fn float16_weights_over_the_binding_limit_are_split_by_rows() {
         .all(|(a, b)| a.to_bits() == b.to_bits()));
 }
 
-fn shared_ctx() -> Option<Arc<GpuContext>> {
-    if !have_adapter() {
-        return None;
-    }
-    match GpuContext::new(GpuOptions::default()) {
-        Ok(c) => Some(Arc::new(c)),
-        Err(e) => {
-            skip_or_fail(&e.to_string());
-            None
-        }
-    }
-}
-
-fn max_rel(a: &[f32], b: &[f32]) -> f64 {
-    assert_eq!(a.len(), b.len());
-    a.iter()
-        .zip(b)
-        .map(|(&x, &y)| (x as f64 - y as f64).abs() / (1.0 + (y as f64).abs()))
-        .fold(0.0, f64::max)
-}
-
 fn mean_rel(a: &[f32], b: &[f32]) -> f64 {
     a.iter()
         .zip(b)
@@ -409,7 +388,7 @@ fn against_both(got: &[f32], want16: &[f32], want32: &[f32]) -> ((f64, f64), (f6
 /// stay f32; measured ratio 0.497 to 0.503).
 #[test]
 fn tiny_f16_decoders_match_the_cpu_engine_at_half_the_memory() {
-    let Some(ctx) = shared_ctx() else { return };
+    let Some(ctx) = arc_ctx() else { return };
     for name in ["qwen2-prm-tiny", "rlhflow-tiny"] {
         let f32_model = tiny(name);
         let vocab = f32_model.config().vocab_size as u32;
@@ -462,7 +441,7 @@ fn smollm2_in_f16_matches_the_cpu_engine() {
         eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
         return;
     };
-    let Some(ctx) = shared_ctx() else { return };
+    let Some(ctx) = arc_ctx() else { return };
     let gguf = GgufModel::parse(
         stepscore::format::ModelBytes::open(&path).unwrap(),
         "SmolLM2",

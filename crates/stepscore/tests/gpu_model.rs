@@ -27,33 +27,12 @@ mod gpu {
     use std::path::Path;
     use std::sync::Arc;
 
-    use super::gpu_support::{have_adapter, skip_or_fail};
+    use super::gpu_support::{arc_ctx, have_adapter, max_rel};
     use stepscore::format::ModelBytes;
     use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
     use stepscore::model::{GgufModel, HfCheckpoint, Transformer};
     use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
     use stepscore::tokenizer::Tokenizer;
-
-    fn context() -> Option<Arc<GpuContext>> {
-        if !have_adapter() {
-            return None;
-        }
-        match GpuContext::new(GpuOptions::default()) {
-            Ok(c) => Some(Arc::new(c)),
-            Err(e) => {
-                skip_or_fail(&e.to_string());
-                None
-            }
-        }
-    }
-
-    fn max_rel(a: &[f32], b: &[f32]) -> f64 {
-        assert_eq!(a.len(), b.len());
-        a.iter()
-            .zip(b)
-            .map(|(&x, &y)| (x as f64 - y as f64).abs() / (1.0 + (y as f64).abs()))
-            .fold(0.0, f64::max)
-    }
 
     fn max_abs(a: &[f32], b: &[f32]) -> f64 {
         assert_eq!(a.len(), b.len());
@@ -149,7 +128,7 @@ mod gpu {
             eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
             return;
         };
-        let Some(ctx) = context() else { return };
+        let Some(ctx) = arc_ctx() else { return };
         whole_model_parity(&ctx, &path, "SmolLM2", 64);
     }
 
@@ -162,7 +141,7 @@ mod gpu {
             eprintln!("SKIPPED: {QWEN_05B} GGUF not found (run `stepscore fetch {QWEN_05B}`)");
             return;
         };
-        let Some(ctx) = context() else { return };
+        let Some(ctx) = arc_ctx() else { return };
         whole_model_parity(&ctx, &path, QWEN_05B, 24);
     }
 
@@ -172,7 +151,7 @@ mod gpu {
             eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
             return;
         };
-        let Some(ctx) = context() else { return };
+        let Some(ctx) = arc_ctx() else { return };
         let gguf = GgufModel::parse(ModelBytes::open(&path).unwrap(), "SmolLM2").unwrap();
         let tok = Tokenizer::from_gguf(&gguf.file).unwrap();
         let model = gguf.transformer().unwrap();
@@ -211,7 +190,7 @@ mod gpu {
     /// capacity.
     #[test]
     fn tiny_decoders_match_the_cpu_engine_with_and_without_a_cache() {
-        let Some(ctx) = context() else { return };
+        let Some(ctx) = arc_ctx() else { return };
         for name in [
             "qwen2-prm-tiny",
             "skywork-prm-tiny",
@@ -287,7 +266,7 @@ mod gpu {
 
     #[test]
     fn bad_tokens_and_foreign_caches_are_errors_not_panics() {
-        let Some(ctx) = context() else { return };
+        let Some(ctx) = arc_ctx() else { return };
         let model = tiny("skywork-prm-tiny");
         let gm = GpuTransformer::upload(ctx.clone(), &model).unwrap();
         let other = GpuTransformer::upload(ctx.clone(), &model).unwrap();

@@ -288,6 +288,21 @@ impl GpuMatrix {
         if n_tokens == 0 || self.rows == 0 || self.cols == 0 {
             return Ok(());
         }
+        self.dispatch_chunks(b, x, y, y_base, n_tokens, 0)
+    }
+
+    /// One dispatch of the matrix's kernel per row chunk over `x` (in the
+    /// kernel's activation form); `extra` is the kernels' seventh parameter
+    /// (the F16/BF16 kernels' 8-value groups per row, else 0).
+    fn dispatch_chunks(
+        &self,
+        b: &mut Batch<'_>,
+        x: wgpu::BindingResource<'_>,
+        y: &wgpu::Buffer,
+        y_base: usize,
+        n_tokens: usize,
+        extra: u32,
+    ) -> Result<()> {
         let groups_y = to_u32(n_tokens, "tokens")?.div_ceil(TOKENS_PER_THREAD);
         for c in &self.chunks {
             let p = [
@@ -297,7 +312,7 @@ impl GpuMatrix {
                 to_u32(c.first_row, "rows")?,
                 to_u32(self.rows, "rows")?,
                 to_u32(y_base, "output offset")?,
-                0,
+                extra,
                 0,
             ];
             b.dispatch(
@@ -330,30 +345,8 @@ impl GpuMatrix {
         let bytes = u64::from(n) * u64::from(words) * 4;
         let acts = b.scratch(bytes)?;
         record_round16(b, self.ty, x, &acts, self.cols, n)?;
-        let cols = to_u32(self.cols, "cols")?;
-        for c in &self.chunks {
-            let p = [
-                to_u32(c.rows, "rows")?,
-                cols,
-                n,
-                to_u32(c.first_row, "rows")?,
-                to_u32(self.rows, "rows")?,
-                to_u32(y_base, "output offset")?,
-                to_u32(groups, "cols")?,
-                0,
-            ];
-            b.dispatch(
-                &self.shader,
-                &[
-                    c.buf.buffer.as_entire_binding(),
-                    acts.as_entire_binding(),
-                    y.as_entire_binding(),
-                ],
-                &p,
-                [p[0].div_ceil(WG_ROWS), n.div_ceil(TOKENS_PER_THREAD), 1],
-            )?;
-        }
-        Ok(())
+        let groups = to_u32(groups, "cols")?;
+        self.dispatch_chunks(b, acts.as_entire_binding(), y, y_base, n as usize, groups)
     }
 
     /// Records the embedding gather `out[t] = row ids[t]` (dequantized) of

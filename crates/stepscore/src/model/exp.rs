@@ -14,9 +14,10 @@
 //! GPUs may flush them), NaN stays NaN.
 
 const LOG2_E: f32 = std::f32::consts::LOG2_E;
-/// ln 2 split: 0x3f317200 (15 significant bits) + the rest.
-const LN2_HI: f32 = 0.693_145_751_953_125;
-const LN2_LO: f32 = 1.428_606_765_330_187e-6;
+/// ln 2 split: 0.693145751953125 (15 significant bits) + 1.4286068e-6, as
+/// bits (the same bits exp.wgsl names).
+const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
+const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
 /// 1/k! for k = 7 down to 2.
 const C: [f32; 6] = [
     1.0 / 5040.0,

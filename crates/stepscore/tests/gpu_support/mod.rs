@@ -16,6 +16,23 @@ pub fn ctx() -> Option<&'static GpuContext> {
     CTX.get_or_init(|| open(GpuOptions::default())).as_ref()
 }
 
+/// A context of its own, shareable (`GpuTransformer::upload` takes an Arc).
+pub fn arc_ctx() -> Option<std::sync::Arc<GpuContext>> {
+    if !have_adapter() {
+        return None;
+    }
+    open(GpuOptions::default()).map(std::sync::Arc::new)
+}
+
+/// Largest |a - b| / (1 + |b|).
+pub fn max_rel(a: &[f32], b: &[f32]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter()
+        .zip(b)
+        .map(|(&x, &y)| (x as f64 - y as f64).abs() / (1.0 + (y as f64).abs()))
+        .fold(0.0, f64::max)
+}
+
 pub fn open(options: GpuOptions) -> Option<GpuContext> {
     match GpuContext::new(options) {
         Ok(c) => {
