@@ -443,7 +443,11 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
         assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");
         // How the engine would read F16 weights there, from shader-f16.
         let path = a["float16_path"].as_str().unwrap_or_default();
-        let want = if a["shader_f16"] == true { "read as f16" } else { "read as u32 words" };
+        let want = if a["shader_f16"] == true {
+            "read as f16"
+        } else {
+            "read as u32 words"
+        };
         assert!(path.contains(want), "{a}");
         assert!(
             a["max_storage_buffer_binding_size"].as_u64().unwrap_or(0) > 0,
@@ -620,7 +624,11 @@ fn bench_synthetic_runs_without_a_model_file() {
     // `--weights` names the formats it takes, and needs `--synthetic`.
     let bad = stepscore(&["bench", "--synthetic", "7b", "--weights", "q4"], None);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
-    assert!(text(&bad.stderr).contains("real, f16, bf16"), "{}", text(&bad.stderr));
+    assert!(
+        text(&bad.stderr).contains("real, f16, bf16"),
+        "{}",
+        text(&bad.stderr)
+    );
     let alone = stepscore(&["bench", "--weights", "f16"], None);
     assert_eq!(alone.status.code(), Some(2), "{}", text(&alone.stderr));
 
