@@ -5,16 +5,15 @@
 // over keys j in [first, pos] (first = pos + 1 - window with a sliding
 // window, else 0).
 //
-// One invocation per (query, head); a workgroup holds 64 consecutive
-// queries of one head, which read the same keys. Keys are taken in tiles of
-// 8: the tile's scores are computed into registers, then folded into an
-// online softmax (running max m, running sum l, accumulator rescaled by
-// exp(m_old - m_new) once per tile). No score matrix is materialized, so
-// memory does not grow with the sequence, and there is no workgroup memory
-// or barrier: on software adapters (llvmpipe) barriers split every
-// workgroup into slow co-routines, and a first version that shared key
-// tiles through workgroup memory made a 1,024-token prefix cost 6x a plain
-// 32-token forward there. head_dim <= 256.
+// One invocation per (query, head), with the CPU engine's bits
+// (model/transformer.rs `attend_one_body`): scores q . k (eight lanes,
+// lanes added in order, then the tail: `dot_inline`) times scale, their
+// max, e^(score - max) by exp_cpu (exp.wgsl), their sum in key order, then
+// out = sum over keys in order of (e / sum) * v, every product and sum
+// rounded on its own. The CPU keeps the exponentials; here the scores are
+// recomputed in each of the three passes (max, sum, weighted values) so
+// memory does not grow with the sequence. No workgroup memory or barrier
+// (slow on llvmpipe). head_dim <= 256.
 
 struct Params {
     n_tokens: u32,
@@ -37,9 +36,30 @@ struct Params {
 @group(0) @binding(3) var<storage, read_write> out: array<f32>;
 @group(0) @binding(4) var<uniform> p: Params;
 
-const TK: u32 = 8u;
 const MAXD: u32 = 256u;
 const NEG: f32 = -3.0e38;
+
+// q . k of key j (cache row offset kb), times scale, as the CPU sums it.
+fn score(kb: u32, hd: u32) -> f32 {
+    var l: array<f32, 8>;
+    let n8 = hd / 8u * 8u;
+    for (var c = 0u; c < n8; c += 8u) {
+        for (var i = 0u; i < 8u; i++) {
+            l[i] += qv[c + i] * k[kb + c + i];
+        }
+    }
+    var s = l[0];
+    for (var i = 1u; i < 8u; i++) {
+        s += l[i];
+    }
+    var tail = 0.0;
+    for (var e = n8; e < hd; e++) {
+        tail += qv[e] * k[kb + e];
+    }
+    return (s + tail) * p.scale;
+}
+
+var<private> qv: array<f32, 256>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -56,43 +76,26 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
     }
     let qo = t * p.q_stride + h * p.head_dim;
     let ko = (h / p.group) * p.head_dim;
-    var qv: array<f32, 256>;
-    var acc: array<f32, 256>;
     for (var e = 0u; e < hd; e++) {
         qv[e] = q[qo + e];
-        acc[e] = 0.0;
     }
-    var s: array<f32, 8>;
     var m = NEG;
-    var l = 0.0;
-    for (var j0 = first; j0 <= pos; j0 += TK) {
-        let n = min(TK, pos + 1u - j0);
-        var tm = m;
-        for (var i = 0u; i < n; i++) {
-            let kb = (j0 + i) * p.kv_stride + ko;
-            var d = 0.0;
-            for (var e = 0u; e < hd; e++) {
-                d += qv[e] * k[kb + e];
-            }
-            s[i] = d * p.scale;
-            tm = max(tm, s[i]);
-        }
-        let corr = exp(m - tm);
-        l *= corr;
+    for (var j = first; j <= pos; j++) {
+        m = max(m, score(j * p.kv_stride + ko, hd));
+    }
+    var sum = 0.0;
+    for (var j = first; j <= pos; j++) {
+        sum += exp_cpu(score(j * p.kv_stride + ko, hd) - m);
+    }
+    var acc: array<f32, 256>;
+    for (var j = first; j <= pos; j++) {
+        let pj = exp_cpu(score(j * p.kv_stride + ko, hd) - m) / sum;
+        let vb = j * p.kv_stride + ko;
         for (var e = 0u; e < hd; e++) {
-            acc[e] *= corr;
+            acc[e] += pj * v[vb + e];
         }
-        for (var i = 0u; i < n; i++) {
-            let pj = exp(s[i] - tm);
-            l += pj;
-            let vb = (j0 + i) * p.kv_stride + ko;
-            for (var e = 0u; e < hd; e++) {
-                acc[e] += pj * v[vb + e];
-            }
-        }
-        m = tm;
     }
     for (var e = 0u; e < hd; e++) {
-        out[qo + e] = acc[e] / l;
+        out[qo + e] = acc[e];
     }
 }

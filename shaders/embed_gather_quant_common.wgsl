@@ -1,7 +1,6 @@
 // Embedding gather over ggml block rows, dequantized here: the runtime
-// appends quant_words.wgsl, the format's helper file (if any) and its format
-// file
-// (matmul_q*.wgsl), whose
+// appends quant_words.wgsl, idot4_emulated.wgsl, the format's helper file
+// (if any) and its format file (matmul_q*.wgsl), whose
 //   fn block_deq(wi: u32, v: u32) -> vec4<f32>
 // returns elements 4v..4v+3 of the block starting at word wi of this row.
 // The table is the same upload the matmul kernels read (padded blocks,
@@ -21,11 +20,14 @@ struct Params {
 @group(0) @binding(1) var<storage, read> ids: array<u32>;
 @group(0) @binding(2) var<storage, read_write> out: array<vec4<f32>>;
 @group(0) @binding(3) var<uniform> p: Params;
-// Declared only because the format file's block_dot (the matmul's access)
+// Declared only because the format file's block_idot (the matmul's access)
 // names it; this entry point never reads it, so it is not in the layout.
-@group(0) @binding(4) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read> xq: array<u32>;
 
 var<private> row: u32;
+// The matmul's sums, which the format file's block_idot names (unused here).
+var<private> lanes: array<vec4<f32>, 8>;
+var<private> acc: vec4<f32>;
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {

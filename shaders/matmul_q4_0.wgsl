@@ -4,17 +4,18 @@
 
 const WORDS: u32 = 5u;
 const XV: u32 = 8u;
+const AW: u32 = Q8_WORDS;
+const LANE_SUMS: bool = true;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
-    let d = unpack2x16float(wl(wi)).x;
-    var s = vec4<f32>(0.0);
+// The low nibbles of qs word i are elements 4i..4i+3 (lane i), the high
+// ones elements 16+4i.. (lane 4+i).
+fn block_idot(wi: u32, xb: vec4<u32>) {
+    let dd = unpack2x16float(wl(wi)).x * act_f32(xb, Q8_D);
     for (var i = 0u; i < 4u; i++) {
-        let q = bytes4(wl(wi + 1u + i));
-        let lo = vec4<f32>(q & vec4<u32>(0xFu)) - 8.0;
-        let hi = vec4<f32>(q >> vec4<u32>(4u)) - 8.0;
-        s += dot4(lo, xb, xo + i) + dot4(hi, xb, xo + 4u + i);
+        let q = wl(wi + 1u + i);
+        lanes[i] += dd * vec4<f32>(idot4x(centered(q & 0x0F0F0F0Fu, 4u), xb, Q8_QS + i));
+        lanes[4u + i] += dd * vec4<f32>(idot4x(centered((q >> 4u) & 0x0F0F0F0Fu, 4u), xb, Q8_QS + 4u + i));
     }
-    return d * s;
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

@@ -5,17 +5,20 @@
 
 const WORDS: u32 = 5u;
 const XV: u32 = 8u;
+const AW: u32 = Q8_WORDS;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+const LANE_SUMS: bool = true;
+
+// Lanes as in Q4_0; the min times the activation block's sum goes to acc.
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let dm = unpack2x16float(wl(wi));
-    var s = vec4<f32>(0.0);
+    let dd = dm.x * act_f32(xb, Q8_D);
     for (var i = 0u; i < 4u; i++) {
-        let q = bytes4(wl(wi + 1u + i));
-        let lo = vec4<f32>(q & vec4<u32>(0xFu)) * dm.x + dm.y;
-        let hi = vec4<f32>(q >> vec4<u32>(4u)) * dm.x + dm.y;
-        s += dot4(lo, xb, xo + i) + dot4(hi, xb, xo + 4u + i);
+        let q = wl(wi + 1u + i);
+        lanes[i] += dd * vec4<f32>(idot4x(q & 0x0F0F0F0Fu, xb, Q8_QS + i));
+        lanes[4u + i] += dd * vec4<f32>(idot4x((q >> 4u) & 0x0F0F0F0Fu, xb, Q8_QS + 4u + i));
     }
-    return s;
+    acc += dm.y * act_f32(xb, Q8_S);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

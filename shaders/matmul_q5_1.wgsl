@@ -5,14 +5,18 @@
 
 const WORDS: u32 = 6u;
 const XV: u32 = 8u;
+const AW: u32 = Q8_WORDS;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+const LANE_SUMS: bool = true;
+
+// Lanes as in Q5_0; the min times the activation block's sum goes to acc.
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let dm = unpack2x16float(wl(wi));
-    var s = vec4<f32>(0.0);
+    let dd = dm.x * act_f32(xb, Q8_D);
     for (var v = 0u; v < XV; v++) {
-        s += dot4(vec4<f32>(q5_quants(wi, v)) * dm.x + dm.y, xb, xo + v);
+        lanes[v] += dd * vec4<f32>(idot4x(q5_packed(wi, v), xb, Q8_QS + v));
     }
-    return s;
+    acc += dm.y * act_f32(xb, Q8_S);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

@@ -9,27 +9,34 @@
 
 const WORDS: u32 = 44u;
 const XV: u32 = 64u;
+const AW: u32 = Q8K_WORDS;
+const LANE_SUMS: bool = false;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let dd = unpack2x16float(wl(wi));
-    let one = vec4<u32>(1u);
-    var s = vec4<f32>(0.0);
+    var isum = vec4<i32>(0);
+    var summ = vec4<i32>(0);
     for (var j = 0u; j < 4u; j++) {
-        let a = scale_min(wi, 2u * j);
-        let b = scale_min(wi, 2u * j + 1u);
-        let d1 = dd.x * a.x;
-        let m1 = dd.y * a.y;
-        let d2 = dd.x * b.x;
-        let m2 = dd.y * b.y;
+        let a = scale_min_u(wi, 2u * j);
+        let b = scale_min_u(wi, 2u * j + 1u);
+        var lo = vec4<i32>(0);
+        var hi = vec4<i32>(0);
         for (var i = 0u; i < 8u; i++) {
-            let q = bytes4(wl(wi + 12u + 8u * j + i));
-            let h = bytes4(wl(wi + 4u + i)) >> vec4<u32>(2u * j);
-            let lo = d1 * vec4<f32>((q & vec4<u32>(0xFu)) | ((h & one) << vec4<u32>(4u))) - m1;
-            let hi = d2 * vec4<f32>((q >> vec4<u32>(4u)) | (((h >> one) & one) << vec4<u32>(4u))) - m2;
-            s += dot4(lo, xb, xo + 16u * j + i) + dot4(hi, xb, xo + 16u * j + 8u + i);
+            let q = wl(wi + 12u + 8u * j + i);
+            let h = wl(wi + 4u + i) >> (2u * j);
+            let ql = (q & 0x0F0F0F0Fu) | ((h & 0x01010101u) << 4u);
+            let qh = ((q >> 4u) & 0x0F0F0F0Fu) | (((h >> 1u) & 0x01010101u) << 4u);
+            lo += idot4x(ql, xb, Q8K_QS + 16u * j + i);
+            hi += idot4x(qh, xb, Q8K_QS + 16u * j + 8u + i);
         }
+        isum += i32(a.x) * lo + i32(b.x) * hi;
+        let g = Q8K_BSUMS + 4u * j;
+        summ += i32(a.y) * (act_i32(xb, g) + act_i32(xb, g + 1u))
+              + i32(b.y) * (act_i32(xb, g + 2u) + act_i32(xb, g + 3u));
     }
-    return s;
+    let da = act_f32(xb, Q8K_D);
+    acc += (dd.x * da) * vec4<f32>(isum);
+    acc -= (dd.y * da) * vec4<f32>(summ);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

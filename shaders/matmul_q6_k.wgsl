@@ -11,36 +11,39 @@
 
 const WORDS: u32 = 53u;
 const XV: u32 = 64u;
+const AW: u32 = Q8K_WORDS;
+const LANE_SUMS: bool = false;
 
 // Signed scale k (0..15).
-fn scale(wi: u32, k: u32) -> f32 {
+fn scale_i(wi: u32, k: u32) -> i32 {
     let word = wl(wi + 48u + k / 4u);
-    return f32(bitcast<i32>(word << (24u - 8u * (k % 4u))) >> 24u);
+    return bitcast<i32>(word << (24u - 8u * (k % 4u))) >> 24u;
 }
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
+fn block_idot(wi: u32, xb: vec4<u32>) {
     let d = unpack2x16float(wl(wi + 52u)).x;
-    var s = vec4<f32>(0.0);
+    let m4 = 0x0F0F0F0Fu;
+    let m2 = 0x03030303u;
+    var isum = vec4<i32>(0);
     for (var h = 0u; h < 2u; h++) {
         for (var i = 0u; i < 8u; i++) {
-            let a = bytes4(wl(wi + 16u * h + i));
-            let b = bytes4(wl(wi + 16u * h + 8u + i));
-            let qh = bytes4(wl(wi + 32u + 8u * h + i));
-            let three = vec4<u32>(3u);
-            let q0 = vec4<i32>((a & vec4<u32>(0xFu)) | ((qh & three) << vec4<u32>(4u))) - 32;
-            let q1 = vec4<i32>((b & vec4<u32>(0xFu)) | (((qh >> vec4<u32>(2u)) & three) << vec4<u32>(4u))) - 32;
-            let q2 = vec4<i32>((a >> vec4<u32>(4u)) | (((qh >> vec4<u32>(4u)) & three) << vec4<u32>(4u))) - 32;
-            let q3 = vec4<i32>((b >> vec4<u32>(4u)) | ((qh >> vec4<u32>(6u)) << vec4<u32>(4u))) - 32;
-            // l = 4i..4i+3 share l/16 = i/4.
+            let a = wl(wi + 16u * h + i);
+            let b = wl(wi + 16u * h + 8u + i);
+            let qh = wl(wi + 32u + 8u * h + i);
+            let q0 = centered((a & m4) | ((qh & m2) << 4u), 6u);
+            let q1 = centered((b & m4) | (((qh >> 2u) & m2) << 4u), 6u);
+            let q2 = centered(((a >> 4u) & m4) | (((qh >> 4u) & m2) << 4u), 6u);
+            let q3 = centered(((b >> 4u) & m4) | (((qh >> 6u) & m2) << 4u), 6u);
+            // l = 4i..4i+3 share the group l/16 = i/4.
             let k = 8u * h + i / 4u;
-            let xi = xo + 32u * h + i;
-            s += (d * scale(wi, k)) * dot4(vec4<f32>(q0), xb, xi);
-            s += (d * scale(wi, k + 2u)) * dot4(vec4<f32>(q1), xb, xi + 8u);
-            s += (d * scale(wi, k + 4u)) * dot4(vec4<f32>(q2), xb, xi + 16u);
-            s += (d * scale(wi, k + 6u)) * dot4(vec4<f32>(q3), xb, xi + 24u);
+            let xi = Q8K_QS + 32u * h + i;
+            isum += scale_i(wi, k) * idot4x(q0, xb, xi);
+            isum += scale_i(wi, k + 2u) * idot4x(q1, xb, xi + 8u);
+            isum += scale_i(wi, k + 4u) * idot4x(q2, xb, xi + 16u);
+            isum += scale_i(wi, k + 6u) * idot4x(q3, xb, xi + 24u);
         }
     }
-    return s;
+    acc += (d * act_f32(xb, Q8K_D)) * vec4<f32>(isum);
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the
@@ -55,5 +58,5 @@ fn block_deq(wi: u32, v: u32) -> vec4<f32> {
     let ql = bytes4(wl(wi + 16u * h + 8u * (c % 2u) + i)) >> vec4<u32>(4u * (c / 2u));
     let qh = bytes4(wl(wi + 32u + 8u * h + i)) >> vec4<u32>(2u * c);
     let q = vec4<i32>((ql & vec4<u32>(0xFu)) | ((qh & vec4<u32>(3u)) << vec4<u32>(4u))) - 32;
-    return (d * scale(wi, 8u * h + i / 4u + 2u * c)) * vec4<f32>(q);
+    return (d * f32(scale_i(wi, 8u * h + i / 4u + 2u * c))) * vec4<f32>(q);
 }

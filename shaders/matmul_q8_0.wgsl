@@ -3,18 +3,15 @@
 
 const WORDS: u32 = 9u;
 const XV: u32 = 8u;
+const AW: u32 = Q8_WORDS;
+const LANE_SUMS: bool = true;
 
-fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32> {
-    let d = unpack2x16float(wl(wi)).x;
-    var s = vec4<f32>(0.0);
+// Quant word i holds elements 4i..4i+3: lane i.
+fn block_idot(wi: u32, xb: vec4<u32>) {
+    let dd = unpack2x16float(wl(wi)).x * act_f32(xb, Q8_D);
     for (var i = 0u; i < 8u; i++) {
-        let q = wl(wi + 1u + i);
-        // Sign-extend each byte: move it to the top, arithmetic shift down.
-        let qi = vec4<i32>(bitcast<i32>(q << 24u), bitcast<i32>(q << 16u),
-                           bitcast<i32>(q << 8u), bitcast<i32>(q)) >> vec4<u32>(24u);
-        s += dot4(vec4<f32>(qi), xb, xo + i);
+        lanes[i] += dd * vec4<f32>(idot4x(wl(wi + 1u + i), xb, Q8_QS + i));
     }
-    return d * s;
 }
 
 // Elements 4v..4v+3 (v < XV) of the block at word wi, dequantized (the

@@ -1,21 +1,25 @@
-// Shared body of the quantized matmul kernels for few tokens (decode and
-// short prompts; matmul_quant_tiled.wgsl takes prefills of 16 tokens or
-// more); the runtime appends quant_words.wgsl, the format's helper file if
-// it has one (quant_k_scales.wgsl for Q4_K/Q5_K, quant_q5_high_bits.wgsl
-// for Q5_0/Q5_1), then one format file
-// (matmul_q*.wgsl) that defines
-//   const WORDS: u32   u32 words per (repacked) block,
-//   const XV: u32      vec4s of x covered by one block (block elements / 4),
-//   fn block_dot(wi: u32, xo: u32, xb: vec4<u32>) -> vec4<f32>
-// which dequantizes the block starting at word wi of this row (read with
-// wl) and returns its dot product with the four token rows of x (vec4
-// indices xb + xo + ...), and block_deq (the tiled kernel's and the
-// embedding gather's access).
-//
-// y[y_base + t * out_stride + row_offset + r] = sum_k W[r, k] * x[t * cols + k].
-// Weights stay in ggml block form (padded to 4-byte multiples and
-// interleaved by row at upload, see src/gpu/repack.rs) and are dequantized
-// here; activations are f32.
+// Shared body of the quantized matmul kernels: weights in ggml blocks times
+// 8-bit activations, with the CPU engine's bits (quant/kernels.rs, the one
+// float order of every engine): a block's integer sums are exact (i32), and
+//   32-element formats: eight lanes per token, lane l += (d_w * d_a) * isum_l
+//     (isum_l: the block's elements 4l..4l+3), acc += m_w * s_a for the
+//     formats with a min, the result lane_tree(lanes) + acc;
+//   K-quants: acc += (d_w * d_a) * sum_g sc_g * isum_g
+//             (then acc -= (dmin_w * d_a) * sum_g mn_g * bsums_g), per
+//     super-block in order, the result acc;
+// every product and sum rounded on its own (llvmpipe lowers fma to a
+// multiply and an add; the CPU kernels use none).
+// The activations were quantized by quantize_q8.wgsl / quantize_q8_k.wgsl.
+// The runtime appends quant_words.wgsl, one idot4 file (idot4_packed.wgsl
+// or idot4_emulated.wgsl), the format's helper file if it has one, then the
+// format file (matmul_q*.wgsl), which defines
+//   const WORDS: u32       u32 words per (repacked) weight block,
+//   const AW: u32          u32 words per activation block (Q8_WORDS or Q8K_WORDS),
+//   const LANE_SUMS: bool  whether it adds to `lanes` (32-element formats),
+//   fn block_idot(wi: u32, xb: vec4<u32>)
+// which adds the block starting at word wi of this row, times the four
+// token rows' activation blocks starting at words xb, to `lanes` / `acc`
+// (vec4s: one component per token).
 // Tiling as in matmul_f32.wgsl: an invocation owns 1 row x 4 tokens.
 
 struct Params {
@@ -30,14 +34,23 @@ struct Params {
 }
 
 @group(0) @binding(0) var<storage, read> w: array<u32>;
-@group(0) @binding(1) var<storage, read> x: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> xq: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
 @group(0) @binding(3) var<uniform> p: Params;
 
 const TT: u32 = 4u;
 
-// This invocation's row (wl in quant_words.wgsl reads its words).
+// This invocation's row (wl in quant_words.wgsl reads its words) and its
+// sums (see above).
 var<private> row: u32;
+var<private> lanes: array<vec4<f32>, 8>;
+var<private> acc: vec4<f32>;
+
+// The CPU's reduction of the eight lanes (kernels.rs `lane_tree`).
+fn lane_tree() -> vec4<f32> {
+    return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6]))
+         + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
@@ -47,20 +60,21 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         return;
     }
     let last = p.n_tokens - 1u;
-    let cols4 = p.cols / 4u;
-    let xb = vec4<u32>(t0, min(t0 + 1u, last), min(t0 + 2u, last), min(t0 + 3u, last)) * cols4;
-    let nb = cols4 / XV;
+    let nb = p.cols / (XV * 4u);
+    // Tokens past the end read the last token's row and are not written.
+    let xrow = vec4<u32>(t0, min(t0 + 1u, last), min(t0 + 2u, last), min(t0 + 3u, last)) * (nb * AW);
     row = r;
-    var wi = 0u;
-    var acc = vec4<f32>(0.0);
     for (var b = 0u; b < nb; b++) {
-        acc += block_dot(wi, b * XV, xb);
-        wi += WORDS;
+        block_idot(b * WORDS, xrow + vec4<u32>(b * AW));
+    }
+    var total = acc;
+    if (LANE_SUMS) {
+        total = lane_tree() + acc;
     }
     let o = p.row_offset + r;
     for (var i = 0u; i < TT; i++) {
         if (t0 + i < p.n_tokens) {
-            y[p.y_base + (t0 + i) * p.out_stride + o] = acc[i];
+            y[p.y_base + (t0 + i) * p.out_stride + o] = total[i];
         }
     }
 }

@@ -9,11 +9,16 @@ fn scale_byte(wi: u32, k: u32) -> u32 {
 }
 
 // (scale, min) of sub-block j (0..7) of the super-block at word wi.
-fn scale_min(wi: u32, j: u32) -> vec2<f32> {
+fn scale_min_u(wi: u32, j: u32) -> vec2<u32> {
     if (j < 4u) {
-        return vec2<f32>(f32(scale_byte(wi, j) & 63u), f32(scale_byte(wi, j + 4u) & 63u));
+        return vec2<u32>(scale_byte(wi, j) & 63u, scale_byte(wi, j + 4u) & 63u);
     }
     let sc = (scale_byte(wi, j + 4u) & 0xFu) | ((scale_byte(wi, j - 4u) >> 6u) << 4u);
     let mn = (scale_byte(wi, j + 4u) >> 4u) | ((scale_byte(wi, j) >> 6u) << 4u);
-    return vec2<f32>(f32(sc), f32(mn));
+    return vec2<u32>(sc, mn);
+}
+
+// The same as f32 (the embedding gather's access).
+fn scale_min(wi: u32, j: u32) -> vec2<f32> {
+    return vec2<f32>(scale_min_u(wi, j));
 }

@@ -4,11 +4,17 @@
 // 2..5 = qs[16] (element e < 16 is the low nibble of byte e, element e + 16
 // its high nibble).
 
-// Quants of elements 4v..4v+3 (v < 8) of the block at word wi, in 0..31:
-// the nibbles of qs word v % 4 (low for v < 4, high after), each with its
-// qh bit 4v + k on top.
+// Quants of elements 4v..4v+3 (v < 8) of the block at word wi, in 0..31,
+// one a byte (lowest first): the nibbles of qs word v % 4 (low for v < 4,
+// high after), each with its qh bit 4v + k moved to bit 4 of byte k.
+fn q5_packed(wi: u32, v: u32) -> u32 {
+    let nib = (wl(wi + 2u + v % 4u) >> (4u * (v / 4u))) & 0x0F0F0F0Fu;
+    let hb = (wl(wi + 1u) >> (4u * v)) & 0xFu;
+    let spread = (hb & 1u) | ((hb & 2u) << 7u) | ((hb & 4u) << 14u) | ((hb & 8u) << 21u);
+    return nib | (spread << 4u);
+}
+
+// The same quants as a vector (the embedding gather's access).
 fn q5_quants(wi: u32, v: u32) -> vec4<u32> {
-    let nib = (bytes4(wl(wi + 2u + v % 4u)) >> vec4<u32>(4u * (v / 4u))) & vec4<u32>(0xFu);
-    let hb = (vec4<u32>(wl(wi + 1u)) >> (vec4<u32>(0u, 1u, 2u, 3u) + vec4<u32>(4u * v))) & vec4<u32>(1u);
-    return nib | (hb << vec4<u32>(4u));
+    return bytes4(q5_packed(wi, v));
 }

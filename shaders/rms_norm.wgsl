@@ -1,12 +1,16 @@
-// RMSNorm per row: out[r][c] = x[r][c] / sqrt(mean_c(x[r]^2) + eps) * w[c].
-// One workgroup per row; the sum of squares is reduced in workgroup memory
-// (64 partial sums, then a tree).
+// RMSNorm per row: out[r][c] = x[r][c] * (1 / sqrt(mean_c(x[r]^2) + eps)) * w[c],
+// with the CPU engine's bits (model/transformer.rs `rms_norm` over
+// `matrix::dot`): the sum of squares in eight lanes (lane l: columns
+// l, l + 8, ... below the last multiple of 8, in order), the lanes added in
+// order, then the tail's sum, then the division by cols; each product and
+// sum rounded on its own. One workgroup per row: invocations 0..7 own the
+// lanes, invocation 0 reduces them, all scale the row.
 
 struct Params {
     cols: u32,
     n_rows: u32,
     eps: f32,
-    _pad: u32,
+    one: f32,    // 1.0 from the host: `one / sqrt(..)` stays a division
 }
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -15,7 +19,8 @@ struct Params {
 @group(0) @binding(3) var<uniform> p: Params;
 
 const WG: u32 = 64u;
-var<workgroup> part: array<f32, 64>;
+var<workgroup> lane: array<f32, 8>;
+var<workgroup> inv: f32;
 
 @compute @workgroup_size(64)
 fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) li: u32) {
@@ -24,21 +29,31 @@ fn main(@builtin(workgroup_id) wg: vec3<u32>, @builtin(local_invocation_index) l
         return;
     }
     let base = r * p.cols;
-    var s = 0.0;
-    for (var c = li; c < p.cols; c += WG) {
-        let v = x[base + c];
-        s += v * v;
-    }
-    part[li] = s;
-    workgroupBarrier();
-    for (var stride = WG / 2u; stride > 0u; stride /= 2u) {
-        if (li < stride) {
-            part[li] += part[li + stride];
+    let n8 = p.cols / 8u * 8u;
+    if (li < 8u) {
+        var s = 0.0;
+        for (var c = li; c < n8; c += 8u) {
+            let v = x[base + c];
+            s += v * v;
         }
-        workgroupBarrier();
+        lane[li] = s;
     }
-    let inv = 1.0 / sqrt(part[0] / f32(p.cols) + p.eps);
+    workgroupBarrier();
+    if (li == 0u) {
+        var s = lane[0];
+        for (var l = 1u; l < 8u; l++) {
+            s += lane[l];
+        }
+        var tail = 0.0;
+        for (var c = n8; c < p.cols; c++) {
+            let v = x[base + c];
+            tail += v * v;
+        }
+        inv = p.one / sqrt((s + tail) / f32(p.cols) + p.eps);
+    }
+    workgroupBarrier();
+    let k = inv;
     for (var c = li; c < p.cols; c += WG) {
-        out[base + c] = x[base + c] * inv * w[c];
+        out[base + c] = x[base + c] * k * w[c];
     }
 }

@@ -20,5 +20,5 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let a = g[i];
-    g[i] = a / (1.0 + exp(-a)) * u[i];
+    g[i] = a / (1.0 + exp_cpu(-a)) * u[i];
 }

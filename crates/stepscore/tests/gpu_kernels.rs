@@ -14,7 +14,7 @@
 //! - gather, residual/bias add, gather_rows: 1e-6 (a copy, a dequantize or
 //!   one f32 add: at most one rounding, or a fused multiply-add, apart);
 //! - RMSNorm, RoPE, SwiGLU: 1e-5 (f32 sums of ≤ 600 terms / exp);
-//! - attention: 1e-5 (f32 dot products and an online softmax vs f64);
+//! - attention: 1e-5 (f32 dot products and softmax vs f64);
 //! - token statistics: log Z and target logit 1e-5, entropy 1e-4 (f32
 //!   sums over up to 5,000 exponentials).
 #![cfg(feature = "gpu")]

@@ -1,22 +1,23 @@
 //! Whole-model parity of the WGSL engine (`GpuTransformer`) with the CPU
 //! engine, on whatever adapter wgpu finds (Mesa's llvmpipe in CI).
 //!
-//! The reference is the CPU engine on `Transformer::dequantized()`: the GPU
-//! kernels dequantize weights inside the kernel and multiply them with f32
-//! activations, which is the CPU engine's exact f32 path. (The CPU engine's
-//! quantized path rounds activations to 8 bits, as llama.cpp does, and moves
-//! SmolLM2's logits by tenths; it is not what the GPU computes.) The GPU
-//! runs the checkpoint's own quantized weights.
-//!
-//! Tolerances, SmolLM2-135M Q4_1 (30 layers, 64 tokens): final hidden
-//! states |Δ| ≤ 5e-4 · (1 + |ref|) (f32 summation order over 30 layers with
-//! activation outliers of ~100; measured 3.4e-5 on llvmpipe), logits
-//! |Δ| ≤ 2e-3 over the whole vocabulary at every position (measured 1.5e-4),
-//! and the same top-5 tokens in the same order at every position. The
-//! same bounds hold Qwen2.5-Coder-0.5B (24 layers, Q5_0/Q8_0/Q6_K/Q4_K,
-//! 24 tokens; measured 4.0e-5 and 4.2e-5 on llvmpipe). Tiny
-//! decoders: 1e-5 (measured ≤ 6.3e-6). A forward continued from a cache
-//! equals the full forward within 1e-4 (measured: bit-identical).
+//! The reference is the CPU engine on the same quantized weights: both
+//! engines round each quantized matmul's input to 8 bits per block as
+//! llama.cpp does (Q8_0/Q8_1 for the 32-element formats, Q8_K for K-quants),
+//! sum exact integer block products, and take every float step in one
+//! order (quant/kernels.rs, model/transformer.rs, one e^x in model/exp.rs
+//! and shaders/exp.wgsl). On llvmpipe, which rounds each WGSL product and
+//! sum on its own (it lowers fma to a multiply and an add) and divides and
+//! takes square roots exactly, the engines must then agree bit for bit:
+//! SmolLM2-135M Q4_1 (30 layers, 64 tokens) and Qwen2.5-Coder-0.5B (24
+//! layers, Q5_0/Q8_0/Q6_K/Q4_K, 24 tokens), final hidden states and the
+//! logits of every position over the whole vocabulary. A driver that fuses
+//! or approximates may round differently, and one 8-bit rounding moved
+//! changes later ones, so elsewhere the bounds are those of independent
+//! roundings: hidden states |Δ| ≤ 5e-2 · (1 + |ref|), logits |Δ| ≤ 0.5, the
+//! same top-1 token. Tiny decoders (f32 weights, f32 activations, the GPU's
+//! own summation order): 1e-5 (measured ≤ 9.2e-6). A forward continued from
+//! a cache equals the full forward within 1e-4 (measured: bit-identical).
 
 #[cfg(feature = "gpu")]
 mod gpu_support;
@@ -75,8 +76,8 @@ mod gpu {
         clips in May. How many clips did Natalia sell altogether in April and May? Step 1: In May she \
         sold 48 / 2 = 24 clips. Step 2: Altogether she sold 48 + 24 = 72 clips.";
 
-    /// The GPU engine on a checkpoint's own quantized weights against the
-    /// CPU engine's f32 path on the dequantized weights, over the first
+    /// The GPU engine against the CPU engine, both on a checkpoint's own
+    /// quantized weights, over the first
     /// `n_tokens` tokens of PROMPT: final hidden states, the logits of every
     /// position over the whole vocabulary, and the top-5 at every position
     /// (tolerances in the file's header).
@@ -93,16 +94,23 @@ mod gpu {
         );
         tokens.truncate(n_tokens);
 
-        let reference = model.dequantized().unwrap();
-        let want = reference.forward(&tokens, None).unwrap();
+        let want = model.forward(&tokens, None).unwrap();
         let gm = GpuTransformer::upload(ctx.clone(), &model).unwrap();
-        drop(model);
+        let reference = model;
         let hidden = gm.forward_gpu(&tokens, None).unwrap();
         let got = hidden.to_hidden(ctx).unwrap();
         assert_eq!((got.n_tokens, got.width), (want.n_tokens, want.width));
+        let exact = ctx.adapter().name.to_ascii_lowercase().contains("llvmpipe");
         let e = max_rel(&got.data, &want.data);
         eprintln!("{name} hidden states, {n_tokens} tokens: max |Δ|/(1+|ref|) = {e:.2e}");
-        assert!(e <= 5e-4, "{name}: hidden states differ by {e:e}");
+        if exact {
+            assert_eq!(
+                e, 0.0,
+                "{name}: hidden states differ from the CPU engine's bits"
+            );
+        } else {
+            assert!(e <= 5e-2, "{name}: hidden states differ by {e:e}");
+        }
 
         // Logits of every position on the GPU: the whole vocabulary and the
         // top-5 at every position.
@@ -114,14 +122,25 @@ mod gpu {
             let g = &logits[t * vocab..(t + 1) * vocab];
             let c = &cpu_logits[t * vocab..(t + 1) * vocab];
             worst = worst.max(max_abs(g, c));
-            assert_eq!(top5(g), top5(c), "{name}: top-5 at position {t}");
+            if exact {
+                assert_eq!(top5(g), top5(c), "{name}: top-5 at position {t}");
+            } else {
+                assert_eq!(top5(g)[0], top5(c)[0], "{name}: top-1 at position {t}");
+            }
         }
         let last = &cpu_logits[(n_tokens - 1) * vocab..];
         eprintln!(
-            "{name} logits, all {n_tokens} positions: max |Δ| = {worst:.2e}, top-5 identical (last: {:?})",
+            "{name} logits, all {n_tokens} positions: max |Δ| = {worst:.2e} (last top-5: {:?})",
             top5(last)
         );
-        assert!(worst <= 2e-3, "{name}: logits differ by {worst}");
+        if exact {
+            assert_eq!(
+                worst, 0.0,
+                "{name}: logits differ from the CPU engine's bits"
+            );
+        } else {
+            assert!(worst <= 0.5, "{name}: logits differ by {worst}");
+        }
     }
 
     #[test]

@@ -355,6 +355,59 @@ fn row_subsets_thread_counts_and_reused_activations_agree_exactly() {
     }
 }
 
+/// The CPU engine's result must not depend on the instruction set: every
+/// kernel (AVX2, AVX-512, SIMD128 in scripts/test-wasm-kernels.sh) follows
+/// the portable kernels' float steps (kernels.rs), so a model scores the
+/// same bits natively, on another CPU and in the browser. Every weight
+/// type, shapes with tails, token counts across the tile sizes, 1 and 3
+/// threads, a row selection.
+#[test]
+fn every_instruction_set_gives_the_portable_bits() {
+    let mut rng = Rng(99);
+    for ty in WEIGHT_TYPES {
+        for (rows, n_tokens, blocks) in [(1, 1, 1), (3, 5, 2), (7, 11, 3), (18, 9, 4)] {
+            let cols = cols_for(ty, blocks);
+            let w = random_weights(ty, rows, cols, &mut rng);
+            let m = QMatrix::new(ty, rows, cols, &w).unwrap();
+            let x: Vec<f32> = (0..n_tokens * cols)
+                .map(|i| rng.sym() * if i % 13 == 0 { 30.0 } else { 1.0 })
+                .collect();
+            let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
+            let mut want = vec![f32::NAN; n_tokens * rows];
+            matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
+            let sel: Vec<usize> = (0..rows).rev().step_by(2).collect();
+            let mut want_sel = vec![f32::NAN; n_tokens * sel.len()];
+            matmul_with(&m, Some(&sel), &acts, &mut want_sel, 1, Simd::Portable).unwrap();
+            for backend in backends() {
+                for threads in [1, 3] {
+                    let mut got = vec![f32::NAN; n_tokens * rows];
+                    matmul_with(&m, None, &acts, &mut got, threads, backend).unwrap();
+                    let differ = got
+                        .iter()
+                        .zip(&want)
+                        .filter(|(g, e)| g.to_bits() != e.to_bits());
+                    assert_eq!(
+                        differ.count(),
+                        0,
+                        "{} {rows}x{cols}, {n_tokens} tokens, {backend:?}, {threads} threads: \
+                         outputs differ from the portable kernel's bits",
+                        ty.name()
+                    );
+                }
+                let mut got = vec![f32::NAN; n_tokens * sel.len()];
+                matmul_with(&m, Some(&sel), &acts, &mut got, 2, backend).unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&want_sel)
+                        .all(|(g, e)| g.to_bits() == e.to_bits()),
+                    "{} row selection on {backend:?}",
+                    ty.name()
+                );
+            }
+        }
+    }
+}
+
 /// The AVX-512 K-quant tiles (4 rows x 4 tokens, rows unpacked to unsigned
 /// quants) compute every integer sum exactly and accumulate in the portable
 /// kernel's f32 order, so they must equal it bit for bit: shapes cover

@@ -11,6 +11,7 @@
 //! pooled buffer released earlier could otherwise be handed out again and
 //! overwritten before the dispatch that still reads it).
 
+use super::act::{ActKind, ACT_KINDS};
 use super::context::GpuContext;
 use super::pool::{PooledBuffer, Usage};
 use super::shaders::Shader;
@@ -29,6 +30,9 @@ pub(crate) struct Batch<'a> {
     /// The uniform buffer being filled, its staged bytes and the slot size.
     params: Option<(wgpu::Buffer, Vec<u8>)>,
     slot: u64,
+    /// One buffer of 8-bit activations per form (act.rs), reused by every
+    /// matmul the batch records: its dispatches run in order.
+    acts: [Option<(wgpu::Buffer, u64)>; ACT_KINDS],
     /// The intermediate buffer [`Batch::scratch`] hands out, and its size.
     scratch: Option<(wgpu::Buffer, u64)>,
 }
@@ -56,6 +60,7 @@ impl<'a> Batch<'a> {
             keep: Vec::new(),
             params: None,
             slot,
+            acts: Default::default(),
             scratch: None,
         }
     }
@@ -98,6 +103,22 @@ impl<'a> Batch<'a> {
             self.ctx.queue.write_buffer(&buf, 0, &staged);
         }
         Ok(())
+    }
+
+    /// The batch's buffer for 8-bit activations of `kind`, with room for
+    /// `bytes` (a bigger one replaces it when needed; both live until submit).
+    pub fn act_buffer(&mut self, kind: ActKind, bytes: u64) -> Result<wgpu::Buffer> {
+        let slot = &mut self.acts[kind as usize];
+        if let Some((buf, size)) = slot {
+            if *size >= bytes {
+                return Ok(buf.clone());
+            }
+        }
+        let pooled = self.ctx.pool.acquire(Usage::Storage, bytes.max(4))?;
+        let buf = pooled.buffer()?.clone();
+        self.keep.push(pooled);
+        *slot = Some((buf.clone(), bytes.max(4)));
+        Ok(buf)
     }
 
     /// Uploads `data` into a pooled storage buffer owned by the batch.

@@ -28,6 +28,10 @@ pub struct GpuOptions {
     /// Chromium's SwiftShader WebGPU adapter, so tests on any adapter show
     /// that every kernel runs without them.
     pub baseline_features: bool,
+    /// Emulate the 8-bit integer dot products in core WGSL even where the
+    /// WGSL implementation has `packed_4x8_integer_dot_product` (browsers
+    /// without it run the emulation; tests of both paths).
+    pub emulate_packed_dot: bool,
 }
 
 /// How the kernels read F16 weights (and the activations rounded to f16
@@ -80,6 +84,7 @@ pub struct GpuContext {
     pub(crate) pool: Pool,
     pipelines: PipelineCache,
     errors: Arc<Mutex<DeviceErrors>>,
+    packed_dot: bool,
 }
 
 fn lock(m: &Mutex<DeviceErrors>) -> std::sync::MutexGuard<'_, DeviceErrors> {
@@ -117,8 +122,12 @@ impl GpuContext {
     /// SHADER_F16 and SUBGROUP enabled when the adapter has them (unless
     /// `baseline_features`).
     pub async fn new_async(options: GpuOptions) -> Result<GpuContext> {
-        let (_instance, adapters) =
+        let (instance, adapters) =
             all_adapters(options.backends.unwrap_or(wgpu::Backends::all())).await;
+        let packed_dot = !options.emulate_packed_dot
+            && instance
+                .wgsl_language_features()
+                .contains(wgpu::WgslLanguageFeatures::Packed4x8IntegerDotProduct);
         let reports: Vec<AdapterReport> =
             adapters.iter().map(AdapterReport::from_adapter).collect();
         let env = if options.ignore_env {
@@ -191,6 +200,7 @@ impl GpuContext {
             pool,
             pipelines: PipelineCache::default(),
             errors,
+            packed_dot,
         })
     }
 
@@ -203,6 +213,12 @@ impl GpuContext {
     /// reads f16 values; see [`Float16Path`]).
     pub fn has_shader_f16(&self) -> bool {
         self.device.features().contains(wgpu::Features::SHADER_F16)
+    }
+
+    /// Whether the quantized matmuls use WGSL's `dot4I8Packed` (else its
+    /// exact emulation in core WGSL).
+    pub fn has_packed_dot(&self) -> bool {
+        self.packed_dot
     }
 
     /// How the kernels read F16 weights on this device.

@@ -2,15 +2,19 @@
 //! `y[t * rows + r] = W[r] · x[t]`, the same contract as
 //! [`Matrix::matmul`](crate::model::Matrix::matmul).
 //!
-//! Quantized weights stay in their (padded) ggml blocks and are dequantized
-//! inside the kernel; F16 and BF16 matrices stay 16-bit (half the memory
-//! and bandwidth of f32) and multiply activations rounded to the same type
-//! first, as the CPU engine does (a rounding pass into a batch scratch
-//! buffer, then matmul_float16.wgsl); F32 block matrices are uploaded as
-//! f32. A matrix larger than the adapter's storage binding limit is split
+//! Quantized weights stay in their (padded) ggml blocks and multiply
+//! activations rounded to 8 bits per block, as the CPU engine does (act.rs
+//! quantizes them on the device first; the kernels sum exact integer block
+//! products and scale them in f32 in the CPU's order); F16 and BF16
+//! matrices stay 16-bit (half the memory and bandwidth of f32) and multiply
+//! activations rounded to the same type first, as the CPU engine does (a
+//! rounding pass into a batch scratch buffer, then matmul_float16.wgsl);
+//! F32 block matrices are uploaded as f32. A matrix larger than the
+//! adapter's storage binding limit is split
 //! by rows into several buffers, one dispatch each, all writing the same
 //! output.
 
+use super::act::{record_quantize, ActKind};
 use super::batch::Batch;
 use super::context::Float16Path;
 use super::context::GpuContext;
@@ -22,15 +26,10 @@ use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 use crate::model::Matrix;
 
-/// Invocations per workgroup, tokens per invocation (the shaders'
-/// constants), and rows per invocation: 1 in the plain kernels, 2 in the
-/// 32-element formats' tiled kernel, which takes calls of at least
-/// `TILED_TOKENS` tokens (measured on llvmpipe, 1536x512 Q4_1, 256 tokens:
-/// 20-27% less time; K-quants stay on the plain kernel, see shaders.rs).
+/// Invocations per workgroup and tokens per invocation (the shaders'
+/// constants).
 const WG_ROWS: u32 = 64;
 const TOKENS_PER_THREAD: u32 = 4;
-const TILED_ROWS: u32 = 2;
-const TILED_TOKENS: u32 = 16;
 
 /// One row range of the weights in its own buffer.
 struct Chunk {
@@ -46,36 +45,45 @@ pub struct GpuMatrix {
     /// `F32` for f32 sources, else the source type.
     ty: GgmlType,
     shader: Shader,
-    /// The prefill kernel (quantized formats).
-    tiled: Option<Shader>,
+    /// The activation form a quantized matrix multiplies (`None`: f32 or
+    /// 16-bit weights).
+    act: Option<ActKind>,
     gather_shader: Shader,
     chunks: Vec<Chunk>,
 }
 
-/// The matmul, tiled prefill matmul (32-element formats) and embedding-gather
-/// kernels of a weight type; `None` where the GPU has no kernel. F16 reads
-/// `f16` or u32 words as the device allows (`float16`). The one dispatch
-/// table of formats: `repack::gpu_weight_layout` gives the device layout of
-/// the block types, `repack::float16_rows` that of F16/BF16.
-fn shaders_for(ty: GgmlType, float16: Float16Path) -> Option<(Shader, Option<Shader>, Shader)> {
+/// The matmul and embedding-gather kernels of a weight type on a device
+/// with or without `dot4I8Packed` (`packed_dot`) and `shader-f16`
+/// (`float16`); `None` where the GPU has no kernel. The one dispatch table
+/// of formats: `repack::gpu_weight_layout` gives the device layout of the
+/// block types, `repack::float16_rows` that of F16/BF16.
+fn shaders_for(ty: GgmlType, packed_dot: bool, float16: Float16Path) -> Option<(Shader, Shader)> {
     use shaders::*;
-    Some(match ty {
-        GgmlType::F32 => (MATMUL_F32, None, EMBED_F32),
-        GgmlType::F16 => match float16 {
-            Float16Path::ShaderF16 => (MATMUL_F16_NATIVE, None, EMBED_FLOAT16),
-            Float16Path::Words => (MATMUL_F16_WORDS, None, EMBED_FLOAT16),
-        },
-        GgmlType::BF16 => (MATMUL_BF16, None, EMBED_FLOAT16),
-        GgmlType::Q8_0 => (MATMUL_Q8_0, Some(TILED_Q8_0), EMBED_Q8_0),
-        GgmlType::Q4_0 => (MATMUL_Q4_0, Some(TILED_Q4_0), EMBED_Q4_0),
-        GgmlType::Q4_1 => (MATMUL_Q4_1, Some(TILED_Q4_1), EMBED_Q4_1),
-        GgmlType::Q5_0 => (MATMUL_Q5_0, Some(TILED_Q5_0), EMBED_Q5_0),
-        GgmlType::Q5_1 => (MATMUL_Q5_1, Some(TILED_Q5_1), EMBED_Q5_1),
-        GgmlType::Q4K => (MATMUL_Q4_K, None, EMBED_Q4_K),
-        GgmlType::Q5K => (MATMUL_Q5_K, None, EMBED_Q5_K),
-        GgmlType::Q6K => (MATMUL_Q6_K, None, EMBED_Q6_K),
+    let q = match ty {
+        GgmlType::F32 => return Some((MATMUL_F32, EMBED_F32)),
+        GgmlType::F16 => {
+            return Some(match float16 {
+                Float16Path::ShaderF16 => (MATMUL_F16_NATIVE, EMBED_FLOAT16),
+                Float16Path::Words => (MATMUL_F16_WORDS, EMBED_FLOAT16),
+            })
+        }
+        GgmlType::BF16 => return Some((MATMUL_BF16, EMBED_FLOAT16)),
+        GgmlType::Q8_0 => &Q8_0,
+        GgmlType::Q4_0 => &Q4_0,
+        GgmlType::Q4_1 => &Q4_1,
+        GgmlType::Q5_0 => &Q5_0,
+        GgmlType::Q5_1 => &Q5_1,
+        GgmlType::Q4K => &Q4_K,
+        GgmlType::Q5K => &Q5_K,
+        GgmlType::Q6K => &Q6_K,
         _ => return None,
-    })
+    };
+    let matmul = if packed_dot {
+        q.matmul_packed
+    } else {
+        q.matmul_emulated
+    };
+    Some((matmul, q.gather))
 }
 
 /// The weight types the GPU kernels read, for error messages.
@@ -117,8 +125,8 @@ impl GpuMatrix {
                 (*ty, cols / ty.block_elems() * layout.block_words * 4)
             }
         };
-        let (shader, tiled, gather_shader) =
-            shaders_for(ty, ctx.float16_path()).ok_or_else(|| {
+        let (shader, gather_shader) = shaders_for(ty, ctx.has_packed_dot(), ctx.float16_path())
+            .ok_or_else(|| {
                 Error::Gpu(format!(
                     "no GPU matmul kernel for {} (supported: {SUPPORTED})",
                     ty.name()
@@ -165,7 +173,10 @@ impl GpuMatrix {
             cols,
             ty,
             shader,
-            tiled,
+            act: match ty {
+                GgmlType::F32 | GgmlType::F16 | GgmlType::BF16 => None,
+                _ => ActKind::for_weight(ty),
+            },
             gather_shader,
             chunks,
         })
@@ -187,6 +198,12 @@ impl GpuMatrix {
     /// Bytes of device memory the weights take (all row chunks).
     pub fn device_bytes(&self) -> u64 {
         self.chunks.iter().map(|c| c.buf.size).sum()
+    }
+
+    /// The activation form this matrix multiplies (`None`: f32 as it is,
+    /// or rounded to 16 bits by its own pass for F16/BF16 weights).
+    pub(crate) fn act_kind(&self) -> Option<ActKind> {
+        self.act
     }
 
     fn is_float16(&self) -> bool {
@@ -247,11 +264,31 @@ impl GpuMatrix {
         if self.is_float16() {
             return self.record_float16(b, x, y, y_base, n);
         }
-        let (shader, rows_per_thread) = match &self.tiled {
-            Some(t) if n >= TILED_TOKENS => (t, TILED_ROWS),
-            _ => (&self.shader, 1),
-        };
-        let groups_y = n.div_ceil(TOKENS_PER_THREAD);
+        match self.act {
+            None => self.record_on(b, x, y, y_base, n_tokens),
+            Some(kind) => {
+                let acts = b.act_buffer(kind, kind.bytes(n_tokens, self.cols)?)?;
+                record_quantize(b, kind, x, &acts, n_tokens, self.cols)?;
+                self.record_on(b, acts.as_entire_binding(), y, y_base, n_tokens)
+            }
+        }
+    }
+
+    /// Records the product with `x` as it is: activations already in
+    /// [`GpuMatrix::act_kind`]'s form (`n_tokens` rows of `cols`), f32
+    /// values when it has none.
+    pub(crate) fn record_on(
+        &self,
+        b: &mut Batch<'_>,
+        x: wgpu::BindingResource<'_>,
+        y: &wgpu::Buffer,
+        y_base: usize,
+        n_tokens: usize,
+    ) -> Result<()> {
+        if n_tokens == 0 || self.rows == 0 || self.cols == 0 {
+            return Ok(());
+        }
+        let groups_y = to_u32(n_tokens, "tokens")?.div_ceil(TOKENS_PER_THREAD);
         for c in &self.chunks {
             let p = [
                 to_u32(c.rows, "rows")?,
@@ -264,14 +301,14 @@ impl GpuMatrix {
                 0,
             ];
             b.dispatch(
-                shader,
+                &self.shader,
                 &[
                     c.buf.buffer.as_entire_binding(),
                     x.clone(),
                     y.as_entire_binding(),
                 ],
                 &p,
-                [p[0].div_ceil(WG_ROWS * rows_per_thread), groups_y, 1],
+                [p[0].div_ceil(WG_ROWS), groups_y, 1],
             )?;
         }
         Ok(())

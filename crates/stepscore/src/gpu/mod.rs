@@ -12,6 +12,7 @@
 // `Arc`s so native builds can share them across threads.
 #![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
+mod act;
 mod adapter;
 mod batch;
 mod context;

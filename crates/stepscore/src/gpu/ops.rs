@@ -6,6 +6,10 @@
 //! [`GpuTensor`]s that records and submits it alone (the kernel tests'
 //! entry point).
 
+#[cfg(all(not(target_arch = "wasm32"), any(test, feature = "testing")))]
+pub use super::act::quantize_activations;
+#[cfg(any(test, feature = "testing"))]
+pub use super::act::{quantize_activations_async, ActBlocks};
 use super::batch::{u32_of, whole, Batch, WG};
 #[cfg(any(test, feature = "testing"))]
 use super::context::GpuContext;
@@ -68,7 +72,7 @@ pub(crate) fn record_rms_norm(
         u32_of(cols, "cols")?,
         u32_of(n_rows, "rows")?,
         eps.to_bits(),
-        0,
+        1.0f32.to_bits(),
     ];
     b.dispatch(
         &shaders::RMS_NORM,

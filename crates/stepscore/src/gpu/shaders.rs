@@ -1,9 +1,14 @@
 //! The WGSL sources (shaders/ at the repository root), compiled in.
 
+use super::act;
+
 /// One shader: a name (the pipeline cache key) and its full source.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Shader {
     pub name: &'static str,
+    /// `const NAME: u32 = V;` lines put ahead of the parts: layouts the Rust
+    /// side owns (act.rs's activation blocks).
+    pub defs: &'static [(&'static str, u32)],
     /// Parts concatenated in order (a shared body plus a format file).
     pub parts: &'static [&'static str],
 }
@@ -13,74 +18,110 @@ macro_rules! single {
     ($name:literal, $file:literal) => {
         Shader {
             name: $name,
+            defs: &[],
             parts: &[include_str!(concat!("../../shaders/", $file))],
         }
     };
 }
 
+/// A shader of one file that calls `exp_cpu` (exp.wgsl).
+macro_rules! with_exp {
+    ($name:literal, $file:literal) => {
+        Shader {
+            name: $name,
+            defs: &[],
+            parts: &[EXP, include_str!(concat!("../../shaders/", $file))],
+        }
+    };
+}
+
+const EXP: &str = include_str!("../../shaders/exp.wgsl");
 const QUANT_COMMON: &str = include_str!("../../shaders/matmul_quant_common.wgsl");
-const QUANT_TILED: &str = include_str!("../../shaders/matmul_quant_tiled.wgsl");
 const GATHER_COMMON: &str = include_str!("../../shaders/embed_gather_quant_common.wgsl");
 const QUANT_WORDS: &str = include_str!("../../shaders/quant_words.wgsl");
+const IDOT4_PACKED: &str = include_str!("../../shaders/idot4_packed.wgsl");
+const IDOT4_EMULATED: &str = include_str!("../../shaders/idot4_emulated.wgsl");
 const K_SCALES: &str = include_str!("../../shaders/quant_k_scales.wgsl");
 const Q5_HIGH_BITS: &str = include_str!("../../shaders/quant_q5_high_bits.wgsl");
+const QUANTIZE_COMMON: &str = include_str!("../../shaders/quantize_acts_common.wgsl");
 
-/// The matmul and embedding-gather shaders of one quantized format: a
-/// skeleton, the word helpers, the format's helper file (if any) and its
-/// format file.
+/// The kernels of one quantized weight format.
+pub(crate) struct QuantShaders {
+    /// The matmul over 8-bit activations with `dot4I8Packed`, and with its
+    /// core-WGSL emulation.
+    pub matmul_packed: Shader,
+    pub matmul_emulated: Shader,
+    pub gather: Shader,
+}
+
+/// The shaders of one quantized format: the shared body, the word helpers,
+/// an idot4, the format's helper file (if any) and its format file.
 macro_rules! quant_format {
-    ($matmul:ident, $embed:ident, $name:literal, [$($part:expr),*]) => {
-        pub(crate) const $matmul: Shader = Shader {
-            name: concat!("matmul_", $name),
-            parts: &[
-                QUANT_COMMON,
-                QUANT_WORDS,
-                $($part,)*
-                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
-            ],
-        };
-        pub(crate) const $embed: Shader = Shader {
-            name: concat!("embed_gather_", $name),
-            parts: &[
-                GATHER_COMMON,
-                QUANT_WORDS,
-                $($part,)*
-                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
-            ],
+    ($id:ident, $name:literal, [$($part:expr),*]) => {
+        pub(crate) const $id: QuantShaders = QuantShaders {
+            matmul_packed: Shader {
+                name: concat!("matmul_", $name, "_packed"),
+                defs: act::DEFS,
+                parts: &[
+                    QUANT_COMMON,
+                    QUANT_WORDS,
+                    IDOT4_PACKED,
+                    $($part,)*
+                    include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+                ],
+            },
+            matmul_emulated: Shader {
+                name: concat!("matmul_", $name, "_emulated"),
+                defs: act::DEFS,
+                parts: &[
+                    QUANT_COMMON,
+                    QUANT_WORDS,
+                    IDOT4_EMULATED,
+                    $($part,)*
+                    include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+                ],
+            },
+            gather: Shader {
+                name: concat!("embed_gather_", $name),
+                defs: act::DEFS,
+                parts: &[
+                    GATHER_COMMON,
+                    QUANT_WORDS,
+                    IDOT4_EMULATED,
+                    $($part,)*
+                    include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
+                ],
+            },
         };
     };
 }
 
-/// The tiled prefill matmul of a format (the 32-element ones: a K-quant's
-/// block_deq recomputes its sub-block scales for every vec4, which costs
-/// more on llvmpipe than the tile saves).
-macro_rules! tiled_format {
-    ($tiled:ident, $name:literal, [$($part:expr),*]) => {
-        pub(crate) const $tiled: Shader = Shader {
-            name: concat!("matmul_tiled_", $name),
-            parts: &[
-                QUANT_TILED,
-                QUANT_WORDS,
-                $($part,)*
-                include_str!(concat!("../../shaders/matmul_", $name, ".wgsl")),
-            ],
-        };
-    };
-}
+quant_format!(Q8_0, "q8_0", []);
+quant_format!(Q4_0, "q4_0", []);
+quant_format!(Q4_1, "q4_1", []);
+quant_format!(Q5_0, "q5_0", [Q5_HIGH_BITS]);
+quant_format!(Q5_1, "q5_1", [Q5_HIGH_BITS]);
+quant_format!(Q4_K, "q4_k", [K_SCALES]);
+quant_format!(Q5_K, "q5_k", [K_SCALES]);
+quant_format!(Q6_K, "q6_k", []);
 
-quant_format!(MATMUL_Q8_0, EMBED_Q8_0, "q8_0", []);
-quant_format!(MATMUL_Q4_0, EMBED_Q4_0, "q4_0", []);
-quant_format!(MATMUL_Q4_1, EMBED_Q4_1, "q4_1", []);
-quant_format!(MATMUL_Q5_0, EMBED_Q5_0, "q5_0", [Q5_HIGH_BITS]);
-quant_format!(MATMUL_Q5_1, EMBED_Q5_1, "q5_1", [Q5_HIGH_BITS]);
-quant_format!(MATMUL_Q4_K, EMBED_Q4_K, "q4_k", [K_SCALES]);
-quant_format!(MATMUL_Q5_K, EMBED_Q5_K, "q5_k", [K_SCALES]);
-quant_format!(MATMUL_Q6_K, EMBED_Q6_K, "q6_k", []);
-tiled_format!(TILED_Q8_0, "q8_0", []);
-tiled_format!(TILED_Q4_0, "q4_0", []);
-tiled_format!(TILED_Q4_1, "q4_1", []);
-tiled_format!(TILED_Q5_0, "q5_0", [Q5_HIGH_BITS]);
-tiled_format!(TILED_Q5_1, "q5_1", [Q5_HIGH_BITS]);
+/// The activation quantizers (act.rs).
+pub(crate) const QUANTIZE_Q8: Shader = Shader {
+    name: "quantize_q8",
+    defs: act::DEFS,
+    parts: &[
+        QUANTIZE_COMMON,
+        include_str!("../../shaders/quantize_q8.wgsl"),
+    ],
+};
+pub(crate) const QUANTIZE_Q8_K: Shader = Shader {
+    name: "quantize_q8_k",
+    defs: act::DEFS,
+    parts: &[
+        QUANTIZE_COMMON,
+        include_str!("../../shaders/quantize_q8_k.wgsl"),
+    ],
+};
 
 const FLOAT16: &str = include_str!("../../shaders/matmul_float16.wgsl");
 
@@ -91,6 +132,8 @@ macro_rules! float16_format {
     ($matmul:ident, $name:literal, $file:literal) => {
         pub(crate) const $matmul: Shader = Shader {
             name: concat!("matmul_", $name),
+            // No defs: `enable f16;` must come first.
+            defs: &[],
             parts: &[include_str!(concat!("../../shaders/", $file)), FLOAT16],
         };
     };
@@ -107,8 +150,8 @@ pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");
 pub(crate) const RMS_NORM: Shader = single!("rms_norm", "rms_norm.wgsl");
 pub(crate) const ROPE: Shader = single!("rope", "rope.wgsl");
-pub(crate) const ATTENTION: Shader = single!("attention", "attention.wgsl");
-pub(crate) const SWIGLU: Shader = single!("swiglu", "swiglu.wgsl");
+pub(crate) const ATTENTION: Shader = with_exp!("attention", "attention.wgsl");
+pub(crate) const SWIGLU: Shader = with_exp!("swiglu", "swiglu.wgsl");
 pub(crate) const RESIDUAL_ADD: Shader = single!("residual_add", "residual_add.wgsl");
 pub(crate) const BIAS_ADD: Shader = single!("bias_add", "bias_add.wgsl");
 pub(crate) const GATHER_ROWS: Shader = single!("gather_rows", "gather_rows.wgsl");
@@ -116,6 +159,12 @@ pub(crate) const TOKEN_STATS: Shader = single!("token_stats", "token_stats.wgsl"
 
 impl Shader {
     pub fn source(&self) -> String {
-        self.parts.join("\n")
+        let mut s: String = self
+            .defs
+            .iter()
+            .map(|(name, v)| format!("const {name}: u32 = {v}u;\n"))
+            .collect();
+        s.push_str(&self.parts.join("\n"));
+        s
     }
 }

@@ -14,6 +14,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
+use super::act::{record_quantize, ACT_KINDS};
 use super::batch::{whole, Batch};
 use super::context::GpuContext;
 use super::matmul::GpuMatrix;
@@ -329,6 +330,7 @@ impl GpuTransformer {
             start,
             n,
             kv: None,
+            held: [None; ACT_KINDS],
         };
         decoder::run(&mut pass, &self.w, tap)?;
         pass.b.submit()?;
@@ -394,6 +396,10 @@ struct GpuPass<'a> {
     n: usize,
     /// The current block's cache buffers (keys, values).
     kv: Option<(&'a wgpu::Buffer, &'a wgpu::Buffer)>,
+    /// Which activation the batch's 8-bit buffer of each form holds, while
+    /// it is unchanged (q/k/v share one conversion, gate/up another, as on
+    /// the CPU).
+    held: [Option<Act>; ACT_KINDS],
 }
 
 impl<'a> GpuPass<'a> {
@@ -417,6 +423,15 @@ impl<'a> GpuPass<'a> {
         };
         Ok((self.bufs[i], 0))
     }
+
+    /// `a` was written: its 8-bit forms are stale.
+    fn wrote(&mut self, a: Act) {
+        for h in &mut self.held {
+            if *h == Some(a) {
+                *h = None;
+            }
+        }
+    }
 }
 
 impl<'a> DecoderPass for GpuPass<'a> {
@@ -433,6 +448,7 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn rms_norm(&mut self, src: Act, w: &GpuTensor, dst: Act) -> Result<()> {
+        self.wrote(dst);
         let (src, _) = self.buf(src)?;
         let (dst, _) = self.buf(dst)?;
         let c = &self.model.config;
@@ -448,12 +464,27 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn matmul(&mut self, w: &GpuMatrix, src: Act, dst: Act) -> Result<()> {
-        let (src, _) = self.buf(src)?;
-        let (dst, at) = self.buf(dst)?;
-        w.record(&mut self.b, whole(src), dst, at, self.n)
+        let (sbuf, _) = self.buf(src)?;
+        let (dbuf, at) = self.buf(dst)?;
+        let r = match w.act_kind() {
+            None => w.record(&mut self.b, whole(sbuf), dbuf, at, self.n),
+            Some(kind) => {
+                // One activation has one width, so the buffer only grows (and
+                // is replaced) for another activation, which is converted anew.
+                let acts = self.b.act_buffer(kind, kind.bytes(self.n, w.cols())?)?;
+                if self.held[kind as usize] != Some(src) {
+                    record_quantize(&mut self.b, kind, whole(sbuf), &acts, self.n, w.cols())?;
+                    self.held[kind as usize] = Some(src);
+                }
+                w.record_on(&mut self.b, whole(&acts), dbuf, at, self.n)
+            }
+        };
+        self.wrote(dst);
+        r
     }
 
     fn add_bias(&mut self, dst: Act, bias: &GpuTensor) -> Result<()> {
+        self.wrote(dst);
         let (dst, at) = self.buf(dst)?;
         let len = bias.len();
         ops::record_bias_add(
@@ -469,6 +500,7 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn rope(&mut self, dst: Act) -> Result<()> {
+        self.wrote(dst);
         let c = &self.model.config;
         let (heads, stride) = if dst == Act::Q {
             (c.n_heads, c.q_dim())
@@ -488,6 +520,7 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn attention(&mut self) -> Result<()> {
+        self.wrote(Act::Attn);
         let c = &self.model.config;
         let (q, _) = self.buf(Act::Q)?;
         let (k, _) = self.buf(Act::K)?;
@@ -505,6 +538,7 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn add(&mut self, dst: Act, src: Act) -> Result<()> {
+        self.wrote(dst);
         let (dst, _) = self.buf(dst)?;
         let (src, _) = self.buf(src)?;
         ops::record_add(
@@ -516,6 +550,7 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn swiglu(&mut self) -> Result<()> {
+        self.wrote(Act::Gate);
         let (g, _) = self.buf(Act::Gate)?;
         let (u, _) = self.buf(Act::Up)?;
         ops::record_swiglu(

@@ -705,7 +705,7 @@ impl DecoderPass for CpuPass<'_> {
         self.with2(Act::Up, Act::Gate, |up, gate| {
             for (g, u) in gate.iter_mut().zip(up) {
                 // SiLU(g) * u
-                *g = *g / (1.0 + (-*g).exp()) * u;
+                *g = *g / (1.0 + super::exp::exp(-*g)) * u;
             }
             Ok(())
         })
@@ -841,7 +841,7 @@ fn attend_one_body<const WIDE: bool>(
         }
         let mut sum = 0.0f32;
         for sc in scores.iter_mut() {
-            *sc = (*sc - max).exp();
+            *sc = super::exp::exp(*sc - max);
             sum += *sc;
         }
         #[cfg(target_arch = "x86_64")]

@@ -556,23 +556,6 @@ impl Scorer {
         &self.model
     }
 
-    /// Expands every weight matrix to f32 (`Transformer::dequantized`) so
-    /// the CPU engine runs its exact f32 path instead of ggml's 8-bit
-    /// activation scheme: the reference the GPU engine's scores are checked
-    /// against (its kernels dequantize inside and multiply f32
-    /// activations). Refused on the GPU engine, whose weights are uploaded
-    /// already. Test support: the weights take up to 8 times the memory.
-    #[cfg(feature = "testing")]
-    pub fn dequantize_weights(&mut self) -> Result<()> {
-        if self.engine.report().chosen != Backend::Cpu {
-            return Err(Error::InvalidArgument(
-                "dequantize_weights: only the CPU engine's weights can be expanded".into(),
-            ));
-        }
-        self.model = self.model.dequantized()?;
-        Ok(())
-    }
-
     pub fn max_tokens(&self) -> usize {
         self.max_tokens
     }

@@ -2,7 +2,10 @@
 //!
 //! Integer sums per block (exact), scaled per block in f32, like ggml's
 //! `ggml_vec_dot_*` kernels. Written as plain fixed-length loops so LLVM
-//! vectorizes them; `x86.rs` has AVX2 versions of the same three shapes.
+//! vectorizes them; `x86.rs` (AVX2), `ktile.rs` (AVX-512) and `wasm.rs`
+//! (SIMD128) compute the same shapes with the same bits: the float steps
+//! here are the order every engine follows, so the CPU engine's results do
+//! not depend on the instruction set (tests/quant_matmul.rs).
 
 use super::act::{BlockQ8, BlockQ8K};
 
@@ -42,24 +45,49 @@ fn idot<const N: usize>(a: &[i8; N], b: &[i8; N]) -> i32 {
     lanes.iter().sum()
 }
 
-/// sum over blocks of (d_w * d_a) * isum (+ m_w * s_a when `MIN`).
+/// The summation order every engine shares for the 32-element formats (the
+/// portable, AVX2, SIMD128 and WGSL kernels all produce these bits): eight
+/// f32 lanes per token, lane l taking `(d_w * d_a) * isum_l` for each block
+/// in order, where isum_l is the exact integer dot of the block's elements
+/// 4l..4l+3 (what AVX2's maddubs + madd leave in lane l) and the product and
+/// the sum are rounded separately (no FMA: WGSL cannot promise one); the
+/// `MIN` term `m_w * s_a` goes to its own accumulator; the result is
+/// [`lane_tree`] of the lanes plus that accumulator.
 #[inline(always)]
 pub(crate) fn dot32<const T: usize, const MIN: bool>(
     w: &Row32,
     acts: &[&[BlockQ8]; T],
 ) -> [f32; T] {
-    let mut acc = [0.0f32; T];
+    let mut lanes = [[0.0f32; 8]; T];
+    let mut accm = [0.0f32; T];
     for (b, ((q, &d), &m)) in arrays::<32>(w.q).zip(w.d).zip(w.m).enumerate() {
         for t in 0..T {
             let a = &acts[t][b];
-            let isum = idot::<32>(q, &a.qs);
-            acc[t] += (d * a.d) * isum as f32;
+            let dd = d * a.d;
+            for (l, lane) in lanes[t].iter_mut().enumerate() {
+                let mut isum = 0i32;
+                for k in 4 * l..4 * l + 4 {
+                    isum += q[k] as i32 * a.qs[k] as i32;
+                }
+                *lane += dd * isum as f32;
+            }
             if MIN {
-                acc[t] += m * a.s;
+                accm[t] += m * a.s;
             }
         }
     }
-    acc
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        out[t] = lane_tree(&lanes[t]) + accm[t];
+    }
+    out
+}
+
+/// The fixed reduction of eight lanes, ((0+4)+(2+6)) + ((1+5)+(3+7)): AVX2's
+/// cheapest horizontal sum, so every engine sums its lanes this way.
+#[inline(always)]
+pub(crate) fn lane_tree(v: &[f32; 8]) -> f32 {
+    ((v[0] + v[4]) + (v[2] + v[6])) + ((v[1] + v[5]) + (v[3] + v[7]))
 }
 
 /// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g

@@ -46,7 +46,21 @@ unsafe fn load(p: *const i8) -> v128 {
     v128_load(p as *const v128)
 }
 
-/// sum over blocks of (d_w * d_a) * isum (+ m_w * s_a when `MIN`).
+/// Exact i32 sums of the four groups of four products of 16 quants:
+/// lane l = q[4l..4l+4] . a[4l..4l+4] (the portable kernel's lanes).
+#[inline(always)]
+fn quad_sums(q: v128, a: v128) -> v128 {
+    let lo = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(q, a));
+    let hi = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(q, a));
+    i32x4_add(
+        i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
+        i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
+    )
+}
+
+/// The portable `dot32`'s sums: its eight lanes in two vectors (lanes 0..3
+/// from the block's first 16 quants, 4..7 from the rest), products rounded
+/// before the sums, the `MIN` term on its own, lanes reduced by `lane_tree`.
 ///
 /// # Safety
 /// See the module comment.
@@ -57,7 +71,9 @@ pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
 ) -> [f32; T] {
     let nb = w.d.len();
     debug_assert!(w.q.len() == nb * 32 && w.m.len() == nb && acts.iter().all(|a| a.len() == nb));
-    let mut acc = [0.0f32; T];
+    let mut lo = [f32x4_splat(0.0); T];
+    let mut hi = [f32x4_splat(0.0); T];
+    let mut accm = [0.0f32; T];
     let qp = w.q.as_ptr();
     for b in 0..nb {
         let q0 = load(qp.add(32 * b));
@@ -66,18 +82,24 @@ pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
         for t in 0..T {
             let blk = acts[t].get_unchecked(b);
             let ap = blk.qs.as_ptr();
-            let p = i32x4_add(
-                i32x4_extadd_pairwise_i16x8(pair_products(q0, load(ap))),
-                i32x4_extadd_pairwise_i16x8(pair_products(q1, load(ap.add(16)))),
-            );
-            let a = acc.get_unchecked_mut(t);
-            *a += (d * blk.d) * hsum_i32(p) as f32;
+            let dd = f32x4_splat(d * blk.d);
+            let s0 = f32x4_convert_i32x4(quad_sums(q0, load(ap)));
+            let s1 = f32x4_convert_i32x4(quad_sums(q1, load(ap.add(16))));
+            lo[t] = f32x4_add(lo[t], f32x4_mul(dd, s0));
+            hi[t] = f32x4_add(hi[t], f32x4_mul(dd, s1));
             if MIN {
-                *a += *w.m.get_unchecked(b) * blk.s;
+                accm[t] += *w.m.get_unchecked(b) * blk.s;
             }
         }
     }
-    acc
+    let mut out = [0.0f32; T];
+    for t in 0..T {
+        let mut lanes = [0.0f32; 8];
+        v128_store(lanes.as_mut_ptr() as *mut v128, lo[t]);
+        v128_store(lanes.as_mut_ptr().add(4) as *mut v128, hi[t]);
+        out[t] = super::kernels::lane_tree(&lanes) + accm[t];
+    }
+    out
 }
 
 /// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g

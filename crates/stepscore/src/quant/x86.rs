@@ -1,4 +1,5 @@
-//! AVX2 + FMA versions of the three dot shapes in `kernels.rs`.
+//! AVX2 versions of the three dot shapes in `kernels.rs`, with their bits:
+//! the same float operations in the same order (no FMA).
 //!
 //! int8 x int8 products go through `maddubs` (u8 x i8 -> pairwise i16): the
 //! weight's magnitude is the unsigned operand and its sign is moved onto the
@@ -22,6 +23,15 @@ unsafe fn hsum(v: __m256) -> f32 {
     let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
     let s = _mm_add_ss(s, _mm_movehdup_ps(s));
     _mm_cvtss_f32(s)
+}
+
+/// The exact sum of eight i32 lanes (no overflow: lanes are block sums).
+#[inline(always)]
+unsafe fn hsum_i32(v: __m256i) -> i32 {
+    let s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b01_00_11_10));
+    let s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0b10_11_00_01));
+    _mm_cvtsi128_si32(s)
 }
 
 /// i8 x i8 -> 16 pairwise i16 sums; `aw` is |w| (or w when `SIGNED` is false).
@@ -50,7 +60,9 @@ pub(crate) unsafe fn dot32<const T: usize, const MIN: bool, const SIGNED: bool>(
             let blk = acts[t].get_unchecked(b);
             let a = _mm256_loadu_si256(blk.qs.as_ptr() as *const __m256i);
             let p = _mm256_madd_epi16(mul_pairs::<SIGNED>(aw, wv, a), ones);
-            acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(d * blk.d), _mm256_cvtepi32_ps(p), acc[t]);
+            // Rounded product, then the sum: the portable kernel's bits (no FMA).
+            let dd = _mm256_set1_ps(d * blk.d);
+            acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(dd, _mm256_cvtepi32_ps(p)));
             if MIN {
                 accm[t] += *w.m.get_unchecked(b) * blk.s;
             }
@@ -72,8 +84,7 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
     debug_assert!(
         w.q.len() == nb * 256 && w.sc.len() == nb * 16 && acts.iter().all(|a| a.len() == nb)
     );
-    let mut acc = [_mm256_setzero_ps(); T];
-    let mut accm = [_mm256_setzero_ps(); T];
+    let mut acc = [0.0f32; T];
     let qp = w.q.as_ptr();
     for b in 0..nb {
         // Per 32-value chunk: the weights, their magnitudes, and a scale
@@ -116,23 +127,16 @@ pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool, const SIGNED: bool>(
         }
         for t in 0..T {
             let blk = acts[t].get_unchecked(b);
-            acc[t] = _mm256_fmadd_ps(
-                _mm256_set1_ps(d * blk.d),
-                _mm256_cvtepi32_ps(isum[t]),
-                acc[t],
-            );
+            // The portable kernel's float steps, per super-block: integer
+            // sums are exact in any order, the scaling is done once.
+            acc[t] += (d * blk.d) * hsum_i32(isum[t]) as f32;
             if MIN {
                 let bs = _mm256_loadu_si256(blk.bsums.as_ptr() as *const __m256i);
-                let m = _mm256_cvtepi32_ps(_mm256_madd_epi16(bs, mnv));
-                accm[t] = _mm256_fmadd_ps(_mm256_set1_ps(dmin * blk.d), m, accm[t]);
+                acc[t] -= (dmin * blk.d) * hsum_i32(_mm256_madd_epi16(bs, mnv)) as f32;
             }
         }
     }
-    let mut out = [0.0f32; T];
-    for t in 0..T {
-        out[t] = hsum(acc[t]) - hsum(accm[t]);
-    }
-    out
+    acc
 }
 
 #[target_feature(enable = "avx2,fma")]
@@ -145,13 +149,17 @@ pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [
     while i < n8 {
         let wv = _mm256_loadu_ps(w.as_ptr().add(i));
         for t in 0..T {
-            acc[t] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(acts[t].as_ptr().add(i)), acc[t]);
+            let p = _mm256_mul_ps(wv, _mm256_loadu_ps(acts[t].as_ptr().add(i)));
+            acc[t] = _mm256_add_ps(acc[t], p);
         }
         i += 8;
     }
     let mut out = [0.0f32; T];
     for t in 0..T {
-        let mut s = hsum(acc[t]);
+        // The lanes summed in order, then the tail: the portable kernel's bits.
+        let mut lanes = [0.0f32; 8];
+        _mm256_storeu_ps(lanes.as_mut_ptr(), acc[t]);
+        let mut s: f32 = lanes.iter().sum();
         for j in n8..n {
             s += w.get_unchecked(j) * acts[t].get_unchecked(j);
         }

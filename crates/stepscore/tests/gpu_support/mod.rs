@@ -132,3 +132,16 @@ pub fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) -> f64 {
     }
     worst
 }
+
+/// A second context whose quantized matmuls emulate `dot4I8Packed` in core
+/// WGSL (the path of WebGPU implementations without it).
+pub fn emulated_ctx() -> Option<&'static GpuContext> {
+    static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();
+    CTX.get_or_init(|| {
+        open(GpuOptions {
+            emulate_packed_dot: true,
+            ..Default::default()
+        })
+    })
+    .as_ref()
+}
