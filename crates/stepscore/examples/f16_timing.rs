@@ -12,10 +12,14 @@ fn main() -> stepscore::Result<()> {
     use stepscore::ggml::GgmlType;
     use stepscore::gpu::{GpuContext, GpuMatrix, GpuOptions, GpuTensor};
     use stepscore::model::{Matrix, SharedBytes};
-    let a: Vec<usize> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let mut a = Vec::new();
+    for arg in std::env::args().skip(1) {
+        a.push(arg.parse::<usize>().map_err(|_| {
+            stepscore::Error::InvalidArgument(format!(
+                "`{arg}`: the arguments are rows cols tokens iters, positive integers"
+            ))
+        })?);
+    }
     let g = |i: usize, d: usize| a.get(i).copied().unwrap_or(d);
     let (rows, cols, n, iters) = (g(0, 1536), g(1, 576), g(2, 64), g(3, 5).max(1));
     let ctx = GpuContext::new(GpuOptions::default())?;
