@@ -63,7 +63,7 @@ def cli_scores(bin_path, model, pool):
     want = {}
     for line in out.stdout.decode().splitlines():
         row = json.loads(line)
-        want[row["id"]] = row["step_scores"]
+        want[row["id"]] = [s["score"] for s in row["steps"]]
     assert len(want) == len(pool), f"the CLI scored {len(want)} of {len(pool)} traces"
     return want
 
@@ -72,7 +72,7 @@ def start_server(bin_path, model, extra):
     proc = subprocess.Popen(
         [bin_path, "serve", "--model", model, "--backend", "cpu", "--threads", "1",
          "--listen", "127.0.0.1:0", *extra],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        stdout=open(os.devnull, "w"), stderr=subprocess.PIPE, text=True,
     )
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
