@@ -22,7 +22,7 @@ result = scorer.score(problem, steps)
 for step, score in zip(steps, result.step_scores):
     print(f"{score:.4f}  {step}")
 threshold = scorer.threshold or 0.5
-print("first step below the threshold:", result.first_error(threshold))
+print("first step below the threshold (0-based):", result.first_error(threshold))
 
 # Many traces at once, any row format `stepscore score` reads; a bad row does not stop the others.
 rows = [

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
 use stepscore::prm::{
@@ -393,7 +393,7 @@ impl Scorer {
     fn __getnewargs_ex__<'py>(
         &self,
         py: Python<'py>,
-    ) -> PyResult<(Vec<Option<PathBuf>>, Bound<'py, PyDict>)> {
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
         let a = &self.args;
         let kwargs = PyDict::new(py);
         kwargs.set_item("head", &a.head)?;
@@ -403,7 +403,7 @@ impl Scorer {
         kwargs.set_item("max_tokens", a.max_tokens)?;
         kwargs.set_item("truncate", a.truncate)?;
         kwargs.set_item("quantize", &a.quantize)?;
-        Ok((vec![a.model.clone()], kwargs))
+        Ok((PyTuple::new(py, [a.model.clone()])?, kwargs))
     }
 
     /// The engine threads this scorer runs.

@@ -231,7 +231,7 @@ def test_verl_dense_reward_manager(tiny, mode, monkeypatch):
     assert np.all(rt[2] == 0)
     assert out["reward_extra_info"]["stepscore_steps"] == [2, 2, 0]
     errors = out["reward_extra_info"]["stepscore_error"]
-    assert errors[:2] == ["", ""] and errors[2].startswith("InputError")  # the empty response, named
+    assert errors[:2] == ["", ""] and "at least one step" in errors[2]  # the empty response, named
     # With an outcome compute_score, its score joins the last valid token; outcome=False leaves the PRM alone.
     cs = verl.compute_score_fn(tiny, mode="outcome")
     both = verl.DenseRewardManager(tok, 0, cs, scorer=tiny, mode=mode)(data)

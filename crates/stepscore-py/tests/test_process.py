@@ -82,7 +82,7 @@ def test_default_threads_follow_omp_num_threads():
     assert got["threads"] == 1, got
     assert got["threads_source"].startswith("1: OMP_NUM_THREADS=1"), got
     # `threads=0` no longer means every core: it is the same default.
-    got0 = run_python(f"import json, stepscore\nprint(json.dumps(stepscore.Scorer({str(TINY)!r}, threads=0).info()))",
+    got0 = run_python(f"import json, stepscore\nprint(json.dumps(stepscore.Scorer({str(TINY)!r}, threads=0).info(), default=str))",
                       env={"OMP_NUM_THREADS": "1"})
     assert got0["threads"] == 1
 

@@ -69,7 +69,7 @@ def test_an_actor_runs_the_cpus_ray_reserved(cluster):
 
     info = ray.get(Probe.remote().info.remote(str(TINY)))
     assert info["threads"] == 1
-    assert "Ray reserved CPU=1.0" in info["threads_source"], info
+    assert info["threads_source"] == "1: Ray reserved CPU=1 for this worker", info
 
 
 def test_a_scorer_ships_to_a_ray_task(cluster):
