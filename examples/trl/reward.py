@@ -7,8 +7,9 @@ TRL pulls torch, so CI runs this file without it: it calls the reward
 function exactly as GRPOTrainer._calculate_rewards does (keywords prompts,
 completions, completion_ids, the dataset's other columns, trainer_state,
 log_extra, log_metric). Each TRL rank is a process of its own: a default
-Scorer there runs the rank's CPU share (OMP_NUM_THREADS, set per rank by
-torchrun / accelerate), not every core.
+Scorer there runs the rank's CPU share (OMP_NUM_THREADS, which torchrun sets
+to 1 per rank and accelerate's --num_cpu_threads_per_process sets too), not
+every core.
 
     python examples/trl/reward.py [MODEL]
 """
