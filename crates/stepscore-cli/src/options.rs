@@ -74,7 +74,7 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// CPU threads: 0 means all cores; more threads than cores only adds
+/// CPU threads: 0 means `stepscore::par::default_threads`; more threads than cores only adds
 /// contention (100,000 threads on 2 cores ran 3.6x slower), so the value is
 /// capped at the cores with a note on stderr.
 pub fn threads(s: &str) -> Result<usize, String> {

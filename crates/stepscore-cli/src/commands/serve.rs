@@ -1,6 +1,6 @@
 //! `stepscore serve`: an HTTP reward server for RL trainers.
 //!
-//! Routes: `POST /get_reward` (OpenRLHF's `--remote_rm_url` protocol:
+//! Routes: `POST /get_reward` (OpenRLHF's `--reward.remote_url` protocol (`--remote_rm_url` before 0.11):
 //! `{"query", "prompts"?, "labels"?}` -> `{"rewards", ...}`), `POST
 //! /v1/score` (per-step scores of rows in any format `stepscore score`
 //! reads), `POST /pooling` and `GET /v1/models` (vLLM's pooling API for
@@ -44,7 +44,7 @@ use queue::Queue;
     -d '{\"query\": [\"Q: 2+2?\\n2+2=4.\\n\\nSo 4.\"], \"prompts\": [\"Q: 2+2?\\n\"]}'\n  \
     STEPSCORE_API_KEY=$(openssl rand -hex 16) stepscore serve --model prm.gguf \\\n    \
     --listen 0.0.0.0:8000 --allow-host rm.internal   # clients send Authorization: Bearer $KEY\n\
-    OpenRLHF: --remote_rm_url http://HOST:8000/get_reward"
+    OpenRLHF >= 0.11: --reward.remote_url http://HOST:8000/get_reward (--remote_rm_url before 0.11)"
 )]
 pub struct Args {
     #[command(flatten)]
