@@ -19,7 +19,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use commands::{
-    aggregate, bench, doctor, eval, features, fetch, read, score, segment, select, serve, train,
+    aggregate, bench, doctor, eval, features, fetch, generate, read, score, segment, select, serve,
+    train,
 };
 
 #[derive(Parser)]
@@ -66,6 +67,8 @@ enum Command {
     Doctor(doctor::Args),
     /// Serve rewards over HTTP for RL trainers (OpenRLHF's /get_reward and per-step scores).
     Serve(serve::Args),
+    /// Write a solution to each problem with a model (sampling, stop strings, step ends).
+    Generate(generate::Args),
 }
 
 /// What ended a command early.
@@ -210,6 +213,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => doctor::run(args),
         Command::Train(args) => train::run(args),
         Command::Serve(args) => serve::run(args),
+        Command::Generate(args) => generate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -6,6 +6,7 @@ pub mod doctor;
 pub mod eval;
 pub mod features;
 pub mod fetch;
+pub mod generate;
 pub mod read;
 pub mod score;
 pub mod segment;

@@ -49,6 +49,25 @@ impl ChatFormat {
         }
     }
 
+    /// What the template appends for the assistant's next turn
+    /// (`add_generation_prompt`).
+    pub fn generation_prompt(&self) -> &'static str {
+        match self {
+            ChatFormat::ChatMl { .. } => "<|im_start|>assistant\n",
+            ChatFormat::Llama3 | ChatFormat::Llama31 => {
+                "<|start_header_id|>assistant<|end_header_id|>\n\n"
+            }
+        }
+    }
+
+    /// The token text that ends a turn: generation stops there.
+    pub fn end_of_turn(&self) -> &'static str {
+        match self {
+            ChatFormat::ChatMl { .. } => "<|im_end|>",
+            ChatFormat::Llama3 | ChatFormat::Llama31 => "<|eot_id|>",
+        }
+    }
+
     /// The prompt text for `messages`, without a generation prompt.
     pub fn render(&self, messages: &[Message<'_>]) -> String {
         let mut out = String::new();

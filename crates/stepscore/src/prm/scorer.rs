@@ -154,6 +154,9 @@ pub struct Scorer {
     max_tokens: usize,
     truncation: Truncation,
     engine: Engine,
+    /// False when the blocks after the head's layer were dropped at load
+    /// (the model can then not generate).
+    all_layers: bool,
 }
 
 /// Whether loading reads the family's head tensors.
@@ -517,12 +520,14 @@ impl Scorer {
     ) -> Result<Scorer> {
         // A head that reads layer L and nothing of the LM's outputs never
         // needs the blocks after L: they are dropped, never run.
+        let layers = model.config().n_layers;
         if let Some(h) = head.as_mut() {
             if let (Some(l), false) = (h.layer(), h.needs_token_stats()) {
                 model.truncate_layers(l);
                 h.read_final_states();
             }
         }
+        let all_layers = model.config().n_layers == layers;
         let context = model.config().max_position_embeddings;
         let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
         if max_tokens == 0 {
@@ -540,6 +545,7 @@ impl Scorer {
             max_tokens,
             truncation: options.truncation,
             engine,
+            all_layers,
         })
     }
 
@@ -770,6 +776,35 @@ impl Scorer {
                 .await?;
             Ok(taps.last)
         })
+    }
+
+    pub(super) fn protocol(&self) -> &Protocol {
+        &self.protocol
+    }
+
+    /// Whether this scorer's model can generate: it kept its LM head and
+    /// every block (a value-head PRM drops both when its head needs neither;
+    /// open the checkpoint with [`Scorer::open_backbone`] to generate).
+    pub fn can_generate(&self) -> Result<()> {
+        if !self.all_layers || self.model.weights().vocab_projection().is_none() {
+            return Err(Error::InvalidArgument(
+                "this model was opened without its LM head or its last blocks (its PRM head \
+                 needs neither): open it as a backbone to generate"
+                    .into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Logits over the vocabulary at the last of `tokens`, run after `cache`.
+    pub(super) async fn last_logits(
+        &self,
+        tokens: &[u32],
+        cache: &mut EngineCache,
+    ) -> Result<Vec<f32>> {
+        self.engine
+            .last_logits(&self.model, self.head.as_ref(), tokens, cache)
+            .await
     }
 
     /// An empty KV cache on this scorer's engine.

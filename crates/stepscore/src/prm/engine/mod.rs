@@ -247,6 +247,30 @@ impl Engine {
         }
     }
 
+    /// The logits over the whole vocabulary at the last of `tokens`, run
+    /// after what `cache` holds (generation's step). The decoder runs on this
+    /// engine; the vocabulary projection of that one row runs on the host's
+    /// kernels for both engines (the hidden states are the same bits, so the
+    /// logits are too).
+    pub async fn last_logits(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        cache: &mut EngineCache,
+    ) -> Result<Vec<f32>> {
+        let hidden = self
+            .forward(model, head, tokens, Some(cache), None)
+            .await?
+            .last;
+        let row = hidden
+            .n_tokens
+            .checked_sub(1)
+            .and_then(|t| hidden.row(t))
+            .ok_or_else(|| Error::InvalidArgument("no tokens to run".into()))?;
+        model.logits_for(row, None)
+    }
+
     /// Runs `tokens` (after what `cache` holds, when given) and, with `enc`
     /// (positions relative to `tokens`), applies `head` to them. The head's
     /// layer is tapped; `head` is also what the GPU engine uploads again

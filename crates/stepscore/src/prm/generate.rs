@@ -1,0 +1,350 @@
+//! Token generation with a scorer's model: the prompt (through the model's
+//! chat template unless asked not to) is run once, then one token at a time
+//! on the KV cache of the scorer's engine, each chosen by [`Sampler`] from
+//! the last position's logits. [`Generation`] is an iterator of tokens (the
+//! streaming interface) that stops at the end-of-turn / EOS token, a stop
+//! string, the end of a step (a blank line, the segmenter's step rule), the
+//! token budget, the context, or a cancel flag, and says which.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use super::blocking::block_on;
+use super::chat::Message;
+use super::engine::EngineCache;
+use super::scorer::Scorer;
+use crate::error::{Error, Result};
+use crate::model::exp::exp;
+use crate::sample::{Sampler, Sampling};
+
+/// What to generate and when to stop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GenerateOptions {
+    pub sampling: Sampling,
+    /// Most tokens to generate (default 512); at least 1.
+    pub max_new_tokens: usize,
+    /// Stop before the first of these strings (it is not part of the text).
+    pub stop: Vec<String>,
+    /// Stop when a step is complete: at the first blank line after some
+    /// text (the blank-line segmenter's boundary, kept in the text).
+    pub stop_at_step: bool,
+    /// Wrap the prompt in the model's chat template as a user turn and
+    /// start the assistant's turn (default true; a model without a chat
+    /// template takes the prompt as it is).
+    pub chat: bool,
+    /// A system message for the chat template (the template's default
+    /// otherwise).
+    pub system: Option<String>,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> Self {
+        GenerateOptions {
+            sampling: Sampling::default(),
+            max_new_tokens: 512,
+            stop: Vec::new(),
+            stop_at_step: false,
+            chat: true,
+            system: None,
+        }
+    }
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum StopReason {
+    /// The model wrote its end-of-turn or end-of-sequence token.
+    EndOfTurn,
+    /// A stop string appeared (it is cut from the text).
+    StopString,
+    /// A step was completed (`stop_at_step`).
+    StepEnd,
+    /// `max_new_tokens` were generated.
+    MaxTokens,
+    /// The model's context (or the scorer's token limit) is full.
+    Context,
+    /// [`Generation::cancel_flag`] was set.
+    Cancelled,
+}
+
+/// One generated token: its id, the text it completed (empty while a
+/// character is split across tokens; the held bytes come with a later
+/// token) and its log-probability under the model (temperature 1).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GeneratedToken {
+    pub id: u32,
+    pub text: String,
+    pub logprob: f64,
+}
+
+/// A generation in progress; iterate it for tokens.
+pub struct Generation<'s> {
+    scorer: &'s Scorer,
+    options: GenerateOptions,
+    sampler: Sampler,
+    cache: EngineCache,
+    /// Prompt and generated tokens (the penalty's history).
+    history: Vec<u32>,
+    prompt_len: usize,
+    /// The next forward's input: the token chosen last, not yet run.
+    pending: Option<u32>,
+    logits: Vec<f32>,
+    /// The generated text so far, complete characters only.
+    text: String,
+    stop: Option<StopReason>,
+    stop_ids: Vec<u32>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Generation<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Generation")
+            .field("prompt_tokens", &self.prompt_len)
+            .field("generated", &(self.history.len() - self.prompt_len))
+            .field("stop", &self.stop)
+            .finish()
+    }
+}
+
+impl Scorer {
+    /// The prompt text generation runs for `prompt`: the chat template's
+    /// user turn and assistant header when `options.chat` (and the model
+    /// has a template), else `prompt` itself.
+    pub fn generation_prompt(&self, prompt: &str, options: &GenerateOptions) -> String {
+        match (&self.protocol().chat, options.chat) {
+            (Some(chat), true) => {
+                let mut messages = Vec::new();
+                if let Some(system) = &options.system {
+                    messages.push(Message {
+                        role: "system",
+                        content: system,
+                    });
+                }
+                messages.push(Message {
+                    role: "user",
+                    content: prompt,
+                });
+                chat.render(&messages) + chat.generation_prompt()
+            }
+            _ => prompt.to_string(),
+        }
+    }
+
+    /// Starts generating after `prompt` (see [`Scorer::generation_prompt`]).
+    /// The prompt runs here; each token runs when the iterator asks for the
+    /// next one. Errors: options out of range, a prompt that fills the
+    /// context, a model opened without its LM head or with layers dropped.
+    pub fn generate(&self, prompt: &str, options: &GenerateOptions) -> Result<Generation<'_>> {
+        self.blocking_allowed()?;
+        block_on(self.generate_async(prompt, options))
+    }
+
+    /// [`Scorer::generate`] for async callers (the WebGPU engine in a browser).
+    pub async fn generate_async(
+        &self,
+        prompt: &str,
+        options: &GenerateOptions,
+    ) -> Result<Generation<'_>> {
+        let sampler = Sampler::new(options.sampling.clone())?;
+        if options.max_new_tokens == 0 {
+            return Err(Error::InvalidArgument(
+                "max_new_tokens must be at least 1".into(),
+            ));
+        }
+        if let Some(s) = options.stop.iter().find(|s| s.is_empty()) {
+            return Err(Error::InvalidArgument(format!(
+                "stop string {s:?}: an empty stop string would stop before anything is written"
+            )));
+        }
+        self.can_generate()?;
+        let text = self.generation_prompt(prompt, options);
+        let tokens = self.tokenizer().encode(&text, true)?;
+        if tokens.is_empty() {
+            return Err(Error::InvalidArgument("the prompt has no tokens".into()));
+        }
+        // At least one generated token must fit after the prompt.
+        if tokens.len() >= self.max_tokens() {
+            return Err(Error::TraceTooLong {
+                tokens: tokens.len() + 1,
+                limit: self.max_tokens(),
+                truncating: false,
+            });
+        }
+        let mut stop_ids: Vec<u32> = self.tokenizer().eos_id().into_iter().collect();
+        if let Some(chat) = &self.protocol().chat {
+            stop_ids.extend(self.tokenizer().token_to_id(chat.end_of_turn()));
+        }
+        let mut cache = self.new_cache();
+        self.cache_ready(&mut cache).await?;
+        let logits = self.last_logits(&tokens, &mut cache).await?;
+        Ok(Generation {
+            scorer: self,
+            options: options.clone(),
+            sampler,
+            prompt_len: tokens.len(),
+            history: tokens,
+            cache,
+            pending: None,
+            logits,
+            text: String::new(),
+            stop: None,
+            stop_ids,
+            cancel: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+impl Generation<'_> {
+    /// Why generation stopped, once it has.
+    pub fn stop_reason(&self) -> Option<&StopReason> {
+        self.stop.as_ref()
+    }
+
+    /// The text generated so far (stop strings cut off).
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The generated token ids so far.
+    pub fn tokens(&self) -> &[u32] {
+        &self.history[self.prompt_len..]
+    }
+
+    /// Prompt tokens run before the first generated one.
+    pub fn prompt_tokens(&self) -> usize {
+        self.prompt_len
+    }
+
+    /// Setting this flag (from any thread) stops the generation before its
+    /// next token, with [`StopReason::Cancelled`].
+    pub fn cancel_flag(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.cancel)
+    }
+
+    /// Runs generation to its end and returns the text.
+    pub fn finish(&mut self) -> Result<&str> {
+        for t in self.by_ref() {
+            t?;
+        }
+        Ok(&self.text)
+    }
+
+    /// The next token, or `None` once stopped ([`Generation::stop_reason`]).
+    pub async fn next_async(&mut self) -> Option<Result<GeneratedToken>> {
+        match self.advance().await {
+            Ok(Some(t)) => Some(Ok(t)),
+            Ok(None) => None,
+            Err(e) => {
+                // An error ends the generation: the cache may be part-filled.
+                self.stop.get_or_insert(StopReason::Cancelled);
+                Some(Err(e))
+            }
+        }
+    }
+
+    async fn advance(&mut self) -> Result<Option<GeneratedToken>> {
+        if self.stop.is_some() {
+            return Ok(None);
+        }
+        if self.cancel.load(Ordering::Relaxed) {
+            self.stop = Some(StopReason::Cancelled);
+            return Ok(None);
+        }
+        if let Some(t) = self.pending.take() {
+            if self.history.len() >= self.scorer.max_tokens() {
+                self.stop = Some(StopReason::Context);
+                return Ok(None);
+            }
+            self.logits = self.scorer.last_logits(&[t], &mut self.cache).await?;
+        }
+        let id = self.sampler.next(&self.logits, &self.history)?;
+        let logprob = log_softmax_at(&self.logits, id);
+        if self.stop_ids.contains(&id) {
+            self.stop = Some(StopReason::EndOfTurn);
+            return Ok(None);
+        }
+        self.history.push(id);
+        self.pending = Some(id);
+        let generated = &self.history[self.prompt_len..];
+        let decoded = self.scorer.tokenizer().decode(generated, true)?;
+        // A character split across tokens decodes to U+FFFD at the end:
+        // hold it back until its last byte arrives.
+        let complete = decoded.trim_end_matches('\u{FFFD}');
+        let mut text = match complete.strip_prefix(self.text.as_str()) {
+            Some(new) => new.to_string(),
+            None => String::new(),
+        };
+        if complete.len() > self.text.len() && complete.starts_with(self.text.as_str()) {
+            self.text = complete.to_string();
+        }
+        if let Some(cut) = self.first_stop_string() {
+            let keep_new = text.len().saturating_sub(self.text.len() - cut);
+            text.truncate(keep_new);
+            self.text.truncate(cut);
+            self.stop = Some(StopReason::StopString);
+        } else if self.options.stop_at_step && step_complete(&self.text) {
+            self.stop = Some(StopReason::StepEnd);
+        } else if generated.len() >= self.options.max_new_tokens {
+            self.stop = Some(StopReason::MaxTokens);
+        }
+        Ok(Some(GeneratedToken { id, text, logprob }))
+    }
+
+    /// The byte offset of the earliest stop string in the text.
+    fn first_stop_string(&self) -> Option<usize> {
+        self.options
+            .stop
+            .iter()
+            .filter_map(|s| self.text.find(s.as_str()))
+            .min()
+    }
+}
+
+impl Iterator for Generation<'_> {
+    type Item = Result<GeneratedToken>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Err(e) = self.scorer.blocking_allowed() {
+            return Some(Err(e));
+        }
+        block_on(async { Ok(self.next_async().await) }).unwrap_or_else(|e| Some(Err(e)))
+    }
+}
+
+/// A step is complete at the first blank line that follows some text.
+fn step_complete(text: &str) -> bool {
+    let body = text.trim_start();
+    body.trim_end_matches([' ', '\t']).ends_with("\n\n") || body.contains("\n\n")
+}
+
+/// ln softmax(logits)[id], max-shifted, e^x by the engines' function, summed in id order.
+fn log_softmax_at(logits: &[f32], id: u32) -> f64 {
+    let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let total: f64 = logits.iter().map(|&l| exp(l - max) as f64).sum();
+    (logits[id as usize] - max) as f64 - total.ln()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_ends_at_the_first_blank_line_after_text() {
+        assert!(!step_complete("\n\n"));
+        assert!(!step_complete("First, 2 + 2 = 4.\n"));
+        assert!(step_complete("First, 2 + 2 = 4.\n\n"));
+        assert!(step_complete("First.\n\nSecond"));
+        assert!(step_complete("First.\n \n".replace(' ', "").as_str()));
+    }
+
+    #[test]
+    fn log_softmax_matches_the_definition() {
+        let logits = [1.0f32, 2.0, 3.0];
+        let want = 2.0f64 - (1f64.exp() + 2f64.exp() + 3f64.exp()).ln();
+        assert!((log_softmax_at(&logits, 1) - want).abs() < 1e-6);
+    }
+}
