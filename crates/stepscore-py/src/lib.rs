@@ -8,6 +8,7 @@
 mod catalog;
 mod errors;
 mod functions;
+mod generate;
 mod scorer;
 mod text;
 mod traces;
@@ -19,6 +20,7 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<scorer::Scorer>()?;
     m.add_class::<scorer::Session>()?;
+    m.add_class::<generate::Generation>()?;
     m.add_class::<scorer::TraceScore>()?;
     m.add_function(wrap_pyfunction!(catalog::cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::catalog_models, m)?)?;

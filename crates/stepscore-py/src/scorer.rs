@@ -581,6 +581,47 @@ impl Scorer {
         .py_err(py)
     }
 
+    /// Starts generating text after `prompt` (through the model's chat
+    /// template unless `chat=False`) and returns the `Generation` iterator
+    /// of tokens. Defaults are the core's (llama.cpp's sampling defaults;
+    /// `temperature=0` is greedy). The model must keep its LM head: open a
+    /// backbone or the confidence family (`Scorer("smollm2-135m")`).
+    #[pyo3(signature = (prompt, *, max_new_tokens=512, temperature=None, top_k=None, top_p=None,
+        min_p=None, repetition_penalty=None, seed=0, stop=None, stop_at_step=false, chat=true,
+        system=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn generate(
+        &self,
+        py: Python<'_>,
+        prompt: &str,
+        max_new_tokens: usize,
+        temperature: Option<f64>,
+        top_k: Option<usize>,
+        top_p: Option<f64>,
+        min_p: Option<f64>,
+        repetition_penalty: Option<f64>,
+        seed: u64,
+        stop: Option<Vec<String>>,
+        stop_at_step: bool,
+        chat: bool,
+        system: Option<String>,
+    ) -> PyResult<crate::generate::Generation> {
+        let options = crate::generate::options(
+            max_new_tokens,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repetition_penalty,
+            seed,
+            stop,
+            stop_at_step,
+            chat,
+            system,
+        );
+        crate::generate::start(py, &self.inner, prompt, options)
+    }
+
     /// Starts scoring a trace step by step: each `append` runs only the new
     /// step's tokens (the KV cache keeps the rest).
     fn session(&self, problem: &str) -> Session {

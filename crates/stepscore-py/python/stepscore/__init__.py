@@ -26,6 +26,7 @@ import numpy as np
 
 from ._stepscore import (  # noqa: F401
     FileError,
+    Generation,
     GpuError,
     InputError,
     InternalError,
@@ -58,6 +59,7 @@ from ._stepscore import (  # noqa: F401
 
 __all__ = [
     "FileError",
+    "Generation",
     "GpuError",
     "InputError",
     "InternalError",

@@ -6,6 +6,7 @@
 //! string, the end of a step (a blank line, the segmenter's step rule), the
 //! token budget, the context, or a cancel flag, and says which.
 
+use std::ops::Deref;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -81,9 +82,10 @@ pub struct GeneratedToken {
     pub logprob: f64,
 }
 
-/// A generation in progress; iterate it for tokens.
-pub struct Generation<'s> {
-    scorer: &'s Scorer,
+/// A generation in progress, holding its scorer through `S` (a reference,
+/// or an `Arc` for bindings that outlive a borrow); iterate it for tokens.
+pub struct GenerationOf<S> {
+    scorer: S,
     options: GenerateOptions,
     sampler: Sampler,
     cache: EngineCache,
@@ -100,7 +102,10 @@ pub struct Generation<'s> {
     cancel: Arc<AtomicBool>,
 }
 
-impl std::fmt::Debug for Generation<'_> {
+/// A generation borrowing its scorer.
+pub type Generation<'s> = GenerationOf<&'s Scorer>;
+
+impl<S> std::fmt::Debug for GenerationOf<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Generation")
             .field("prompt_tokens", &self.prompt_len)
@@ -139,8 +144,7 @@ impl Scorer {
     /// next one. Errors: options out of range, a prompt that fills the
     /// context, a model opened without its LM head or with layers dropped.
     pub fn generate(&self, prompt: &str, options: &GenerateOptions) -> Result<Generation<'_>> {
-        self.blocking_allowed()?;
-        block_on(self.generate_async(prompt, options))
+        GenerationOf::new(self, prompt, options)
     }
 
     /// [`Scorer::generate`] for async callers (the WebGPU engine in a browser).
@@ -149,6 +153,19 @@ impl Scorer {
         prompt: &str,
         options: &GenerateOptions,
     ) -> Result<Generation<'_>> {
+        GenerationOf::new_async(self, prompt, options).await
+    }
+}
+
+impl<S: Deref<Target = Scorer>> GenerationOf<S> {
+    /// [`Scorer::generate`] on a scorer held through `S`.
+    pub fn new(scorer: S, prompt: &str, options: &GenerateOptions) -> Result<Self> {
+        scorer.blocking_allowed()?;
+        block_on(Self::new_async(scorer, prompt, options))
+    }
+
+    /// [`GenerationOf::new`] for async callers.
+    pub async fn new_async(scorer: S, prompt: &str, options: &GenerateOptions) -> Result<Self> {
         let sampler = Sampler::new(options.sampling.clone())?;
         if options.max_new_tokens == 0 {
             return Err(Error::InvalidArgument(
@@ -160,29 +177,29 @@ impl Scorer {
                 "stop string {s:?}: an empty stop string would stop before anything is written"
             )));
         }
-        self.can_generate()?;
-        let text = self.generation_prompt(prompt, options);
-        let tokens = self.tokenizer().encode(&text, true)?;
+        scorer.can_generate()?;
+        let text = scorer.generation_prompt(prompt, options);
+        let tokens = scorer.tokenizer().encode(&text, true)?;
         if tokens.is_empty() {
             return Err(Error::InvalidArgument("the prompt has no tokens".into()));
         }
         // At least one generated token must fit after the prompt.
-        if tokens.len() >= self.max_tokens() {
+        if tokens.len() >= scorer.max_tokens() {
             return Err(Error::TraceTooLong {
                 tokens: tokens.len() + 1,
-                limit: self.max_tokens(),
+                limit: scorer.max_tokens(),
                 truncating: false,
             });
         }
-        let mut stop_ids: Vec<u32> = self.tokenizer().eos_id().into_iter().collect();
-        if let Some(chat) = &self.protocol().chat {
-            stop_ids.extend(self.tokenizer().token_to_id(chat.end_of_turn()));
+        let mut stop_ids: Vec<u32> = scorer.tokenizer().eos_id().into_iter().collect();
+        if let Some(chat) = &scorer.protocol().chat {
+            stop_ids.extend(scorer.tokenizer().token_to_id(chat.end_of_turn()));
         }
-        let mut cache = self.new_cache();
-        self.cache_ready(&mut cache).await?;
-        let logits = self.last_logits(&tokens, &mut cache).await?;
-        Ok(Generation {
-            scorer: self,
+        let mut cache = scorer.new_cache();
+        scorer.cache_ready(&mut cache).await?;
+        let logits = scorer.last_logits(&tokens, &mut cache).await?;
+        Ok(GenerationOf {
+            scorer,
             options: options.clone(),
             sampler,
             prompt_len: tokens.len(),
@@ -198,7 +215,7 @@ impl Scorer {
     }
 }
 
-impl Generation<'_> {
+impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     /// Why generation stopped, once it has.
     pub fn stop_reason(&self) -> Option<&StopReason> {
         self.stop.as_ref()
@@ -304,7 +321,7 @@ impl Generation<'_> {
     }
 }
 
-impl Iterator for Generation<'_> {
+impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
     type Item = Result<GeneratedToken>;
 
     fn next(&mut self) -> Option<Self::Item> {

@@ -1,0 +1,128 @@
+//! `Scorer.generate`: a model writes text after a prompt, token by token;
+//! the returned `Generation` is a Python iterator (a generator of tokens)
+//! over the core's `GenerationOf`, each step run detached from the
+//! interpreter so other Python threads run meanwhile.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use stepscore::prm::{GenerateOptions, GenerationOf, Scorer as CoreScorer};
+use stepscore::sample::Sampling;
+
+use crate::errors::IntoPy;
+
+/// Sampling and stopping options as keyword arguments, with the core's defaults.
+#[allow(clippy::too_many_arguments)]
+pub fn options(
+    max_new_tokens: usize,
+    temperature: Option<f64>,
+    top_k: Option<usize>,
+    top_p: Option<f64>,
+    min_p: Option<f64>,
+    repetition_penalty: Option<f64>,
+    seed: u64,
+    stop: Option<Vec<String>>,
+    stop_at_step: bool,
+    chat: bool,
+    system: Option<String>,
+) -> GenerateOptions {
+    let d = Sampling::default();
+    GenerateOptions {
+        sampling: Sampling {
+            temperature: temperature.unwrap_or(d.temperature),
+            top_k: top_k.unwrap_or(d.top_k),
+            top_p: top_p.unwrap_or(d.top_p),
+            min_p: min_p.unwrap_or(d.min_p),
+            repetition_penalty: repetition_penalty.unwrap_or(d.repetition_penalty),
+            seed,
+            ..d
+        },
+        max_new_tokens,
+        stop: stop.unwrap_or_default(),
+        stop_at_step,
+        chat,
+        system,
+    }
+}
+
+pub fn start(
+    py: Python<'_>,
+    scorer: &Arc<CoreScorer>,
+    prompt: &str,
+    options: GenerateOptions,
+) -> PyResult<Generation> {
+    let scorer = Arc::clone(scorer);
+    let prompt = prompt.to_string();
+    let inner = py
+        .detach(move || GenerationOf::new(scorer, &prompt, &options))
+        .py_err(py)?;
+    Ok(Generation { inner })
+}
+
+/// Text being generated (from `Scorer.generate`): iterate it for tokens,
+/// dicts with `id`, `text` (what the token completed) and `logprob`.
+#[pyclass(module = "stepscore._stepscore")]
+pub struct Generation {
+    inner: GenerationOf<Arc<CoreScorer>>,
+}
+
+#[pymethods]
+impl Generation {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let inner = &mut self.inner;
+        let Some(token) = py.detach(move || inner.next()) else {
+            return Ok(None);
+        };
+        let token = token.py_err(py)?;
+        let d = PyDict::new(py);
+        d.set_item("id", token.id)?;
+        d.set_item("text", token.text)?;
+        d.set_item("logprob", token.logprob)?;
+        Ok(Some(d))
+    }
+
+    /// Runs to the end and returns the whole text.
+    fn finish(&mut self, py: Python<'_>) -> PyResult<String> {
+        let inner = &mut self.inner;
+        py.detach(move || inner.finish().map(str::to_string))
+            .py_err(py)
+    }
+
+    /// Stops before the next token (safe from another thread).
+    fn cancel(&self) {
+        self.inner.cancel_flag().store(true, Ordering::Relaxed);
+    }
+
+    /// The text so far (stop strings cut off).
+    #[getter]
+    fn text(&self) -> String {
+        self.inner.text().to_string()
+    }
+
+    /// The generated token ids so far.
+    #[getter]
+    fn tokens(&self) -> Vec<u32> {
+        self.inner.tokens().to_vec()
+    }
+
+    #[getter]
+    fn prompt_tokens(&self) -> usize {
+        self.inner.prompt_tokens()
+    }
+
+    /// Why it stopped ("end-of-turn", "stop-string", "step-end",
+    /// "max-tokens", "context", "cancelled"), or None while running.
+    #[getter]
+    fn stop_reason(&self) -> Option<String> {
+        self.inner
+            .stop_reason()
+            .and_then(|r| serde_json::to_value(r).ok())
+            .and_then(|v| v.as_str().map(str::to_string))
+    }
+}

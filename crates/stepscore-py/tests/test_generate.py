@@ -1,0 +1,57 @@
+"""Scorer.generate: a Python generator of tokens over the core's generation,
+the same tokens as `stepscore generate` (same model, options, engine), its
+stop reasons, cancel, and bad options as typed errors."""
+
+import json
+import subprocess
+
+import pytest
+
+import stepscore
+
+
+@pytest.fixture(scope="module")
+def smol(smollm2):
+    return stepscore.Scorer(smollm2, threads=2, backend="cpu")
+
+
+def test_greedy_tokens_equal_the_cli(smol, smollm2, cli):
+    prompt = "What is 15% of 80?"
+    g = smol.generate(prompt, max_new_tokens=24, temperature=0)
+    pieces = [t["text"] for t in g]
+    assert "".join(pieces) == g.text
+    assert g.stop_reason in ("end-of-turn", "max-tokens")
+    out = subprocess.run(
+        [str(cli), "generate", "--model", str(smollm2), "--backend", "cpu", "--threads", "2",
+         "--max-new-tokens", "24", "--temperature", "0"],
+        input=json.dumps({"problem": prompt}), capture_output=True, text=True, check=True)
+    row = json.loads(out.stdout)
+    assert row["tokens"] == g.tokens
+    assert row["text"] == g.text
+
+
+def test_the_same_seed_samples_the_same_text(smol):
+    a = smol.generate("Name a colour.", max_new_tokens=12, seed=5).finish()
+    b = smol.generate("Name a colour.", max_new_tokens=12, seed=5).finish()
+    assert a == b
+
+
+def test_stop_reasons_and_cancel(smol):
+    g = smol.generate("The capital of France is", chat=False, temperature=0, stop_at_step=True,
+                      max_new_tokens=64)
+    assert g.finish() == " Paris.\n\n"
+    assert g.stop_reason == "step-end"
+    g = smol.generate("The capital of France is", chat=False, temperature=0, max_new_tokens=64)
+    first = next(g)
+    g.cancel()
+    assert list(g) == []
+    assert g.stop_reason == "cancelled" and len(g.tokens) == 1 and first["text"]
+
+
+def test_bad_options_are_typed_errors(smol):
+    with pytest.raises(stepscore.InvalidArgumentError, match="top_p"):
+        smol.generate("hi", top_p=1.5)
+    with pytest.raises(stepscore.InvalidArgumentError, match="max_new_tokens"):
+        smol.generate("hi", max_new_tokens=0)
+    with pytest.raises(stepscore.TraceTooLongError):
+        smol.generate("word " * 9000, max_new_tokens=4)
