@@ -18,6 +18,21 @@ pub fn threshold(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A reward a trainer receives (`serve --unscored-reward`): any finite
+/// number. NaN or infinity would reach the trainer as `null` or poison its
+/// averages.
+pub fn finite(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("{s} is not a finite number"))
+    }
+}
+
 /// A count that must be at least 1 (`--max-tokens`, `--max-line-bytes`).
 pub fn positive(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -79,5 +94,9 @@ mod tests {
         assert_eq!(threads("0"), Ok(0));
         assert_eq!(threads("100000"), Ok(cores()));
         assert!(threads("many").is_err());
+        assert_eq!(finite("-1.5"), Ok(-1.5));
+        for bad in ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "x"] {
+            assert!(finite(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -189,13 +189,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
 
     let model = scorer.model();
     let n = enc.tokens.len();
+    let runs = args.warmup + args.repeats;
+    progress(&format!("cpu: prefill, {n} tokens x {runs} runs"));
     let prefill = time(args.warmup, args.repeats, || {
         scorer.forward(&enc.tokens, None).map(|_| ())
     })?;
+    progress("cpu: prefill + logits of every row");
     let logits_all = time(args.warmup, args.repeats, || {
         let hidden = scorer.forward(&enc.tokens, None)?;
         model.logits_for(&hidden.data, None).map(|_| ())
     })?;
+    progress("cpu: score_steps");
     let score = time(args.warmup, args.repeats, || {
         scorer.score_steps(&trace.problem, &steps).map(|_| ())
     })?;
@@ -348,10 +352,21 @@ fn gpu_timings(
     trace: &SyntheticTrace,
     steps: &[&str],
 ) -> Result<Result<GpuTimings, String>, Failure> {
+    // Auto times the GPU engine only on a hardware GPU, the core's one
+    // policy (`auto_preference`): on llvmpipe the kernels run on the same
+    // CPU, minutes for a result nobody asked for. `--backend gpu` times any
+    // adapter.
+    if args.backend == Backend::Auto {
+        let preference = stepscore::prm::auto_preference();
+        if preference.chosen != Backend::Gpu {
+            return Ok(Err(preference.to_string()));
+        }
+    }
     let options = ScorerOptions {
         backend: Backend::Gpu,
         ..options.clone()
     };
+    progress(&format!("loading {} on the GPU engine", source.name()));
     let scorer = match source.try_open(&options) {
         Ok(s) => s,
         Err(e @ stepscore::Error::Gpu(_)) if args.backend == Backend::Auto => {
@@ -365,9 +380,11 @@ fn gpu_timings(
         }
     };
     let adapter = scorer.backend_report().to_string();
+    progress(&format!("gpu: prefill ({adapter})"));
     let prefill = time(args.warmup, args.repeats, || {
         scorer.forward(tokens, None).map(|_| ())
     })?;
+    progress("gpu: score_steps");
     let score = time(args.warmup, args.repeats, || {
         scorer.score_steps(&trace.problem, steps).map(|_| ())
     })?;
@@ -447,7 +464,11 @@ fn append_bench(
             })?,
         })
     };
+    progress(&format!("cpu: append {step} tokens after {prefix}"));
     let cpu = pair(scorer)?;
+    if gpu.is_some() {
+        progress(&format!("gpu: append {step} tokens after {prefix}"));
+    }
     let gpu = gpu.map(|g| pair(&g.scorer)).transpose()?;
     Ok(AppendTimings {
         prefix,
@@ -487,8 +508,14 @@ impl Source {
         let spec = shape.spec().with_weights(args.weights);
         let weights = spec.weight_bytes();
         // The GPU engine keeps its own copy (device memory, or host memory on
-        // a software adapter) beside the CPU engine's.
-        let copies = if args.backend == Backend::Cpu { 1 } else { 2 };
+        // a software adapter) beside the CPU engine's; auto makes one only
+        // on a hardware GPU.
+        let gpu_copy = match args.backend {
+            Backend::Cpu => false,
+            Backend::Gpu => true,
+            Backend::Auto => stepscore::prm::auto_preference().chosen == Backend::Gpu,
+        };
+        let copies = if gpu_copy { 2 } else { 1 };
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         eprintln!(
             "stepscore bench: synthetic {} ({} layers, d {}, {} / {} heads, ffn {}, vocab {}; {}): \
@@ -516,6 +543,7 @@ impl Source {
                 )));
             }
         }
+        progress(&format!("building synthetic {}", spec.name));
         let gguf = synthetic::generate_with(shape, args.seed, args.weights)
             .map_err(|e| Failure::during(format!("building synthetic {}", spec.name), e))?;
         Ok(Source::Synthetic {
@@ -551,6 +579,12 @@ impl Source {
         self.try_open(options)
             .map_err(|e| Failure::during(format!("cannot load {}", self.name()), e))
     }
+}
+
+/// What the benchmark is doing now, on stderr: a run can take minutes and
+/// must not look hung.
+fn progress(what: &str) {
+    eprintln!("stepscore bench: {what}...");
 }
 
 /// Runs `f` `warmup` times untimed, then `repeats` times timed.
@@ -646,22 +680,45 @@ impl SyntheticTrace {
                 break;
             }
         }
-        // Cut the last step to a prefix that lands exactly on `target`; a
-        // few alternative last steps cover the rare case where a merge
-        // jumps over it.
+        // The whole steps before the last one fit. The last one is not a
+        // step of its own: it continues the one before (as more sentences
+        // of it), cut to the prefix that lands exactly on `target`. A new
+        // step would cost its separator tokens too, so when the fitting
+        // steps ended one or two tokens short of `target` no cut of a new
+        // step could reach it (Qwen's 1,056 tokens). A few alternative
+        // continuations cover the rare case where a merge jumps over it.
         let i = steps.len() - 1;
-        for _ in 0..16 {
-            let full = step_text(i, &mut nums);
+        let base = if i > 0 {
+            steps.pop();
+            steps[i - 1].clone()
+        } else {
+            String::new()
+        };
+        let last = steps.len() - 1;
+        for alt in 0..16 {
+            let more = step_text(i + alt, &mut nums);
+            let full = if base.is_empty() {
+                more
+            } else {
+                format!("{base} {more}")
+            };
+            let from = if base.is_empty() { 0 } else { base.len() };
             let cuts: Vec<usize> = full
                 .char_indices()
                 .map(|(b, _)| b)
-                .skip(1)
+                .filter(|&b| b > from)
                 .chain([full.len()])
                 .collect();
             let at = |k: usize, steps: &mut Vec<String>| -> Result<usize, Failure> {
-                steps[i] = full[..cuts[k]].to_string();
+                steps[last] = full[..cuts[k]].to_string();
                 count(steps)
             };
+            if !base.is_empty() {
+                steps[last] = base.clone();
+                if count(&steps)? == target {
+                    return Ok(SyntheticTrace { problem, steps });
+                }
+            }
             // Largest cut with count <= target (counts grow with the prefix
             // almost monotonically; the exact check below is what matters).
             let (mut lo, mut hi) = (0usize, cuts.len());
@@ -688,6 +745,33 @@ impl SyntheticTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22/23 item 14: `bench --model stepscore-prm-qwen1.5b` with the
+    /// default options needs a trace of exactly 1,056 tokens (the append
+    /// benchmark's 1,024 + 32), which the old search could not build. Every
+    /// length around it, and the default 512, must come out exact.
+    #[test]
+    fn synthetic_traces_hit_every_length_on_the_default_model() {
+        let Some(path) = stepscore::testing::find_catalog_model(stepscore::catalog::DEFAULT_PRM)
+        else {
+            eprintln!("skipped: the default PRM is not cached");
+            return;
+        };
+        let options = ScorerOptions {
+            family: Some(Family::Confidence),
+            threads: 1,
+            backend: Backend::Cpu,
+            ..ScorerOptions::default()
+        };
+        let scorer = Scorer::open(&path, &options).unwrap();
+        for target in [512, 1056].into_iter().chain(1040..1072) {
+            let trace = SyntheticTrace::build(&scorer, target)
+                .unwrap_or_else(|e| panic!("{target} tokens: {e:?}"));
+            let steps: Vec<&str> = trace.steps.iter().map(String::as_str).collect();
+            let n = scorer.encode(&trace.problem, &steps).unwrap().tokens.len();
+            assert_eq!(n, target);
+        }
+    }
 
     #[test]
     fn timing_best_and_median() {

@@ -52,7 +52,7 @@ pub struct Args {
     pub aggregation: stepscore::aggregate::Aggregation,
 
     /// The reward of a trace that cannot be scored (OpenRLHF needs a number).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = crate::options::finite)]
     pub unscored_reward: f64,
 
     /// Traces queued or being scored at most; past it requests get 429.
