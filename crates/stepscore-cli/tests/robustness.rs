@@ -774,7 +774,10 @@ fn issue23_item16_out_of_vocabulary_ids_are_model_errors() {
     assert_eq!(code(&out), 4, "{stderr}");
     // (The tokenizers crate numbers the added token itself: 403, the first
     // id past the model's rows.)
-    assert!(stderr.contains("id `t`: tokenizer: token id 403"), "{stderr}");
+    assert!(
+        stderr.contains("id `t`: tokenizer: token id 403"),
+        "{stderr}"
+    );
     assert!(
         stderr.contains("out of range for the model's vocabulary of 403"),
         "{stderr}"

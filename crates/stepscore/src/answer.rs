@@ -17,7 +17,8 @@
 //! - Thousands separators by rules that need no locale: commas between
 //!   three-digit groups (`1,234.5`), or two or more points between
 //!   three-digit groups (`1.000.000` is 1000000). A single point is a decimal
-//!   point (`1.000` is 1); other dotted runs (`10.20.30`) keep their text.
+//!   point (`1.000` is 1); other dotted runs (`10.20.30`) keep their text,
+//!   and so does `1.000,5` outside brackets (a decimal comma, or a pair).
 //! - Text answers (letters and light punctuation only) compare
 //!   case-insensitively and ignore spaces.
 
@@ -319,16 +320,28 @@ fn normalize_pass(input: &str) -> String {
     match parse_number(&s) {
         Some(n) => n.canonical(),
         // Inside compound answers (tuples, intervals) still drop trailing zeros.
-        None => DOTTED_RUN
-            .replace_all(&s, |c: &regex::Captures| {
-                let run = &c[0];
-                if run.matches('.').count() == 1 {
-                    clean_decimal(run)
-                } else {
-                    run.to_string()
-                }
-            })
-            .into_owned(),
+        // Outside brackets, `1.000,5` may be a decimal comma after a point
+        // group: left as written rather than made the pair `1,5`.
+        None => {
+            let bracketed = s.starts_with(['(', '[', '{']);
+            DOTTED_RUN
+                .replace_all(&s, |c: &regex::Captures| {
+                    let run = &c[0];
+                    let end = c.get(0).map_or(s.len(), |m| m.end());
+                    let after = s.as_bytes().get(end..end + 2).unwrap_or_default();
+                    let group_then_comma = !bracketed
+                        && run.split_once('.').is_some_and(|(_, f)| f.len() == 3)
+                        && after.len() == 2
+                        && after[0] == b','
+                        && after[1].is_ascii_digit();
+                    if run.matches('.').count() == 1 && !group_then_comma {
+                        clean_decimal(run)
+                    } else {
+                        run.to_string()
+                    }
+                })
+                .into_owned()
+        }
     }
 }
 

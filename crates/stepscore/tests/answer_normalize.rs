@@ -82,7 +82,8 @@ fn thousands_separator_table() {
         ("1.2.3", "1.2.3"),
         ("1.000.00", "1.000.00"),         // a short last group: itself
         ("1000.000.000", "1000.000.000"), // a long first group: itself
-        ("1.000,5", "1.000,5"),           // mixed marks: no rule reads it
+        ("1.000,5", "1.000,5"),           // mixed marks: no rule reads it, and not the pair 1,5
+        ("(1.000,5)", "(1,5)"),           // in brackets: a pair
         ("1,000.000.000", "1,000.000.000"),
         ("(1.50,2.0)", "(1.5,2)"), // decimals inside a tuple still cleaned
         ("(10.20.30,2.50)", "(10.20.30,2.5)"),
@@ -98,6 +99,7 @@ fn thousands_separator_table() {
     same("1.000.000", "1,000,000");
     differ("10.20.30", "10.2.30");
     differ("10.20.30", "10.2");
+    differ("1.000,5", "1,5");
 }
 
 #[test]

@@ -420,8 +420,8 @@ fn gguf_hyper_parameters_are_checked_and_named_by_their_keys() {
     assert!(!e.contains("config.json"), "{e}");
     let e = config(&|w: &mut GgufWriter| {
         eps(1e-5)(w);
-        w.kv("llama.block_count", GgufValue::U32(0));
+        w.kv("llama.attention.head_count_kv", GgufValue::U32(0));
     })
     .unwrap_err();
-    assert_mentions(&e, &["`llama.block_count` must be positive"]);
+    assert_mentions(&e, &["`llama.attention.head_count_kv` must be positive"]);
 }

@@ -742,7 +742,6 @@ impl StepConfidence {
     }
 }
 
-/// The two probabilities of a 2-way softmax, computed stably.
 /// A score is never made from a NaN or infinite logit: softmax and sigmoid
 /// would turn them into NaN, or into a confident 0 or 1 that looks like a
 /// real score. `what` is the model part that produced them (a model error:
@@ -762,6 +761,7 @@ fn finite_logits(what: &str, step: usize, logits: &[f64]) -> Result<()> {
     ))
 }
 
+/// The two probabilities of a 2-way softmax, computed stably.
 pub(crate) fn softmax2(a: f64, b: f64) -> (f64, f64) {
     let pa = sigmoid(a - b);
     (pa, 1.0 - pa)
