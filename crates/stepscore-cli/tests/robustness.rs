@@ -784,6 +784,48 @@ fn issue23_item16_out_of_vocabulary_ids_are_model_errors() {
     );
 }
 
+// Item 14 and issue 22: `stepscore bench` on a machine whose only GPU is
+// llvmpipe timed the GPU engine on it (minutes) without a line of output.
+// Auto now skips a software adapter, saying why, and each phase is said on
+// stderr as it starts.
+#[test]
+fn issue23_item14_bench_auto_skips_software_adapters_and_says_what_it_does() {
+    let preference = stepscore::prm::auto_preference();
+    let out = run(
+        &[
+            "bench",
+            "--synthetic",
+            "smollm2-135m",
+            "--tokens",
+            "64",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--append-prefix",
+            "0",
+        ],
+        b"",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), 0, "{stderr}");
+    for phase in ["building synthetic", "cpu: prefill", "cpu: score_steps"] {
+        assert!(
+            stderr.contains(&format!("stepscore bench: {phase}")),
+            "{stderr}"
+        );
+    }
+    if preference.chosen == stepscore::prm::Backend::Gpu {
+        eprintln!("a hardware GPU is here: the skip is not exercised");
+        return;
+    }
+    assert!(stdout.contains("gpu: skipped"), "{stdout}");
+    assert!(!stdout.contains("gpu engine:"), "{stdout}");
+    if preference.adapter.is_some() {
+        assert!(stdout.contains("software rasterizers"), "{stdout}");
+    }
+}
+
 // Item 14: `bench --synthetic 7b --weights f16` aborted (exit 134) when an
 // allocation failed. Here the address space is capped below what the
 // synthetic f16 model needs, so the first large allocation fails: a typed
