@@ -797,7 +797,7 @@ fn issue23_item14_bench_auto_skips_software_adapters_and_says_what_it_does() {
             "--synthetic",
             "smollm2-135m",
             "--tokens",
-            "64",
+            "256",
             "--repeats",
             "1",
             "--warmup",
