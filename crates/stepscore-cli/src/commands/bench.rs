@@ -12,10 +12,12 @@
 //!   family's head; for `confidence`, full-vocabulary logits of every step
 //!   token plus log-softmax and entropy).
 //!
-//! With a GPU adapter (`--backend auto`, the default, or `gpu`), `prefill`
-//! and `score` are also timed on the WGSL engine in the same run, on any
-//! adapter, software rasterizers included (the point is the comparison;
-//! `--backend cpu` skips it): a second scorer opened with `Backend::Gpu`,
+//! With a hardware GPU (`--backend auto`, the default), or any adapter,
+//! software rasterizers included (`--backend gpu`), `prefill` and `score`
+//! are also timed on the WGSL engine in the same run (auto skips llvmpipe
+//! and its kind by the core's policy, saying why: there the kernels run on
+//! the same CPU for minutes; `--backend cpu` skips it): a second scorer
+//! opened with `Backend::Gpu`,
 //! so what is timed is the core's engine, the one `score` runs. The append benchmark times a step of
 //! `--append-step` tokens run after a cached prefix of `--append-prefix`
 //! tokens against the same tokens run without a prefix, on each engine:
@@ -26,7 +28,9 @@
 //! vocabulary and per-tensor weight formats, a byte-level vocabulary), so a
 //! machine without the model file can measure; the memory it takes is said
 //! (and checked against what the machine has free) before anything is
-//! allocated, and the 7B is built only when named.
+//! allocated, the big buffers are reserved fallibly (an error, not an
+//! abort, when the memory is not there), and the 7B is built only when
+//! named. Each phase is announced on stderr as it starts.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -43,8 +47,8 @@ use crate::Failure;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Without --model, the cached SmolLM2-135M-Instruct Q4_1 GGUF is used \
-    (run `stepscore fetch` first). Peak RSS is the process high-water mark (VmHWM), \
+    after_help = "Without --model, the default PRM's backbone is used: stepscore-prm-qwen1.5b, \
+    Qwen2.5-Coder-1.5B-Instruct Q4_K_M (fetched into the cache on first use). Peak RSS is the process high-water mark (VmHWM), \
     load included.\n\
     Example:\n  stepscore bench --tokens 512 --threads 2 --repeats 5 --json"
 )]
@@ -94,8 +98,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Engines to time: auto (CPU, plus the GPU when wgpu finds any
-    /// adapter), gpu (CPU and GPU; fails without an adapter), cpu.
+    /// Engines to time: auto (CPU, plus the GPU when there is a hardware
+    /// one; software rasterizers such as llvmpipe are skipped), gpu (CPU and
+    /// GPU on any adapter; fails without one), cpu.
     #[arg(long, default_value = "auto")]
     pub backend: Backend,
 
