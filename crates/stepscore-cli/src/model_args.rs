@@ -19,7 +19,9 @@ pub struct ModelArgs {
     pub model: Option<PathBuf>,
 
     /// A PRM head in its own safetensors file (e.g. from `stepscore train`),
-    /// applied to the --model backbone (default backbone: SmolLM2-135M-Instruct).
+    /// applied to the --model backbone (default: the default PRM's backbone,
+    /// Qwen2.5-Coder-1.5B-Instruct, in place of its built-in head). Refused
+    /// with a --family that reads no head file (confidence, math-shepherd, rlhflow).
     #[arg(long)]
     pub head: Option<PathBuf>,
 

@@ -18,6 +18,21 @@ pub fn threshold(s: &str) -> Result<f64, String> {
     }
 }
 
+/// A reward a trainer receives (`serve --unscored-reward`): any finite
+/// number. NaN or infinity would reach the trainer as `null` or poison its
+/// averages.
+pub fn finite(s: &str) -> Result<f64, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number"))?;
+    if x.is_finite() {
+        Ok(x)
+    } else {
+        Err(format!("{s} is not a finite number"))
+    }
+}
+
 /// A count that must be at least 1 (`--max-tokens`, `--max-line-bytes`).
 pub fn positive(s: &str) -> Result<usize, String> {
     match s.trim().parse::<usize>() {
@@ -57,16 +72,6 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
         ));
     }
     Ok(std::time::Duration::from_secs_f64(x))
-}
-
-/// A finite number (`serve --unscored-reward`): NaN and infinities are
-/// not rewards.
-pub fn finite_number(s: &str) -> Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(x) if x.is_finite() => Ok(x),
-        Ok(_) => Err(format!("{s} is not a finite number")),
-        Err(_) => Err(format!("`{s}` is not a number")),
-    }
 }
 
 /// The cores this process may use.
@@ -121,5 +126,9 @@ mod tests {
         assert_eq!(threads("0"), Ok(0));
         assert_eq!(threads("100000"), Ok(cores()));
         assert!(threads("many").is_err());
+        assert_eq!(finite("-1.5"), Ok(-1.5));
+        for bad in ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "x"] {
+            assert!(finite(bad).is_err(), "{bad}");
+        }
     }
 }

@@ -526,6 +526,324 @@ fn defect12_quiet_runs_and_exit_codes_as_documented() {
     );
 }
 
+// Issue 23: readers and models that never lie. Each test failed on the
+// binary before its fix (checked with STEPSCORE_TEST_BIN, or said why not).
+
+/// A head file of `v_head.summary.weight` [1, 32] (the tiny fixture's width)
+/// filled with `value`.
+fn value_head_file(value: f32) -> tempfile_path::TempPath {
+    let header =
+        br#"{"v_head.summary.weight":{"dtype":"F32","shape":[1,32],"data_offsets":[0,128]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    for _ in 0..32 {
+        bytes.extend_from_slice(&value.to_le_bytes());
+    }
+    tempfile_path::TempPath::with(&bytes, "head.safetensors")
+}
+
+/// Files that remove themselves (no extra dependency for a few bytes).
+mod tempfile_path {
+    use std::path::{Path, PathBuf};
+
+    pub struct TempPath(PathBuf);
+
+    impl TempPath {
+        pub fn with(bytes: &[u8], name: &str) -> TempPath {
+            let dir = std::env::temp_dir().join(format!(
+                "stepscore-robustness-{}-{}",
+                std::process::id(),
+                NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ));
+            std::fs::create_dir_all(&dir).expect("temp dir");
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).expect("write temp file");
+            TempPath(path)
+        }
+
+        pub fn path(&self) -> &Path {
+            &self.0
+        }
+    }
+
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+    impl Drop for TempPath {
+        fn drop(&mut self) {
+            if let Some(dir) = self.0.parent() {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+// Item 4: a head with NaN weights scored every step `null` with exit 0 and
+// "scored N traces". Now each trace is an error naming the head and the
+// step, nothing is written for it, and the exit code is the model's.
+#[test]
+fn issue23_item04_non_finite_scores_are_model_errors() {
+    let model = tiny_model();
+    for poison in [f32::NAN, f32::INFINITY] {
+        let head = value_head_file(poison);
+        let input = lines(&[
+            r#"{"id":"one","problem":"p","steps":["a"]}"#,
+            r#"{"id":"two","problem":"p","steps":["a","b"]}"#,
+        ]);
+        let out = run(
+            &[
+                "score",
+                "--model",
+                &model,
+                "--backend",
+                "cpu",
+                "--head",
+                &head.path().display().to_string(),
+                "--output",
+                "jsonl",
+            ],
+            &input,
+        );
+        let stderr = text(&out.stderr);
+        assert_eq!(code(&out), 4, "{poison}: {stderr}");
+        for id in ["one", "two"] {
+            assert!(
+                stderr.contains(&format!(
+                    "id `{id}`: head v_head.summary.weight: gives a non-finite score for step 0"
+                )),
+                "{poison} {id}: {stderr}"
+            );
+        }
+        assert!(
+            stderr.contains("2 trace(s) could not be scored"),
+            "{stderr}"
+        );
+        assert_eq!(
+            text(&out.stdout),
+            "",
+            "no trace is written with a null score"
+        );
+    }
+}
+
+// Item 7: an id above 2^64 came out as "1.2345678901234567e+23", and two
+// different ids became one.
+#[test]
+fn issue23_item07_ids_keep_their_text() {
+    let input = lines(&[
+        r#"{"id":123456789012345678912345,"problem":"p","steps":["a"]}"#,
+        r#"{"id":123456789012345678912346,"problem":"p","steps":["a"]}"#,
+        r#"{"id":18446744073709551615,"problem":"p","steps":["a"]}"#,
+    ]);
+    let out = run(&["segment", "-", "--output", "jsonl"], &input);
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let ids: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            r#""123456789012345678912345""#,
+            r#""123456789012345678912346""#,
+            r#""18446744073709551615""#
+        ]
+    );
+}
+
+// Item 11: `[rows]` then JSONL lines gave 0 records and "trailing
+// characters"; the good rows are kept and the bad line is reported.
+#[test]
+fn issue23_item11_rows_after_an_array_are_read() {
+    let input = lines(&[
+        r#"[{"id":"a","problem":"p","steps":["a"]},{"id":"b","problem":"p","steps":["b"]}]"#,
+        r#"{"id":"c","problem":"p","steps":["c"]}"#,
+        r#"{"id":"bad","problem":"p","steps":[]}"#,
+    ]);
+    let out = run(&["segment", "-", "--output", "jsonl"], &input);
+    assert_eq!(code(&out), 1);
+    let ids: Vec<String> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["id"].to_string())
+        .collect();
+    assert_eq!(ids, [r#""a""#, r#""b""#, r#""c""#]);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("<stdin> line 3, id `bad`"), "{stderr}");
+    assert!(stderr.contains("1 bad input record"), "{stderr}");
+}
+
+// Item 13: a row with both ProcessBench and TRL fields was read as TRL.
+#[test]
+fn issue23_item13_ambiguous_rows_name_both_fields() {
+    let out = run(
+        &["segment", "-", "--output", "jsonl"],
+        &lines(&[
+            r#"{"id":"x","problem":"p","steps":["a"],"prompt":"p","completions":["b"]}"#,
+            r#"{"id":"ok","problem":"p","steps":["a"]}"#,
+        ]),
+    );
+    assert_eq!(code(&out), 1);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("id `x`"), "{stderr}");
+    assert!(
+        stderr.contains("`completions` (TRL) and `steps` (ProcessBench/native)"),
+        "{stderr}"
+    );
+    assert_eq!(text(&out.stdout).lines().count(), 1);
+    // Naming the format settles it.
+    let out = run(
+        &["segment", "-", "--input-format", "trl", "--output", "jsonl"],
+        br#"{"problem":"p","steps":["a"],"prompt":"p","completions":["b"]}"#,
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+}
+
+// Item 16: gzip on stdin gave one "invalid UTF-8" per line; now one error.
+#[test]
+fn issue23_item16_gzip_on_stdin_is_one_error() {
+    let gz = std::fs::read(repo().join("data/gsm_symbolic_val.jsonl.gz")).unwrap();
+    let out = run(&["segment", "-", "--output", "jsonl"], &gz);
+    assert_eq!(code(&out), 1);
+    let stderr = text(&out.stderr);
+    assert_eq!(stderr.matches("error:").count(), 1, "{stderr}");
+    assert!(stderr.contains("gzip-compressed"), "{stderr}");
+    assert!(!stderr.contains("invalid UTF-8"), "{stderr}");
+}
+
+// Item 16: `score` without a cache directory said "pass --cache-dir", a flag
+// it does not have.
+#[test]
+fn issue23_item16_no_cache_dir_names_what_score_has() {
+    let out = Command::new(bin())
+        .args(["score", "-"])
+        .env_remove("STEPSCORE_CACHE")
+        .env_remove("XDG_CACHE_HOME")
+        .env_remove("HOME")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run stepscore");
+    assert_eq!(code(&out), 2);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("set STEPSCORE_CACHE"), "{stderr}");
+    assert!(!stderr.contains("--cache-dir"), "{stderr}");
+}
+
+// Item 16 and issue 22: `score --help` and `--head` said the default model
+// is SmolLM2; it is stepscore-prm-qwen1.5b.
+#[test]
+fn issue23_item16_help_names_the_real_default_model() {
+    let out = run(&["score", "--help"], b"");
+    let help = text(&out.stdout);
+    assert!(help.contains("stepscore-prm-qwen1.5b"), "{help}");
+    assert!(!help.contains("SmolLM2"), "{help}");
+}
+
+// Item 16: an out-of-vocabulary token id (a tokenizer that does not match
+// the model) was bad input, exit 1; it is a model error, exit 4.
+#[test]
+fn issue23_item16_out_of_vocabulary_ids_are_model_errors() {
+    let src = repo().join("tests/fixtures/prm/skywork-prm-tiny");
+    let dir = tempfile_path::TempPath::with(b"", "marker");
+    let dir = dir.path().parent().unwrap().to_path_buf();
+    for f in ["config.json", "model.safetensors", "tokenizer_config.json"] {
+        std::fs::copy(src.join(f), dir.join(f)).unwrap();
+    }
+    // One more added token: an id past the model's 403 rows.
+    let mut tok: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(src.join("tokenizer.json")).unwrap()).unwrap();
+    tok["added_tokens"]
+        .as_array_mut()
+        .unwrap()
+        .push(serde_json::json!({
+            "id": 500, "content": "<oov>", "single_word": false, "lstrip": false,
+            "rstrip": false, "normalized": false, "special": true
+        }));
+    std::fs::write(dir.join("tokenizer.json"), tok.to_string()).unwrap();
+    let out = run(
+        &[
+            "score",
+            "--model",
+            &dir.display().to_string(),
+            "--backend",
+            "cpu",
+            "--output",
+            "jsonl",
+        ],
+        &lines(&[r#"{"id":"t","problem":"p","steps":["a <oov> b"]}"#]),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 4, "{stderr}");
+    // (The tokenizers crate numbers the added token itself: 403, the first
+    // id past the model's rows.)
+    assert!(
+        stderr.contains("id `t`: tokenizer: token id 403"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("out of range for the model's vocabulary of 403"),
+        "{stderr}"
+    );
+}
+
+// Item 14 and issue 22: `stepscore bench` on a machine whose only GPU is
+// llvmpipe timed the GPU engine on it (minutes) without a line of output.
+// Auto now skips a software adapter, saying why, and each phase is said on
+// stderr as it starts.
+#[test]
+fn issue23_item14_bench_auto_skips_software_adapters_and_says_what_it_does() {
+    let preference = stepscore::prm::auto_preference();
+    let out = run(
+        &[
+            "bench",
+            "--synthetic",
+            "smollm2-135m",
+            "--tokens",
+            "256",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--append-prefix",
+            "0",
+        ],
+        b"",
+    );
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(code(&out), 0, "{stderr}");
+    for phase in ["building synthetic", "cpu: prefill", "cpu: score_steps"] {
+        assert!(
+            stderr.contains(&format!("stepscore bench: {phase}")),
+            "{stderr}"
+        );
+    }
+    if preference.chosen == stepscore::prm::Backend::Gpu {
+        eprintln!("a hardware GPU is here: the skip is not exercised");
+        return;
+    }
+    assert!(stdout.contains("gpu: skipped"), "{stdout}");
+    assert!(!stdout.contains("gpu engine:"), "{stdout}");
+    if preference.adapter.is_some() {
+        assert!(stdout.contains("software rasterizers"), "{stdout}");
+    }
+}
+
+// Item 14: `bench --synthetic 7b --weights f16` aborted (exit 134) when an
+// allocation failed. Here the address space is capped below what the
+// synthetic f16 model needs, so the first large allocation fails: a typed
+// error and exit 2, not an abort.
+#[test]
+fn issue23_item14_bench_allocation_failure_is_an_error() {
+    if !cfg!(target_os = "linux") {
+        return;
+    }
+    let out = shell(
+        "ulimit -v 1200000; stepscore bench --synthetic qwen2.5-0.5b --weights f16 --backend cpu \
+         --tokens 16 --repeats 1 --warmup 0 --append-prefix 0",
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 2, "{stderr}");
+    assert!(stderr.contains("not enough memory"), "{stderr}");
+}
+
 /// One row of the bad-input table: `| class | `command` | exit | `message` |`.
 struct Row {
     class: String,

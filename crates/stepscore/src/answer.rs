@@ -14,6 +14,11 @@
 //! - Decimals with 10 or more significant digits are treated as rounded: they
 //!   equal any number within a relative 1e-9 (`0.3333333333 == 1/3`, but
 //!   `0.333 != 1/3`). Integers always compare exactly.
+//! - Thousands separators by rules that need no locale: commas between
+//!   three-digit groups (`1,234.5`), or two or more points between
+//!   three-digit groups (`1.000.000` is 1000000). A single point is a decimal
+//!   point (`1.000` is 1); other dotted runs (`10.20.30`) keep their text,
+//!   and so does `1.000,5` outside brackets (a decimal comma, or a pair).
 //! - Text answers (letters and light punctuation only) compare
 //!   case-insensitively and ignore spaces.
 
@@ -259,10 +264,19 @@ static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"^(?:[A-Za-z]|\\[A-Za-z]+)(?:_\{?[A-Za-z0-9]+\}?)?\s*=\s*([^=]+)$")
         .expect("valid regex")
 });
+// Thousands separators, by rules that need no locale: a comma between
+// groups of three digits (`1,234,567.5`), or two or more points between
+// groups of three (`1.234.567`: a decimal has one point, so only grouping
+// reads it). One point is always a decimal point (`1.000` is 1), and a
+// dotted run in any other shape (`10.20.30`, a version, a date) is no number.
 static THOUSANDS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^[+-]?\d{1,3}(?:,\d{3})+(?:\.\d+)?$").expect("valid regex"));
-static DECIMAL_TOKEN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\d+\.\d+").expect("valid regex"));
+static POINT_THOUSANDS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"^[+-]?\d{1,3}(?:\.\d{3}){2,}$").expect("valid regex"));
+// A maximal run of digit groups joined by points: only a run with exactly one
+// point is a decimal to clean (`10.20.30` must not become `10.2.30`).
+static DOTTED_RUN: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\d+(?:\.\d+)+").expect("valid regex"));
 
 fn normalize_pass(input: &str) -> String {
     let mut s = input.trim();
@@ -298,15 +312,36 @@ fn normalize_pass(input: &str) -> String {
     let s = s.trim_end_matches('.');
     let s = if THOUSANDS.is_match(s) {
         s.replace(',', "")
+    } else if POINT_THOUSANDS.is_match(s) {
+        s.replace('.', "")
     } else {
         s.to_string()
     };
     match parse_number(&s) {
         Some(n) => n.canonical(),
         // Inside compound answers (tuples, intervals) still drop trailing zeros.
-        None => DECIMAL_TOKEN
-            .replace_all(&s, |c: &regex::Captures| clean_decimal(&c[0]))
-            .into_owned(),
+        // Outside brackets, `1.000,5` may be a decimal comma after a point
+        // group: left as written rather than made the pair `1,5`.
+        None => {
+            let bracketed = s.starts_with(['(', '[', '{']);
+            DOTTED_RUN
+                .replace_all(&s, |c: &regex::Captures| {
+                    let run = &c[0];
+                    let end = c.get(0).map_or(s.len(), |m| m.end());
+                    let after = s.as_bytes().get(end..end + 2).unwrap_or_default();
+                    let group_then_comma = !bracketed
+                        && run.split_once('.').is_some_and(|(_, f)| f.len() == 3)
+                        && after.len() == 2
+                        && after[0] == b','
+                        && after[1].is_ascii_digit();
+                    if run.matches('.').count() == 1 && !group_then_comma {
+                        clean_decimal(run)
+                    } else {
+                        run.to_string()
+                    }
+                })
+                .into_owned()
+        }
     }
 }
 

@@ -16,12 +16,16 @@
 //! consumer does with such a trace; an unscored step *before* a scored one is
 //! refused under every policy, since no aggregate of it means anything.
 //!
-//! Blank steps. A step whose text is empty, whitespace or zero-width
-//! characters only is blank ([`is_blank`]): segmenters drop such pieces, and
+//! Blank steps. A step whose text is empty, whitespace or invisible
+//! characters only (zero-width, bidi controls, variation selectors, ...) is
+//! blank ([`is_blank`]): segmenters drop such pieces, and
 //! the scorer refuses them, the same way for all three kinds.
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::LazyLock;
+
+use regex::Regex;
 
 use crate::error::Error;
 use crate::trace::Trace;
@@ -96,25 +100,22 @@ pub fn check_trace_scores(trace: &Trace) -> Result<(), Problem> {
     Ok(())
 }
 
-/// Characters that occupy no space and carry no text: a step made of these
-/// (and whitespace) says nothing, exactly like an empty one.
-fn is_invisible(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '\u{200B}' // zero width space
-                | '\u{200C}' // zero width non-joiner
-                | '\u{200D}' // zero width joiner
-                | '\u{2060}' // word joiner
-                | '\u{FEFF}' // zero width no-break space (BOM)
-                | '\u{180E}' // Mongolian vowel separator
-                | '\u{00AD}' // soft hyphen
-        )
-}
+/// Whitespace and the characters Unicode says render as nothing unless a
+/// font has a reason to show them (`Default_Ignorable_Code_Point`: zero-width
+/// spaces and joiners, LRM/RLM and the other bidi controls, invisible
+/// operators such as U+2061, variation selectors, tag characters, the Hangul
+/// fillers U+3164/U+FFA0, soft hyphen), plus the braille blank U+2800, which
+/// is a visible-width blank. A step made of these says nothing, exactly like
+/// an empty one. Unicode's own property rather than a list of our own: a list
+/// always misses the next invisible character.
+static INVISIBLE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"^[\p{White_Space}\p{Default_Ignorable_Code_Point}\x{2800}]*$")
+        .expect("valid regex")
+});
 
-/// Whether a step text is empty, or whitespace / zero-width characters only.
+/// Whether a step text is empty, or whitespace / invisible characters only.
 pub fn is_blank(text: &str) -> bool {
-    text.chars().all(is_invisible)
+    INVISIBLE.is_match(text)
 }
 
 /// The index of the first blank step text, if any.
@@ -285,7 +286,28 @@ mod tests {
         ] {
             assert!(is_blank(blank), "{blank:?}");
         }
-        for text in ["a", " x ", "\u{200B}1", "·"] {
+        // Invisible but not zero-width in the old list (issue 23, item 12).
+        for blank in [
+            "\u{200E}\u{200F}",                 // LRM, RLM
+            "\u{202A}\u{202E}\u{2066}\u{2069}", // bidi embeddings and isolates
+            "\u{2061}\u{2062}\u{2063}",         // invisible operators
+            "\u{FE0F}\u{E0100}",                // variation selectors
+            "\u{E0001}\u{E0041}\u{E007F}",      // tag characters
+            "\u{3164}",                         // Hangul filler
+            "\u{FFA0}\u{115F}\u{1160}",         // halfwidth and choseong/jungseong fillers
+            "\u{034F}\u{061C}\u{2800}",         // grapheme joiner, ALM, braille blank
+        ] {
+            assert!(is_blank(blank), "{blank:?}");
+        }
+        for text in [
+            "a",
+            " x ",
+            "\u{200B}1",
+            "·",
+            "\u{200E}x",
+            "\u{FE0F}\u{2764}",
+            "\u{0600}",
+        ] {
             assert!(!is_blank(text), "{text:?}");
         }
         assert_eq!(first_blank(["a", "b", " \u{200B}"]), Some(2));

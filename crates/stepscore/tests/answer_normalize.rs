@@ -62,6 +62,46 @@ fn thousands_separators() {
     same("1,000,000", "1000000");
 }
 
+/// Thousands separators against a table of locale-free rules (issue 23,
+/// item 8): a comma between three-digit groups, or two or more points
+/// between three-digit groups, groups thousands; one point is a decimal
+/// point; any other dotted run is no number and keeps its text.
+#[test]
+fn thousands_separator_table() {
+    let table = [
+        // (answer, canonical form)
+        ("1,000", "1000"),
+        ("-1,234,567", "-1234567"),
+        ("1,234.5", "1234.5"),
+        ("1.000.000", "1000000"),
+        ("\\boxed{1.000.000}", "1000000"),
+        ("-12.345.678", "-12345678"),
+        ("1.000", "1"),           // one point: a decimal point
+        ("1.234", "1.234"),       // idem
+        ("10.20.30", "10.20.30"), // not three-digit groups: itself
+        ("1.2.3", "1.2.3"),
+        ("1.000.00", "1.000.00"),         // a short last group: itself
+        ("1000.000.000", "1000.000.000"), // a long first group: itself
+        ("1.000,5", "1.000,5"),           // mixed marks: no rule reads it, and not the pair 1,5
+        ("(1.000,5)", "(1,5)"),           // in brackets: a pair
+        ("1,000.000.000", "1,000.000.000"),
+        ("(1.50,2.0)", "(1.5,2)"), // decimals inside a tuple still cleaned
+        ("(10.20.30,2.50)", "(10.20.30,2.5)"),
+        ("v1.20.3", "v1.20.3"),
+    ];
+    for (input, want) in table {
+        norm(input, want);
+        // Idempotent: the canonical form is a fixed point.
+        norm(want, want);
+    }
+    differ("\\boxed{1.000.000}", "\\boxed{1}");
+    differ("1.000.000", "1");
+    same("1.000.000", "1,000,000");
+    differ("10.20.30", "10.2.30");
+    differ("10.20.30", "10.2");
+    differ("1.000,5", "1,5");
+}
+
 #[test]
 fn fractions_are_exact_rationals() {
     // 3/4 has a terminating decimal, so that is its canonical form.

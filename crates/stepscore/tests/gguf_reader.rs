@@ -441,6 +441,30 @@ fn hostile_tensor_infos() {
     assert_err_contains(&r.0, &["truncated", "dimension 2 of tensor `cut`"]);
 }
 
+/// Issue 23, item 10: two tensors whose data regions share bytes are refused
+/// by name; adjacent and zero-length ones are fine.
+#[test]
+fn overlapping_tensor_regions_are_refused() {
+    // f32 [16] is 64 bytes: the second tensor starts 32 bytes into the first.
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("a", &[16], 0, 0)
+        .tensor("b", &[16], 0, 32)
+        .data(128);
+    assert_err_contains(&r.0, &["tensors `a`", "`b`", "overlap"]);
+    // The same region twice, listed in the other order.
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("late", &[8], 0, 64)
+        .tensor("early", &[16], 0, 64)
+        .data(160);
+    assert_err_contains(&r.0, &["`early`", "`late`", "overlap"]);
+    // Adjacent regions parse.
+    let mut r = Raw::header(3, 2, 0);
+    r.tensor("a", &[16], 0, 0)
+        .tensor("b", &[16], 0, 64)
+        .data(128);
+    assert!(GgufFile::parse(&r.0, FILE).is_ok());
+}
+
 fn arb_array(depth: u32) -> BoxedStrategy<GgufArray> {
     let leaf = prop_oneof![
         prop::collection::vec(any::<u8>(), 0..5).prop_map(GgufArray::U8),

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use stepscore::model::{HfCheckpoint, Transformer};
 use stepscore::prm::{Backend, DigitConfidence, Family, HeadFile, Scorer, ScorerOptions, StepStat};
+use stepscore::Error;
 
 const H: usize = 32;
 const N_LAYERS: usize = 2;
@@ -756,4 +757,50 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
     .unwrap_err()
     .to_string();
     assert!(err.contains("stepscore.step_stats"), "{err}");
+}
+
+/// Issue 23, item 4: a head that makes a NaN or an infinite logit (NaN or
+/// infinite weights) is a model error naming the head's tensor and the step,
+/// on both engines, never a `None` / NaN score or a confident 0 or 1.
+#[test]
+fn non_finite_logits_are_model_errors_on_both_engines() {
+    let gpu = || -> Option<Backend> {
+        #[cfg(feature = "gpu")]
+        if gpu_support::have_adapter() {
+            return Some(Backend::Gpu);
+        }
+        None
+    };
+    let backends: Vec<Backend> = [Some(Backend::Cpu), gpu()].into_iter().flatten().collect();
+    let case = &cases()[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    for (label, poison) in [("NaN", f32::NAN), ("inf", f32::INFINITY)] {
+        let mut kind = Kind::new(false, None, false, 7);
+        kind.w0[3] = poison;
+        for &backend in &backends {
+            let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(backend))
+                .unwrap_or_else(|e| panic!("{label} head on {backend:?}: {e}"));
+            match scorer.score_steps(&case.problem, &steps) {
+                Err(Error::Model { file, message }) => {
+                    assert_eq!(file, "head v_head.summary.weight", "{label} {backend:?}");
+                    assert!(
+                        message.contains("gives a non-finite score for step 0"),
+                        "{label} {backend:?}: {message}"
+                    );
+                }
+                other => {
+                    panic!("{label} head on {backend:?}: expected a model error, got {other:?}")
+                }
+            }
+        }
+    }
+    // An MLP head is named by its first layer.
+    let mut kind = Kind::new(true, None, false, 8);
+    let units = kind.b0.len();
+    kind.out.as_mut().unwrap().0[units - 1] = f32::NAN;
+    let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu)).unwrap();
+    match scorer.score_steps(&case.problem, &steps) {
+        Err(Error::Model { file, .. }) => assert_eq!(file, "head v_head.summary.0.weight"),
+        other => panic!("NaN MLP head: expected a model error, got {other:?}"),
+    }
 }

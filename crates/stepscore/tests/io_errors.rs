@@ -319,6 +319,36 @@ fn broken_and_oversized_arrays() {
         .contains("invalid UTF-8 at byte offset 3"));
 }
 
+/// A JSON array line followed by JSONL lines (issue 23, item 11): the
+/// array's rows and the good lines are kept, the bad line is reported at its
+/// own line; an array right after an array is read as one too.
+#[test]
+fn input_after_an_array_is_read_on() {
+    let bad = r#"{"problem":"p","steps":[]}"#;
+    let input = format!("[{GOOD},{GOOD}]\n{GOOD}\n{bad}\n\n{GOOD}\n");
+    let results = read_bytes(input.as_bytes(), opts());
+    let shape: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+    assert_eq!(shape, [true, true, true, false, true], "{results:?}");
+    let (loc, message) = location(&results[3]);
+    assert_eq!((loc.line, loc.item), (3, None), "{message}");
+    assert!(message.contains("empty step list"), "{message}");
+
+    let input = format!("[{GOOD}]\n[{GOOD},\n{bad}] {GOOD}");
+    let results = read_bytes(input.as_bytes(), opts());
+    let shape: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+    assert_eq!(shape, [true, true, false, true], "{results:?}");
+    let (loc, message) = location(&results[2]);
+    assert_eq!((loc.line, loc.item), (3, Some(2)), "{message}");
+
+    // Something that is no row after the array: one error at its line.
+    let results = read_bytes(format!("[{GOOD}]\n\n]\n{GOOD}\n").as_bytes(), opts());
+    let shape: Vec<bool> = results.iter().map(|r| r.is_ok()).collect();
+    assert_eq!(shape, [true, false, true], "{results:?}");
+    let (loc, message) = location(&results[1]);
+    assert_eq!(loc.line, 3, "{message}");
+    assert!(message.contains("invalid JSON"), "{message}");
+}
+
 /// A first line that opens an object it never closes is not mistaken for a
 /// pretty-printed document: its error is reported and later lines survive.
 #[test]

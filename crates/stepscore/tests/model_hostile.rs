@@ -364,3 +364,64 @@ proptest! {
         let _ = ModelConfig::from_json_str(&text);
     }
 }
+
+/// Issue 23, items 10 and 16: a GGUF's hyper-parameters are checked against
+/// their meaning (`rms_norm_eps = +inf` passed "positive" and scored every
+/// step the same), and the errors name the GGUF's own keys and file, never
+/// config.json.
+#[test]
+fn gguf_hyper_parameters_are_checked_and_named_by_their_keys() {
+    use stepscore::format::{GgufValue, GgufWriter, ModelBytes};
+    use stepscore::model::GgufModel;
+    let config = |edit: &dyn Fn(&mut GgufWriter)| -> Result<ModelConfig, String> {
+        let mut w = GgufWriter::new();
+        w.kv("general.architecture", GgufValue::String("llama".into()))
+            .kv("llama.embedding_length", GgufValue::U32(32))
+            .kv("llama.feed_forward_length", GgufValue::U32(64))
+            .kv("llama.block_count", GgufValue::U32(2))
+            .kv("llama.attention.head_count", GgufValue::U32(4))
+            .kv("llama.context_length", GgufValue::U32(512))
+            .kv("llama.vocab_size", GgufValue::U32(100));
+        edit(&mut w);
+        let bytes = w.into_bytes().unwrap();
+        GgufModel::parse(ModelBytes::from_vec(bytes), "m.gguf")
+            .and_then(|m| m.config())
+            .map_err(|e| e.to_string())
+    };
+    let eps = |x: f32| {
+        move |w: &mut GgufWriter| {
+            w.kv("llama.attention.layer_norm_rms_epsilon", GgufValue::F32(x));
+        }
+    };
+    assert!(config(&eps(1e-5)).is_ok());
+    for bad in [f32::INFINITY, f32::NAN, 0.0, -1e-5, 1.0] {
+        let e = config(&eps(bad)).unwrap_err();
+        assert_mentions(&e, &["m.gguf", "llama.attention.layer_norm_rms_epsilon"]);
+        assert!(!e.contains("config.json"), "{e}");
+    }
+    let e = config(&|w: &mut GgufWriter| {
+        eps(1e-5)(w);
+        w.kv("llama.rope.freq_base", GgufValue::F32(f32::INFINITY));
+    })
+    .unwrap_err();
+    assert_mentions(&e, &["m.gguf", "llama.rope.freq_base", "finite"]);
+    let e = config(&|w: &mut GgufWriter| {
+        eps(1e-5)(w);
+        w.kv("llama.attention.head_count_kv", GgufValue::U32(3));
+    })
+    .unwrap_err();
+    assert_mentions(
+        &e,
+        &[
+            "llama.attention.head_count",
+            "llama.attention.head_count_kv",
+        ],
+    );
+    assert!(!e.contains("config.json"), "{e}");
+    let e = config(&|w: &mut GgufWriter| {
+        eps(1e-5)(w);
+        w.kv("llama.attention.head_count_kv", GgufValue::U32(0));
+    })
+    .unwrap_err();
+    assert_mentions(&e, &["`llama.attention.head_count_kv` must be positive"]);
+}

@@ -12,10 +12,12 @@
 //!   family's head; for `confidence`, full-vocabulary logits of every step
 //!   token plus log-softmax and entropy).
 //!
-//! With a GPU adapter (`--backend auto`, the default, or `gpu`), `prefill`
-//! and `score` are also timed on the WGSL engine in the same run, on any
-//! adapter, software rasterizers included (the point is the comparison;
-//! `--backend cpu` skips it): a second scorer opened with `Backend::Gpu`,
+//! With a hardware GPU (`--backend auto`, the default), or any adapter,
+//! software rasterizers included (`--backend gpu`), `prefill` and `score`
+//! are also timed on the WGSL engine in the same run (auto skips llvmpipe
+//! and its kind by the core's policy, saying why: there the kernels run on
+//! the same CPU for minutes; `--backend cpu` skips it): a second scorer
+//! opened with `Backend::Gpu`,
 //! so what is timed is the core's engine, the one `score` runs. The append benchmark times a step of
 //! `--append-step` tokens run after a cached prefix of `--append-prefix`
 //! tokens against the same tokens run without a prefix, on each engine:
@@ -26,7 +28,9 @@
 //! vocabulary and per-tensor weight formats, a byte-level vocabulary), so a
 //! machine without the model file can measure; the memory it takes is said
 //! (and checked against what the machine has free) before anything is
-//! allocated, and the 7B is built only when named.
+//! allocated, the big buffers are reserved fallibly (an error, not an
+//! abort, when the memory is not there), and the 7B is built only when
+//! named. Each phase is announced on stderr as it starts.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -43,8 +47,8 @@ use crate::Failure;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Without --model, the cached SmolLM2-135M-Instruct Q4_1 GGUF is used \
-    (run `stepscore fetch` first). Peak RSS is the process high-water mark (VmHWM), \
+    after_help = "Without --model, the default PRM's backbone is used: stepscore-prm-qwen1.5b, \
+    Qwen2.5-Coder-1.5B-Instruct Q4_K_M (fetched into the cache on first use). Peak RSS is the process high-water mark (VmHWM), \
     load included.\n\
     Example:\n  stepscore bench --tokens 512 --threads 2 --repeats 5 --json"
 )]
@@ -94,8 +98,9 @@ pub struct Args {
     #[arg(long)]
     pub json: bool,
 
-    /// Engines to time: auto (CPU, plus the GPU when wgpu finds any
-    /// adapter), gpu (CPU and GPU; fails without an adapter), cpu.
+    /// Engines to time: auto (CPU, plus the GPU when there is a hardware
+    /// one; software rasterizers such as llvmpipe are skipped), gpu (CPU and
+    /// GPU on any adapter; fails without one), cpu.
     #[arg(long, default_value = "auto")]
     pub backend: Backend,
 
@@ -189,13 +194,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
 
     let model = scorer.model();
     let n = enc.tokens.len();
+    let runs = args.warmup + args.repeats;
+    progress(&format!("cpu: prefill, {n} tokens x {runs} runs"));
     let prefill = time(args.warmup, args.repeats, || {
         scorer.forward(&enc.tokens, None).map(|_| ())
     })?;
+    progress("cpu: prefill + logits of every row");
     let logits_all = time(args.warmup, args.repeats, || {
         let hidden = scorer.forward(&enc.tokens, None)?;
         model.logits_for(&hidden.data, None).map(|_| ())
     })?;
+    progress("cpu: score_steps");
     let score = time(args.warmup, args.repeats, || {
         scorer.score_steps(&trace.problem, &steps).map(|_| ())
     })?;
@@ -348,10 +357,21 @@ fn gpu_timings(
     trace: &SyntheticTrace,
     steps: &[&str],
 ) -> Result<Result<GpuTimings, String>, Failure> {
+    // Auto times the GPU engine only on a hardware GPU, the core's one
+    // policy (`auto_preference`): on llvmpipe the kernels run on the same
+    // CPU, minutes for a result nobody asked for. `--backend gpu` times any
+    // adapter.
+    if args.backend == Backend::Auto {
+        let preference = stepscore::prm::auto_preference();
+        if preference.chosen != Backend::Gpu {
+            return Ok(Err(preference.to_string()));
+        }
+    }
     let options = ScorerOptions {
         backend: Backend::Gpu,
         ..options.clone()
     };
+    progress(&format!("loading {} on the GPU engine", source.name()));
     let scorer = match source.try_open(&options) {
         Ok(s) => s,
         Err(e @ stepscore::Error::Gpu(_)) if args.backend == Backend::Auto => {
@@ -365,9 +385,11 @@ fn gpu_timings(
         }
     };
     let adapter = scorer.backend_report().to_string();
+    progress(&format!("gpu: prefill ({adapter})"));
     let prefill = time(args.warmup, args.repeats, || {
         scorer.forward(tokens, None).map(|_| ())
     })?;
+    progress("gpu: score_steps");
     let score = time(args.warmup, args.repeats, || {
         scorer.score_steps(&trace.problem, steps).map(|_| ())
     })?;
@@ -447,7 +469,11 @@ fn append_bench(
             })?,
         })
     };
+    progress(&format!("cpu: append {step} tokens after {prefix}"));
     let cpu = pair(scorer)?;
+    if gpu.is_some() {
+        progress(&format!("gpu: append {step} tokens after {prefix}"));
+    }
     let gpu = gpu.map(|g| pair(&g.scorer)).transpose()?;
     Ok(AppendTimings {
         prefix,
@@ -487,8 +513,14 @@ impl Source {
         let spec = shape.spec().with_weights(args.weights);
         let weights = spec.weight_bytes();
         // The GPU engine keeps its own copy (device memory, or host memory on
-        // a software adapter) beside the CPU engine's.
-        let copies = if args.backend == Backend::Cpu { 1 } else { 2 };
+        // a software adapter) beside the CPU engine's; auto makes one only
+        // on a hardware GPU.
+        let gpu_copy = match args.backend {
+            Backend::Cpu => false,
+            Backend::Gpu => true,
+            Backend::Auto => stepscore::prm::auto_preference().chosen == Backend::Gpu,
+        };
+        let copies = if gpu_copy { 2 } else { 1 };
         let gib = |b: u64| b as f64 / (1u64 << 30) as f64;
         eprintln!(
             "stepscore bench: synthetic {} ({} layers, d {}, {} / {} heads, ffn {}, vocab {}; {}): \
@@ -516,6 +548,7 @@ impl Source {
                 )));
             }
         }
+        progress(&format!("building synthetic {}", spec.name));
         let gguf = synthetic::generate_with(shape, args.seed, args.weights)
             .map_err(|e| Failure::during(format!("building synthetic {}", spec.name), e))?;
         Ok(Source::Synthetic {
@@ -551,6 +584,12 @@ impl Source {
         self.try_open(options)
             .map_err(|e| Failure::during(format!("cannot load {}", self.name()), e))
     }
+}
+
+/// What the benchmark is doing now, on stderr: a run can take minutes and
+/// must not look hung.
+fn progress(what: &str) {
+    eprintln!("stepscore bench: {what}...");
 }
 
 /// Runs `f` `warmup` times untimed, then `repeats` times timed.
@@ -646,22 +685,45 @@ impl SyntheticTrace {
                 break;
             }
         }
-        // Cut the last step to a prefix that lands exactly on `target`; a
-        // few alternative last steps cover the rare case where a merge
-        // jumps over it.
+        // The whole steps before the last one fit. The last one is not a
+        // step of its own: it continues the one before (as more sentences
+        // of it), cut to the prefix that lands exactly on `target`. A new
+        // step would cost its separator tokens too, so when the fitting
+        // steps ended one or two tokens short of `target` no cut of a new
+        // step could reach it (Qwen's 1,056 tokens). A few alternative
+        // continuations cover the rare case where a merge jumps over it.
         let i = steps.len() - 1;
-        for _ in 0..16 {
-            let full = step_text(i, &mut nums);
+        let base = if i > 0 {
+            steps.pop();
+            steps[i - 1].clone()
+        } else {
+            String::new()
+        };
+        let last = steps.len() - 1;
+        for alt in 0..16 {
+            let more = step_text(i + alt, &mut nums);
+            let full = if base.is_empty() {
+                more
+            } else {
+                format!("{base} {more}")
+            };
+            let from = if base.is_empty() { 0 } else { base.len() };
             let cuts: Vec<usize> = full
                 .char_indices()
                 .map(|(b, _)| b)
-                .skip(1)
+                .filter(|&b| b > from)
                 .chain([full.len()])
                 .collect();
             let at = |k: usize, steps: &mut Vec<String>| -> Result<usize, Failure> {
-                steps[i] = full[..cuts[k]].to_string();
+                steps[last] = full[..cuts[k]].to_string();
                 count(steps)
             };
+            if !base.is_empty() {
+                steps[last] = base.clone();
+                if count(&steps)? == target {
+                    return Ok(SyntheticTrace { problem, steps });
+                }
+            }
             // Largest cut with count <= target (counts grow with the prefix
             // almost monotonically; the exact check below is what matters).
             let (mut lo, mut hi) = (0usize, cuts.len());
@@ -688,6 +750,33 @@ impl SyntheticTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 22/23 item 14: `bench --model stepscore-prm-qwen1.5b` with the
+    /// default options needs a trace of exactly 1,056 tokens (the append
+    /// benchmark's 1,024 + 32), which the old search could not build. Every
+    /// length around it, and the default 512, must come out exact.
+    #[test]
+    fn synthetic_traces_hit_every_length_on_the_default_model() {
+        let Some(path) = stepscore::testing::find_catalog_model(stepscore::catalog::DEFAULT_PRM)
+        else {
+            eprintln!("skipped: the default PRM is not cached");
+            return;
+        };
+        let options = ScorerOptions {
+            family: Some(Family::Confidence),
+            threads: 1,
+            backend: Backend::Cpu,
+            ..ScorerOptions::default()
+        };
+        let scorer = Scorer::open(&path, &options).unwrap();
+        for target in [512, 1056].into_iter().chain(1040..1072) {
+            let trace = SyntheticTrace::build(&scorer, target)
+                .unwrap_or_else(|e| panic!("{target} tokens: {e:?}"));
+            let steps: Vec<&str> = trace.steps.iter().map(String::as_str).collect();
+            let n = scorer.encode(&trace.problem, &steps).unwrap().tokens.len();
+            assert_eq!(n, target);
+        }
+    }
 
     #[test]
     fn timing_best_and_median() {

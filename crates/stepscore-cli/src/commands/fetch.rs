@@ -221,7 +221,15 @@ pub fn resolve_model(model: Option<&Path>) -> Result<ModelChoice, Failure> {
             }
             ModelArg::Entry(entry) => entry,
         };
-    let path = ensure(entry, &cache_dir(None)?, false)?;
+    // `score`, `serve` and `features` have no --cache-dir: name what they do have.
+    let dir = catalog::cache_dir().ok_or_else(|| {
+        Failure::Usage(format!(
+            "no cache directory for the catalog model {}: set STEPSCORE_CACHE (or \
+             XDG_CACHE_HOME or HOME), or pass --model a model file",
+            entry.name
+        ))
+    })?;
+    let path = ensure(entry, &dir, false)?;
     let head = entry.head().map(HeadFile::embedded).transpose()?;
     Ok(ModelChoice {
         label: format!("{} ({})", entry.name, path.display()),

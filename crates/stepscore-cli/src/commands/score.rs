@@ -19,9 +19,10 @@ use crate::Failure;
     every step, and `metadata.stepscore` holding the family, token count, truncation and (for the \
     confidence family) per-step log-probability statistics; pipe it into `stepscore aggregate`, \
     `select` or `eval`.\n\
-    Without --model, the default PRM is used: SmolLM2-135M-Instruct (GGUF Q4_1, fetched into \
-    the cache on first use) with stepscore's trained value head (built in; see docs/TRAINING.md). \
-    `--family confidence` without --model scores with the backbone's own token confidence.\n\
+    Without --model, the default PRM is used: stepscore-prm-qwen1.5b, Qwen2.5-Coder-1.5B-Instruct \
+    (GGUF Q4_K_M, fetched into the cache on first use) with stepscore's calibrated head (built \
+    in; see docs/TRAINING.md). `--family confidence` without --model scores with that \
+    backbone's own token confidence.\n\
     Example:\n  stepscore score examples/traces.jsonl --output table"
 )]
 pub struct Args {
@@ -64,6 +65,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
     let mut out = stdout.lock();
     let as_table = args.output.table();
     let mut failed = 0usize;
+    let mut model_failed = 0usize;
     let mut index = 0usize;
     let (mut tokens, started) = (0usize, Instant::now());
     let bad = for_each_record(&args.input, |record| {
@@ -97,6 +99,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 progress.suspend(|| report_error(&e));
                 Ok(())
             }
+            // The model gave this trace a non-finite score: no score is
+            // written for it, the others are still scored, and the run ends
+            // with the model's exit code.
+            Err(e @ stepscore::Error::Model { .. }) => {
+                failed += 1;
+                model_failed += 1;
+                let e = stepscore::Error::input_at(at.clone(), e.to_string());
+                progress.suspend(|| report_error(&e));
+                Ok(())
+            }
             // A broken model, an I/O error or a bug ends the run.
             Err(e) => Err(Failure::during(format!("scoring {}", at), e)),
         }
@@ -109,6 +121,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
         index - failed,
         tokens as f64 / secs.max(1e-9)
     );
+    if model_failed > 0 {
+        return Err(Failure::Core {
+            context: None,
+            error: Box::new(stepscore::Error::model(
+                "the model",
+                format!("{model_failed} trace(s) could not be scored (see above)"),
+            )),
+        });
+    }
     finish(bad + failed)
 }
 

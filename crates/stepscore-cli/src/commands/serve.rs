@@ -32,7 +32,7 @@ use std::time::Duration;
 use stepscore::segment::Segmenter;
 
 use crate::model_args::ModelArgs;
-use crate::options::{bounded_count, finite_number, seconds};
+use crate::options::{bounded_count, finite, seconds};
 use crate::Failure;
 use metrics::Metrics;
 use queue::Queue;
@@ -65,7 +65,7 @@ pub struct Args {
 
     /// The reward of a trace that cannot be scored, a finite number (its error
     /// is still in `errors`); unset: the reward is null.
-    #[arg(long, allow_negative_numbers = true, value_parser = finite_number)]
+    #[arg(long, allow_negative_numbers = true, value_parser = finite)]
     pub unscored_reward: Option<f64>,
 
     /// Traces queued or being scored at most (1 to 1000000); past it requests get 429.

@@ -637,6 +637,20 @@ impl GgufFile {
                 )));
             }
         }
+        // No two tensors may share bytes: a write through one (or a corrupt
+        // directory) would silently change the other's weights.
+        let mut regions: Vec<(u64, u64, &str)> = tensors
+            .iter()
+            .filter(|t| t.n_bytes > 0)
+            .map(|t| (t.offset, t.offset + t.n_bytes, t.name.as_str()))
+            .collect();
+        regions.sort_unstable();
+        if let Some(w) = regions.windows(2).find(|w| w[1].0 < w[0].1) {
+            let ((a0, a1, a), (b0, b1, b)) = (w[0], w[1]);
+            return Err(p.err(format!(
+                "tensors `{a}` (data bytes {a0}..{a1}) and `{b}` (bytes {b0}..{b1}) overlap"
+            )));
+        }
 
         Ok(GgufFile {
             file_name: file_name.to_string(),
@@ -881,7 +895,14 @@ impl GgufWriter {
         let total = sizes
             .iter()
             .fold(out.len(), |at, &n| at.next_multiple_of(alignment) + n);
-        out.reserve_exact(total - out.len());
+        // Checked, not aborting: a synthetic 7B in f16 is 15 GiB.
+        out.try_reserve_exact(total - out.len()).map_err(|_| {
+            Error::InvalidArgument(format!(
+                "cannot allocate {total} bytes for the GGUF image: not enough memory"
+            ))
+        })?;
+        // Each tensor's buffer is freed as soon as it is copied, so the
+        // resident peak is about one image, not two.
         for (_, _, _, data) in self.tensors {
             out.resize(out.len().next_multiple_of(alignment), 0);
             out.extend_from_slice(&data);

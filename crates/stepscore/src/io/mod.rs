@@ -9,7 +9,9 @@
 //!   ([`ReadOptions::max_line_bytes`]) like a JSONL line, and is located by
 //!   the physical line it starts on and its 1-based item number. A syntax
 //!   error anywhere in the array ends the read (the array cannot be
-//!   resynchronised), reported at its physical line.
+//!   resynchronised), reported at its physical line. Input after the
+//!   array's closing `]` (JSONL lines, another array) is read on by these
+//!   same rules, its rows located by their own lines.
 //! - anything else: JSONL, streamed one line at a time with at most
 //!   [`ReadOptions::max_line_bytes`] of a line in memory; blank lines are
 //!   skipped, line numbers are physical lines. An over-long line is skipped
@@ -350,7 +352,7 @@ impl<R: BufRead> TraceReader<R> {
             return Ok(());
         };
         let mut first: Option<u8> = None;
-        let mut at_start = true;
+        let (mut at_start, mut gzip) = (true, false);
         while first.is_none() {
             let chunk = match src.fill_buf() {
                 Ok(c) => c,
@@ -364,6 +366,12 @@ impl<R: BufRead> TraceReader<R> {
             if at_start && chunk.starts_with(b"\xEF\xBB\xBF") {
                 skip = 3;
             }
+            // gzip's magic bytes: compressed input (stdin, or a file without
+            // `.gz`) is one error here, not an "invalid UTF-8" per line.
+            if at_start && chunk.starts_with(&[0x1f, 0x8b]) {
+                gzip = true;
+                break;
+            }
             at_start = false;
             while let Some(&b) = chunk.get(skip) {
                 if !b.is_ascii_whitespace() {
@@ -376,6 +384,16 @@ impl<R: BufRead> TraceReader<R> {
                 skip += 1;
             }
             src.consume(skip);
+        }
+        if gzip {
+            self.state = State::Done;
+            return Err(Error::input(
+                self.source(),
+                self.line_no + 1,
+                None,
+                "the input is gzip-compressed; decompress it first (`zcat FILE | stepscore ...`) \
+                 or give the file a `.gz` name, which is decompressed as it is read",
+            ));
         }
         match first {
             None => self.state = State::Done,
@@ -427,9 +445,22 @@ impl<R: BufRead> TraceReader<R> {
             ));
         }
         // Validate without building a tree, then hand out one item at a time:
-        // memory stays at the document's bytes plus one row.
-        match serde_json::from_slice::<serde::de::IgnoredAny>(&doc) {
+        // memory stays at the document's bytes plus one row. Only the first
+        // value is the array: what follows it (JSONL lines, another array)
+        // is read on from `Start`, so its good rows count and its bad ones
+        // are reported with their own lines.
+        let mut stream =
+            serde_json::Deserializer::from_slice(&doc).into_iter::<serde::de::IgnoredAny>();
+        let first = stream.next().unwrap_or_else(|| serde_json::from_slice(b""));
+        let end = stream.byte_offset();
+        match first {
             Ok(_) => {
+                let rest = doc.split_off(end);
+                self.line_no = base + doc.iter().filter(|&&b| b == b'\n').count();
+                if let Some(src) = self.src.take() {
+                    let (_, r) = src.into_inner();
+                    self.src = Some(Cursor::new(rest).chain(r));
+                }
                 let items = array_items(&doc);
                 self.state = State::Array {
                     doc,
@@ -514,8 +545,8 @@ impl<R: BufRead> TraceReader<R> {
             return Some(match strict::from_slice(text.as_bytes()) {
                 Ok(v) => self.convert(self.at(line, None), v),
                 Err(e) => {
-                    let eof = e.duplicate.is_none()
-                        && e.json.classify() == serde_json::error::Category::Eof;
+                    let eof =
+                        e.field.is_none() && e.json.classify() == serde_json::error::Category::Eof;
                     let err = parse_error(self.at(line, None), e);
                     if first && self.starts_with_brace && eof {
                         match self.try_document(line) {
@@ -613,7 +644,8 @@ impl<R: BufRead> TraceReader<R> {
                         }
                         return Some(result);
                     }
-                    None => self.state = State::Done,
+                    // Whatever followed the array (usually nothing).
+                    None => self.state = State::Start,
                 },
                 State::Items { doc, items } => match items.next() {
                     Some((line, a, b)) => {
@@ -667,15 +699,15 @@ fn row_id(row: &Value) -> Option<String> {
     }
 }
 
-/// A failed strict parse as an input error at `at`: a duplicate key names
-/// its path as the field.
+/// A failed strict parse as an input error at `at`: a duplicate key or a
+/// number that cannot be kept names its path as the field.
 fn parse_error(at: Location, e: strict::StrictError) -> Error {
     let column = e.json.column();
-    let message = match &e.duplicate {
+    let message = match &e.field {
         Some(_) => format!("{}, column {column}", json_message(&e.json)),
         None => format!("invalid JSON, column {column}: {}", json_message(&e.json)),
     };
-    Error::input_at(at.with_field(e.duplicate), message)
+    Error::input_at(at.with_field(e.field), message)
 }
 
 /// The values of `doc`, whitespace-separated JSON values, as (line they

@@ -84,6 +84,25 @@ fn take_array(row: &mut Map<String, Value>, field: &str) -> RowResult<Vec<Value>
 
 /// Decides a row's format from its fields (`Auto` mode).
 fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
+    // Each of these fields holds the steps in its own format: a row with two
+    // of them is ambiguous, and picking one would drop the other silently.
+    let holders = [
+        ("messages", "chat"),
+        ("completions", "TRL"),
+        ("steps", "ProcessBench/native"),
+    ];
+    let present: Vec<String> = holders
+        .iter()
+        .filter(|(f, _)| row.contains_key(*f))
+        .map(|(f, fmt)| format!("`{f}` ({fmt})"))
+        .collect();
+    if present.len() > 1 {
+        return Err(RowError::whole(format!(
+            "cannot tell the row format: it has both {}; keep one, or name the format \
+             with --input-format",
+            present.join(" and ")
+        )));
+    }
     if row.contains_key("messages") {
         return Ok(InputFormat::Chat);
     }

@@ -1,6 +1,20 @@
-//! JSON parsing that refuses duplicate object keys. serde_json keeps the
-//! last of two equal keys without a word, so `{"label": -1, "label": 2}`
-//! would silently mean `2`; here it is an error naming the key's path.
+//! JSON parsing that refuses duplicate object keys and numbers it cannot
+//! keep. serde_json keeps the last of two equal keys without a word, so
+//! `{"label": -1, "label": 2}` would silently mean `2`; here it is an error
+//! naming the key's path.
+//!
+//! Numbers. serde_json keeps integers of up to 64 bits exactly and reads any
+//! other number as the nearest f64, so `123456789012345678912345` would come
+//! out as `1.2345678901234568e23` and two different ids could become one. Its
+//! `arbitrary_precision` feature would keep every number's text, but it is
+//! workspace-wide and changes what every crate sees (a `Number` serializes
+//! as a private map, which serde-wasm-bindgen hands to JS as an object, and a
+//! visitor such as this one receives maps instead of numbers; numbers of good
+//! input would be written back as typed, `1e-07`, rather than as before). So
+//! the parser instead finds each number's text in the row and compares it
+//! with the value serde_json read: a top-level `id` keeps its text (an id is
+//! a name, not a quantity), and any other number that a float would change
+//! is refused, naming its path, rather than rounded.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -8,28 +22,125 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-/// A JSON parse failure: serde_json's error, plus the path of a duplicated
-/// key (`steps[1].score`) when that is what failed.
+/// A JSON parse failure: serde_json's error, plus the path of the value at
+/// fault (`steps[1].score`) when a duplicated key or a number that cannot be
+/// kept is what failed.
 #[derive(Debug)]
 pub(crate) struct StrictError {
     pub json: serde_json::Error,
-    pub duplicate: Option<String>,
+    pub field: Option<String>,
 }
 
-/// Parses one JSON value, refusing duplicate keys at any depth.
+/// Parses one JSON value, refusing duplicate keys at any depth and numbers
+/// that would be rounded (module docs).
 pub(crate) fn from_slice(bytes: &[u8]) -> Result<Value, StrictError> {
-    let dup = RefCell::new(None);
+    let ctx = Context {
+        bad: RefCell::new(None),
+        text: bytes,
+        numbers: RefCell::new(number_tokens(bytes).into_iter()),
+    };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed = ValueSeed {
         path: &Path::Root,
-        dup: &dup,
+        ctx: &ctx,
     }
     .deserialize(&mut de)
     .and_then(|v| de.end().map(|()| v));
     parsed.map_err(|json| StrictError {
         json,
-        duplicate: dup.into_inner(),
+        field: ctx.bad.into_inner(),
     })
+}
+
+/// What the visitors share: the path of the value at fault, and the row's
+/// number tokens in document order (serde_json visits values in that order).
+struct Context<'a> {
+    bad: RefCell<Option<String>>,
+    text: &'a [u8],
+    numbers: RefCell<std::vec::IntoIter<(usize, usize)>>,
+}
+
+impl Context<'_> {
+    /// The text of the number being visited.
+    fn next_number(&self) -> &str {
+        let range = self.numbers.borrow_mut().next();
+        range
+            .and_then(|(a, b)| self.text.get(a..b))
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .unwrap_or("")
+    }
+}
+
+/// The byte ranges of the number tokens of a JSON text (outside strings, a
+/// run of number characters starting with `-` or a digit). Only used on text
+/// serde_json accepts, whose numbers are exactly these runs.
+fn number_tokens(bytes: &[u8]) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+        } else if b == b'"' {
+            in_string = true;
+            i += 1;
+        } else if b == b'-' || b.is_ascii_digit() {
+            let len = bytes[i..]
+                .iter()
+                .take_while(|c| matches!(c, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+                .count();
+            out.push((i, i + len));
+            i += len;
+        } else {
+            i += 1;
+        }
+    }
+    out
+}
+
+/// A decimal number's value as (negative, significant digits without leading
+/// or trailing zeros, power of ten of the last digit); `None` when it is not
+/// a plain decimal. Zero has no digits and is never negative.
+fn decimal_value(text: &str) -> Option<(bool, String, i64)> {
+    let (neg, body) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let (mantissa, exp) = match body.find(['e', 'E']) {
+        Some(i) => (&body[..i], body[i + 1..].parse::<i64>().ok()?),
+        None => (body, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = format!("{int}{frac}");
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let digits = digits.trim_start_matches('0');
+    let kept = digits.trim_end_matches('0');
+    let frac_len = i64::try_from(frac.len()).ok()?;
+    let trailing = i64::try_from(digits.len() - kept.len()).ok()?;
+    let exp = exp.checked_sub(frac_len)?.checked_add(trailing)?;
+    Some(if kept.is_empty() {
+        (false, String::new(), 0)
+    } else {
+        (neg, kept.to_string(), exp)
+    })
+}
+
+/// Whether `x`, the float serde_json read from `text`, is exactly the number
+/// written there (Rust's `{:e}` is the shortest text that reads back as `x`,
+/// so equal decimal values mean nothing was rounded).
+fn float_is_exact(text: &str, x: f64) -> bool {
+    match (decimal_value(text), decimal_value(&format!("{x:e}"))) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
 }
 
 /// Where a value sits, as a linked list on the stack (no allocation unless
@@ -59,7 +170,29 @@ impl fmt::Display for Path<'_> {
 #[derive(Clone, Copy)]
 struct ValueSeed<'a> {
     path: &'a Path<'a>,
-    dup: &'a RefCell<Option<String>>,
+    ctx: &'a Context<'a>,
+}
+
+impl ValueSeed<'_> {
+    /// The top-level `id`, whose number keeps its text.
+    fn is_id(&self) -> bool {
+        matches!(self.path, Path::Key(Path::Root, "id"))
+    }
+
+    /// An error about the value at this path.
+    fn fail<E: de::Error>(&self, message: String) -> E {
+        *self.ctx.bad.borrow_mut() = Some(self.path.to_string());
+        E::custom(message)
+    }
+
+    /// A number that is exact as read, or the id as its text.
+    fn number<E: de::Error>(self, value: Number) -> Result<Value, E> {
+        let text = self.ctx.next_number();
+        if self.is_id() && !text.is_empty() {
+            return Ok(Value::String(text.to_string()));
+        }
+        Ok(Value::Number(value))
+    }
 }
 
 impl<'de> DeserializeSeed<'de> for ValueSeed<'_> {
@@ -81,17 +214,30 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         Ok(Value::Bool(b))
     }
 
-    fn visit_i64<E>(self, n: i64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
+    fn visit_i64<E: de::Error>(self, n: i64) -> Result<Value, E> {
+        self.number(n.into())
     }
 
-    fn visit_u64<E>(self, n: u64) -> Result<Value, E> {
-        Ok(Value::Number(n.into()))
+    fn visit_u64<E: de::Error>(self, n: u64) -> Result<Value, E> {
+        self.number(n.into())
     }
 
-    fn visit_f64<E>(self, x: f64) -> Result<Value, E> {
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<Value, E> {
+        if !self.is_id() {
+            let text = self.ctx.next_number();
+            if !float_is_exact(text, x) {
+                return Err(self.fail(format!(
+                    "the number {text} cannot be kept exactly (it would be read as {x:e}); \
+                     write it as a string"
+                )));
+            }
+        }
         // serde_json only hands out finite floats.
-        Ok(Number::from_f64(x).map_or(Value::Null, Value::Number))
+        match Number::from_f64(x) {
+            Some(n) if self.is_id() => self.number(n),
+            Some(n) => Ok(Value::Number(n)),
+            None => Ok(Value::Null),
+        }
     }
 
     fn visit_str<E>(self, s: &str) -> Result<Value, E> {
@@ -116,7 +262,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
             let path = Path::Index(self.path, out.len());
             let seed = ValueSeed {
                 path: &path,
-                dup: self.dup,
+                ctx: self.ctx,
             };
             match seq.next_element_seed(seed)? {
                 Some(v) => out.push(v),
@@ -129,16 +275,13 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             let path = Path::Key(self.path, &key);
-            if out.contains_key(&key) {
-                let shown = path.to_string();
-                let message = format!("duplicate key `{shown}`");
-                *self.dup.borrow_mut() = Some(shown);
-                return Err(de::Error::custom(message));
-            }
             let seed = ValueSeed {
                 path: &path,
-                dup: self.dup,
+                ctx: self.ctx,
             };
+            if out.contains_key(&key) {
+                return Err(seed.fail(format!("duplicate key `{path}`")));
+            }
             let value = map.next_value_seed(seed)?;
             out.insert(key, value);
         }
@@ -176,11 +319,61 @@ mod tests {
         ];
         for (doc, path) in cases {
             let e = from_slice(doc.as_bytes()).unwrap_err();
-            assert_eq!(e.duplicate.as_deref(), Some(path), "{doc}");
+            assert_eq!(e.field.as_deref(), Some(path), "{doc}");
             assert!(e.json.to_string().contains("duplicate key"), "{}", e.json);
         }
         // Equal keys in different objects are fine.
         assert!(from_slice(br#"{"a": {"x": 1}, "b": {"x": 2}}"#).is_ok());
+    }
+
+    /// Issue 23, item 7: numbers keep their text or are refused, never
+    /// rounded; two different ids stay two.
+    #[test]
+    fn numbers_are_never_rounded() {
+        let doc = br#"{"id": 123456789012345678912345, "n": 18446744073709551615, "x": [0.1, 1e-7, -2.50, 1E3]}"#;
+        let v = from_slice(doc).unwrap();
+        assert_eq!(v["id"], Value::String("123456789012345678912345".into()));
+        assert_ne!(
+            from_slice(br#"{"id": 123456789012345678912346}"#).unwrap()["id"],
+            v["id"]
+        );
+        assert_eq!(from_slice(br#"{"id": 1.50}"#).unwrap()["id"], "1.50");
+        assert_eq!(from_slice(br#"{"id": -0}"#).unwrap()["id"], "-0");
+        // Exact numbers are the values serde_json gives.
+        let want: Value = serde_json::from_slice(doc).unwrap();
+        assert_eq!(v["n"], want["n"]);
+        assert_eq!(v["x"], want["x"]);
+        for (doc, path, text) in [
+            (
+                r#"{"n": 123456789012345678912345}"#,
+                "n",
+                "123456789012345678912345",
+            ),
+            (
+                r#"{"a": [1, {"b": 0.10000000000000000001}]}"#,
+                "a[1].b",
+                "0.10000000000000000001",
+            ),
+            (
+                r#"{"s": "-1 2", "x": 9007199254740993.0}"#,
+                "x",
+                "9007199254740993.0",
+            ),
+            (r#"{"x": 1e-400}"#, "x", "1e-400"),
+            (
+                r#"{"x": [{"id": 12345678901234567890123}]}"#,
+                "x[0].id",
+                "12345678901234567890123",
+            ),
+        ] {
+            let e = from_slice(doc.as_bytes()).unwrap_err();
+            assert_eq!(e.field.as_deref(), Some(path), "{doc}");
+            let msg = e.json.to_string();
+            assert!(
+                msg.contains(&format!("the number {text} cannot be kept exactly")),
+                "{msg}"
+            );
+        }
     }
 
     #[test]

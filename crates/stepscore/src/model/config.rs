@@ -377,45 +377,82 @@ impl ModelConfig {
         Ok(config)
     }
 
-    /// Checks the invariants the forward pass relies on. Loaders that build a
-    /// config by hand (GGUF) call this too.
+    /// Checks every value against its meaning (ranges, divisibility,
+    /// finite positive epsilon) for a config read from `config.json`.
     pub fn validate(&self) -> Result<()> {
-        bounded("hidden_size", self.hidden_size, MAX_HIDDEN)?;
-        bounded(
-            "intermediate_size",
-            self.intermediate_size,
-            MAX_INTERMEDIATE,
-        )?;
-        bounded("num_hidden_layers", self.n_layers, MAX_LAYERS)?;
-        bounded("num_attention_heads", self.n_heads, MAX_HEADS)?;
-        bounded("num_key_value_heads", self.n_kv_heads, MAX_HEADS)?;
-        bounded("head_dim", self.head_dim, MAX_HEAD_DIM)?;
-        bounded("vocab_size", self.vocab_size, MAX_VOCAB)?;
-        bounded(
-            "max_position_embeddings",
-            self.max_position_embeddings,
-            MAX_POSITIONS,
-        )?;
+        self.validate_in(FILE, &|k| k.to_string())
+    }
+
+    /// [`ModelConfig::validate`] for a config read from `file`, whose key for
+    /// each `config.json` name is `key(name)` (a GGUF's metadata keys), so an
+    /// error names what the file really holds.
+    pub fn validate_in(&self, file: &str, key: &dyn Fn(&str) -> String) -> Result<()> {
+        let err = |m: String| Error::model(file, m);
+        for (name, value, max) in [
+            ("hidden_size", self.hidden_size, MAX_HIDDEN),
+            (
+                "intermediate_size",
+                self.intermediate_size,
+                MAX_INTERMEDIATE,
+            ),
+            ("num_hidden_layers", self.n_layers, MAX_LAYERS),
+            ("num_attention_heads", self.n_heads, MAX_HEADS),
+            ("num_key_value_heads", self.n_kv_heads, MAX_HEADS),
+            ("head_dim", self.head_dim, MAX_HEAD_DIM),
+            ("vocab_size", self.vocab_size, MAX_VOCAB),
+            (
+                "max_position_embeddings",
+                self.max_position_embeddings,
+                MAX_POSITIONS,
+            ),
+        ] {
+            if value == 0 {
+                return Err(err(format!("`{}` must be positive, got 0", key(name))));
+            }
+            if value > max {
+                return Err(err(format!(
+                    "`{}` = {value} exceeds the supported maximum {max}",
+                    key(name)
+                )));
+            }
+        }
         if self.n_heads % self.n_kv_heads != 0 {
             return Err(err(format!(
-                "`num_attention_heads` ({}) must be a multiple of `num_key_value_heads` ({})",
-                self.n_heads, self.n_kv_heads
+                "`{}` ({}) must be a multiple of `{}` ({})",
+                key("num_attention_heads"),
+                self.n_heads,
+                key("num_key_value_heads"),
+                self.n_kv_heads
             )));
         }
         if self.head_dim % 2 != 0 {
             return Err(err(format!(
-                "head dimension {} must be even",
+                "`{}` = {} must be even for rotary embeddings",
+                key("head_dim"),
                 self.head_dim
             )));
         }
-        if self.rms_norm_eps.is_nan()
-            || self.rms_norm_eps <= 0.0
-            || !self.rope_theta.is_finite()
-            || self.rope_theta <= 1.0
-        {
-            return Err(err(
-                "`rms_norm_eps` must be positive and `rope_theta` finite and > 1",
-            ));
+        // An epsilon of +inf passed a "positive" test and made every norm
+        // output ~0: every step then scored the same.
+        if !(self.rms_norm_eps.is_finite() && self.rms_norm_eps > 0.0 && self.rms_norm_eps < 1.0) {
+            return Err(err(format!(
+                "`{}` must be a finite number in (0, 1), got {}",
+                key("rms_norm_eps"),
+                self.rms_norm_eps
+            )));
+        }
+        if !(self.rope_theta.is_finite() && self.rope_theta > 1.0) {
+            return Err(err(format!(
+                "`{}` must be a finite number above 1, got {}",
+                key("rope_theta"),
+                self.rope_theta
+            )));
+        }
+        if let Some(0) = self.sliding_window {
+            return Err(err(format!(
+                "`{}` must be positive, got 0",
+                key("sliding_window")
+            )));
         }
         Ok(())
     }

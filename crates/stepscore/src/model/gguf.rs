@@ -50,14 +50,20 @@ impl GgufModel {
             usize::try_from(v)
                 .map_err(|_| self.err(format!("`{}` = {v} does not fit in memory", key(k))))
         };
+        let opt_usize_of = |k: &str| -> Result<Option<usize>> {
+            match f.opt_u64(&key(k))? {
+                Some(_) => usize_of(k).map(Some),
+                None => Ok(None),
+            }
+        };
         let hidden_size = usize_of("embedding_length")?;
         let n_heads = usize_of("attention.head_count")?;
-        let vocab_size = match f.opt_u64(&key("vocab_size"))? {
-            Some(v) => v as usize,
+        let vocab_size = match opt_usize_of("vocab_size")? {
+            Some(v) => v,
             None => f.get_str_array("tokenizer.ggml.tokens")?.len(),
         };
-        let head_dim = match f.opt_u64(&key("rope.dimension_count"))? {
-            Some(d) => d as usize,
+        let head_dim = match opt_usize_of("rope.dimension_count")? {
+            Some(d) => d,
             None if n_heads > 0 => hidden_size / n_heads,
             None => 0,
         };
@@ -67,10 +73,7 @@ impl GgufModel {
             intermediate_size: usize_of("feed_forward_length")?,
             n_layers: usize_of("block_count")?,
             n_heads,
-            n_kv_heads: match f.opt_u64(&key("attention.head_count_kv"))? {
-                Some(v) => v as usize,
-                None => n_heads,
-            },
+            n_kv_heads: opt_usize_of("attention.head_count_kv")?.unwrap_or(n_heads),
             head_dim,
             vocab_size,
             rms_norm_eps: f.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
@@ -83,7 +86,20 @@ impl GgufModel {
             sliding_window: None,
             architectures: vec![name.to_string()],
         };
-        config.validate()?;
+        // Errors name this file's metadata keys, not config.json's.
+        config.validate_in(&f.file_name, &|k| match k {
+            "hidden_size" => key("embedding_length"),
+            "intermediate_size" => key("feed_forward_length"),
+            "num_hidden_layers" => key("block_count"),
+            "num_attention_heads" => key("attention.head_count"),
+            "num_key_value_heads" => key("attention.head_count_kv"),
+            "head_dim" => key("rope.dimension_count"),
+            "max_position_embeddings" => key("context_length"),
+            "rms_norm_eps" => key("attention.layer_norm_rms_epsilon"),
+            "rope_theta" => key("rope.freq_base"),
+            "vocab_size" => format!("{} (or tokenizer.ggml.tokens)", key("vocab_size")),
+            other => key(other),
+        })?;
         Ok(config)
     }
 

@@ -355,6 +355,18 @@ fn scale_layout(ty: GgmlType) -> Option<(usize, Option<usize>, f32)> {
     })
 }
 
+/// An empty buffer with room for `n` bytes, or a typed error when the
+/// memory is not there (an abort otherwise: the largest shapes are GiBs).
+fn alloc(n: usize) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).map_err(|_| {
+        Error::InvalidArgument(format!(
+            "cannot allocate {n} bytes for a synthetic tensor: not enough memory"
+        ))
+    })?;
+    Ok(v)
+}
+
 /// Random blocks of `ty` for `rows` rows of `cols` values.
 fn random_blocks(ty: GgmlType, cols: u64, rows: u64, rng: &mut Rng) -> Result<Vec<u8>> {
     let n = usize::try_from(ty.bytes_for(cols * rows)?)
@@ -367,13 +379,14 @@ fn random_blocks(ty: GgmlType, cols: u64, rows: u64, rng: &mut Rng) -> Result<Ve
         } else {
             f32_to_bf16
         };
-        let mut data = Vec::with_capacity(n);
+        let mut data = alloc(n)?;
         for _ in 0..n / 2 {
             data.extend_from_slice(&half(a * rng.sym()).to_le_bytes());
         }
         return Ok(data);
     }
-    let mut data = vec![0u8; n];
+    let mut data = alloc(n)?;
+    data.resize(n, 0);
     rng.fill(&mut data);
     let (d_at, m_at, typical) = scale_layout(ty).ok_or_else(|| {
         Error::InvalidArgument(format!("synthetic weights in {} are not made", ty.name()))

@@ -220,6 +220,14 @@ pub struct ValueHead {
 }
 
 impl ValueHead {
+    /// The tensor a non-finite logit is blamed on: the head's first layer.
+    fn tensor_name(&self) -> &'static str {
+        match self.out {
+            None => V_HEAD_WEIGHT,
+            Some(_) => V_HEAD_MLP_0_WEIGHT,
+        }
+    }
+
     /// The head's logit for one input row of `width` values.
     fn logit(&self, x: &[f32]) -> f64 {
         let dot = |w: &[f32]| -> f64 { x.iter().zip(w).map(|(x, w)| *x as f64 * *w as f64).sum() };
@@ -552,8 +560,17 @@ impl<W> Head<W> {
                 ];
                 let l = k.rows(input, &enc.markers, &layers).await?;
                 l.chunks_exact(2)
-                    .map(|l| softmax2(l[0] as f64 + b2[0] as f64, l[1] as f64 + b2[1] as f64).1)
-                    .collect()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let (a, b) = (l[0] as f64 + b2[0] as f64, l[1] as f64 + b2[1] as f64);
+                        finite_logits(
+                            &format!("head {SCORE_0_WEIGHT}/{SCORE_2_WEIGHT}"),
+                            i,
+                            &[a, b],
+                        )?;
+                        Ok(softmax2(a, b).1)
+                    })
+                    .collect::<Result<Vec<f64>>>()?
             }
             Kind::PlusMinus { rows } => {
                 let layers = [Linear {
@@ -563,8 +580,13 @@ impl<W> Head<W> {
                 }];
                 let l = k.rows(&states.last, &enc.markers, &layers).await?;
                 l.chunks_exact(2)
-                    .map(|l| softmax2(l[0] as f64, l[1] as f64).0)
-                    .collect()
+                    .enumerate()
+                    .map(|(i, l)| {
+                        let (a, b) = (l[0] as f64, l[1] as f64);
+                        finite_logits("the LM head's \"+\"/\"-\" rows", i, &[a, b])?;
+                        Ok(softmax2(a, b).0)
+                    })
+                    .collect::<Result<Vec<f64>>>()?
             }
             Kind::Value(v, ops) => {
                 let stats = if v.stats.is_empty() {
@@ -607,7 +629,18 @@ impl<W> Head<W> {
                                 x.len()
                             )));
                         }
-                        Ok(sigmoid(v.logit(&x)))
+                        let z = v.logit(&x);
+                        if !z.is_finite() {
+                            // Say whether the head or what it read is at fault.
+                            let what = if x.iter().all(|x| x.is_finite()) {
+                                format!("head {}", v.tensor_name())
+                            } else {
+                                "the model's hidden state (or step statistics) read by the value head"
+                                    .to_string()
+                            };
+                            finite_logits(&what, i, &[z])?;
+                        }
+                        Ok(sigmoid(z))
                     })
                     .collect::<Result<Vec<f64>>>()?;
                 confidence = stats.map(|s| s.into_iter().map(|(s, _)| s).collect());
@@ -617,7 +650,10 @@ impl<W> Head<W> {
                 let per_token = step_token_logprobs(k, &states.last, enc).await?;
                 let stats: Vec<StepConfidence> =
                     per_token.iter().map(|t| StepConfidence::of(t)).collect();
-                let scores = stats.iter().map(|s| s.mean_logprob.exp()).collect();
+                let scores: Vec<f64> = stats.iter().map(|s| s.mean_logprob.exp()).collect();
+                if let Some(i) = scores.iter().position(|s| !s.is_finite()) {
+                    finite_logits("the LM head's token log-probabilities", i, &[scores[i]])?;
+                }
                 confidence = Some(stats);
                 token_logprobs = Some(per_token);
                 scores
@@ -704,6 +740,25 @@ impl StepConfidence {
             mean_entropy: sum_h / len,
         }
     }
+}
+
+/// A score is never made from a NaN or infinite logit: softmax and sigmoid
+/// would turn them into NaN, or into a confident 0 or 1 that looks like a
+/// real score. `what` is the model part that produced them (a model error:
+/// the input is fine, the weights or the engine's arithmetic are not).
+fn finite_logits(what: &str, step: usize, logits: &[f64]) -> Result<()> {
+    if logits.iter().all(|x| x.is_finite()) {
+        return Ok(());
+    }
+    let shown: Vec<String> = logits.iter().map(|x| x.to_string()).collect();
+    Err(Error::model(
+        what,
+        format!(
+            "gives a non-finite score for step {step} (logit {}): the weights or the \
+             model's activations are not finite numbers",
+            shown.join(", ")
+        ),
+    ))
 }
 
 /// The two probabilities of a 2-way softmax, computed stably.

@@ -623,7 +623,26 @@ impl Scorer {
 
     /// The token ids and marker positions the scorer would run for a trace.
     pub fn encode(&self, problem: &str, steps: &[&str]) -> Result<Encoded> {
-        encode(&self.protocol, &self.tokenizer, problem, steps)
+        let enc = encode(&self.protocol, &self.tokenizer, problem, steps)?;
+        // The tokenizer gave an id the model has no embedding for: the
+        // tokenizer and the model do not match (a model error), whatever the
+        // text was.
+        let vocab = self.model().config().vocab_size;
+        if let Some((i, &t)) = enc
+            .tokens
+            .iter()
+            .enumerate()
+            .find(|(_, &t)| t as usize >= vocab)
+        {
+            return Err(Error::model(
+                "tokenizer",
+                format!(
+                    "token id {t} (position {i}) is out of range for the model's vocabulary of \
+                     {vocab}: the tokenizer does not match the model's embeddings"
+                ),
+            ));
+        }
+        Ok(enc)
     }
 
     /// Scores every step of `trace`.
@@ -898,7 +917,20 @@ fn choose_family(
     tokenizer: &Tokenizer,
 ) -> Result<Family> {
     match (options.family, external) {
-        (Some(f), _) => Ok(f),
+        // A head file is read only by its own family: with another one it
+        // would be loaded, reported, and silently not used.
+        (Some(f), Some(head)) => {
+            let own = head.family()?;
+            if own != f {
+                return Err(Error::InvalidArgument(format!(
+                    "the head file {} is a {own} head, and the {f} family reads no such head; \
+                     give the head or the family, not both",
+                    head.name()
+                )));
+            }
+            Ok(f)
+        }
+        (Some(f), None) => Ok(f),
         (None, Some(head)) => head.family(),
         (None, None) => Ok(Family::detect(architectures, has_tensor, |t| {
             tokenizer.token_to_id(t).is_some()

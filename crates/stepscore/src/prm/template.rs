@@ -31,6 +31,14 @@ pub struct Protocol {
     pub plus_minus: Option<(u32, u32)>,
 }
 
+/// The special tokens a Llama-3 conversation is written with.
+const LLAMA3_MARKUP: [&str; 4] = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+];
+
 impl Protocol {
     /// Resolves the family's special tokens in `tokenizer`; errors name the
     /// token the checkpoint lacks.
@@ -86,7 +94,19 @@ impl Protocol {
             }
             Family::Rlhflow => {
                 p.plus_minus = Some((last("+")?, last("-")?));
-                p.chat.get_or_insert(ChatFormat::Llama31);
+                let chat = p.chat.get_or_insert(ChatFormat::Llama31).clone();
+                // Without these as single tokens the conversation would be
+                // tokenized as plain text: a prompt the model never saw, and
+                // scores that look fine.
+                if matches!(chat, ChatFormat::Llama3 | ChatFormat::Llama31) {
+                    for t in LLAMA3_MARKUP {
+                        if tokenizer.token_to_id(t).is_none() {
+                            return Err(missing(&format!(
+                                "the Llama-3 chat token `{t}` (its turns are Llama-3 conversations)"
+                            )));
+                        }
+                    }
+                }
             }
             Family::Confidence => {}
         }
@@ -123,11 +143,11 @@ pub fn encode(
             "a trace needs at least one step to score".into(),
         ));
     }
-    // Blank steps (whitespace or zero-width only) are refused like empty
+    // Blank steps (whitespace or invisible characters only) are refused like empty
     // ones, in every family: there is nothing in them to score.
     if let Some(i) = crate::validate::first_blank(steps.iter().copied()) {
         return Err(Error::InvalidArgument(format!(
-            "step {i} is empty (nothing but whitespace or zero-width characters)"
+            "step {i} is empty (nothing but whitespace or invisible characters)"
         )));
     }
     match protocol.family {
