@@ -1,2 +1,6 @@
-// Top-level await in main.js: the build targets browsers that have it.
-export default { build: { target: 'es2022' } };
+// What a Vite app needs for the package: module workers ('es': the engine's
+// worker imports the wasm glue) and ES2022 (main.js awaits at top level).
+export default {
+  build: { target: 'es2022' },
+  worker: { format: 'es' },
+};

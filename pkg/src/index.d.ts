@@ -169,11 +169,13 @@ export interface ResponseTraceInput {
   referenceAnswer?: string;
 }
 
-/** One chat message; the core reads `role` and `content`. */
+/** One chat message as the core reads it (roles in any letter case; 'developer' is 'system', 'human' 'user', 'function'/'ipython' 'tool'). */
 export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant' | 'tool';
-  content: string;
+  role: 'system' | 'developer' | 'user' | 'human' | 'assistant' | 'tool' | 'function' | 'ipython';
+  content: string | null;
   name?: string;
+  tool_calls?: unknown[];
+  tool_call_id?: string;
 }
 
 /** A chat: the problem is the first user message, the steps come from the assistant's turns. */
