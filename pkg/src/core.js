@@ -13,6 +13,7 @@ import {
   isSoftwareAdapter as wasmIsSoftwareAdapter,
   checkTraces as wasmCheckTraces,
 } from './wasm/stepscore_wasm.js';
+import { classifyModel } from './catalog.js';
 import { env } from './env.js';
 import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
@@ -299,6 +300,8 @@ export class StepScorer {
     checkLoadOptions(options);
     checkSignal(options.signal, 'StepScorer.load');
     await abortable(ready(), options.signal, 'loading');
+    // An unknown name or a missing path fails before any pool or worker starts.
+    if (typeof options.model === 'string') classifyModel(options.model);
     let engine;
     if (options.worker) {
       // Refuse what the worker would refuse before starting one.
