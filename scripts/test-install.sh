@@ -82,7 +82,7 @@ echo "   quickstart: $out"
 
 echo "== test-install: npm package in a page (Vite, Chromium)"
 mkdir "$work/browser"
-cp examples/browser/index.html examples/browser/main.js examples/browser/vite.config.js "$work/browser/"
+cp examples/browser/index.html examples/browser/main.js examples/browser/vite.config.mjs "$work/browser/"
 cp scripts/install-checks/browser-checks.mjs "$work/browser/"
 vite=$(node -p 'require("./web/package-lock.json").packages["node_modules/vite"].version')
 playwright=$(node -p 'require("./pkg/package.json").devDependencies["playwright-core"]')
