@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The release artifacts, one command, into target/release-artifacts/:
 #   stepscore-<version>.tgz                 npm pack of pkg/ (both wasm builds inside)
-#   stepscore-<version>-cp39-abi3-<tag>.whl  the Python wheel (maturin, abi3, manylinux2014 via zig)
+#   stepscore-<version>-cp39-abi3-<tag>.whl  the Python wheel (maturin, abi3; release: manylinux2014 via zig)
 #   stepscore-<version>.tar.gz              the Python sdist
 #   stepscore-<version>-<target>.tar.gz     the CLI: binary, README.md, LICENSE
 # Publishing them stays a maintainer's step.
@@ -9,7 +9,11 @@
 #   scripts/release.sh                  release profile (what would be published)
 #   scripts/release.sh --profile dev    CI: the dev profile (opt-level 2 for the core and
 #                                       dependencies), reusing what `cargo test --workspace`
-#                                       built, and pkg/dist when scripts/build-wasm.sh made it
+#                                       built, and pkg/dist when scripts/build-wasm.sh made it;
+#                                       its wheel is linked by the host's toolchain (the tag
+#                                       maturin's audit finds for this machine's glibc): zig
+#                                       builds for an explicit --target, in a target dir of its
+#                                       own, which would rebuild every dependency
 # The wasm builds are always scripts/build-wasm.sh's (profile wasm-release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,13 +49,17 @@ rm pkg/LICENSE
 
 step "Python wheel and sdist"
 # maturin and zig (the `ziglang` wheel) in a venv of their own: zig links the
-# extension against glibc 2.17, which manylinux2014 names.
+# release extension against glibc 2.17, which manylinux2014 names.
 venv=target/release-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9.4,<2" "ziglang>=0.13"
 maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
-if [ "$profile" = dev ]; then maturin_args+=(--profile dev); else maturin_args+=(--release); fi
-PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}" --zig --compatibility manylinux2014
+if [ "$profile" = dev ]; then
+    maturin_args+=(--profile dev)
+else
+    maturin_args+=(--release --zig --compatibility manylinux2014)
+fi
+PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}"
 PATH="$PWD/$venv/bin:$PATH" maturin sdist -m crates/stepscore-py/Cargo.toml --out "$out"
 
 step "CLI archive"
