@@ -20,6 +20,7 @@ pub mod par;
 pub mod prm;
 pub mod quant;
 pub mod reward;
+pub mod sample;
 pub mod segment;
 pub mod select;
 #[cfg(any(test, feature = "testing"))]

@@ -28,6 +28,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("tokenizer", 4),
     ("model", 4),
     ("gpu", 5),
+    ("sample", 5),
     ("prm", 6),
     ("catalog", 7),
     ("testing", 8),

