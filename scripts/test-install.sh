@@ -7,8 +7,8 @@
 #   page:   examples/browser bundled by Vite from the installed tarball, in headless Chromium;
 #   Python: a fresh venv, `pip install ./stepscore-*.whl`, the README's snippet;
 #   CLI:    the unpacked archive, `stepscore score examples/traces.jsonl`.
-# Models come from scripts/hub-server.mjs, a local server in the hub's URL
-# layout over the model cache (~/.cache/stepscore); never the network. Only
+# Models come from tests/hub/hub_server.py, a local server in the hub's URL
+# layout serving SmolLM2 from the model cache (~/.cache/stepscore); never the network. Only
 # the npm registry (vite, playwright-core) and PyPI (numpy) are used, through
 # the machine's package caches. SmolLM2 missing from the cache: SKIPPED.
 set -euo pipefail
@@ -57,17 +57,29 @@ clean() {
         npm_config_update_notifier=false PIP_CACHE_DIR="$pip_cache" PIP_DISABLE_PIP_VERSION_CHECK=1 "$@"
 }
 
-# start_hub VAR [args]: a hub server; its URL in $VAR.
+# The fast PRM's hub source, from the core's catalog (the CLI's JSON listing).
+mkdir "$work/cli"
+tar -C "$work/cli" -xzf "${cli[0]}"
+bin=("$work"/cli/stepscore-*/stepscore)
+read -r repo revision file < <(clean "${bin[0]}" fetch --list --json | python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e["name"] == "stepscore-prm-smollm2":
+        hub = next(s["hub"] for s in e["file"]["sources"] if "hub" in s)
+        print(hub["repo"], hub["revision"], hub["file"])')
+
+# start_hub VAR [--tamper]: tests/hub/hub_server.py serving SmolLM2 as that hub file; its URL in $VAR.
 start_hub() {
     local var=$1 log="$work/hub-$1.txt"
     shift
-    node scripts/hub-server.mjs --root "$models" "$@" >"$log" &
+    python3 tests/hub/hub_server.py --hub "$repo" "$revision" "$file" "$models/SmolLM2-135M-Instruct.Q4_1.gguf" "$@" >"$log" &
     pids+=($!)
-    for _ in $(seq 50); do [ -s "$log" ] && break; sleep 0.1; done
-    printf -v "$var" '%s' "$(head -1 "$log")"
+    for _ in $(seq 100); do [ -s "$log" ] && break; sleep 0.1; done
+    printf -v "$var" '%s' "$(sed -n 's/^listening on //p' "$log" | head -1)"
 }
 start_hub hub
-start_hub tampered --tamper SmolLM2-135M-Instruct.Q4_1.gguf
+start_hub tampered --tamper
 echo "== test-install: hub $hub (tampered copy: $tampered)"
 
 echo "== test-install: npm package in Node"
@@ -91,22 +103,14 @@ playwright=$(node -p 'require("./pkg/package.json").devDependencies["playwright-
     clean npx vite build --logLevel warn)
 (cd "$work/browser" && clean CHROMIUM="$chromium" HUB="$hub" node browser-checks.mjs)
 
-mkdir "$work/cli"
-tar -C "$work/cli" -xzf "${cli[0]}"
-bin=("$work"/cli/stepscore-*/stepscore)
-# Native hub downloads (HF_ENDPOINT into an empty cache) where the core's
-# catalog lists hub sources; otherwise the pre-fetched cache. No network either way.
-native_cache=$models
-if clean "${bin[0]}" fetch --list --json 2>/dev/null | grep -q '"hub'; then
-    native_cache=$work/native-cache
-else
-    echo "   (the CLI's catalog lists no hub sources: the CLI and Python read the pre-fetched $models)"
-fi
+# Native hub downloads too: HF_ENDPOINT into empty caches; PIP_INDEX_URL (the
+# native fetch's mirror) points nowhere, so a failing hub cannot reach PyPI.
+no_index=http://127.0.0.1:9/simple
 
 echo "== test-install: Python wheel in a fresh venv"
 clean python3 -m venv "$work/venv"
 clean "$work/venv/bin/python" -m pip install -q "${whl[0]}"
-(cd "$work" && clean HF_ENDPOINT="$hub" STEPSCORE_CACHE="$native_cache" "$work/venv/bin/python" - <<'PY'
+(cd "$work" && clean HF_ENDPOINT="$hub" PIP_INDEX_URL="$no_index" STEPSCORE_CACHE="$work/py-cache" "$work/venv/bin/python" - <<'PY'
 import stepscore
 
 scorer = stepscore.Scorer("stepscore-prm-smollm2")
@@ -118,7 +122,7 @@ PY
 
 echo "== test-install: CLI archive"
 for f in README.md LICENSE; do [ -f "$(dirname "${bin[0]}")/$f" ] || { echo "test-install: $f missing from the CLI archive" >&2; exit 1; }; done
-rows=$(clean HF_ENDPOINT="$hub" STEPSCORE_CACHE="$native_cache" "${bin[0]}" score "$repo/examples/traces.jsonl" \
+rows=$(clean HF_ENDPOINT="$hub" PIP_INDEX_URL="$no_index" STEPSCORE_CACHE="$work/cli-cache" "${bin[0]}" score "$repo/examples/traces.jsonl" \
     --model stepscore-prm-smollm2 --output jsonl | wc -l)
 if [ "$rows" -ne 4 ]; then
     echo "test-install: the CLI scored $rows traces of examples/traces.jsonl, expected 4" >&2

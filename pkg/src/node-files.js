@@ -32,7 +32,7 @@ function sha256(bytes) {
  */
 async function catalogFile(entry, url, downloader, hint) {
   const dir = cacheDir();
-  const { name, size, sha256: want } = entry.file;
+  const { file_name: name, size, sha256: want } = entry.file;
   const path = dir ? join(dir, name) : null;
   if (path && existsSync(path)) {
     const bytes = await readFile(path);

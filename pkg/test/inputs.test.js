@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { existsSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { StepScorer, catalog, readTraces } from 'stepscore';
 import { FIXTURES, SMOLLM2, checkpointFiles, rejectsWith } from './helpers.js';
 import { CHAT_ROLES, TRACE_INPUTS } from './trace-inputs.js';
@@ -57,12 +58,16 @@ test('Node: a local path (relative or absolute) loads; a missing one is an I/O e
   for (const n of names) assert.match(e.message, new RegExp(n.replace('.', '\\.')));
 });
 
-test('catalog entries carry the core pins (names, sizes, sha256) and PRM entries their head', () => {
-  for (const e of catalog()) {
+test('catalog() is the core's catalog: the CLI's `fetch --list --json` rows, less their cache state', () => {
+  const entries = catalog();
+  for (const e of entries) {
     assert.match(e.file.sha256, /^[0-9a-f]{64}$/, e.name);
-    assert.ok(Number.isSafeInteger(e.file.size) && e.file.size > 0, e.name);
-    assert.equal(e.name.startsWith('stepscore-prm-'), e.head !== null, e.name);
+    assert.equal(e.kind === 'prm', typeof e.head === 'string', e.name);
   }
+  const cli = fileURLToPath(new URL('../../target/debug/stepscore', import.meta.url));
+  if (!existsSync(cli)) return; // the CLI is built before these tests in scripts/test.sh
+  const rows = execFileSync(cli, ['fetch', '--list', '--json'], { encoding: 'utf8' }).trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(entries, rows.map(({ cached, path, default: _, ...entry }) => entry));
 });
 
 test('info().threshold is the head file\'s stepscore.threshold; scorer.firstError defaults to it', { skip: !existsSync(SMOLLM2) && 'SmolLM2 not in the cache' }, async () => {

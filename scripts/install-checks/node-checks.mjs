@@ -22,7 +22,7 @@ await assert.rejects(StepScorer.load('stepscore-prm-smollm2'), (e) => {
 });
 const dir = process.env.STEPSCORE_CACHE;
 const left = existsSync(dir) ? readdirSync(dir) : [];
-assert.ok(!existsSync(join(dir, entry.file.name)), `a refused download was cached: ${left}`);
+assert.ok(!existsSync(join(dir, entry.file.file_name)), `a refused download was cached: ${left}`);
 assert.deepEqual(left.filter((f) => f.includes('.part-')), [], 'no partial file left behind');
 
 await assert.rejects(StepScorer.load('stepscore-prm-smolm2'), (e) => {

@@ -486,11 +486,11 @@ pub fn check_traces(traces: JsValue) -> JsResult<usize> {
     Ok(traces.len())
 }
 
-/// The core's model catalog (`stepscore fetch --list`): what a model name
-/// given to `StepScorer.load` means.
+/// The core's model catalog, in the core's own JSON form (`stepscore fetch
+/// --list --json`): what a model name given to `StepScorer.load` means.
 #[wasm_bindgen]
 pub fn catalog() -> JsResult<JsValue> {
-    to_js(&output::catalog_entries())
+    to_js(&stepscore::catalog::ENTRIES)
 }
 
 /// Every backend name the core accepts, canonical ones first.

@@ -492,39 +492,3 @@ mod tests {
     }
 }
 
-/// One catalog entry as the package's JS reads it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CatalogEntry {
-    pub name: &'static str,
-    pub summary: &'static str,
-    /// The head the core embeds for a PRM entry; `None` for a backbone.
-    pub head: Option<&'static str>,
-    pub file: CatalogFile,
-    pub license: &'static str,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CatalogFile {
-    pub name: &'static str,
-    pub size: u64,
-    pub sha256: &'static str,
-}
-
-pub fn catalog_entries() -> Vec<CatalogEntry> {
-    stepscore::catalog::ENTRIES
-        .iter()
-        .map(|e| CatalogEntry {
-            name: e.name,
-            summary: e.summary,
-            head: e.head(),
-            file: CatalogFile {
-                name: e.file.file_name,
-                size: e.file.size,
-                sha256: e.file.sha256,
-            },
-            license: e.license,
-        })
-        .collect()
-}
