@@ -58,7 +58,7 @@ test('Node: a local path (relative or absolute) loads; a missing one is an I/O e
   for (const n of names) assert.match(e.message, new RegExp(n.replace('.', '\\.')));
 });
 
-test('catalog() is the core's catalog: the CLI's `fetch --list --json` rows, less their cache state', () => {
+test("catalog() is the core's catalog: the CLI's `fetch --list --json` rows, less their cache state", () => {
   const entries = catalog();
   for (const e of entries) {
     assert.match(e.file.sha256, /^[0-9a-f]{64}$/, e.name);
