@@ -61,7 +61,7 @@ clean() {
 mkdir "$work/cli"
 tar -C "$work/cli" -xzf "${cli[0]}"
 bin=("$work"/cli/stepscore-*/stepscore)
-read -r repo revision file < <(clean "${bin[0]}" fetch --list --json | python3 -c '
+read -r hub_repo hub_revision hub_file < <(clean "${bin[0]}" fetch --list --json | python3 -c '
 import json, sys
 for line in sys.stdin:
     e = json.loads(line)
@@ -73,7 +73,7 @@ for line in sys.stdin:
 start_hub() {
     local var=$1 log="$work/hub-$1.txt"
     shift
-    python3 tests/hub/hub_server.py --hub "$repo" "$revision" "$file" "$models/SmolLM2-135M-Instruct.Q4_1.gguf" "$@" >"$log" &
+    python3 tests/hub/hub_server.py --hub "$hub_repo" "$hub_revision" "$hub_file" "$models/SmolLM2-135M-Instruct.Q4_1.gguf" "$@" >"$log" &
     pids+=($!)
     for _ in $(seq 100); do [ -s "$log" ] && break; sleep 0.1; done
     printf -v "$var" '%s' "$(sed -n 's/^listening on //p' "$log" | head -1)"
