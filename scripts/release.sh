@@ -52,7 +52,10 @@ step "Python wheel and sdist"
 # release extension against glibc 2.17, which manylinux2014 names.
 venv=target/release-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.9.4,<2" "ziglang>=0.13"
+tools=("maturin>=1.9.4,<2")
+# zig only for the release profile (the dev wheel is linked by the host's toolchain).
+if [ "$profile" = release ]; then tools+=("ziglang>=0.13"); fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${tools[@]}"
 maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
 if [ "$profile" = dev ]; then
     maturin_args+=(--profile dev)
