@@ -287,6 +287,39 @@ mod tests {
     }
 
     #[test]
+    fn a_catalog_entry_loads_with_the_core_head_and_its_pins_are_checked() {
+        let options = parse_options(&Value::Null).unwrap();
+        let unknown = load_catalog(vec![0; 8], "stepscore-prm-smolm2", &options).unwrap_err();
+        assert_eq!(unknown.code, Code::InvalidArgument);
+        assert!(
+            unknown.message.contains("stepscore-prm-smollm2"),
+            "{}",
+            unknown.message
+        );
+        let short = load_catalog(vec![0; 8], "stepscore-prm-smollm2", &options).unwrap_err();
+        assert_eq!(short.code, Code::ModelInvalid);
+        assert!(short.message.contains("98362432"), "{}", short.message);
+        let Some(path) = stepscore::testing::find_smollm2_gguf() else {
+            eprintln!("SKIPPED: SmolLM2 GGUF not in the cache (run `stepscore fetch`)");
+            return;
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        let prm = load_catalog(bytes.clone(), "stepscore-prm-smollm2", &options).unwrap();
+        // The embedded SmolLM2 head ships no threshold; the backbone entry has no head.
+        assert_eq!(
+            (prm.info().family, prm.info().threshold),
+            ("value-head", None)
+        );
+        let backbone = load_catalog(
+            bytes,
+            "smollm2-135m",
+            &parse_options(&serde_json::json!({"family": "confidence"})).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(backbone.info().family, "confidence");
+    }
+
+    #[test]
     fn gguf_plus_head_file_scores_like_the_core_and_refuses_bad_heads_by_name() {
         let Some(path) = stepscore::testing::find_smollm2_gguf() else {
             eprintln!("SKIPPED: SmolLM2 GGUF not in the cache (run `stepscore fetch`)");
