@@ -24,6 +24,9 @@ cargo test --workspace --locked
 # `stepscore train` lives behind the CLI's `train` feature (burn stays out of default builds).
 cargo test --locked -p stepscore-cli --features train --test train_cli
 
+echo "== reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
+python3 scripts/soak-serve.py --bin target/debug/stepscore --requests 300 --clients 8
+
 echo "== wasm package (pkg/): build"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then

@@ -35,7 +35,8 @@ pub struct ModelArgs {
     #[arg(long, default_value = "auto")]
     pub backend: Backend,
 
-    /// CPU threads (0: all cores; more than the cores are capped, with a note).
+    /// CPU threads (0: the CPUs this process may use, fewer when OMP_NUM_THREADS says so;
+    /// more than the cores are capped, with a note).
     #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 

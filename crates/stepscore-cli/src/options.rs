@@ -27,12 +27,54 @@ pub fn positive(s: &str) -> Result<usize, String> {
     }
 }
 
+/// A count from 1 to `MAX` (`serve --queue`, `--max-connections`): a
+/// bound the server turns into semaphores and buffers, so a huge value is
+/// refused here rather than failing after the model loaded.
+pub fn bounded_count<const MAX: usize>(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<u128>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) if n <= MAX as u128 => Ok(n as usize),
+        Ok(n) => Err(format!("{n} is over the limit of {MAX}")),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
+    }
+}
+
+/// The longest timeout a flag takes: one week.
+const MAX_SECONDS: f64 = 7.0 * 24.0 * 3600.0;
+
+/// A duration in seconds (`serve --timeout 2.5`): positive, finite, at most a week.
+pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
+    let x: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if !(x > 0.0) {
+        return Err(format!("{s} is not a positive number of seconds"));
+    }
+    if x > MAX_SECONDS {
+        return Err(format!(
+            "{s} seconds is over the limit of {MAX_SECONDS} (one week)"
+        ));
+    }
+    Ok(std::time::Duration::from_secs_f64(x))
+}
+
+/// A finite number (`serve --unscored-reward`): NaN and infinities are
+/// not rewards.
+pub fn finite_number(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() => Ok(x),
+        Ok(_) => Err(format!("{s} is not a finite number")),
+        Err(_) => Err(format!("`{s}` is not a number")),
+    }
+}
+
 /// The cores this process may use.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// CPU threads: 0 means all cores; more threads than cores only adds
+/// CPU threads: 0 means `stepscore::par::default_threads`; more threads than cores only adds
 /// contention (100,000 threads on 2 cores ran 3.6x slower), so the value is
 /// capped at the cores with a note on stderr.
 pub fn threads(s: &str) -> Result<usize, String> {

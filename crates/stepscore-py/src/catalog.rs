@@ -37,16 +37,14 @@ fn cache() -> Result<PathBuf> {
 fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
     let name = entry.name;
     // Downloads are rare and slow: say so on stderr, as the CLI does off a terminal.
-    let mut progress = |p: Progress| {
-        match p {
-            Progress::Downloading { part, parts, what } => {
-                eprintln!("stepscore: {name}: {what} (part {part}/{parts})")
-            }
-            Progress::SourceFailed { why } => {
-                eprintln!("stepscore: {name}: {why}; trying the next source")
-            }
-            _ => {}
+    let mut progress = |p: Progress| match p {
+        Progress::Downloading { part, parts, what } => {
+            eprintln!("stepscore: {name}: {what} (part {part}/{parts})")
         }
+        Progress::SourceFailed { why } => {
+            eprintln!("stepscore: {name}: {why}; trying the next source")
+        }
+        _ => {}
     };
     catalog::fetch::ensure(&entry.file, &cache()?, force, &mut progress)
 }

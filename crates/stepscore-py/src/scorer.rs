@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
 use stepscore::ggml::GgmlType;
 use stepscore::prm::{
@@ -231,9 +231,16 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 /// (SmolLM2-135M-Instruct with stepscore's trained value head). `head` is a
 /// PRM head in its own safetensors file (e.g. from `stepscore train`). `family` (score-head, value-head,
 /// math-shepherd, rlhflow, confidence) is detected when omitted. `backend`
-/// is cpu (default), gpu or auto. `threads=0` uses every core. Traces over
+/// is cpu (default), gpu or auto. `threads` (None or 0: this process's
+/// share, see `info()["threads_source"]`): the CPUs it may use (affinity,
+/// cgroup quota), fewer when `OMP_NUM_THREADS` says so (torchrun's ranks), or
+/// inside a Ray worker the CPUs Ray reserved for it. Traces over
 /// `max_tokens` (at most the model's context) raise `TraceTooLongError`,
 /// or with `truncate=True` are scored up to the last step that fits.
+///
+/// A scorer pickles as the arguments it was opened with (a catalog name
+/// stays a name, a path becomes absolute; a default thread count is worked
+/// out again where it is unpickled), so Ray and verl can ship it to workers.
 ///
 /// >>> scorer = Scorer("tests/fixtures/prm/skywork-prm-tiny")
 /// >>> scorer.score("What is 2+3?", ["2+3 = 5.", "The answer is 5."]).step_scores
@@ -242,12 +249,85 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 pub struct Scorer {
     inner: Arc<CoreScorer>,
     model: PathBuf,
+    args: OpenArgs,
+    threads_source: String,
+}
+
+/// What `score_batch` does with a trace it cannot score.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ErrorMode {
+    Raise,
+    None,
+    Return,
+}
+
+/// What a scorer was opened with: how it pickles.
+#[derive(Debug, Clone)]
+struct OpenArgs {
+    model: Option<PathBuf>,
+    head: Option<PathBuf>,
+    family: Option<String>,
+    backend: String,
+    threads: Option<usize>,
+    max_tokens: Option<usize>,
+    truncate: bool,
+    quantize: Option<String>,
+}
+
+/// A path argument that names an existing file, made absolute so it means
+/// the same file in a worker with another working directory; anything else
+/// (a catalog name) as given.
+fn portable(p: Option<PathBuf>) -> Option<PathBuf> {
+    p.map(|p| match p.exists() {
+        true => std::path::absolute(&p).unwrap_or(p),
+        false => p,
+    })
+}
+
+/// The CPUs Ray reserved for this worker (an actor or task), by Ray's own
+/// rule for `OMP_NUM_THREADS`: the floor of its CPU resource, at least 1, and
+/// 1 for an actor that reserved none. None outside a Ray worker (Ray not
+/// imported, not initialized, or this is the driver).
+fn ray_cpus(py: Python<'_>) -> PyResult<Option<(usize, String)>> {
+    let modules = py.import("sys")?.getattr("modules")?;
+    let Ok(ray) = modules.get_item("ray") else {
+        return Ok(None);
+    };
+    if !ray.call_method0("is_initialized")?.is_truthy()? {
+        return Ok(None);
+    }
+    let ctx = ray.call_method0("get_runtime_context")?;
+    let worker_mode = py.import("ray._private.worker")?.getattr("WORKER_MODE")?;
+    if !ctx.getattr("worker")?.getattr("mode")?.eq(worker_mode)? {
+        return Ok(None);
+    }
+    let assigned = ctx.call_method0("get_assigned_resources")?;
+    let cpu: Option<f64> = assigned.call_method1("get", ("CPU",))?.extract()?;
+    Ok(Some(match cpu {
+        Some(c) => (
+            (c.floor() as usize).max(1),
+            format!("Ray reserved CPU={c} for this worker"),
+        ),
+        None => (1, "a Ray actor that reserved no CPU (Ray's rule: 1)".into()),
+    }))
+}
+
+/// The thread count for `threads` and where it came from.
+fn choose_threads(py: Python<'_>, threads: Option<usize>) -> PyResult<(usize, String)> {
+    if let Some(n) = threads.filter(|&n| n > 0) {
+        return Ok((n, format!("{n}: threads={n}")));
+    }
+    let budget = stepscore::par::default_threads();
+    Ok(match ray_cpus(py)? {
+        Some((n, why)) if n <= budget.threads => (n, format!("{n}: {why}")),
+        _ => (budget.threads, budget.source),
+    })
 }
 
 #[pymethods]
 impl Scorer {
     #[new]
-    #[pyo3(signature = (model = None, *, head = None, family = None, backend = "cpu", threads = 0,
+    #[pyo3(signature = (model = None, *, head = None, family = None, backend = "cpu", threads = None,
                         max_tokens = None, truncate = false, quantize = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -256,11 +336,22 @@ impl Scorer {
         head: Option<PathBuf>,
         family: Option<&str>,
         backend: &str,
-        threads: usize,
+        threads: Option<usize>,
         max_tokens: Option<usize>,
         truncate: bool,
         quantize: Option<&str>,
     ) -> PyResult<Self> {
+        let args = OpenArgs {
+            model: portable(model.clone()),
+            head: portable(head.clone()),
+            family: family.map(str::to_string),
+            backend: backend.to_string(),
+            threads: threads.filter(|&n| n > 0),
+            max_tokens,
+            truncate,
+            quantize: quantize.map(str::to_string),
+        };
+        let (threads, threads_source) = choose_threads(py, threads)?;
         let options = ScorerOptions {
             family: family.map(str::parse::<Family>).transpose().py_err(py)?,
             threads,
@@ -293,7 +384,48 @@ impl Scorer {
         Ok(Scorer {
             inner: Arc::new(scorer),
             model: path,
+            args,
+            threads_source,
         })
+    }
+
+    /// Pickling: the arguments it was opened with (see the class docs).
+    fn __getnewargs_ex__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyTuple>, Bound<'py, PyDict>)> {
+        let a = &self.args;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("head", &a.head)?;
+        kwargs.set_item("family", &a.family)?;
+        kwargs.set_item("backend", &a.backend)?;
+        kwargs.set_item("threads", a.threads)?;
+        kwargs.set_item("max_tokens", a.max_tokens)?;
+        kwargs.set_item("truncate", a.truncate)?;
+        kwargs.set_item("quantize", &a.quantize)?;
+        Ok((PyTuple::new(py, [a.model.clone()])?, kwargs))
+    }
+
+    /// The engine threads this scorer runs.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.inner.model().threads()
+    }
+
+    /// What this scorer is: `model` (the file), `family`, `backend` (which
+    /// engine and why), `threads` and `threads_source` (why that many),
+    /// `max_tokens`, `threshold`, `version`.
+    fn info<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        d.set_item("model", &self.model)?;
+        d.set_item("family", self.family())?;
+        d.set_item("backend", self.backend())?;
+        d.set_item("threads", self.threads())?;
+        d.set_item("threads_source", &self.threads_source)?;
+        d.set_item("max_tokens", self.max_tokens())?;
+        d.set_item("threshold", self.threshold())?;
+        d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+        Ok(d)
     }
 
     /// The PRM family in use.
@@ -357,7 +489,9 @@ impl Scorer {
     /// reads (ProcessBench, TRL PRM, raw `{problem, response}` cut by
     /// `segmenter`, chat `{messages}`, native). `errors="raise"` raises the
     /// first bad trace's error (its `index` attribute says which);
-    /// `errors="none"` puts None in its place and scores the rest.
+    /// `errors="none"` puts None in its place and scores the rest;
+    /// `errors="return"` puts the error itself (a `StepscoreError` or
+    /// `TypeError` with its `index`) in its place and scores the rest.
     #[pyo3(signature = (traces, *, segmenter = "auto", errors = "raise", token_logprobs = false))]
     fn score_batch(
         &self,
@@ -366,28 +500,29 @@ impl Scorer {
         segmenter: &str,
         errors: &str,
         token_logprobs: bool,
-    ) -> PyResult<Vec<Option<TraceScore>>> {
-        let raise = match errors {
-            "raise" => true,
-            "none" => false,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let mode = match errors {
+            "raise" => ErrorMode::Raise,
+            "none" => ErrorMode::None,
+            "return" => ErrorMode::Return,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "errors must be \"raise\" or \"none\", got {other:?}"
+                    "errors must be \"raise\", \"none\" or \"return\", got {other:?}"
                 )))
             }
         };
         let seg: Segmenter = segmenter.parse().py_err(py)?;
         let parsed = crate::traces::traces(py, traces, &seg)?;
         let mut good = Vec::with_capacity(parsed.len());
-        let mut slots: Vec<Option<usize>> = Vec::with_capacity(parsed.len());
-        for r in parsed {
+        let mut slots: Vec<Result<usize, PyErr>> = Vec::with_capacity(parsed.len());
+        for (i, r) in parsed.into_iter().enumerate() {
             match r {
                 Ok(t) => {
-                    slots.push(Some(good.len()));
+                    slots.push(Ok(good.len()));
                     good.push(t);
                 }
-                Err(e) if raise => return Err(e),
-                Err(_) => slots.push(None),
+                Err(e) if mode == ErrorMode::Raise => return Err(e),
+                Err(e) => slots.push(Err(with_index(py, e, i))),
             }
         }
         let scorer = Arc::clone(&self.inner);
@@ -405,10 +540,18 @@ impl Scorer {
             results.into_iter().map(Some).collect();
         let mut out = Vec::with_capacity(slots.len());
         for (i, slot) in slots.into_iter().enumerate() {
-            match slot.and_then(|k| results[k].take()) {
-                Some(Ok(score)) => out.push(Some(score)),
-                Some(Err(e)) if raise => return Err(with_index(py, to_py(py, e), i)),
-                _ => out.push(None),
+            let outcome = match slot {
+                Ok(k) => results[k]
+                    .take()
+                    .expect("each good trace has one result")
+                    .map_err(|e| with_index(py, to_py(py, e), i)),
+                Err(e) => Err(e),
+            };
+            match (outcome, mode) {
+                (Ok(score), _) => out.push(Py::new(py, score)?.into_any()),
+                (Err(e), ErrorMode::Raise) => return Err(e),
+                (Err(_), ErrorMode::None) => out.push(py.None()),
+                (Err(e), ErrorMode::Return) => out.push(e.into_value(py).into_any()),
             }
         }
         Ok(out)

@@ -56,3 +56,30 @@ def test_map_batches_with_the_class(cluster):
     for r in ds.take_all():
         want = scorer.score(r["problem"], list(r["steps"])).step_scores
         assert list(r["step_scores"]) == want
+
+
+def test_an_actor_runs_the_cpus_ray_reserved(cluster):
+    import stepscore
+
+    # OMP_NUM_THREADS set by the user (Ray leaves it alone): Ray's own reservation still wins.
+    @ray.remote(num_cpus=1, runtime_env={"env_vars": {"OMP_NUM_THREADS": "2"}})
+    class Probe:
+        def info(self, model):
+            return stepscore.Scorer(model).info()
+
+    info = ray.get(Probe.remote().info.remote(str(TINY)))
+    assert info["threads"] == 1
+    assert info["threads_source"] == "1: Ray reserved CPU=1 for this worker", info
+
+
+def test_a_scorer_ships_to_a_ray_task(cluster):
+    import stepscore
+
+    scorer = stepscore.Scorer(TINY, threads=1)
+    steps = ["12 + 21 = 33.", "The answer is 33."]
+
+    @ray.remote(num_cpus=0.5)
+    def score(s):  # Ray pickles the scorer into the worker
+        return s.score("What is 12 + 21?", steps).step_scores
+
+    assert ray.get(score.remote(scorer)) == scorer.score("What is 12 + 21?", steps).step_scores

@@ -48,7 +48,7 @@ def test_routes_equal_the_library(serve, tiny):
         assert res["error"] is None
         assert all(abs(a - b) <= 1e-6 for a, b in zip(res["step_scores"], want))
         assert abs(res["score"] - min(want)) <= 1e-6
-    assert results[-1]["error"]["kind"] == "input" and "steps" in results[-1]["error"]["message"]
+    assert results[-1]["error"]["code"] == "input" and "steps" in results[-1]["error"]["message"]
     text = c.metrics()
     assert 'stepscore_requests_total{route="get_reward",status="200"} 1' in text
     assert "stepscore_traces_scored_total 14" in text
@@ -99,9 +99,9 @@ def test_size_limits_answer_413(serve):
     assert e.value.status == 413
     with pytest.raises(ServerError) as e:
         c.get_reward(["a", "b", "c", "d"])
-    assert e.value.status == 413 and e.value.body["error"]["kind"] == "too_many_traces"
+    assert e.value.status == 413 and e.value.body["error"]["code"] == "too_many_traces"
     res = c.score([{"problem": "p", "steps": ["y" * 300]}, {"problem": "p", "steps": ["ok."]}])
-    assert res[0]["error"]["kind"] == "trace_too_long" and res[1]["error"] is None
+    assert res[0]["error"]["code"] == "trace_too_long" and res[1]["error"] is None
     assert srv.stop() == 0
 
 
@@ -132,16 +132,19 @@ def test_full_queue_answers_429_and_slow_work_504(serve):
     assert srv.stop() == 0
 
 
+JSON = {"Content-Type": "application/json"}
+
+
 def test_bad_requests_answer_400(serve):
     srv = serve("--model", str(TINY))
     for body in [b"not json", b"[1, 2]", json.dumps({"query": "one string"}).encode(),
                  json.dumps({"query": ["a"], "prompts": ["a", "b"]}).encode()]:
-        req = urllib.request.Request(srv.url + "/get_reward", data=body, method="POST")
+        req = urllib.request.Request(srv.url + "/get_reward", data=body, method="POST", headers=JSON)
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(req, timeout=10)
         assert e.value.code == 400
         assert "error" in json.loads(e.value.read())
-    req = urllib.request.Request(srv.url + "/v1/score", data=b'{"traces": 3}', method="POST")
+    req = urllib.request.Request(srv.url + "/v1/score", data=b'{"traces": 3}', method="POST", headers=JSON)
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
     assert e.value.code == 400

@@ -11,6 +11,11 @@
 //!   `worker_threads` that the JS host starts ([`build_pool`]); the calling
 //!   thread takes the first item and the pool the rest;
 //! - plain wasm32: one thread, the items in order.
+//!
+//! [`default_threads`] is the one rule for how many threads a process uses
+//! when it names no count: the CPUs it may use, capped by `OMP_NUM_THREADS`
+//! (how Ray tells an actor its `num_cpus` and torchrun each rank its share),
+//! so N trainer ranks on one machine do not each start every core's worth.
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod pool {
@@ -50,6 +55,62 @@ pub fn usable(requested: usize) -> usize {
         requested.clamp(1, available())
     } else {
         requested.max(1)
+    }
+}
+
+/// How many engine threads a process gets when it names no count, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ThreadBudget {
+    pub threads: usize,
+    /// Where the count came from, for `info` and `doctor` output.
+    pub source: String,
+}
+
+/// The thread count for a request of 0: [`available`] (natively the CPUs this
+/// process may use: its affinity mask and cgroup CPU quota, as
+/// `available_parallelism` reads them), capped by `OMP_NUM_THREADS` when that
+/// is set to a smaller count. Ray sets it in every worker to the CPUs the
+/// actor or task reserved (at least 1), torchrun to 1 per rank; a process
+/// that shares its cores that way gets its share, not every core.
+pub fn default_threads() -> ThreadBudget {
+    budget(
+        available(),
+        std::env::var("OMP_NUM_THREADS").ok().as_deref(),
+    )
+}
+
+fn budget(cpus: usize, omp: Option<&str>) -> ThreadBudget {
+    let cpus_source = || {
+        if cfg!(target_arch = "wasm32") {
+            format!("{cpus}: the threads of this wasm build")
+        } else {
+            format!("{cpus}: the CPUs this process may use (affinity, cgroup quota)")
+        }
+    };
+    let Some(omp) = omp.map(str::trim).filter(|v| !v.is_empty()) else {
+        return ThreadBudget {
+            threads: cpus,
+            source: cpus_source(),
+        };
+    };
+    // OpenMP's syntax: a list for nested levels, the first is the outer one.
+    let first = omp.split(',').next().unwrap_or("").trim();
+    match first.parse::<usize>() {
+        Ok(n) if n >= 1 && n < cpus => ThreadBudget {
+            threads: n,
+            source: format!("{n}: OMP_NUM_THREADS={omp} (of {cpus} CPUs this process may use)"),
+        },
+        Ok(n) if n >= 1 => ThreadBudget {
+            threads: cpus,
+            source: format!("{}; OMP_NUM_THREADS={omp} is not fewer", cpus_source()),
+        },
+        _ => ThreadBudget {
+            threads: cpus,
+            source: format!(
+                "{}; OMP_NUM_THREADS={omp:?} is not a thread count and was not used",
+                cpus_source()
+            ),
+        },
     }
 }
 
@@ -178,5 +239,32 @@ mod tests {
         assert_eq!(usable(16), 16);
         assert!(available() >= 1);
         assert!(pooled());
+    }
+
+    #[test]
+    fn default_threads_follow_omp_num_threads_when_fewer() {
+        let b = budget(8, None);
+        assert_eq!(b.threads, 8);
+        assert!(b.source.contains("may use"), "{}", b.source);
+        // Ray's actor with num_cpus=2, torchrun's rank.
+        assert_eq!(budget(8, Some("2")).threads, 2);
+        assert!(budget(8, Some("2")).source.contains("OMP_NUM_THREADS=2"));
+        assert_eq!(budget(8, Some("1")).threads, 1);
+        assert_eq!(budget(8, Some(" 3,2 ")).threads, 3);
+        // More than this process may use: the CPUs, said so.
+        let more = budget(2, Some("16"));
+        assert_eq!(more.threads, 2);
+        assert!(more.source.contains("not fewer"), "{}", more.source);
+        // Not a count: not used, and said so (never a silent reinterpretation).
+        for bad in ["0", "-1", "four", "1.5"] {
+            let b = budget(4, Some(bad));
+            assert_eq!(b.threads, 4, "{bad}");
+            assert!(
+                b.source.contains("not a thread count"),
+                "{bad}: {}",
+                b.source
+            );
+        }
+        assert_eq!(budget(4, Some("")).threads, 4);
     }
 }

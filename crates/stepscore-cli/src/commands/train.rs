@@ -59,7 +59,7 @@ pub struct Args {
     #[arg(long, default_value_t = 20250607)]
     pub seed: u64,
 
-    /// CPU threads for feature extraction (0: all cores).
+    /// CPU threads for feature extraction (0: the default, as `--threads` of score).
     #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
 

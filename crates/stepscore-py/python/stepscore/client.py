@@ -6,6 +6,7 @@
 """
 
 import json
+import os
 import urllib.error
 import urllib.request
 from typing import Any, Dict, List, Optional, Sequence
@@ -24,17 +25,21 @@ class ServerError(Exception):
 
 
 class RewardClient:
-    """Posts JSON to a ``stepscore serve`` server."""
+    """Posts JSON to a ``stepscore serve`` server. ``api_key`` (default: the
+    ``STEPSCORE_API_KEY`` environment variable) is sent as a bearer token.
+    Error bodies are ``{"error": {"code", "message"}}``."""
 
-    def __init__(self, url: str, timeout: float = 60.0):
+    def __init__(self, url: str, timeout: float = 60.0, api_key: Optional[str] = None):
         self.url = url.rstrip("/")
         self.timeout = timeout
+        self.api_key = api_key if api_key is not None else os.environ.get("STEPSCORE_API_KEY")
 
     def _request(self, method: str, path: str, payload: Optional[Any] = None) -> Any:
         data = None if payload is None else json.dumps(payload).encode()
-        req = urllib.request.Request(
-            self.url + path, data=data, method=method, headers={"Content-Type": "application/json"}
-        )
+        headers = {"Content-Type": "application/json"}
+        if self.api_key:
+            headers["Authorization"] = f"Bearer {self.api_key}"
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                 body = resp.read()
@@ -62,6 +67,14 @@ class RewardClient:
         """The native route: per-step scores of each trace (row dicts with
         ``problem`` and ``steps``, or ``problem`` and ``response``)."""
         return self._request("POST", "/v1/score", {"traces": list(traces)})["results"]
+
+    def pooling(self, inputs: Sequence[str], model: Optional[str] = None) -> List[List[List[float]]]:
+        """vLLM's pooling route: per input (chat text, ``<extra_0>`` after each
+        step), one ``[p_incorrect, p_correct]`` pair per step."""
+        payload: Dict[str, Any] = {"input": list(inputs)}
+        if model is not None:
+            payload["model"] = model
+        return [d["data"] for d in self._request("POST", "/pooling", payload)["data"]]
 
     def health(self) -> Dict[str, Any]:
         return self._request("GET", "/health")

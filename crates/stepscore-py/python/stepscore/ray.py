@@ -27,7 +27,9 @@ class StepScorer:
     """A ``map_batches`` callable over numpy batches (``batch_format="numpy"``,
     Ray's default): loads the model once, then scores each batch with the
     interpreter released. Keyword arguments are :class:`stepscore.Scorer`'s
-    plus ``segmenter`` (for raw rows) and ``aggregation``."""
+    plus ``segmenter`` (for raw rows) and ``aggregation``. Without
+    ``threads`` the scorer runs as many engine threads as the CPUs Ray
+    reserved for the actor (``num_cpus``; 1 when none), not every core."""
 
     def __init__(self, model: str, *, segmenter: str = "auto", aggregation: str = "min", **scorer_options: Any):
         self.scorer = Scorer(model, **scorer_options)
@@ -38,14 +40,14 @@ class StepScorer:
         columns = list(batch)
         n = len(batch[columns[0]]) if columns else 0
         rows = [{c: batch[c][i] for c in columns if not _missing(batch[c][i])} for i in range(n)]
-        results = self.scorer.score_batch(rows, segmenter=self.segmenter, errors="none")
+        results = self.scorer.score_batch(rows, segmenter=self.segmenter, errors="return")
         step_scores = np.empty(n, dtype=object)
         score = np.full(n, np.nan)
         tokens = np.zeros(n, dtype=np.int64)
         error = np.empty(n, dtype=object)
         for i, r in enumerate(results):
-            if r is None:
-                error[i] = self._why(rows[i])
+            if isinstance(r, Exception):
+                error[i] = f"{type(r).__name__}: {r}"
                 step_scores[i] = []
                 continue
             step_scores[i] = r.step_scores
@@ -60,14 +62,6 @@ class StepScorer:
         out = {c: _plain(v) for c, v in batch.items()}
         out.update({"step_scores": step_scores, "score": score, "tokens": tokens, "error": error})
         return out
-
-    def _why(self, row: Dict[str, Any]) -> str:
-        # Only failed rows pay for this second pass, to report their error.
-        try:
-            self.scorer.score_batch([row], segmenter=self.segmenter)
-        except Exception as e:
-            return f"{type(e).__name__}: {e}"
-        return "unscored"
 
 
 def _plain(column: np.ndarray) -> np.ndarray:
@@ -97,14 +91,15 @@ def score_jsonl(
     **scorer_options: Any,
 ) -> Any:
     """Reads a JSONL dataset (a file or folder, local or any filesystem Ray
-    reads), scores it with ``concurrency`` actors (one model each, ``threads``
-    engine threads each, ``num_cpus`` Ray CPUs reserved per actor, default
-    ``threads`` or 1) and writes JSONL files into ``output`` when given.
+    reads), scores it with ``concurrency`` actors (one model each,
+    ``num_cpus`` Ray CPUs reserved per actor, default ``threads`` or 1; each
+    actor runs ``threads`` engine threads, by default the CPUs it reserved)
+    and writes JSONL files into ``output`` when given.
     Returns the scored ``ray.data.Dataset`` (lazy: consume it or pass
     ``output``)."""
     import ray.data
 
-    threads = int(scorer_options.get("threads", 0))
+    threads = int(scorer_options.get("threads") or 0)
     ds = ray.data.read_json(path)
     ds = ds.map_batches(
         StepScorer,

@@ -258,6 +258,17 @@ pub fn read_value(value: Value, opts: &ReadOptions, mut at: Location) -> Result<
     }
 }
 
+/// One row handed in as JSON text (an item of a request body): parsed by
+/// the same strict parser as a line of a file (duplicate keys refused, the
+/// number text kept as the parser keeps it), then [`read_value`]. A row
+/// that is not an object (an array, a string) is this row's error.
+pub fn read_row(json: &[u8], opts: &ReadOptions, at: Location) -> Result<Record> {
+    match strict::from_slice(json) {
+        Ok(v) => read_value(v, opts, at),
+        Err(e) => Err(parse_error(at, e)),
+    }
+}
+
 /// Streams traces out of JSON or JSONL; see the module docs for the layout
 /// rules. Yields one `Result` per row; bad rows do not stop the iteration.
 pub struct TraceReader<R: BufRead> {
@@ -564,10 +575,7 @@ impl<R: BufRead> TraceReader<R> {
             };
             return Err(self.too_long(at, what, bytes.len() as u64));
         }
-        match strict::from_slice(bytes) {
-            Ok(v) => self.convert(at, v),
-            Err(e) => Err(parse_error(at, e)),
-        }
+        read_row(bytes, &self.opts, at)
     }
 
     /// The next row: a good trace with its location, or a bad row's error.

@@ -48,13 +48,14 @@ pub enum Truncation {
 ///     backend: Backend::Auto,
 ///     ..ScorerOptions::default()
 /// };
-/// assert_eq!(options.threads, 0); // every core
+/// assert_eq!(options.threads, 0); // stepscore::par::default_threads()
 /// ```
 #[derive(Debug, Clone, Default)]
 pub struct ScorerOptions {
     /// The PRM family; detected from the checkpoint when `None`.
     pub family: Option<Family>,
-    /// Worker threads for the CPU engine; 0 means all available cores.
+    /// Worker threads for the CPU engine; 0 means [`crate::par::default_threads`]
+    /// (the CPUs this process may use, capped by `OMP_NUM_THREADS`).
     pub threads: usize,
     /// Token limit per trace; the model's context length when `None`
     /// (a smaller limit always wins).
@@ -903,11 +904,11 @@ fn load_head(
     }
 }
 
-/// 0 means every core the platform reports.
+/// 0 means the process's default ([`crate::par::default_threads`]).
 fn resolve_threads(requested: usize) -> usize {
     if requested > 0 {
         requested
     } else {
-        crate::par::available()
+        crate::par::default_threads().threads
     }
 }

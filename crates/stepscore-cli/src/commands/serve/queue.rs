@@ -5,7 +5,6 @@
 //! out), and answers each job on its own channel. Permits are returned when
 //! a job is answered, so the bound covers queued and running work alike.
 
-use std::sync::atomic::Ordering;
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,10 +12,11 @@ use stepscore::prm::{Scorer, TraceScore};
 use stepscore::Trace;
 use tokio::sync::{oneshot, OwnedSemaphorePermit, Semaphore};
 
-use super::metrics::Metrics;
+use super::metrics::{CodeLabels, Metrics};
+use super::request::{error_code, RowError};
 
-/// One trace's outcome: its scores, or the error kind and message.
-pub type Outcome = Result<TraceScore, (&'static str, String)>;
+/// One trace's outcome: its scores, or why it has none.
+pub type Outcome = Result<TraceScore, RowError>;
 
 struct Job {
     traces: Vec<Trace>,
@@ -111,8 +111,8 @@ impl Queue {
 
     /// How long the queued work should take at the recent pace (at least 1 s).
     fn drain_estimate(&self) -> Duration {
-        let scored = self.metrics.traces_scored.load(Ordering::Relaxed).max(1);
-        let busy = self.metrics.score_micros.load(Ordering::Relaxed) as f64 / 1e6;
+        let scored = self.metrics.traces_scored.get().max(1);
+        let busy = self.metrics.score_seconds.get();
         let per_trace = if busy > 0.0 {
             busy / scored as f64
         } else {
@@ -144,45 +144,55 @@ fn work(
                 Err(_) => break,
             }
         }
-        metrics.batches.fetch_add(1, Ordering::Relaxed);
-        metrics.batch_traces.fetch_add(n as u64, Ordering::Relaxed);
+        metrics.batches.inc();
+        metrics.batch_traces.inc_by(n as u64);
         for job in batch {
             if job.reply.is_closed() {
                 // The client timed out or went away: its traces are not scored.
-                metrics
-                    .cancelled
-                    .fetch_add(job.traces.len() as u64, Ordering::Relaxed);
+                metrics.cancelled.inc_by(job.traces.len() as u64);
                 continue;
             }
             let started = Instant::now();
-            let outcomes: Vec<Outcome> = job
-                .traces
-                .iter()
-                .map(|t| scorer.score(t).map_err(|e| (error_kind(&e), e.to_string())))
-                .collect();
-            let micros = started.elapsed().as_micros() as u64;
-            metrics.score_micros.fetch_add(micros, Ordering::Relaxed);
-            let bad = outcomes.iter().filter(|o| o.is_err()).count() as u64;
-            metrics.trace_errors.fetch_add(bad, Ordering::Relaxed);
+            let outcomes: Vec<Outcome> =
+                job.traces.iter().map(|t| finite(scorer.score(t))).collect();
             metrics
-                .traces_scored
-                .fetch_add(outcomes.len() as u64 - bad, Ordering::Relaxed);
+                .score_seconds
+                .inc_by(started.elapsed().as_secs_f64());
+            for o in &outcomes {
+                match o {
+                    Ok(_) => metrics.traces_scored.inc(),
+                    Err(e) => metrics
+                        .trace_errors
+                        .get_or_create(&CodeLabels { code: e.code })
+                        .inc(),
+                };
+            }
             let _ = job.reply.send(outcomes);
         }
     }
 }
 
-/// A stable name per error kind, for clients to branch on.
-pub fn error_kind(e: &stepscore::Error) -> &'static str {
-    use stepscore::Error;
-    match e {
-        Error::Input { .. } => "input",
-        Error::Io { .. } => "io",
-        Error::InvalidArgument(_) => "invalid_argument",
-        Error::Model { .. } => "model",
-        Error::TraceTooLong { .. } => "trace_too_long",
-        Error::Tokenizer(_) => "tokenizer",
-        Error::Gpu(_) => "gpu",
-        Error::Internal(_) => "internal",
+/// The engine's result as an outcome; a step score that is not a finite
+/// number is this trace's error, never a reward (whatever the engine let
+/// through: a head with NaN weights, a corrupt output tensor).
+fn finite(scored: stepscore::Result<TraceScore>) -> Outcome {
+    let score = scored.map_err(|e| RowError {
+        code: error_code(&e),
+        message: e.to_string(),
+    })?;
+    if let Some(i) = score
+        .step_scores
+        .iter()
+        .position(|s| s.is_some_and(|x| !x.is_finite()))
+    {
+        return Err(RowError {
+            code: "non_finite_score",
+            message: format!(
+                "step {} scored {:?}: the model or head produced a non-finite value",
+                i + 1,
+                score.step_scores[i].unwrap_or_default()
+            ),
+        });
     }
+    Ok(score)
 }

@@ -1,121 +1,147 @@
 //! The HTTP routes: request bodies in, queue jobs out, JSON answers back.
-//! Request-level limits answer with a status (400, 413, 429, 503, 504);
-//! a trace that cannot be scored is reported in its own slot of a 200
-//! answer, and the other traces are still scored.
+//! Request-level failures answer with a status and a JSON error (400, 401,
+//! 403, 404, 405, 408, 413, 415, 421, 429, 503, 504); a trace that cannot
+//! be scored is reported in its own slot of a 200 answer, and the other
+//! traces are still scored. Every answer is counted in `/metrics` by
+//! route, status and error code, with its latency.
 
-use std::io::Cursor;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, State as AxumState};
-use axum::http::{header, HeaderValue, StatusCode};
+use axum::extract::{Request, State as AxumState};
+use axum::http::{StatusCode, Uri};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::io::{ReadOptions, TraceReader};
-use stepscore::segment::{segment_response, Segmenter};
-use stepscore::Trace;
+use stepscore::segment::Segmenter;
 
+use super::access::Access;
+use super::answer::{error, ok_json, ApiError, ErrorCode};
+use super::body::BodyLimits;
 use super::metrics::Metrics;
 use super::queue::{Outcome, Queue, Rejected};
+use super::request::{self, BadRequest, Limits, RowError, Slot};
 
 pub struct State {
     pub queue: Arc<Queue>,
     pub metrics: Arc<Metrics>,
     pub family: &'static str,
+    /// The model's name in `/v1/models` and `/pooling` (`--served-model-name`).
+    pub model_name: String,
     pub segmenter: Segmenter,
     pub aggregation: Aggregation,
-    pub unscored_reward: f64,
-    pub max_traces: usize,
-    pub max_trace_bytes: usize,
+    /// The reward of an unscored trace; `None`: `null`.
+    pub unscored_reward: Option<f64>,
+    pub limits: Limits,
     pub timeout: Duration,
+    pub body: BodyLimits,
+    pub access: Access,
 }
 
 type Shared = Arc<State>;
 
-pub fn router(state: Shared, max_body_bytes: usize) -> Router {
+pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/get_reward", post(get_reward))
         .route("/v1/score", post(score))
+        .route("/pooling", post(pooling))
+        .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
-        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), guard))
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), observe))
         .with_state(state)
 }
 
-/// A request-level failure, answered as `{"error": {"kind", "message"}}`.
-struct ApiError {
-    status: StatusCode,
-    kind: &'static str,
-    message: String,
-    retry_after: Option<Duration>,
-}
-
-fn error(status: StatusCode, kind: &'static str, message: impl Into<String>) -> ApiError {
-    ApiError {
-        status,
-        kind,
-        message: message.into(),
-        retry_after: None,
+/// The metrics label of a path: a route's name, or `other`.
+fn route_name(path: &str) -> &'static str {
+    match path {
+        "/get_reward" => "get_reward",
+        "/v1/score" => "score",
+        "/pooling" => "pooling",
+        "/v1/models" => "models",
+        "/health" => "health",
+        "/metrics" => "metrics",
+        _ => "other",
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = json!({"error": {"kind": self.kind, "message": self.message}});
-        let mut resp = (
-            self.status,
-            [(header::CONTENT_TYPE, "application/json")],
-            body.to_string(),
-        )
-            .into_response();
-        if let Some(after) = self.retry_after {
-            if let Ok(v) = HeaderValue::from_str(&after.as_secs().to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
-        }
-        resp
+/// Outermost layer: counts every answer (the guard's refusals, 404s and
+/// 405s included) with its latency and error code.
+async fn observe(AxumState(s): AxumState<Shared>, req: Request, next: Next) -> Response {
+    let route = route_name(req.uri().path());
+    let started = Instant::now();
+    let resp = next.run(req).await;
+    let code = resp.extensions().get::<ErrorCode>().map(|c| c.0);
+    s.metrics.record(
+        route,
+        resp.status().as_u16(),
+        code,
+        started.elapsed().as_secs_f64(),
+    );
+    resp
+}
+
+async fn guard(AxumState(s): AxumState<Shared>, req: Request, next: Next) -> Response {
+    match s
+        .access
+        .check(req.method(), req.uri().path(), req.headers())
+    {
+        Ok(()) => next.run(req).await,
+        Err(e) => e.into_response(),
     }
 }
 
-fn ok_json(v: Value) -> Response {
-    (
-        StatusCode::OK,
-        [(header::CONTENT_TYPE, "application/json")],
-        v.to_string(),
+async fn not_found(uri: Uri) -> ApiError {
+    error(
+        StatusCode::NOT_FOUND,
+        "not_found",
+        format!("no route {}: the routes are POST /get_reward, POST /v1/score, POST /pooling, GET /v1/models, GET /health, GET /metrics", uri.path()),
     )
-        .into_response()
 }
 
-/// One trace slot: what was parsed, or why it could not be.
-type Slot = Result<Trace, (&'static str, String)>;
+async fn method_not_allowed(req: Request) -> ApiError {
+    error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{} is not allowed on {}", req.method(), req.uri().path()),
+    )
+}
+
+fn bad_request(e: BadRequest) -> ApiError {
+    let status = if e.code == "too_many_traces" {
+        StatusCode::PAYLOAD_TOO_LARGE
+    } else {
+        StatusCode::BAD_REQUEST
+    };
+    error(status, e.code, e.message)
+}
 
 /// Queues the good traces, waits for them within the timeout, and puts
 /// every outcome back in its slot.
 async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> {
-    if slots.len() > state.max_traces {
-        return Err(error(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "too_many_traces",
-            format!(
-                "{} traces in one request, over the limit of {}",
-                slots.len(),
-                state.max_traces
-            ),
-        ));
-    }
     let mut traces = Vec::new();
     let mut out: Vec<Option<Outcome>> = Vec::with_capacity(slots.len());
     for slot in slots {
-        match slot.and_then(|t| check_size(&t, state.max_trace_bytes).map(|()| t)) {
+        match slot {
             Ok(t) => {
                 traces.push(t);
                 out.push(None);
             }
-            Err(e) => out.push(Some(Err(e))),
+            Err(e) => {
+                state
+                    .metrics
+                    .trace_errors
+                    .get_or_create(&super::metrics::CodeLabels { code: e.code })
+                    .inc();
+                out.push(Some(Err(e)));
+            }
         }
     }
     if !traces.is_empty() {
@@ -123,7 +149,7 @@ async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> 
             Rejected::TooLarge { capacity } => error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 "too_many_traces",
-                format!("the request's traces can never fit the queue of {capacity}"),
+                format!("the request's traces can never fit the queue of {capacity} (--queue)"),
             ),
             Rejected::Full { retry_after } => ApiError {
                 retry_after: Some(retry_after),
@@ -152,7 +178,10 @@ async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> 
                 return Err(error(
                     StatusCode::GATEWAY_TIMEOUT,
                     "timeout",
-                    format!("not scored within {:.1}s", state.timeout.as_secs_f64()),
+                    format!(
+                        "not scored within {:.1}s (--timeout)",
+                        state.timeout.as_secs_f64()
+                    ),
                 ))
             }
         };
@@ -163,58 +192,18 @@ async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> 
     }
     Ok(out
         .into_iter()
-        .map(|o| o.unwrap_or_else(|| Err(("internal", "no result for this trace".into()))))
+        .map(|o| {
+            o.unwrap_or_else(|| {
+                Err(RowError {
+                    code: "internal",
+                    message: "no result for this trace".into(),
+                })
+            })
+        })
         .collect())
 }
 
-fn check_size(t: &Trace, limit: usize) -> Result<(), (&'static str, String)> {
-    let bytes = t.problem.len() + t.steps.iter().map(|s| s.text.len()).sum::<usize>();
-    if bytes > limit {
-        return Err((
-            "trace_too_long",
-            format!("the trace's text is {bytes} bytes, over the server's limit of {limit} (--max-trace-bytes)"),
-        ));
-    }
-    Ok(())
-}
-
-fn parse_body(body: &[u8]) -> Result<serde_json::Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(body) {
-        Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            "the body must be a JSON object",
-        )),
-        Err(e) => Err(error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            format!("the body is not JSON: {e}"),
-        )),
-    }
-}
-
-fn strings(
-    body: &serde_json::Map<String, Value>,
-    field: &str,
-) -> Result<Option<Vec<String>>, ApiError> {
-    let Some(v) = body.get(field) else {
-        return Ok(None);
-    };
-    let bad = || {
-        error(
-            StatusCode::BAD_REQUEST,
-            "bad_request",
-            format!("`{field}` must be an array of strings"),
-        )
-    };
-    let arr = v.as_array().ok_or_else(bad)?;
-    arr.iter()
-        .map(|x| x.as_str().map(str::to_string).ok_or_else(bad))
-        .collect::<Result<Vec<_>, _>>()
-        .map(Some)
-}
-
+/// The scores of the steps that were scored (truncation drops the rest).
 fn scored_steps(s: &stepscore::prm::TraceScore) -> Vec<f64> {
     let n = s.step_scores.len() - s.truncated_steps;
     s.step_scores[..n]
@@ -230,193 +219,192 @@ fn num(x: Option<f64>) -> Value {
     }
 }
 
-fn err_json(kind: &str, message: &str) -> Value {
-    json!({"kind": kind, "message": message})
+fn err_json(e: &RowError) -> Value {
+    json!({"code": e.code, "message": e.message})
 }
 
-async fn timed(
-    state: &State,
-    route: &'static str,
-    f: impl std::future::Future<Output = Response>,
-) -> Response {
-    let started = Instant::now();
-    let resp = f.await;
-    state.metrics.record(
-        route,
-        resp.status().as_u16(),
-        started.elapsed().as_micros() as u64,
-    );
-    resp
+/// Reads the body within the limits, or the answer that says why not.
+async fn read_body(s: &State, req: Request) -> Result<super::body::Held, ApiError> {
+    let (parts, body) = req.into_parts();
+    s.body.read(&parts.headers, body).await
 }
 
 /// OpenRLHF: each query is prompt + response; the response (the query past
 /// its prompt) is cut into steps and its reward is their aggregate.
-async fn get_reward(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
-    let s = Arc::clone(&state);
-    timed(&state, "get_reward", async move {
-        let result: Result<Response, ApiError> = async {
-            let body = parse_body(&body)?;
-            let queries = strings(&body, "query")?.ok_or_else(|| {
-                error(
-                    StatusCode::BAD_REQUEST,
-                    "bad_request",
-                    "`query` (an array of strings) is required",
-                )
-            })?;
-            let prompts = strings(&body, "prompts")?;
-            if let Some(p) = &prompts {
-                if p.len() != queries.len() {
-                    return Err(error(
-                        StatusCode::BAD_REQUEST,
-                        "bad_request",
-                        format!("{} queries but {} prompts", queries.len(), p.len()),
-                    ));
-                }
+async fn get_reward(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
+    let body = read_body(&s, req).await?;
+    let slots = request::get_reward(&body.bytes, &s.segmenter, &s.limits).map_err(bad_request)?;
+    let outcomes = run(&s, slots).await?;
+    let mut rewards = Vec::new();
+    let mut steps = Vec::new();
+    let mut errors = Vec::new();
+    for o in &outcomes {
+        match o {
+            Ok(score) => {
+                let r = aggregate(&scored_steps(score), s.aggregation).filter(|v| v.is_finite());
+                rewards.push(r.or(s.unscored_reward));
+                steps.push(json!(score.step_scores));
+                errors.push(Value::Null);
             }
-            let slots: Vec<Slot> = queries
-                .iter()
-                .enumerate()
-                .map(|(i, q)| {
-                    let prompt = prompts.as_ref().map_or("", |p| p[i].as_str());
-                    let response = q.strip_prefix(prompt).unwrap_or(q);
-                    let t = segment_response(prompt, response, &s.segmenter);
-                    if t.steps.is_empty() {
-                        Err(("input", format!("query {i} has no steps after its prompt")))
-                    } else {
-                        Ok(t)
-                    }
-                })
-                .collect();
-            let outcomes = run(&s, slots).await?;
-            let mut rewards = Vec::new();
-            let mut steps = Vec::new();
-            let mut errors = Vec::new();
-            for o in &outcomes {
-                match o {
-                    Ok(score) => {
-                        let scored = scored_steps(score);
-                        let r = aggregate(&scored, s.aggregation).filter(|v| v.is_finite());
-                        rewards.push(r.unwrap_or(s.unscored_reward));
-                        steps.push(json!(score.step_scores));
-                        errors.push(Value::Null);
-                    }
-                    Err((kind, msg)) => {
-                        rewards.push(s.unscored_reward);
-                        steps.push(json!([]));
-                        errors.push(err_json(kind, msg));
-                    }
-                }
+            Err(e) => {
+                rewards.push(s.unscored_reward);
+                steps.push(json!([]));
+                errors.push(err_json(e));
             }
-            let scores: Vec<f64> = rewards.iter().map(|r| r.clamp(0.0, 1.0)).collect();
-            Ok(ok_json(json!({
-                "rewards": rewards,
-                "scores": scores,
-                "step_scores": steps,
-                "errors": errors,
-            })))
         }
-        .await;
-        result.unwrap_or_else(IntoResponse::into_response)
-    })
-    .await
+    }
+    let scores: Vec<Option<f64>> = rewards
+        .iter()
+        .map(|r| r.map(|r| r.clamp(0.0, 1.0)))
+        .collect();
+    Ok(ok_json(json!({
+        "rewards": rewards,
+        "scores": scores,
+        "step_scores": steps,
+        "errors": errors,
+    })))
 }
 
 /// Per-step scores of rows in any format `stepscore score` reads.
-async fn score(AxumState(state): AxumState<Shared>, body: Bytes) -> Response {
-    let s = Arc::clone(&state);
-    timed(&state, "score", async move {
-        let result: Result<Response, ApiError> = async {
-            let mut body = parse_body(&body)?;
-            let rows = match body.remove("traces") {
-                Some(Value::Array(rows)) => rows,
-                _ => {
-                    return Err(error(
-                        StatusCode::BAD_REQUEST,
-                        "bad_request",
-                        "`traces` (an array of trace rows) is required",
-                    ))
-                }
-            };
-            let aggregation = match body.get("aggregation") {
-                None => s.aggregation,
-                Some(Value::String(a)) => a
-                    .parse()
-                    .map_err(|e: stepscore::Error| error(StatusCode::BAD_REQUEST, "bad_request", e.to_string()))?,
-                Some(_) => return Err(error(StatusCode::BAD_REQUEST, "bad_request", "`aggregation` must be a string")),
-            };
-            if rows.len() > s.max_traces {
-                return Err(error(
-                    StatusCode::PAYLOAD_TOO_LARGE,
-                    "too_many_traces",
-                    format!("{} traces in one request, over the limit of {}", rows.len(), s.max_traces),
-                ));
-            }
-            let slots = parse_rows(&rows, &s.segmenter);
-            let outcomes = run(&s, slots).await?;
-            let results: Vec<Value> = outcomes
-                .iter()
-                .map(|o| match o {
-                    Ok(score) => {
-                        let scored = scored_steps(score);
-                        json!({
-                            "step_scores": score.step_scores,
-                            "score": num(aggregate(&scored, aggregation)),
-                            "first_error": first_error(&scored, 0.5),
-                            "tokens": score.tokens,
-                            "truncated_steps": score.truncated_steps,
-                            "error": Value::Null,
-                        })
-                    }
-                    Err((kind, msg)) => json!({"step_scores": [], "score": Value::Null, "error": err_json(kind, msg)}),
-                })
-                .collect();
-            Ok(ok_json(json!({"family": s.family, "results": results})))
-        }
-        .await;
-        result.unwrap_or_else(IntoResponse::into_response)
-    })
-    .await
-}
-
-/// The rows through the core's reader, one JSONL line each, so they parse
-/// exactly as `stepscore score` parses a file.
-fn parse_rows(rows: &[Value], segmenter: &Segmenter) -> Vec<Slot> {
-    let text: String = rows.iter().map(|r| format!("{r}\n")).collect();
-    let opts = ReadOptions {
-        segmenter: segmenter.clone(),
-        source_name: "traces".into(),
-        ..ReadOptions::default()
-    };
-    let mut out: Vec<Slot> = TraceReader::new(Cursor::new(text.into_bytes()), opts)
-        .map(|r| r.map_err(|e| (super::queue::error_kind(&e), e.to_string())))
+async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
+    let body = read_body(&s, req).await?;
+    let parsed = request::score(&body.bytes, &s.segmenter, &s.limits).map_err(bad_request)?;
+    let aggregation = parsed.aggregation.unwrap_or(s.aggregation);
+    let ids: Vec<Option<String>> = parsed
+        .slots
+        .iter()
+        .map(|t| t.as_ref().ok().and_then(|t| t.id.clone()))
         .collect();
-    out.resize_with(rows.len(), || {
-        Err(("input", "the row could not be read".into()))
-    });
-    out
+    let outcomes = run(&s, parsed.slots).await?;
+    let results: Vec<Value> = outcomes
+        .iter()
+        .zip(ids)
+        .map(|(o, id)| match o {
+            Ok(score) => {
+                let scored = scored_steps(score);
+                json!({
+                    "id": id,
+                    "step_scores": score.step_scores,
+                    "score": num(aggregate(&scored, aggregation)),
+                    "first_error": first_error(&scored, 0.5),
+                    "tokens": score.tokens,
+                    "truncated_steps": score.truncated_steps,
+                    "error": Value::Null,
+                })
+            }
+            Err(e) => {
+                json!({"id": id, "step_scores": [], "score": Value::Null, "error": err_json(e)})
+            }
+        })
+        .collect();
+    Ok(ok_json(json!({"family": s.family, "results": results})))
 }
 
-async fn health(AxumState(state): AxumState<Shared>) -> Response {
-    let s = Arc::clone(&state);
-    timed(&state, "health", async move {
-        ok_json(json!({
-            "status": "ok",
-            "family": s.family,
-            "queue": s.queue.depth(),
-            "queue_capacity": s.queue.capacity(),
-        }))
-    })
-    .await
+/// Numbers `/pooling` answers within this process.
+static POOLING_IDS: AtomicU64 = AtomicU64::new(0);
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
-async fn metrics(AxumState(state): AxumState<Shared>) -> Response {
-    let text = state
-        .metrics
-        .render(state.queue.depth(), state.queue.capacity());
+/// vLLM's pooling API for a process reward model: per input, one
+/// `[p_incorrect, p_correct]` pair per step. The shape has no slot for a
+/// per-input error, so an input that cannot be scored fails the request
+/// (naming every such input), as vLLM fails a request it cannot run.
+async fn pooling(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
+    let body = read_body(&s, req).await?;
+    let parsed = request::pooling(&body.bytes, &s.limits).map_err(bad_request)?;
+    if let Some(m) = &parsed.model {
+        if *m != s.model_name {
+            return Err(error(
+                StatusCode::NOT_FOUND,
+                "model_not_found",
+                format!(
+                    "the model `{m}` is not served here; this server serves `{}`",
+                    s.model_name
+                ),
+            ));
+        }
+    }
+    let outcomes = run(&s, parsed.slots).await?;
+    let mut failed = Vec::new();
+    let mut data = Vec::new();
+    let mut tokens = 0;
+    for (i, o) in outcomes.iter().enumerate() {
+        match o {
+            Ok(score) if score.truncated_steps > 0 => failed.push((
+                i,
+                RowError {
+                    code: "trace_too_long",
+                    message: format!(
+                        "{} steps past the token limit were not scored",
+                        score.truncated_steps
+                    ),
+                },
+            )),
+            Ok(score) => {
+                tokens += score.tokens;
+                let pairs: Vec<[f64; 2]> =
+                    scored_steps(score).iter().map(|p| [1.0 - p, *p]).collect();
+                data.push(json!({"index": i, "object": "pooling", "data": pairs}));
+            }
+            Err(e) => failed.push((i, e.clone())),
+        }
+    }
+    if let Some((_, first)) = failed.first() {
+        let input_error = matches!(
+            first.code,
+            "input" | "trace_too_long" | "prompt_not_prefix" | "tokenizer" | "invalid_argument"
+        );
+        let message = failed
+            .iter()
+            .map(|(i, e)| format!("input {i}: {} ({})", e.message, e.code))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let status = if input_error {
+            StatusCode::BAD_REQUEST
+        } else {
+            StatusCode::INTERNAL_SERVER_ERROR
+        };
+        return Err(error(status, first.code, message));
+    }
+    Ok(ok_json(json!({
+        "id": format!("pool-{}-{}", unix_now(), POOLING_IDS.fetch_add(1, Ordering::Relaxed)),
+        "object": "list",
+        "created": unix_now(),
+        "model": s.model_name,
+        "data": data,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens, "completion_tokens": 0},
+    })))
+}
+
+async fn models(AxumState(s): AxumState<Shared>) -> Response {
+    ok_json(json!({
+        "object": "list",
+        "data": [{"id": s.model_name, "object": "model", "created": unix_now(), "owned_by": "stepscore"}],
+    }))
+}
+
+async fn health(AxumState(s): AxumState<Shared>) -> Response {
+    ok_json(json!({
+        "status": "ok",
+        "family": s.family,
+        "queue": s.queue.depth(),
+        "queue_capacity": s.queue.capacity(),
+    }))
+}
+
+async fn metrics(AxumState(s): AxumState<Shared>) -> Response {
+    s.metrics.queue_traces.set(s.queue.depth() as i64);
     (
         StatusCode::OK,
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        text,
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        s.metrics.render(),
     )
         .into_response()
 }

@@ -1,13 +1,38 @@
 """Reward adapters for RL trainers, in plain Python (no trainer is imported):
 
-- :mod:`stepscore.adapters.trl`: a reward function for TRL's ``GRPOTrainer``;
-- :mod:`stepscore.adapters.verl`: verl's ``compute_score`` and a dense
-  per-token reward manager;
+- :mod:`stepscore.adapters.trl`: a reward function for TRL's ``GRPOTrainer``
+  and ``RLOOTrainer``;
+- :mod:`stepscore.adapters.verl`: verl's ``compute_score``, a reward-loop
+  manager (verl >= 0.8) and a dense per-token reward manager (verl's legacy
+  ``AbstractRewardManager`` interface);
 - :mod:`stepscore.adapters.openrlhf`: OpenRLHF's ``reward_func`` (for
-  ``--remote_rm_url path/to/file.py``); the HTTP server is ``stepscore serve``.
+  ``--reward.remote_url path/to/file.py``); the HTTP server is ``stepscore serve``.
+
+Trainers build reward functions by name in each worker and call them from
+several threads at once: :func:`shared_scorer` opens a model once per
+process however many threads ask for it first.
 """
 
-from typing import Any, List
+import threading
+from typing import Any, Dict, List, Tuple
+
+from .. import Scorer
+
+_lock = threading.Lock()
+_scorers: Dict[Tuple[str, Tuple[Tuple[str, Any], ...]], Scorer] = {}
+
+
+def shared_scorer(model: Any, **options: Any) -> Scorer:
+    """The process's one :class:`stepscore.Scorer` for ``model`` and
+    ``options`` (Scorer's keyword arguments): opened by the first call, under
+    a lock, so concurrent first calls load the model once and share it."""
+    key = (str(model), tuple(sorted(options.items())))
+    with _lock:
+        scorer = _scorers.get(key)
+        if scorer is None:
+            scorer = Scorer(model, **options)
+            _scorers[key] = scorer
+    return scorer
 
 
 def message_text(value: Any, role: str) -> str:

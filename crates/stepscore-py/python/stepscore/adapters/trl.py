@@ -1,11 +1,15 @@
-"""A TRL reward function: ``GRPOTrainer(reward_funcs=[reward_function(scorer)])``.
+"""A TRL reward function: ``GRPOTrainer(reward_funcs=[reward_function(scorer)])``
+(also ``RLOOTrainer``; read against TRL 1.16.0, ``GRPOTrainer._calculate_rewards``).
 
 TRL calls a reward function as ``f(prompts=..., completions=...,
-completion_ids=..., **dataset_columns)`` and takes one ``float`` (or
-``None`` for a sample the function cannot score) per completion. Prompts
-and completions are strings (standard format) or lists of messages
-(conversational format). An ``async def`` reward function is also accepted
-by TRL: :func:`async_reward_function` runs the scoring in a worker thread.
+completion_ids=..., trainer_state=..., log_extra=..., log_metric=...,
+**dataset_columns)`` and takes one ``float`` (or ``None`` for a sample the
+function cannot score) per completion. Prompts and completions are strings
+(standard format) or lists of messages (conversational format); TRL decodes
+completions without special tokens. An ``async def`` reward function is also
+accepted by TRL: :func:`async_reward_function` runs the scoring in a worker
+thread. Each TRL rank is its own process: a default ``Scorer`` there takes
+the rank's CPU share (``OMP_NUM_THREADS``, which torchrun sets per rank).
 """
 
 import asyncio
@@ -26,7 +30,10 @@ def reward_function(
     into steps (``segmenter``), scored step by step, and its reward is the
     steps' ``aggregation`` (min, prod, last, mean, geo_mean). A completion
     that cannot be scored (no steps, over the token limit) gets ``None``,
-    which TRL skips for that reward function."""
+    which TRL skips for that reward function. When TRL passes its
+    ``log_metric`` the share of unscored completions is logged as
+    ``stepscore/unscored_fraction``, and ``log_extra`` gets each
+    completion's step scores as the ``stepscore_steps`` column."""
 
     def reward(
         prompts: Sequence[Any],
@@ -41,7 +48,13 @@ def reward_function(
             for p, c in zip(prompts, completions)
         ]
         results = scorer.score_batch(rows, segmenter=segmenter, errors="none")
-        return [None if r is None else r.aggregate(aggregation) for r in results]
+        rewards = [None if r is None else r.aggregate(aggregation) for r in results]
+        log_metric, log_extra = kwargs.get("log_metric"), kwargs.get("log_extra")
+        if callable(log_metric) and rewards:
+            log_metric("stepscore/unscored_fraction", sum(r is None for r in rewards) / len(rewards))
+        if callable(log_extra):
+            log_extra("stepscore_steps", [None if r is None else r.step_scores for r in results])
+        return rewards
 
     reward.__name__ = name
     reward.__qualname__ = name
