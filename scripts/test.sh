@@ -27,10 +27,7 @@ cargo test --locked -p stepscore-cli --features train --test train_cli
 echo "== reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
 python3 scripts/soak-serve.py --bin target/debug/stepscore --requests 300 --clients 8
 
-echo "== Python package (crates/stepscore-py): wheel + pytest (server, adapters, Ray)"
-scripts/test-python.sh
-
-echo "== wasm package (pkg/): build, Node tests, types"
+echo "== wasm package (pkg/): build"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     (apt-get update -qq && apt-get install -y nodejs npm) || true
@@ -41,12 +38,26 @@ if [ "$node_major" -lt 20 ]; then
     exit 1
 fi
 scripts/build-wasm.sh
+
+echo "== release artifacts (dev profile): npm tarball, wheel, sdist, CLI archive"
+# The dev profile reuses what `cargo test --workspace` built; its wheel is
+# the one the Python tests install.
+scripts/release.sh --profile dev
+
+echo "== Python package (crates/stepscore-py): the release wheel + pytest (server, adapters, Ray)"
+scripts/test-python.sh
+
+echo "== wasm package (pkg/): Node tests, types"
 (cd pkg && npm test && npm run --silent typecheck)
 # The SIMD128 kernels against the portable ones, bit for bit, on wasm32 in Node.
 scripts/test-wasm-kernels.sh
 
 echo "== npm package in Chromium (pkg/test/browser)"
 scripts/test-browser.sh
+
+echo "== release artifacts installed without Rust: Node, Vite + Chromium, venv, CLI"
+# After test-browser.sh, which installs Debian's chromium.
+scripts/test-install.sh
 
 echo "== demo web app (web/): build + Playwright e2e in Chromium"
 scripts/test-web.sh

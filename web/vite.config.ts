@@ -11,7 +11,7 @@ const isolation = {
 };
 
 // base './': the built site works from any path (a static host's sub-folder too).
-// Top-level await (pkg's entry instantiates the wasm module) needs ES2022.
+// ES2022: the package uses private class members and ??=.
 export default defineConfig({
   base: './',
   plugins: [serveModels()],

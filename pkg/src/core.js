@@ -11,16 +11,24 @@ import {
   readTraces as wasmReadTraces,
   parseBackend as wasmParseBackend,
   isSoftwareAdapter as wasmIsSoftwareAdapter,
+  checkTraces as wasmCheckTraces,
 } from './wasm/stepscore_wasm.js';
+import { classifyModel } from './catalog.js';
+import { env } from './env.js';
 import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
+import { ready, requireReady, SCORE_AT } from './runtime.js';
+import { abortable, checkSignal, nextTurn } from './abort.js';
 import { SessionState } from './session-state.js';
 import { chooseBuild, singleBuild } from './threads.js';
 
 export { StepscoreError } from './errors.js';
 export { clearCache, DEFAULT_CACHE } from './fetch.js';
+export { catalog } from './catalog.js';
+export { env } from './env.js';
+export { ready } from './runtime.js';
 
 // Guards the constructors: scorers come from StepScorer.load, sessions from scorer.session.
 const INTERNAL = Symbol('stepscore.internal');
@@ -72,6 +80,14 @@ async function chooseBackend(requested) {
   return { backend: 'webgpu', adapter: probe.name, fallbackReason: null };
 }
 
+/** `[options without signal, signal]`; options that are not an object go to the engine as they are (it names the fault). */
+function splitSignal(options, where) {
+  if (!options || typeof options !== 'object' || !('signal' in options)) return [options, undefined];
+  const { signal, ...rest } = options;
+  checkSignal(signal, where);
+  return [rest, signal ?? undefined];
+}
+
 /** Awaits a Promise-returning wasm call, its failure as a StepscoreError. */
 async function callWasmAsync(fn) {
   try {
@@ -89,6 +105,9 @@ function engineOptions(options) {
 function checkLoadOptions(options) {
   if (!options || typeof options !== 'object') {
     throw new StepscoreError('INVALID_ARGUMENT', 'StepScorer.load needs an options object with `model`');
+  }
+  if (options.remoteHost !== undefined && typeof options.remoteHost !== 'string') {
+    throw new StepscoreError('INVALID_ARGUMENT', '`remoteHost` must be a string (the hub\'s origin)');
   }
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
     throw new StepscoreError('INVALID_ARGUMENT', '`onProgress` must be a function');
@@ -121,14 +140,18 @@ async function loadLocal(options) {
     expected = manifest.files;
   }
   const downloader = new Downloader({ signal, onProgress, cache, expected });
-  const resolved = await resolveModel(model, downloader);
+  const resolved = await resolveModel(model, downloader, options.remoteHost ?? env.remoteHost);
   const headFile = head === undefined || head === null ? null : await resolveFile(head, 'head', 'head.safetensors', downloader);
   throwIfAborted(signal);
   onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });
   const wasmOptions = engineOptions(options);
   let files;
   let build;
-  if (resolved.kind === 'gguf') {
+  if (resolved.kind === 'catalog' && !headFile) {
+    files = [{ name: resolved.name, bytes: resolved.bytes.length }];
+    // The core's embedded head for a PRM entry (none for a backbone).
+    build = () => WasmScorer.fromCatalog(resolved.bytes, resolved.entry.name, wasmOptions);
+  } else if (resolved.kind === 'gguf' || resolved.kind === 'catalog') {
     files = [{ name: resolved.name, bytes: resolved.bytes.length }];
     if (headFile) {
       if (typeof WasmScorer.fromGgufWithHead !== 'function') {
@@ -188,8 +211,8 @@ class LocalEngine {
     this.#memoryBytes = memoryBytes;
   }
 
-  score(trace, options) {
-    return callWasmAsync(() => this.#inner.score(trace, options));
+  score(trace, options, what) {
+    return callWasmAsync(() => this.#inner.score(trace, options, what));
   }
 
   scoreMany(traces, options) {
@@ -225,8 +248,10 @@ class LocalSession extends SessionState {
     this.#inner = inner;
   }
 
-  append(step) {
+  append(step, signal) {
     const run = async () => {
+      // Queued appends whose signal fired never start.
+      throwIfAborted(signal, 'the append');
       try {
         return await callWasmAsync(() => this.#inner.append(step));
       } finally {
@@ -270,7 +295,13 @@ export class StepScorer {
    * `worker`, in a Web Worker. See index.d.ts for the options.
    */
   static async load(options) {
+    // `load('stepscore-prm-smollm2')`: a catalog name (or URL, or path in Node) alone.
+    if (typeof options === 'string' || options instanceof URL) options = { model: options };
     checkLoadOptions(options);
+    checkSignal(options.signal, 'StepScorer.load');
+    await abortable(ready(), options.signal, 'loading');
+    // An unknown name or a missing path fails before any pool or worker starts.
+    if (typeof options.model === 'string') classifyModel(options.model);
     let engine;
     if (options.worker) {
       // Refuse what the worker would refuse before starting one.
@@ -288,14 +319,40 @@ export class StepScorer {
     return this.#engine;
   }
 
-  /** Scores every step of a trace; `{ tokenLogprobs: true }` adds per-token log-probs. */
+  /** Scores every step of a trace; `{ tokenLogprobs: true }` adds per-token log-probs, `{ signal }` aborts. */
   async score(trace, options) {
-    return this.#live().score(trace, options);
+    const [rest, signal] = splitSignal(options, 'score');
+    throwIfAborted(signal, 'scoring');
+    return abortable(this.#live().score(trace, rest), signal, 'scoring');
   }
 
-  /** Scores several traces (all are checked before any is scored). */
+  /**
+   * Scores several traces (all are checked before any is scored). With a
+   * `signal`, one trace at a time: an abort rejects at once and no further
+   * trace starts.
+   */
   async scoreMany(traces, options) {
-    return this.#live().scoreMany(traces, options);
+    const [rest, signal] = splitSignal(options, 'scoreMany');
+    if (!signal) return this.#live().scoreMany(traces, rest);
+    throwIfAborted(signal, 'scoring');
+    callWasm(() => wasmCheckTraces(traces));
+    const out = [];
+    for (let i = 0; i < traces.length; i++) {
+      await nextTurn();
+      throwIfAborted(signal, 'scoring');
+      out.push(await abortable(this.#live().score(traces[i], rest, `traces[${i}]`), signal, 'scoring'));
+    }
+    return out;
+  }
+
+  /** The engine's own score call, naming the trace `what` in errors (the worker's scoreMany). */
+  [SCORE_AT](trace, options, what) {
+    return this.#live().score(trace, options, what);
+  }
+
+  /** Index of the first step below `threshold` (default: the head's shipped threshold, info().threshold, else 0.5), or -1. */
+  firstError(scores, threshold) {
+    return firstError(scores, threshold ?? this.info().threshold ?? undefined);
   }
 
   /** Starts scoring a trace step by step, reusing the work of earlier steps. */
@@ -338,9 +395,11 @@ export class Session {
     return this.#inner;
   }
 
-  /** Appends a step and resolves to its score. */
-  async append(step) {
-    return this.#live().append(step);
+  /** Appends a step and resolves to its score; `{ signal }`: an append whose signal fires before it starts never runs. */
+  async append(step, options) {
+    const [, signal] = splitSignal(options, 'append');
+    throwIfAborted(signal, 'the append');
+    return this.#live().append(step, signal);
   }
 
   /** Scores of the steps appended so far. */
@@ -384,19 +443,25 @@ if (typeof Symbol.dispose === 'symbol') {
   Session.prototype[Symbol.dispose] = Session.prototype.dispose;
 }
 
+/** A synchronous helper's wasm call: NOT_READY before `ready()`. */
+function sync(fn) {
+  requireReady();
+  return callWasm(fn);
+}
+
 /** Splits a response into steps with UTF-16 spans: `text.slice(start, end) === step.text`. */
 export function segment(text, segmenter) {
-  return callWasm(() => wasmSegment(text, segmenter));
+  return sync(() => wasmSegment(text, segmenter));
 }
 
 /** Combines step scores into one ('min' by default); null for no scores. */
 export function aggregate(scores, how) {
-  return callWasm(() => wasmAggregate(scores, how)) ?? null;
+  return sync(() => wasmAggregate(scores, how)) ?? null;
 }
 
 /** Index of the first step scoring below `threshold` (default 0.5), or -1. */
 export function firstError(scores, threshold) {
-  return callWasm(() => wasmFirstError(scores, threshold));
+  return sync(() => wasmFirstError(scores, threshold));
 }
 
 /**
@@ -404,15 +469,15 @@ export function firstError(scores, threshold) {
  * prints): every row format, the good rows kept when others are bad.
  */
 export function readTraces(text, options) {
-  return callWasm(() => wasmReadTraces(text, options));
+  return sync(() => wasmReadTraces(text, options));
 }
 
 /** Best-of-N, majority and weighted vote over scored candidate responses. */
 export function selectBest(candidates, how) {
-  return callWasm(() => wasmSelectBest(candidates, how));
+  return sync(() => wasmSelectBest(candidates, how));
 }
 
 /** The final answer a response states, or null. */
 export function extractAnswer(text) {
-  return callWasm(() => wasmExtractAnswer(text)) ?? null;
+  return sync(() => wasmExtractAnswer(text)) ?? null;
 }

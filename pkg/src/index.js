@@ -1,11 +1,12 @@
 // Entry for browsers and bundlers: fetches the wasm module next to this file
-// (bundlers see the `new URL(..., import.meta.url)` and ship the asset), and
-// starts module workers from worker.js next to it for `worker: true`.
+// (bundlers see the `new URL(..., import.meta.url)` and ship the asset) on
+// the first `ready()` or load, never at import, and starts module workers
+// from worker.js next to it for `worker: true`.
 import init from './wasm/stepscore_wasm.js';
-import { setWasmExports, setWorkerFactory } from './runtime.js';
+import { setInitializer, setWorkerFactory } from './runtime.js';
 import { setThreadedHost, webThreadsHost } from './threads.js';
 
-setWasmExports(await init({ module_or_path: new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url) }));
+setInitializer(() => init({ module_or_path: new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url) }));
 
 // The threaded build's caller waits for its pool, which a worker may and a
 // page's main thread may not: there, worker mode runs it.

@@ -1,17 +1,21 @@
-// Entry for Node: its fetch cannot read file: URLs, so the wasm bytes are
-// read from disk and handed to the same initializer the browser entry uses.
-// Worker mode runs node-worker.js in a worker_threads Worker. Scorers run on
-// the threaded build unless `threads: 1` (threads.js, node-threads.js).
-import { readFile } from 'node:fs/promises';
+// Entry for Node: the wasm bytes are read from disk and instantiated
+// synchronously at import (no top-level await: `require('stepscore')` works
+// where Node can require ES modules, and the helpers work at once). Worker
+// mode runs node-worker.js in a worker_threads Worker. Scorers run on the
+// threaded build unless `threads: 1` (threads.js, node-threads.js). Model
+// strings may be local paths, and catalog files are cached on disk
+// (node-files.js).
+import { readFileSync } from 'node:fs';
 import { Worker } from 'node:worker_threads';
-import init from './wasm/stepscore_wasm.js';
-import { setWasmExports, setWorkerFactory } from './runtime.js';
+import { initSync } from './wasm/stepscore_wasm.js';
+import { nodeHost } from './node-files.js';
+import { setHost, setWasmExports, setWorkerFactory } from './runtime.js';
 import { nodeThreadsHost } from './node-threads.js';
 import { setThreadedHost } from './threads.js';
 
-const bytes = await readFile(new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url));
-setWasmExports(await init({ module_or_path: bytes }));
+setWasmExports(initSync({ module: readFileSync(new URL('./wasm/stepscore_wasm_bg.wasm', import.meta.url)) }));
 setThreadedHost(nodeThreadsHost());
+setHost(nodeHost());
 
 setWorkerFactory((url) => {
   const worker = new Worker(url ? new URL(url) : new URL('./node-worker.js', import.meta.url));

@@ -5,6 +5,8 @@
 // worker, which stops its downloads and frees its memory at once.
 
 import { StepscoreError } from './errors.js';
+import { isCatalogName } from './catalog.js';
+import { env } from './env.js';
 import { absoluteUrl, throwIfAborted } from './fetch.js';
 import { parseManifest } from './integrity.js';
 import { startWorker } from './runtime.js';
@@ -23,8 +25,12 @@ function workerUrl(spec) {
 /** The load options as the worker receives them. */
 function portable(options) {
   const { model, head, manifest, backend, family, maxTokens, truncation, quantize, cache, threads } = options;
-  const out = { backend, family, maxTokens, truncation, quantize, cache, threads };
-  const url = (v, what) => (typeof v === 'string' || v instanceof URL ? absoluteUrl(v, what) : v);
+  // The page's hub setting travels with the load (the worker has its own `env`).
+  const remoteHost = options.remoteHost ?? env.remoteHost;
+  const out = { backend, family, maxTokens, truncation, quantize, cache, threads, remoteHost };
+  // Catalog names go as they are; so do Node's paths (its worker shares the working directory).
+  const keep = (v) => isCatalogName(v) || (typeof v === 'string' && typeof globalThis.location === 'undefined');
+  const url = (v, what) => (keep(v) ? v : typeof v === 'string' || v instanceof URL ? absoluteUrl(v, what) : v);
   out.model = url(model, 'model');
   out.head = url(head, 'head');
   if (manifest !== undefined && manifest !== null) {
@@ -155,8 +161,8 @@ class RemoteEngine {
     this.#info = info;
   }
 
-  score(trace, options) {
-    return this.#client.call('score', { trace, options }, { code: 'TRACE_INVALID' });
+  score(trace, options, what) {
+    return this.#client.call('score', { trace, options, what }, { code: 'TRACE_INVALID' });
   }
 
   scoreMany(traces, options) {
@@ -201,7 +207,8 @@ class RemoteSession extends SessionState {
     this.#created = created;
   }
 
-  async append(step) {
+  async append(step, signal) {
+    throwIfAborted(signal, 'the append');
     const reply = this.#client.call('append', { sid: this.#sid, step }, { code: 'TRACE_INVALID' });
     await this.#created;
     const { score, state } = await reply;

@@ -7,7 +7,7 @@
 
 import { StepScorer } from './core.js';
 import { StepscoreError } from './errors.js';
-import { wasmMemoryBytes } from './runtime.js';
+import { SCORE_AT, wasmMemoryBytes } from './runtime.js';
 
 function sessionState(session) {
   return {
@@ -48,7 +48,7 @@ export function serve(port, ready) {
       });
       return scorer.info();
     },
-    score: ({ trace, options }) => live().score(trace, options),
+    score: ({ trace, options, what }) => live()[SCORE_AT](trace, options, what ?? undefined),
     scoreMany: ({ traces, options }) => live().scoreMany(traces, options),
     session({ sid, problem }) {
       sessions.set(sid, live().session(problem));

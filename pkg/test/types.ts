@@ -77,3 +77,29 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   new StepScorer();
   void [first, many, token, where, entropy, sessionTokens, sessionWhere, s, backend, steps, agg, idx, sel, answer, w, cached, cleared, integrity, format, field];
 }
+
+// Issue 22: catalog names, the hub setting, abort signals, trace shapes, the shipped threshold.
+import { catalog, env, ready } from 'stepscore';
+import type { CatalogEntry, TraceInput } from 'stepscore';
+
+export async function installable(): Promise<void> {
+  await ready();
+  env.remoteHost = 'http://127.0.0.1:8080';
+  const entries: CatalogEntry[] = catalog();
+  const sha: string = entries[0].file.sha256;
+  const scorer = await StepScorer.load('stepscore-prm-smollm2');
+  await StepScorer.load({ model: 'stepscore-prm-qwen1.5b', remoteHost: 'https://hf-mirror.example', worker: true });
+  const t: number | null = scorer.info().threshold;
+  const first: number = scorer.firstError([0.9, 0.1]);
+  const phase: Progress['phase'] = 'upload';
+  const c = new AbortController();
+  await scorer.score({ problem: 'p', response: 'a\n\nb' }, { signal: c.signal });
+  await scorer.scoreMany([{ messages: [{ role: 'user', content: 'p' }, { role: 'assistant', content: 'a' }] }], { signal: c.signal });
+  await scorer.session('p').append('a', { signal: c.signal });
+  const shapes: TraceInput[] = [{ problem: 'p', steps: ['a'] }, { problem: 'p', response: 'a' }];
+  // @ts-expect-error: a trace needs a problem (or messages)
+  await scorer.score({ response: 'a' });
+  // @ts-expect-error: a chat message has a role the core reads
+  await scorer.score({ messages: [{ role: 'robot', content: 'a' }] });
+  void [sha, t, first, phase, shapes];
+}

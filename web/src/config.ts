@@ -33,8 +33,7 @@ export const DEFAULT_MODEL: ModelEntry = {
   family: 'value-head',
   options: { head: 'models/qwen2.5-coder-1.5b-digit-head.safetensors' },
   note: 'Scores are calibrated probabilities that a step is correct, from how unlikely the model finds the step\u2019s least likely result, operand, sign and operation. Step AUROC 0.881, ProcessBench F1 0.647 on held-out generators (docs/TRAINING.md); misses most errors whose numbers follow from a wrong plan.',
-  // The threshold shipped in the head file (stepscore.threshold, F1-optimal on validation).
-  threshold: 0.57,
+  // No `threshold`: the one shipped in the head file (stepscore.threshold), from the package's info().threshold.
 };
 
 /** The fast PRM (catalog `stepscore-prm-smollm2`): SmolLM2's GGUF plus the value head trained on it. */

@@ -2,6 +2,7 @@
 // the dense reward, compare N candidates. Every piece of trace text reaches
 // the page through textContent (see dom.ts), never as markup.
 import {
+  ready,
   segment,
   selectBest,
   StepScorer,
@@ -114,7 +115,8 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
     showBackend(info);
     await showInfo(info, name, entry?.note ?? null);
     if (!thresholdMoved) {
-      input('threshold').value = String(entry?.threshold ?? DEFAULT_THRESHOLD);
+      // The model's own entry, else the threshold its head ships with.
+      input('threshold').value = String(entry?.threshold ?? info.threshold ?? DEFAULT_THRESHOLD);
       renderResults();
     }
     document.body.dataset.modelReady = 'true';
@@ -610,4 +612,5 @@ function start(): void {
   if (params.get('autoload') === '1') button('load-btn').click();
 }
 
-start();
+// The package instantiates its engine on ready() (importing it runs nothing); the helpers need it.
+void ready().then(start);

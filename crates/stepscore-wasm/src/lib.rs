@@ -215,6 +215,18 @@ impl WasmScorer {
         Ok(WasmScorer { loaded })
     }
 
+    /// Loads a catalog entry's GGUF file (the package fetched it and checked
+    /// its sha256) with the head the core embeds for the entry; an unknown
+    /// name throws `INVALID_ARGUMENT` listing the names.
+    #[wasm_bindgen(js_name = fromCatalog)]
+    pub fn from_catalog(bytes: Vec<u8>, entry: String, options: JsValue) -> JsResult<WasmScorer> {
+        let options =
+            load::parse_options(&from_js(options, "load options", Code::InvalidArgument)?)
+                .map_err(js_error)?;
+        let loaded = load::load_catalog(bytes, &entry, &options).map_err(js_error)?;
+        Ok(WasmScorer { loaded })
+    }
+
     /// Loads a Hugging Face checkpoint from its files (taken out of `files`).
     #[wasm_bindgen(js_name = fromHf)]
     pub fn from_hf(files: &mut HfFiles, options: JsValue) -> JsResult<WasmScorer> {
@@ -255,11 +267,19 @@ impl WasmScorer {
     /// `{stepScores, tokens, truncatedSteps, confidence?, tokenLogprobs?,
     /// leastLikely?}` (the last two with `options.tokenLogprobs`). A
     /// malformed trace throws at once, before anything runs.
-    pub fn score(&self, trace: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+    /// `what` names the trace in messages (`trace` when omitted; the
+    /// package's abortable scoreMany passes `traces[i]`).
+    pub fn score(
+        &self,
+        trace: JsValue,
+        options: JsValue,
+        what: Option<String>,
+    ) -> JsResult<js_sys::Promise> {
         let options = score_options(options)?;
+        let what = what.unwrap_or_else(|| "trace".into());
         let trace = trace_arg(
-            from_js(trace, "trace", Code::TraceInvalid)?,
-            "trace",
+            from_js(trace, &what, Code::TraceInvalid)?,
+            &what,
             Purpose::Score,
         )
         .map_err(js_error)?;
@@ -268,7 +288,7 @@ impl WasmScorer {
             let score = scorer
                 .score_async(&trace)
                 .await
-                .map_err(|e| js_error(Error::from_score("trace", e)))?;
+                .map_err(|e| js_error(Error::from_score(&what, e)))?;
             to_js(&Score::new(score, &step_texts(&trace), options))
         }))
     }
@@ -451,6 +471,26 @@ pub fn read_traces(text: JsValue, options: JsValue) -> JsResult<JsValue> {
     let result = stepscore::io::read_text(text.as_bytes(), opts)
         .map_err(|e| js_error(Error::new(Code::Internal, e.to_string())))?;
     to_js(&result)
+}
+
+/// Checks traces as `scoreMany` does before scoring any (so a scoring that
+/// is aborted between traces never started on a bad list); returns how many.
+#[wasm_bindgen(js_name = checkTraces)]
+pub fn check_traces(traces: JsValue) -> JsResult<usize> {
+    let traces = traces_arg(
+        from_js(traces, "traces", Code::TraceInvalid)?,
+        "traces",
+        Purpose::Score,
+    )
+    .map_err(js_error)?;
+    Ok(traces.len())
+}
+
+/// The core's model catalog, in the core's own JSON form (`stepscore fetch
+/// --list --json`): what a model name given to `StepScorer.load` means.
+#[wasm_bindgen]
+pub fn catalog() -> JsResult<JsValue> {
+    to_js(&stepscore::catalog::ENTRIES)
 }
 
 /// Every backend name the core accepts, canonical ones first.

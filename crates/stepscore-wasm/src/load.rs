@@ -97,20 +97,14 @@ impl Loaded {
             engine: report.chosen.name(),
             adapter: report.adapter.clone(),
             engine_reason: report.reason.clone(),
+            threshold: self.scorer.threshold(),
         }
     }
 }
 
 /// Loads a GGUF file's bytes; `name` names it in messages.
 pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<Loaded> {
-    let model_bytes = bytes.len();
-    let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
-    let scorer = Scorer::from_gguf(gguf, None, options).map_err(Error::from_load)?;
-    Ok(Loaded {
-        scorer: Rc::new(scorer),
-        format: "gguf",
-        model_bytes,
-    })
+    load_gguf_and(bytes, name, None, 0, options)
 }
 
 /// Loads a GGUF backbone plus a PRM head from its own safetensors file (the
@@ -123,10 +117,45 @@ pub fn load_gguf_with_head(
     head_name: &str,
     options: &ScorerOptions,
 ) -> Result<Loaded> {
-    let model_bytes = bytes.len() + head.len();
+    let head_bytes = head.len();
     let head = HeadFile::from_bytes(head, head_name).map_err(Error::from_load)?;
+    load_gguf_and(bytes, name, Some(&head), head_bytes, options)
+}
+
+/// Loads a catalog entry's GGUF file (fetched and checked by the package's
+/// JS) with the head the core embeds for a PRM entry, so a catalog name
+/// means the same model here as in the CLI.
+pub fn load_catalog(bytes: Vec<u8>, entry: &str, options: &ScorerOptions) -> Result<Loaded> {
+    let entry = stepscore::catalog::lookup(entry).map_err(Error::from_load)?;
+    if bytes.len() as u64 != entry.file.size {
+        return Err(Error::new(
+            crate::error::Code::ModelInvalid,
+            format!(
+                "{}: {} bytes, the catalog entry `{}` says {}",
+                entry.file.file_name,
+                bytes.len(),
+                entry.name,
+                entry.file.size
+            ),
+        ));
+    }
+    let head = entry
+        .head()
+        .map(|h| HeadFile::embedded(h).map_err(Error::from_load))
+        .transpose()?;
+    load_gguf_and(bytes, entry.file.file_name, head.as_ref(), 0, options)
+}
+
+fn load_gguf_and(
+    bytes: Vec<u8>,
+    name: &str,
+    head: Option<&HeadFile>,
+    head_bytes: usize,
+    options: &ScorerOptions,
+) -> Result<Loaded> {
+    let model_bytes = bytes.len() + head_bytes;
     let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), name).map_err(Error::from_load)?;
-    let scorer = Scorer::from_gguf(gguf, Some(&head), options).map_err(Error::from_load)?;
+    let scorer = Scorer::from_gguf(gguf, head, options).map_err(Error::from_load)?;
     Ok(Loaded {
         scorer: Rc::new(scorer),
         format: "gguf",
@@ -134,9 +163,6 @@ pub fn load_gguf_with_head(
     })
 }
 
-/// Loads a Hugging Face checkpoint from its files by name: `config.json`,
-/// `model.safetensors` (or the index and its shards), `tokenizer.json`, and
-/// optionally `tokenizer_config.json`.
 pub fn load_hf(mut files: BTreeMap<String, Vec<u8>>, options: &ScorerOptions) -> Result<Loaded> {
     let model_bytes = files.values().map(Vec::len).sum();
     let tokenizer_json = files.remove("tokenizer.json").ok_or_else(|| {
@@ -258,6 +284,39 @@ mod tests {
             ),
         ];
         serialize(views, None).unwrap()
+    }
+
+    #[test]
+    fn a_catalog_entry_loads_with_the_core_head_and_its_pins_are_checked() {
+        let options = parse_options(&Value::Null).unwrap();
+        let unknown = load_catalog(vec![0; 8], "stepscore-prm-smolm2", &options).unwrap_err();
+        assert_eq!(unknown.code, Code::InvalidArgument);
+        assert!(
+            unknown.message.contains("stepscore-prm-smollm2"),
+            "{}",
+            unknown.message
+        );
+        let short = load_catalog(vec![0; 8], "stepscore-prm-smollm2", &options).unwrap_err();
+        assert_eq!(short.code, Code::ModelInvalid);
+        assert!(short.message.contains("98362432"), "{}", short.message);
+        let Some(path) = stepscore::testing::find_smollm2_gguf() else {
+            eprintln!("SKIPPED: SmolLM2 GGUF not in the cache (run `stepscore fetch`)");
+            return;
+        };
+        let bytes = std::fs::read(&path).unwrap();
+        let prm = load_catalog(bytes.clone(), "stepscore-prm-smollm2", &options).unwrap();
+        // The embedded SmolLM2 head ships no threshold; the backbone entry has no head.
+        assert_eq!(
+            (prm.info().family, prm.info().threshold),
+            ("value-head", None)
+        );
+        let backbone = load_catalog(
+            bytes,
+            "smollm2-135m",
+            &parse_options(&serde_json::json!({"family": "confidence"})).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(backbone.info().family, "confidence");
     }
 
     #[test]

@@ -359,6 +359,8 @@ pub struct ModelInfo {
     pub adapter: Option<String>,
     /// Why this engine (the core's backend report).
     pub engine_reason: String,
+    /// The first-error threshold the head ships with; `None` when it has none.
+    pub threshold: Option<f64>,
 }
 
 /// Device buffers of the WebGPU engine: the leak tests' counter.

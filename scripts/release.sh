@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The release artifacts, one command, into target/release-artifacts/:
+#   stepscore-<version>.tgz                 npm pack of pkg/ (both wasm builds inside)
+#   stepscore-<version>-cp39-abi3-<tag>.whl  the Python wheel (maturin, abi3; release: manylinux2014 via zig)
+#   stepscore-<version>.tar.gz              the Python sdist
+#   stepscore-<version>-<target>.tar.gz     the CLI: binary, README.md, LICENSE
+# Publishing them stays a maintainer's step.
+#
+#   scripts/release.sh                  release profile (what would be published)
+#   scripts/release.sh --profile dev    CI: the dev profile (opt-level 2 for the core and
+#                                       dependencies), reusing what `cargo test --workspace`
+#                                       built, and pkg/dist when scripts/build-wasm.sh made it;
+#                                       its wheel is linked by the host's toolchain (the tag
+#                                       maturin's audit finds for this machine's glibc): zig
+#                                       builds for an explicit --target, in a target dir of its
+#                                       own, which would rebuild every dependency
+# The wasm builds are always scripts/build-wasm.sh's (profile wasm-release).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile=release
+while [ $# -gt 0 ]; do
+    case $1 in
+        --profile) profile=${2:?--profile needs release or dev}; shift 2 ;;
+        --profile=*) profile=${1#--profile=}; shift ;;
+        *) echo "release.sh: unknown argument '$1' (usage: scripts/release.sh [--profile release|dev])" >&2; exit 2 ;;
+    esac
+done
+case $profile in release | dev) ;; *) echo "release.sh: --profile must be release or dev, got '$profile'" >&2; exit 2 ;; esac
+
+out=target/release-artifacts
+version=$(awk -F'"' '/^\[workspace.package\]/ { p = 1 } p && /^version/ { print $2; exit }' Cargo.toml)
+host=$(rustc -vV | sed -n 's/^host: //p')
+profile_dir=$([ "$profile" = dev ] && echo debug || echo release)
+rm -rf "$out"
+mkdir -p "$out"
+t0=$(date +%s)
+step() { echo "== release ($profile): $1"; }
+
+step "npm package"
+if [ "$profile" = release ] || [ ! -f pkg/dist/wasm-threads/stepscore_wasm_bg.wasm ]; then
+    scripts/build-wasm.sh
+fi
+# The package's JS as it is now (build-wasm.sh's last step, cheap to redo).
+cp pkg/src/*.js pkg/src/*.d.ts pkg/dist/
+cp LICENSE pkg/LICENSE
+(cd pkg && npm pack --silent --pack-destination "../$out" >/dev/null)
+rm pkg/LICENSE
+
+step "Python wheel and sdist"
+# maturin and zig (the `ziglang` wheel) in a venv of their own: zig links the
+# release extension against glibc 2.17, which manylinux2014 names.
+venv=target/release-venv
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+tools=("maturin>=1.9.4,<2")
+# zig only for the release profile (the dev wheel is linked by the host's toolchain).
+if [ "$profile" = release ]; then tools+=("ziglang>=0.13"); fi
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "${tools[@]}"
+maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
+if [ "$profile" = dev ]; then
+    maturin_args+=(--profile dev)
+else
+    maturin_args+=(--release --zig --compatibility manylinux2014)
+fi
+PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}"
+PATH="$PWD/$venv/bin:$PATH" maturin sdist -m crates/stepscore-py/Cargo.toml --out "$out"
+
+step "CLI archive"
+if [ "$profile" = dev ]; then
+    cargo build --locked -q -p stepscore-cli
+else
+    cargo build --locked -q --release -p stepscore-cli
+fi
+name=stepscore-$version-$host
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/$name"
+cp "target/$profile_dir/stepscore" README.md LICENSE "$stage/$name/"
+tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
+
+echo "== release ($profile): artifacts in $out ($(( $(date +%s) - t0 )) s)"
+(cd "$out" && for f in *; do printf '  %-60s %12d bytes\n' "$f" "$(stat -c %s "$f")"; done)
