@@ -351,7 +351,6 @@ fn rows_are_read_by_the_strict_reader() {
 /// Item 7: an id above 2^53 comes back with its own digits, and two such
 /// ids that differ only past float precision stay two ids.
 #[test]
-#[ignore = "needs the core reader to keep number text (branch `readers`, issue 23 item 7); run with --ignored once merged"]
 fn big_integer_ids_keep_their_text() {
     let srv = Server::start(&[]);
     let body = br#"{"traces":[{"id":123456789012345678912345,"problem":"p","steps":["a"]},{"id":123456789012345678912346,"problem":"p","steps":["a"]}]}"#;
