@@ -74,8 +74,10 @@ fi
 name=stepscore-$version-$host
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir "$stage/$name"
+mkdir -p "$stage/$name/examples"
 cp "target/$profile_dir/stepscore" README.md LICENSE "$stage/$name/"
+# The README's quickstart scores these from the unpacked directory.
+cp examples/traces.jsonl "$stage/$name/examples/"
 tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
 
 echo "== release ($profile): artifacts in $out ($(( $(date +%s) - t0 )) s)"

@@ -6,7 +6,7 @@
 #           a tampered hub file refused (nothing cached under its name);
 #   page:   examples/browser bundled by Vite from the installed tarball, in headless Chromium;
 #   Python: a fresh venv, `pip install ./stepscore-*.whl`, the README's snippet;
-#   CLI:    the unpacked archive, `stepscore score examples/traces.jsonl`.
+#   CLI:    the unpacked archive, `./stepscore score examples/traces.jsonl` from its directory.
 # Models come from tests/hub/hub_server.py, a local server in the hub's URL
 # layout serving SmolLM2 from the model cache (~/.cache/stepscore); never the network. Only
 # the npm registry (vite, playwright-core) and PyPI (numpy) are used, through
@@ -121,8 +121,8 @@ PY
 )
 
 echo "== test-install: CLI archive"
-for f in README.md LICENSE; do [ -f "$(dirname "${bin[0]}")/$f" ] || { echo "test-install: $f missing from the CLI archive" >&2; exit 1; }; done
-rows=$(clean HF_ENDPOINT="$hub" PIP_INDEX_URL="$no_index" STEPSCORE_CACHE="$work/cli-cache" "${bin[0]}" score "$repo/examples/traces.jsonl" \
+for f in README.md LICENSE examples/traces.jsonl; do [ -f "$(dirname "${bin[0]}")/$f" ] || { echo "test-install: $f missing from the CLI archive" >&2; exit 1; }; done
+rows=$(clean HF_ENDPOINT="$hub" PIP_INDEX_URL="$no_index" STEPSCORE_CACHE="$work/cli-cache" "${bin[0]}" score "$(dirname "${bin[0]}")/examples/traces.jsonl" \
     --model stepscore-prm-smollm2 --output jsonl | wc -l)
 if [ "$rows" -ne 4 ]; then
     echo "test-install: the CLI scored $rows traces of examples/traces.jsonl, expected 4" >&2
