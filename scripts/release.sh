@@ -60,7 +60,9 @@ maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
 if [ "$profile" = dev ]; then
     maturin_args+=(--profile dev)
 else
-    maturin_args+=(--release --zig --compatibility manylinux2014)
+    # --strip: the release profile keeps line tables for local backtraces;
+    # a published wheel does not need them (27 MB -> about 9 MB).
+    maturin_args+=(--release --zig --compatibility manylinux2014 --strip)
 fi
 PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}"
 PATH="$PWD/$venv/bin:$PATH" maturin sdist -m crates/stepscore-py/Cargo.toml --out "$out"
@@ -76,6 +78,8 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/$name/examples"
 cp "target/$profile_dir/stepscore" README.md LICENSE "$stage/$name/"
+# Release archives carry no debug info (the profile keeps line tables).
+if [ "$profile" = release ]; then strip "$stage/$name/stepscore"; fi
 # The README's quickstart scores these from the unpacked directory.
 cp examples/traces.jsonl "$stage/$name/examples/"
 tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
