@@ -108,6 +108,23 @@ impl Error {
         };
         Error::new(code, format!("{what}: {e}"))
     }
+
+    /// An error raised while generating or searching (`what`: `generate`,
+    /// `search`): the arguments are options and a prompt, so a bad value is
+    /// `INVALID_ARGUMENT` and a prompt over the context `TRACE_TOO_LONG`.
+    pub fn from_run(what: &str, e: stepscore::Error) -> Self {
+        use stepscore::Error as E;
+        let code = match &e {
+            E::TraceTooLong { .. } => Code::TraceTooLong,
+            E::Tokenizer(_) => Code::TokenizeFailed,
+            E::InvalidArgument(_) | E::Input { .. } => Code::InvalidArgument,
+            E::Model { .. } => Code::ModelInvalid,
+            E::Io { .. } => Code::Io,
+            E::Gpu(_) => Code::Gpu,
+            E::Internal(_) => Code::Internal,
+        };
+        Error::new(code, format!("{what}: {e}"))
+    }
 }
 
 #[cfg(test)]

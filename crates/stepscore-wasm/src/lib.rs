@@ -18,6 +18,7 @@
 
 pub mod error;
 pub mod load;
+pub mod options;
 pub mod output;
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 pub mod pool;
@@ -26,11 +27,13 @@ pub mod read;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
-use stepscore::prm::{Backend, Scorer, SessionOf};
+use stepscore::prm::{Backend, GenerateOptions, GenerationOf, Scorer, SessionOf};
 use stepscore::segment::Segmenter;
 use wasm_bindgen::prelude::*;
 
@@ -329,6 +332,30 @@ impl WasmScorer {
         })
     }
 
+    /// Starts generating after `prompt` with `options` (the core's
+    /// `GenerateOptions`, camelCase keys: [`options`]); resolves to a
+    /// [`WasmGeneration`] once the prompt has run. Bad options throw at once.
+    pub fn generate(&self, prompt: JsValue, options: JsValue) -> JsResult<js_sys::Promise> {
+        let prompt = string_arg(&prompt, "prompt", Code::InvalidArgument)?;
+        let options: GenerateOptions = options::core_options(
+            &from_js(options, "generate options", Code::InvalidArgument)?,
+            "generate options",
+        )
+        .map_err(js_error)?;
+        let scorer = Rc::clone(&self.loaded.scorer);
+        Ok(promise(async move {
+            let generation = GenerationOf::new_async(scorer, &prompt, &options)
+                .await
+                .map_err(|e| js_error(Error::from_run("generate", e)))?;
+            let cancel = generation.cancel_flag();
+            Ok(WasmGeneration {
+                inner: Rc::new(RefCell::new(generation)),
+                cancel,
+            }
+            .into())
+        }))
+    }
+
     /// Buffers alive on the GPU device; `null` on the CPU engine.
     #[wasm_bindgen(js_name = gpuBuffers)]
     pub fn gpu_buffers(&self) -> JsResult<JsValue> {
@@ -424,6 +451,82 @@ impl WasmSession {
     #[wasm_bindgen(js_name = cachedTokens)]
     pub fn cached_tokens(&self) -> JsResult<usize> {
         self.with(|s| s.cached_tokens())
+    }
+}
+
+/// A generation in progress ([`WasmScorer::generate`]): each `next()` runs
+/// one token. Shared with the Promise of a `next()` in flight; a second
+/// `next()` meanwhile is refused (the package awaits each).
+#[wasm_bindgen]
+pub struct WasmGeneration {
+    inner: Rc<RefCell<GenerationOf<Rc<Scorer>>>>,
+    cancel: Arc<AtomicBool>,
+}
+
+const GENERATION_BUSY: &str =
+    "a next() on this generation is still running; await it before using the generation";
+
+impl WasmGeneration {
+    fn with<T>(&self, f: impl FnOnce(&GenerationOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+        let g = self
+            .inner
+            .try_borrow()
+            .map_err(|_| js_error(Error::invalid_argument(GENERATION_BUSY)))?;
+        Ok(f(&g))
+    }
+}
+
+#[wasm_bindgen]
+impl WasmGeneration {
+    /// Resolves to the next token `{id, text, logprob}`, or `null` once the
+    /// generation has stopped (`stopReason()` says why).
+    // The RefCell stays borrowed across the GPU's await on purpose, as in
+    // WasmSession::append.
+    #[allow(clippy::await_holding_refcell_ref)]
+    pub fn next(&self) -> JsResult<js_sys::Promise> {
+        let inner = Rc::clone(&self.inner);
+        Ok(promise(async move {
+            let mut generation = inner
+                .try_borrow_mut()
+                .map_err(|_| js_error(Error::invalid_argument(GENERATION_BUSY)))?;
+            match generation.next_async().await {
+                None => Ok(JsValue::NULL),
+                Some(Ok(token)) => to_js(&token),
+                Some(Err(e)) => Err(js_error(Error::from_run("generate", e))),
+            }
+        }))
+    }
+
+    /// Stops the generation before its next token (stop reason `cancelled`);
+    /// works while a `next()` is in flight.
+    pub fn cancel(&self) {
+        self.cancel.store(true, Ordering::Relaxed);
+    }
+
+    /// The text generated so far (a stop string cut off).
+    pub fn text(&self) -> JsResult<String> {
+        self.with(|g| g.text().to_string())
+    }
+
+    /// Why the generation stopped (the core's kebab-case names), or `null`.
+    #[wasm_bindgen(js_name = stopReason)]
+    pub fn stop_reason(&self) -> JsResult<JsValue> {
+        let reason = self.with(|g| g.stop_reason().cloned())?;
+        match reason {
+            Some(r) => to_js(&r),
+            None => Ok(JsValue::NULL),
+        }
+    }
+
+    /// The generated token ids so far.
+    pub fn tokens(&self) -> JsResult<Vec<u32>> {
+        self.with(|g| g.tokens().to_vec())
+    }
+
+    /// Tokens of the prompt (with the chat template) run before the first.
+    #[wasm_bindgen(js_name = promptTokens)]
+    pub fn prompt_tokens(&self) -> JsResult<usize> {
+        self.with(|g| g.prompt_tokens())
     }
 }
 
