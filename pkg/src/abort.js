@@ -53,3 +53,20 @@ export function abortable(promise, signal, what) {
 export function nextTurn() {
   return new Promise((resolve) => setTimeout(resolve, 0));
 }
+
+/**
+ * Resolves after the event loop has had a turn (not clamped as nested
+ * setTimeouts are): a token loop awaits it so aborts, worker messages and
+ * (on a page) painting get in between tokens.
+ */
+export function yieldToEvents() {
+  if (typeof setImmediate === 'function') return new Promise((resolve) => setImmediate(resolve));
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+}

@@ -19,8 +19,9 @@ import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
-import { ready, requireReady, SCORE_AT } from './runtime.js';
+import { ready, requireReady, SCORE_AT, SEARCH_WITH } from './runtime.js';
 import { abortable, checkSignal, nextTurn } from './abort.js';
+import { Generation, LocalGeneration } from './generation.js';
 import { SessionState } from './session-state.js';
 import { chooseBuild, singleBuild } from './threads.js';
 
@@ -223,6 +224,27 @@ class LocalEngine {
     return new LocalSession(callWasm(() => this.#inner.session(problem)));
   }
 
+  generate(prompt, options) {
+    return new LocalGeneration(() => this.#inner.generate(prompt, options));
+  }
+
+  /**
+   * `verifier`: another LocalEngine (or null: this one). `onEvent(event)`
+   * sees each event; `shouldStop()` is asked after each, and true ends the
+   * search (the core then returns what was done, `cancelled: true`).
+   */
+  search(problem, options, { onEvent, shouldStop, verifier }) {
+    if (verifier && !(verifier instanceof LocalEngine)) {
+      throw new StepscoreError('INVALID_ARGUMENT', 'search: the verifier must run where the generator runs (both in this thread)');
+    }
+    const on = (event) => {
+      onEvent?.(event);
+      return !shouldStop?.();
+    };
+    if (verifier) return callWasmAsync(() => this.#inner.searchVerifiedBy(problem, options, on, verifier.#inner));
+    return callWasmAsync(() => this.#inner.search(problem, options, on));
+  }
+
   info() {
     return {
       ...this.#info,
@@ -281,9 +303,22 @@ class LocalSession extends SessionState {
   }
 }
 
+/** `[options without the keys, { key: value }]` for keys the JS layer handles itself. */
+function takeKeys(options, keys) {
+  if (!options || typeof options !== 'object' || Array.isArray(options)) return [options, {}];
+  const rest = { ...options };
+  const taken = {};
+  for (const k of keys) {
+    taken[k] = rest[k];
+    delete rest[k];
+  }
+  return [rest, taken];
+}
+
 export class StepScorer {
   #engine;
   #sessions = new Set();
+  #generations = new Set();
 
   constructor(token, engine) {
     if (token !== INTERNAL) throw new TypeError('use StepScorer.load() to create a scorer');
@@ -363,6 +398,60 @@ export class StepScorer {
     return session;
   }
 
+  /**
+   * Generates after `prompt`: an async iterator of tokens; `result()` gives
+   * the text and the stop reason. Options are the core's GenerateOptions in
+   * camelCase, plus `signal` (an abort ends the stream, stop reason
+   * 'cancelled'). Errors (bad options, a prompt over the context) reject the
+   * first `next()` / `result()`.
+   */
+  generate(prompt, options) {
+    const [rest, signal] = splitSignal(options, 'generate');
+    const generation = new Generation(this.#live().generate(prompt, rest), signal, (g) => this.#generations.delete(g));
+    this.#generations.add(generation);
+    return generation;
+  }
+
+  /**
+   * PRM-guided search for `problem`: this scorer generates, `verifier` (this
+   * scorer by default) scores each step. Options are the core's
+   * SearchOptions in camelCase, plus `onEvent`, `verifier` and `signal` (an
+   * abort rejects with 'ABORTED' and stops the search at its next event).
+   */
+  async search(problem, options) {
+    const [withoutSignal, signal] = splitSignal(options, 'search');
+    const [rest, { onEvent, verifier }] = takeKeys(withoutSignal, ['onEvent', 'verifier']);
+    if (onEvent !== undefined && typeof onEvent !== 'function') {
+      throw new StepscoreError('INVALID_ARGUMENT', 'search: `onEvent` must be a function');
+    }
+    if (verifier !== undefined && verifier !== null && !(verifier instanceof StepScorer)) {
+      throw new StepscoreError('INVALID_ARGUMENT', 'search: `verifier` must be a StepScorer');
+    }
+    throwIfAborted(signal, 'the search');
+    // An exception in onEvent stops the search and rejects it as it was thrown.
+    let thrown = null;
+    const hooks = {
+      verifier: verifier && verifier !== this ? verifier.#live() : null,
+      onEvent: (event) => {
+        if (thrown || signal?.aborted) return;
+        try {
+          onEvent?.(event);
+        } catch (e) {
+          thrown = { error: e };
+        }
+      },
+      shouldStop: () => thrown !== null || Boolean(signal?.aborted),
+    };
+    const result = await abortable(this[SEARCH_WITH](problem, rest, hooks), signal, 'the search');
+    if (thrown) throw thrown.error;
+    return result;
+  }
+
+  /** The engine's search with its hooks (the worker's search; see LocalEngine.search). */
+  [SEARCH_WITH](problem, options, hooks) {
+    return this.#live().search(problem, options, hooks);
+  }
+
   /** Backend, family, dimensions and sizes of the loaded model. */
   info() {
     return this.#live().info();
@@ -371,6 +460,7 @@ export class StepScorer {
   /** Frees the model and every session started on it (and ends its worker). Safe to call twice. */
   dispose() {
     for (const s of [...this.#sessions]) s.dispose();
+    for (const g of [...this.#generations]) g.cancel();
     this.#engine?.dispose();
     this.#engine = null;
   }

@@ -290,6 +290,158 @@ export interface ScorerInfo {
   threshold: number | null;
 }
 
+/**
+ * Options objects of generate() and search() are the core's own
+ * (`stepscore::prm::GenerateOptions`, `SearchOptions`, `Sampling`) with each
+ * field name in camelCase (`max_new_tokens` is `maxNewTokens`, `top_p`
+ * `topP`, `beam_width` `beamWidth`, `token_budget` `tokenBudget`) and values
+ * as the core writes them (kebab-case: 'best-of-n', 'step-end'). Unknown
+ * keys, snake_case keys and values out of range reject with
+ * 'INVALID_ARGUMENT' naming the field. Results and events come back the
+ * same way: camelCase keys, kebab-case values.
+ */
+export interface Sampling {
+  /** 0 is greedy (the most likely token, ties to the lowest id); default 0.8. */
+  temperature?: number;
+  /** Keep the k most likely tokens; 0 keeps all (default 40). */
+  topK?: number;
+  /** In (0, 1]; 1 keeps all (default 0.95). */
+  topP?: number;
+  /** In [0, 1); 0 drops none (default 0.05). */
+  minP?: number;
+  /** > 0; 1 is off (default 1). */
+  repetitionPenalty?: number;
+  /** Tokens the penalty looks back at (default 64). */
+  penaltyLastN?: number;
+  /** Seeds the draw (default 0): the same seed gives the same tokens on every engine. */
+  seed?: number;
+}
+
+export interface GenerateOptions {
+  sampling?: Sampling;
+  /** At least 1 (default 512). */
+  maxNewTokens?: number;
+  /** Stop before the first of these strings (cut from the text); none may be empty. */
+  stop?: string[];
+  /** Stop at the end of a step: the first blank line after some text (kept in the text). */
+  stopAtStep?: boolean;
+  /** Wrap the prompt in the model's chat template as a user turn (default true). */
+  chat?: boolean;
+  /** A system message for the chat template. */
+  system?: string;
+  /** Aborting ends the stream with stop reason 'cancelled' (the text so far is kept). */
+  signal?: AbortSignal;
+}
+
+/** Why a generation (or a search candidate) stopped: the core's StopReason. */
+export type StopReason = 'end-of-turn' | 'stop-string' | 'step-end' | 'max-tokens' | 'context' | 'cancelled' | 'budget';
+
+export interface GeneratedToken {
+  id: number;
+  /** The text this token completed (empty while a character is split across tokens). */
+  text: string;
+  /** Its natural-log probability under the model (temperature 1). */
+  logprob: number;
+}
+
+export interface GenerationResult {
+  text: string;
+  stopReason: StopReason;
+  tokens: number[];
+  /** Tokens of the prompt (with the chat template) run before the first generated one. */
+  promptTokens: number;
+}
+
+/**
+ * A generation in progress: `for await (const token of generation)`, then
+ * `text` / `stopReason`, or `await generation.result()`. Leaving the loop
+ * early (`break`) or `cancel()` stops it (stop reason 'cancelled').
+ */
+export interface Generation extends AsyncIterableIterator<GeneratedToken> {
+  next(): Promise<IteratorResult<GeneratedToken, undefined>>;
+  return(): Promise<IteratorResult<GeneratedToken, undefined>>;
+  /** Runs the generation to its end (what a loop has not taken) and resolves to its result. */
+  result(): Promise<GenerationResult>;
+  cancel(): void;
+  /** The text so far (once stopped, the core's: a stop string cut off). */
+  readonly text: string;
+  /** null while it runs. */
+  readonly stopReason: StopReason | null;
+  readonly tokens: number[];
+}
+
+export type SearchMethod = 'best-of-n' | 'beam' | 'dvts';
+
+export interface SearchOptions {
+  /** Default 'best-of-n'. */
+  method?: SearchMethod;
+  /** Candidates (N), 1 to 256 (default 4). */
+  n?: number;
+  /** Expansions per kept beam (M) for 'beam' and 'dvts'; N must be a multiple (default 4). */
+  beamWidth?: number;
+  /** Most steps a beam / DVTS candidate writes (default 40). */
+  maxSteps?: number;
+  /** How a candidate's step scores rank it (default 'min'). */
+  aggregation?: Aggregation;
+  /** Most generated tokens over all candidates (default: unlimited); at least 1. */
+  tokenBudget?: number | null;
+  /** Sampling and per-candidate limits; the default system message asks for blank-line steps and a \boxed{} answer. */
+  generate?: Omit<GenerateOptions, 'signal'>;
+  /** Each event as it happens (in worker mode, as its message arrives). An exception here stops the search and rejects it. */
+  onEvent?: (event: SearchEvent) => void;
+  /** The PRM that scores the steps (default: this scorer). In worker mode only this scorer itself. */
+  verifier?: StepScorer;
+  /**
+   * Aborting rejects with 'ABORTED' at once and stops the search at its next
+   * event (in worker mode where the page has shared memory, i.e. Node or a
+   * cross-origin isolated page; elsewhere the worker finishes it and drops it).
+   */
+  signal?: AbortSignal;
+}
+
+/** The core's SearchEvent: candidates are numbered in creation order and advance round-robin, one token each. */
+export type SearchEvent =
+  | { event: 'forked'; candidate: number; from: number | null }
+  | { event: 'token'; candidate: number; text: string }
+  | { event: 'step'; candidate: number; step: number; text: string; score: number }
+  | { event: 'pruned'; candidate: number }
+  | { event: 'finished'; candidate: number; stopReason: StopReason };
+
+export interface SearchCandidate {
+  index: number;
+  parent: number | null;
+  /** Everything it generated (its ancestors' text included). */
+  text: string;
+  /** Its steps, as the blank-line segmenter cuts `text`. */
+  steps: string[];
+  /** The verifier's score of each step (shorter than `steps` when the last did not fit its token limit). */
+  scores: number[];
+  /** `scores` aggregated with the search's aggregation. */
+  score: number | null;
+  answer: string | null;
+  tokens: number;
+  /** null for a candidate continued by forks. */
+  stopReason: StopReason | null;
+  pruned: boolean;
+  /** Among the candidates the choice is made from. */
+  finalist: boolean;
+}
+
+export interface SearchResult {
+  method: SearchMethod;
+  candidates: SearchCandidate[];
+  finalists: number[];
+  /** The finalist with the best aggregated score (the method's answer). */
+  chosen: number | null;
+  /** Best, majority and PRM-weighted vote over the finalists (indices are candidate indices). */
+  selection: Selection;
+  promptTokens: number;
+  tokensGenerated: number;
+  tokensScored: number;
+  budgetExhausted: boolean;
+  cancelled: boolean;
+}
+
 export class Session {
   private constructor();
   /**
@@ -321,6 +473,16 @@ export class StepScorer {
   /** Index of the first step below `threshold` (default: `info().threshold`, else 0.5), or -1. */
   firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
   session(problem: string): Session;
+  /**
+   * Generates after `prompt` (through the model's chat template unless
+   * `chat: false`). Bad options or a prompt over the context
+   * ('TRACE_TOO_LONG') reject the first `next()` / `result()`. A model
+   * loaded without its LM head (a value-head PRM) rejects with
+   * 'INVALID_ARGUMENT'.
+   */
+  generate(prompt: string, options?: GenerateOptions): Generation;
+  /** PRM-guided search (best-of-N, step beam search, DVTS): this scorer generates, `verifier` scores. */
+  search(problem: string, options?: SearchOptions): Promise<SearchResult>;
   info(): ScorerInfo;
   /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */
   dispose(): void;

@@ -11,6 +11,7 @@ import { absoluteUrl, throwIfAborted } from './fetch.js';
 import { parseManifest } from './integrity.js';
 import { startWorker } from './runtime.js';
 import { SessionState } from './session-state.js';
+import { RemoteGeneration } from './generation.js';
 
 function typeName(v) {
   return v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v;
@@ -151,10 +152,26 @@ function abortError(signal) {
   return new StepscoreError('ABORTED', 'loading was aborted');
 }
 
+/**
+ * A flag the page sets and the worker reads while a search runs (the worker
+ * is busy in wasm then and reads no messages): an Int32Array over shared
+ * memory, where there is any (Node, a cross-origin isolated page); null
+ * elsewhere, and then the worker finishes an aborted search and drops it.
+ */
+function sharedFlag() {
+  if (typeof SharedArrayBuffer !== 'function' || typeof Atomics !== 'object') return null;
+  try {
+    return new Int32Array(new SharedArrayBuffer(4));
+  } catch {
+    return null;
+  }
+}
+
 class RemoteEngine {
   #client;
   #info;
   #nextSession = 1;
+  #nextGeneration = 1;
 
   constructor(client, info) {
     this.#client = client;
@@ -178,6 +195,33 @@ class RemoteEngine {
     // A failure here also fails the first append, which reports it.
     created.catch(() => undefined);
     return new RemoteSession(this.#client, sid, created);
+  }
+
+  generate(prompt, options) {
+    const gid = this.#nextGeneration++;
+    const client = this.#client;
+    const generation = new RemoteGeneration(() => client.call('generateCancel', { gid }).catch(() => undefined));
+    client
+      .call('generate', { gid, prompt, options }, { onProgress: (token) => generation.push({ token }) })
+      .then(
+        (done) => generation.push({ done }),
+        (error) => generation.push({ error }),
+      );
+    return generation;
+  }
+
+  search(problem, options, { onEvent, shouldStop, verifier }) {
+    if (verifier) {
+      throw new StepscoreError('INVALID_ARGUMENT', 'search: in worker mode the verifier must be the generator itself (each worker holds one model)');
+    }
+    const flag = sharedFlag();
+    // Events arrive while the worker runs; the page asks to stop at each.
+    return this.#client.call('search', { problem, options, cancel: flag }, {
+      onProgress: (event) => {
+        onEvent(event);
+        if (flag && shouldStop()) Atomics.store(flag, 0, 1);
+      },
+    });
   }
 
   info() {

@@ -15,6 +15,9 @@ let host = { localFile: () => null, catalogStore: null, cacheDir: () => null };
 /** StepScorer's score call with the trace named in errors (for worker-host.js; not public API). */
 export const SCORE_AT = Symbol('stepscore.scoreAt');
 
+/** StepScorer's search with the engine's hooks `{ onEvent, shouldStop }` (for worker-host.js; not public API). */
+export const SEARCH_WITH = Symbol('stepscore.searchWith');
+
 export function setWasmExports(value) {
   exports = value;
 }

@@ -7,7 +7,7 @@
 
 import { StepScorer } from './core.js';
 import { StepscoreError } from './errors.js';
-import { SCORE_AT, wasmMemoryBytes } from './runtime.js';
+import { SCORE_AT, SEARCH_WITH, wasmMemoryBytes } from './runtime.js';
 
 function sessionState(session) {
   return {
@@ -23,6 +23,7 @@ function sessionState(session) {
 export function serve(port, ready) {
   let scorer = null;
   const sessions = new Map();
+  const generations = new Map();
   const started = ready.then(
     () => null,
     (e) => new StepscoreError('INTERNAL', `the wasm engine failed to start in the worker: ${e?.message ?? e}`),
@@ -58,6 +59,32 @@ export function serve(port, ready) {
       const s = session(sid);
       const score = await s.append(step);
       return { score, state: sessionState(s) };
+    },
+    // Streams `{ id, progress: token }` per token; resolves to the result.
+    // The loop yields between tokens, so a generateCancel gets in.
+    async generate({ id, gid, prompt, options }) {
+      const controller = new AbortController();
+      generations.set(gid, controller);
+      try {
+        const generation = live().generate(prompt, options);
+        controller.signal.addEventListener('abort', () => generation.cancel(), { once: true });
+        for await (const token of generation) port.post({ id, progress: token });
+        return await generation.result();
+      } finally {
+        generations.delete(gid);
+      }
+    },
+    generateCancel({ gid }) {
+      generations.get(gid)?.abort();
+      return null;
+    },
+    // Streams `{ id, progress: event }` per search event; `cancel` (shared
+    // memory, or null) is the page's stop flag.
+    search({ id, problem, options, cancel }) {
+      return live()[SEARCH_WITH](problem, options, {
+        onEvent: (event) => port.post({ id, progress: event }),
+        shouldStop: () => cancel !== null && cancel !== undefined && Atomics.load(cancel, 0) === 1,
+      });
     },
     sessionDispose({ sid }) {
       sessions.get(sid)?.dispose();

@@ -21,6 +21,7 @@ import { errorText, mb, modelFilesSource, showBackend, showInfo } from './modelv
 import { renderResults as renderView } from './results';
 import { decodeState, encodeState, type SharedState } from './share';
 import { readTraceFile as readTraceText, type AppStep, type AppTrace } from './reader';
+import { setupSolve, solveRunning } from './solve';
 import { AGG_LABELS, type BestOfN, type Scored } from './types';
 
 // ---------------------------------------------------------------- state
@@ -66,6 +67,7 @@ function refreshButtons(): void {
   button('score-btn').disabled = !ready;
   button('live-btn').disabled = !ready;
   button('bon-score').disabled = !ready;
+  button('solve-btn').disabled = !ready || solveRunning();
   button('load-btn').disabled = loading !== null || busy;
   button('abort-btn').disabled = loading === null;
 }
@@ -601,6 +603,20 @@ function start(): void {
   setupInput();
   setupResults();
   setupBestOfN();
+  setupSolve({
+    scorer: () => scorer,
+    begin: () => {
+      if (busy || !scorer) return false;
+      busy = true;
+      refreshButtons();
+      return true;
+    },
+    end: () => {
+      busy = false;
+      refreshButtons();
+    },
+    threshold,
+  });
   input('threshold').value = String(DEFAULT_THRESHOLD);
   if (!restoreFromHash()) {
     const ex = EXAMPLES[0];

@@ -123,7 +123,12 @@ impl Error {
             E::Gpu(_) => Code::Gpu,
             E::Internal(_) => Code::Internal,
         };
-        Error::new(code, format!("{what}: {e}"))
+        let mut message = format!("{what}: {e}");
+        if code == Code::InvalidArgument {
+            // The core names options by their Rust fields; JS wrote camelCase.
+            message = crate::options::camel_words(&message);
+        }
+        Error::new(code, message)
     }
 }
 

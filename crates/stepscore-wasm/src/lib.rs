@@ -33,7 +33,10 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
-use stepscore::prm::{Backend, GenerateOptions, GenerationOf, Scorer, SessionOf};
+use stepscore::prm::{
+    Backend, GenerateOptions, GenerationOf, Scorer, SearchEvent, SearchOptions, SearchResult,
+    SessionOf,
+};
 use stepscore::segment::Segmenter;
 use wasm_bindgen::prelude::*;
 
@@ -356,6 +359,36 @@ impl WasmScorer {
         }))
     }
 
+    /// Runs a PRM-guided search for `problem` (the core's `SearchOptions`,
+    /// camelCase keys) with this scorer generating and scoring. `on_event`,
+    /// when given, is called with each of the core's `SearchEvent`s
+    /// (camelCase keys); its returning `false` stops the search, which
+    /// resolves with `cancelled: true`, and its throwing stops the search
+    /// and rejects with what it threw. Resolves to the result, `selection`
+    /// as `selectBest` gives it. Bad options throw at once.
+    pub fn search(
+        &self,
+        problem: JsValue,
+        options: JsValue,
+        on_event: Option<js_sys::Function>,
+    ) -> JsResult<js_sys::Promise> {
+        let verifier = Rc::clone(&self.loaded.scorer);
+        self.run_search(problem, options, on_event, verifier)
+    }
+
+    /// [`WasmScorer::search`] with `verifier` scoring the steps.
+    #[wasm_bindgen(js_name = searchVerifiedBy)]
+    pub fn search_verified_by(
+        &self,
+        problem: JsValue,
+        options: JsValue,
+        on_event: Option<js_sys::Function>,
+        verifier: &WasmScorer,
+    ) -> JsResult<js_sys::Promise> {
+        let verifier = Rc::clone(&verifier.loaded.scorer);
+        self.run_search(problem, options, on_event, verifier)
+    }
+
     /// Buffers alive on the GPU device; `null` on the CPU engine.
     #[wasm_bindgen(js_name = gpuBuffers)]
     pub fn gpu_buffers(&self) -> JsResult<JsValue> {
@@ -454,6 +487,49 @@ impl WasmSession {
     }
 }
 
+impl WasmScorer {
+    fn run_search(
+        &self,
+        problem: JsValue,
+        options: JsValue,
+        on_event: Option<js_sys::Function>,
+        verifier: Rc<Scorer>,
+    ) -> JsResult<js_sys::Promise> {
+        let problem = string_arg(&problem, "problem", Code::InvalidArgument)?;
+        let options: SearchOptions = options::core_options(
+            &from_js(options, "search options", Code::InvalidArgument)?,
+            "search options",
+        )
+        .map_err(js_error)?;
+        options
+            .validate()
+            .map_err(|e| js_error(Error::from_run("search options", e)))?;
+        let generator = Rc::clone(&self.loaded.scorer);
+        Ok(promise(async move {
+            let mut thrown: Option<JsValue> = None;
+            let result = {
+                let mut on = |event: &SearchEvent| -> bool {
+                    let Some(f) = &on_event else { return true };
+                    match event_js(event).and_then(|e| f.call1(&JsValue::NULL, &e)) {
+                        Ok(r) => r.as_bool() != Some(false),
+                        Err(e) => {
+                            thrown = Some(e);
+                            false
+                        }
+                    }
+                };
+                stepscore::prm::search_async(generator, verifier, &problem, &options, &mut on)
+                    .await
+            };
+            if let Some(e) = thrown {
+                return Err(e);
+            }
+            let result = result.map_err(|e| js_error(Error::from_run("search", e)))?;
+            search_js(result)
+        }))
+    }
+}
+
 /// A generation in progress ([`WasmScorer::generate`]): each `next()` runs
 /// one token. Shared with the Promise of a `next()` in flight; a second
 /// `next()` meanwhile is refused (the package awaits each).
@@ -528,6 +604,29 @@ impl WasmGeneration {
     pub fn prompt_tokens(&self) -> JsResult<usize> {
         self.with(|g| g.prompt_tokens())
     }
+}
+
+/// A core value as a JS object with camelCase keys.
+fn camel_js<T: Serialize>(value: &T) -> JsResult<JsValue> {
+    let json = serde_json::to_value(value).map_err(|e| {
+        js_error(Error::new(
+            Code::Internal,
+            format!("internal: result not representable as JSON: {e}"),
+        ))
+    })?;
+    to_js(&options::camel_keys(json))
+}
+
+fn event_js(event: &SearchEvent) -> JsResult<JsValue> {
+    camel_js(event)
+}
+
+/// The core's result with camelCase keys; `selection` in `selectBest`'s form.
+fn search_js(result: SearchResult) -> JsResult<JsValue> {
+    let selection = SelectionOut::from(result.selection.clone());
+    let out = camel_js(&result)?;
+    js_sys::Reflect::set(&out, &JsValue::from_str("selection"), &to_js(&selection)?)?;
+    Ok(out)
 }
 
 fn score_options(options: JsValue) -> JsResult<ScoreOptions> {

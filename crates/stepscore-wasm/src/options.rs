@@ -1,9 +1,10 @@
-//! Options objects in the core's own serde form, spelled the JS way: the
-//! core's field names in camelCase (`maxNewTokens` is `max_new_tokens`, at
-//! every depth), values as the core writes them (kebab-case names such as
-//! `best-of-n`). The core's types do the checking (`deny_unknown_fields`,
-//! their defaults); this only renames keys, and renames the field names in
-//! an error message back, so a message names what the caller wrote.
+//! Options in and results out in the core's own serde form, spelled the JS
+//! way: the core's field names in camelCase (`maxNewTokens` is
+//! `max_new_tokens`, at every depth), values as the core writes them
+//! (kebab-case names such as `best-of-n`, `step-end`). The core's types do
+//! the checking (`deny_unknown_fields`, their defaults); this only renames
+//! keys, and renames the field names in an error message back, so a message
+//! names what the caller wrote.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -58,6 +59,49 @@ fn to_snake_keys(value: &Value, what: &str, at: &str) -> Result<Value> {
         }
         other => other.clone(),
     })
+}
+
+/// A core value serialized as JSON with every object key in camelCase.
+pub fn camel_keys(value: Value) -> Value {
+    match value {
+        Value::Object(obj) => Value::Object(
+            obj.into_iter()
+                .map(|(k, v)| (camel(&k), camel_keys(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.into_iter().map(camel_keys).collect()),
+        other => other,
+    }
+}
+
+/// The core's checks name fields in snake_case words (`sampling top_p = 2:
+/// must be in (0, 1]`): each such word (lowercase parts joined by `_`, each
+/// starting with a letter) in camelCase, as the caller wrote the option.
+pub fn camel_words(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut word = String::new();
+    let flush = |word: &mut String, out: &mut String| {
+        // Each `_` between a word's parts and followed by a letter (not `q4_0`).
+        let parts: Vec<&str> = word.split('_').collect();
+        let field = parts.len() > 1
+            && parts.iter().all(|p| p.starts_with(|c: char| c.is_ascii_lowercase()));
+        if field {
+            out.push_str(&camel(word));
+        } else {
+            out.push_str(word);
+        }
+        word.clear();
+    };
+    for c in message.chars() {
+        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' {
+            word.push(c);
+        } else {
+            flush(&mut word, &mut out);
+            out.push(c);
+        }
+    }
+    flush(&mut word, &mut out);
+    out
 }
 
 fn snake(camel: &str) -> String {
@@ -147,6 +191,37 @@ mod tests {
         assert!(o.chat);
         let d: GenerateOptions = core_options(&Value::Null, "generate options").unwrap();
         assert_eq!(d, GenerateOptions::default());
+    }
+
+    #[test]
+    fn results_come_out_with_camel_case_keys_and_kebab_values() {
+        let event = serde_json::to_value(stepscore::prm::SearchEvent::Finished {
+            candidate: 2,
+            stop_reason: stepscore::prm::StopReason::StepEnd,
+        })
+        .unwrap();
+        assert_eq!(
+            camel_keys(event),
+            json!({"event": "finished", "candidate": 2, "stopReason": "step-end"})
+        );
+        assert_eq!(
+            camel_keys(json!([{"a_b": {"c_d_e": 1}}])),
+            json!([{"aB": {"cDE": 1}}])
+        );
+    }
+
+    #[test]
+    fn the_cores_checks_name_fields_in_camel_case() {
+        assert_eq!(
+            camel_words("sampling top_p = 2: must be in (0, 1]"),
+            "sampling topP = 2: must be in (0, 1]"
+        );
+        assert_eq!(
+            camel_words("beam_width = 3 with n = 4: n must be a positive multiple of beam_width"),
+            "beamWidth = 3 with n = 4: n must be a positive multiple of beamWidth"
+        );
+        // Words without an inner underscore stay as they are.
+        assert_eq!(camel_words("_x y_ Top_p q4_0"), "_x y_ Top_p q4_0");
     }
 
     #[test]
