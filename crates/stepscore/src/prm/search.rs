@@ -179,7 +179,8 @@ pub struct SearchCandidate {
     pub scores: Vec<f64>,
     /// `scores` aggregated with the search's aggregation.
     pub score: Option<f64>,
-    /// Its final answer as written (see [`crate::answer::extract_answer`]).
+    /// The final answer its text gives (see [`crate::answer::extract_answer`];
+    /// for a pruned or unfinished candidate, what its text says so far).
     pub answer: Option<String>,
     /// Tokens in `text`.
     pub tokens: usize,
@@ -699,10 +700,11 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
             }
         }
         selection.best = selection.best.map(|k| finalists[k]);
-        for (k, &i) in finalists.iter().enumerate() {
-            let record = &mut self.nodes[i].record;
-            record.finalist = true;
-            record.answer = traces[k].answer();
+        for &i in &finalists {
+            self.nodes[i].record.finalist = true;
+        }
+        for node in &mut self.nodes {
+            node.record.answer = crate::answer::extract_answer(&node.record.text);
         }
         SearchResult {
             method: self.options.method,
