@@ -385,8 +385,12 @@ export interface SearchOptions {
   aggregation?: Aggregation;
   /** Most generated tokens over all candidates (default: unlimited); at least 1. */
   tokenBudget?: number | null;
-  /** Sampling and per-candidate limits; the default system message asks for blank-line steps and a \boxed{} answer. */
-  generate?: Omit<GenerateOptions, 'signal'>;
+  /**
+   * Sampling and per-candidate limits. `system` left out: the search's
+   * system message, which asks for blank-line steps and a \boxed{} answer
+   * (as the CLI's and Python's); `system: null`: none.
+   */
+  generate?: Omit<GenerateOptions, 'signal' | 'system'> & { system?: string | null };
   /** Each event as it happens (in worker mode, as its message arrives). An exception here stops the search and rejects it. */
   onEvent?: (event: SearchEvent) => void;
   /** The PRM that scores the steps (default: this scorer). In worker mode only this scorer itself. */

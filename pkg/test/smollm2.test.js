@@ -81,3 +81,60 @@ test('SmolLM2 GGUF by URL scores like the native engine', { skip, timeout: 300_0
     scorer.dispose();
   }
 });
+
+// The native CLI's output on the same GGUF (`stepscore generate` / `stepscore
+// search --keep-all`, CPU engine): greedy text and tokens, a seeded sample,
+// and a seeded beam search, which the wasm engine must reproduce exactly (the
+// engines' logits are bit-identical, the sampler's arithmetic is fixed).
+const NATIVE_GREEDY = {
+  prompt: 'What is 12 * 3? Answer briefly.',
+  promptTokens: 42,
+  text: '12 * 3 = 36.',
+  tokens: [33, 34, 1672, 216, 35, 446, 216, 35, 38, 30],
+  stopReason: 'end-of-turn',
+};
+const NATIVE_SAMPLED = {
+  prompt: 'Write one sentence about the sea.',
+  options: { maxNewTokens: 20, sampling: { temperature: 0.8, seed: 7 } },
+  text: 'The sea is a majestic and mysterious realm that has captivated people around the world for centuries.',
+  tokens: [504, 3426, 314, 253, 26061, 284, 11965, 7815, 338, 553, 32525, 701, 1130, 260, 905, 327, 5034, 30],
+};
+const NATIVE_BEAM = {
+  problem: 'What is 7 * 8 + 5?',
+  options: { method: 'beam', n: 2, beamWidth: 2, maxSteps: 2, generate: { maxNewTokens: 24, sampling: { seed: 1 } } },
+  texts: ['To find 7 * 8 + 5, we start with 7 * 8 = 56 and', 'To solve this problem, you need to multiply 7 by 8. 7 multiplied by 8 equals 5'],
+  scores: [[0.325172001505578], [0.2148499552834562]],
+  answers: ['56', '5'],
+  chosen: 0,
+  promptTokens: 63,
+  tokensGenerated: 48,
+  tokensScored: 64,
+};
+
+test('SmolLM2 generates what the native engine generates, greedy and seeded, in this thread and in the worker', { skip, timeout: 300_000 }, async () => {
+  for (const worker of [false, true]) {
+    const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, backend: 'cpu', worker });
+    try {
+      const greedy = await scorer.generate(NATIVE_GREEDY.prompt, { maxNewTokens: 24, sampling: { temperature: 0 } }).result();
+      assert.deepEqual(greedy, { text: NATIVE_GREEDY.text, stopReason: NATIVE_GREEDY.stopReason, tokens: NATIVE_GREEDY.tokens, promptTokens: NATIVE_GREEDY.promptTokens }, `worker: ${worker}`);
+      const sampled = await scorer.generate(NATIVE_SAMPLED.prompt, NATIVE_SAMPLED.options).result();
+      assert.deepEqual([sampled.text, sampled.tokens], [NATIVE_SAMPLED.text, NATIVE_SAMPLED.tokens], `worker: ${worker}`);
+    } finally {
+      scorer.dispose();
+    }
+  }
+});
+
+test('SmolLM2 beam search equals the native CLI search', { skip, timeout: 300_000 }, async () => {
+  const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, backend: 'cpu' });
+  try {
+    const r = await scorer.search(NATIVE_BEAM.problem, NATIVE_BEAM.options);
+    assert.deepEqual(r.candidates.map((c) => c.text), NATIVE_BEAM.texts);
+    assert.deepEqual(r.candidates.map((c) => c.answer), NATIVE_BEAM.answers);
+    r.candidates.forEach((c, i) => c.scores.forEach((s, k) => assert.ok(closeScore(s, NATIVE_BEAM.scores[i][k]), `candidate ${i} step ${k}: ${s} vs native ${NATIVE_BEAM.scores[i][k]}`)));
+    assert.deepEqual([r.chosen, r.promptTokens, r.tokensGenerated, r.tokensScored], [NATIVE_BEAM.chosen, NATIVE_BEAM.promptTokens, NATIVE_BEAM.tokensGenerated, NATIVE_BEAM.tokensScored]);
+    assert.equal(r.selection.majority.display, '56');
+  } finally {
+    scorer.dispose();
+  }
+});

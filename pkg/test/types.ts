@@ -1,7 +1,7 @@
 // Compiled by `npm run typecheck` (tsc, no emit): the published types accept
 // the documented calls and reject misuse (each @ts-expect-error must error).
 import { StepScorer, StepscoreError, segment, aggregate, firstError, selectBest, extractAnswer, clearCache, DEFAULT_CACHE, readTraces } from 'stepscore';
-import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest, ReadResult, RowFormat, TokenLogprob, TextSpan } from 'stepscore';
+import type { ErrorCode, Progress, ScorerInfo, TraceScore, Selection, Manifest, ReadResult, RowFormat, TokenLogprob, TextSpan, GenerationResult, StopReason, SearchEvent, SearchResult, SearchCandidate } from 'stepscore';
 
 export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   const controller = new AbortController();
@@ -102,4 +102,45 @@ export async function installable(): Promise<void> {
   // @ts-expect-error: a chat message has a role the core reads
   await scorer.score({ messages: [{ role: 'robot', content: 'a' }] });
   void [sha, t, first, phase, shapes];
+}
+
+export async function generateAndSearch(scorer: StepScorer): Promise<void> {
+  const controller = new AbortController();
+  const generation = scorer.generate('What is 2 + 2?', { maxNewTokens: 32, sampling: { temperature: 0, topK: 0, seed: 1 }, stop: ['\n\n'], stopAtStep: true, chat: true, system: 's', signal: controller.signal });
+  for await (const token of generation) {
+    const t: string = token.text;
+    const id: number = token.id;
+    const lp: number = token.logprob;
+  }
+  const done: GenerationResult = await generation.result();
+  const why: StopReason = done.stopReason;
+  const soFar: string = generation.text;
+  const reason: StopReason | null = generation.stopReason;
+  // @ts-expect-error: options are camelCase
+  scorer.generate('x', { max_new_tokens: 3 });
+  const events: SearchEvent[] = [];
+  const result: SearchResult = await scorer.search('What is 2 + 2?', {
+    method: 'dvts',
+    n: 8,
+    beamWidth: 2,
+    maxSteps: 10,
+    aggregation: 'last',
+    tokenBudget: 4000,
+    generate: { maxNewTokens: 128, sampling: { temperature: 0.7 }, system: null },
+    verifier: scorer,
+    signal: controller.signal,
+    onEvent: (e) => {
+      events.push(e);
+      if (e.event === 'step') {
+        const score: number = e.score;
+      }
+      if (e.event === 'finished') {
+        const s: StopReason = e.stopReason;
+      }
+    },
+  });
+  const chosen: SearchCandidate | null = result.chosen === null ? null : result.candidates[result.chosen];
+  const votes: Selection = result.selection;
+  // @ts-expect-error: methods are kebab-case
+  await scorer.search('x', { method: 'best_of_n' });
 }

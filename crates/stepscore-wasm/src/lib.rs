@@ -33,6 +33,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
+use stepscore::prm::search::DEFAULT_SEARCH_SYSTEM;
 use stepscore::prm::{
     Backend, GenerateOptions, GenerationOf, Scorer, SearchEvent, SearchOptions, SearchResult,
     SessionOf,
@@ -496,11 +497,15 @@ impl WasmScorer {
         verifier: Rc<Scorer>,
     ) -> JsResult<js_sys::Promise> {
         let problem = string_arg(&problem, "problem", Code::InvalidArgument)?;
-        let options: SearchOptions = options::core_options(
-            &from_js(options, "search options", Code::InvalidArgument)?,
-            "search options",
-        )
-        .map_err(js_error)?;
+        let raw = from_js(options, "search options", Code::InvalidArgument)?;
+        let mut options: SearchOptions =
+            options::core_options(&raw, "search options").map_err(js_error)?;
+        // As the CLI and Python: a `generate` object without `system` keeps
+        // the search's system message (serde would take GenerateOptions'
+        // own default, none); `system: null` asks for none.
+        if raw.pointer("/generate/system").is_none() {
+            options.generate.system = Some(DEFAULT_SEARCH_SYSTEM.to_string());
+        }
         options
             .validate()
             .map_err(|e| js_error(Error::from_run("search options", e)))?;
@@ -518,8 +523,7 @@ impl WasmScorer {
                         }
                     }
                 };
-                stepscore::prm::search_async(generator, verifier, &problem, &options, &mut on)
-                    .await
+                stepscore::prm::search_async(generator, verifier, &problem, &options, &mut on).await
             };
             if let Some(e) = thrown {
                 return Err(e);

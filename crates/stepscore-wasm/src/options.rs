@@ -84,7 +84,9 @@ pub fn camel_words(message: &str) -> String {
         // Each `_` between a word's parts and followed by a letter (not `q4_0`).
         let parts: Vec<&str> = word.split('_').collect();
         let field = parts.len() > 1
-            && parts.iter().all(|p| p.starts_with(|c: char| c.is_ascii_lowercase()));
+            && parts
+                .iter()
+                .all(|p| p.starts_with(|c: char| c.is_ascii_lowercase()));
         if field {
             out.push_str(&camel(word));
         } else {
@@ -226,11 +228,9 @@ mod tests {
 
     #[test]
     fn errors_name_the_field_as_the_caller_wrote_it() {
-        let e = core_options::<GenerateOptions>(
-            &json!({"sampling": {"topKk": 3}}),
-            "generate options",
-        )
-        .unwrap_err();
+        let e =
+            core_options::<GenerateOptions>(&json!({"sampling": {"topKk": 3}}), "generate options")
+                .unwrap_err();
         assert!(
             e.message.contains("unknown field `topKk`") && e.message.contains("`topK`"),
             "{}",
@@ -239,7 +239,8 @@ mod tests {
         let e = core_options::<GenerateOptions>(&json!({"maxNewTokens": 1.5}), "generate options")
             .unwrap_err();
         assert!(
-            e.message.starts_with("generate options: `maxNewTokens`: invalid type"),
+            e.message
+                .starts_with("generate options: `maxNewTokens`: invalid type"),
             "{}",
             e.message
         );
