@@ -79,7 +79,7 @@ test('Solve mode: SmolLM2 writes, scores and prunes beams live, picks and votes;
   // Cancel: a new solve stops at the button, and the engine is free again.
   await solveButton.click();
   await expect.poll(async () => (await writtenLengths(page)).reduce((a, b) => a + b, 0), { timeout: 60_000 }).toBeGreaterThan(0);
-  await page.getByRole('button', { name: 'Cancel solving' }).click();
+  await page.getByRole('button', { name: 'Stop solving' }).click();
   await expect(page.locator('body')).toHaveAttribute('data-solve', 'cancelled');
   await expect(page.locator('#solve-status')).toContainText(/Cancelled after \d+ tokens/);
   await expect(page.locator('#solve-candidates li.writing')).toHaveCount(0);

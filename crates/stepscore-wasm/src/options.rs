@@ -84,6 +84,7 @@ pub fn camel_words(message: &str) -> String {
         // Each `_` between a word's parts and followed by a letter (not `q4_0`).
         let parts: Vec<&str> = word.split('_').collect();
         let field = parts.len() > 1
+            && !word.contains(|c: char| c.is_ascii_uppercase())
             && parts
                 .iter()
                 .all(|p| p.starts_with(|c: char| c.is_ascii_lowercase()));
@@ -95,7 +96,7 @@ pub fn camel_words(message: &str) -> String {
         word.clear();
     };
     for c in message.chars() {
-        if c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' {
+        if c.is_ascii_alphanumeric() || c == '_' {
             word.push(c);
         } else {
             flush(&mut word, &mut out);
