@@ -93,7 +93,8 @@ try {
   let lines = 1;
   while ((await promptTokens(promptText(lines + 1))) <= PROMPT_TOKENS) lines++;
   let prompt = promptText(lines);
-  for (let pad = 0; (await promptTokens(prompt)) < PROMPT_TOKENS && pad < 64; pad++) prompt += ' Item';
+  const words = ['Checked', 'by', 'the', 'night', 'shift', 'on', 'Monday', 'and', 'stored', 'in', 'aisle', 'four'];
+  for (let pad = 0; (await promptTokens(prompt)) < PROMPT_TOKENS && pad < 64; pad++) prompt += ` ${words[pad % words.length]}`;
   report.promptTokens = await promptTokens(prompt);
   log(`prompt: ${report.promptTokens} tokens (stepscore's count)`);
 
@@ -114,8 +115,9 @@ try {
         const times = [];
         let last = null;
         const stream = await window.wl.createCompletion({ prompt, max_tokens: n, temperature: 0, ignore_eos: true, cache_prompt: false, stream: true });
+        // A chunk with text per token; the last one may only close the stream.
         for await (const chunk of stream) {
-          if (chunk.choices?.[0]?.text !== undefined || chunk.content !== undefined) times.push(performance.now());
+          if ((chunk.choices?.[0]?.text ?? chunk.content ?? '') !== '') times.push(performance.now());
           last = chunk;
         }
         return { tokens: last?.timings?.predicted_n ?? times.length, chunks: times.length, ms: times[times.length - 1] - times[0], ownPerSecond: last?.timings?.predicted_per_second ?? null, promptTokens: last?.timings?.prompt_n ?? null };
@@ -136,7 +138,7 @@ try {
   const s = runs.stepscore.map((r) => perSecond(r, r.tokens - 1));
   const w = runs.wllama.map((r) => perSecond(r, r.chunks - 1));
   for (const r of runs.stepscore) if (r.tokens !== TOKENS) throw new Error(`stepscore wrote ${r.tokens} tokens (${r.stopReason}), not ${TOKENS}`);
-  for (const r of runs.wllama) if (r.chunks !== TOKENS) log(`note: wllama streamed ${r.chunks} chunks for ${TOKENS} tokens`);
+  for (const r of runs.wllama) if (r.chunks !== TOKENS || r.tokens !== TOKENS) log(`note: wllama streamed ${r.chunks} chunks with text for ${r.tokens} tokens (asked: ${TOKENS})`);
   report.results = {
     stepscore: { tokPerS: median(s), runs: s.map((x) => +x.toFixed(1)) },
     wllama: { tokPerS: median(w), runs: w.map((x) => +x.toFixed(1)), ownPredictedPerSecond: median(runs.wllama.map((r) => r.ownPerSecond ?? NaN)) },
@@ -155,7 +157,7 @@ try {
 console.log(`\nSmolLM2-135M-Instruct Q4_1, decode after a ${report.promptTokens}-token prompt, ${THREADS} threads, ${TOKENS} tokens, median of ${RUNS} (CPU: ${report.machine.cpus}; load after: ${report.loadavg.join(' ')})\n`);
 console.log('| engine | tokens/s (page clock) | runs |');
 console.log('|---|---:|---|');
-console.log(`| stepscore generate (worker, threaded wasm) | ${report.results.stepscore.tokPerS.toFixed(1)} | ${report.results.stepscore.runs.join(', ')} |`);
-console.log(`| wllama createCompletion (multi-thread wasm) | ${report.results.wllama.tokPerS.toFixed(1)} | ${report.results.wllama.runs.join(', ')} (its own timings: ${report.results.wllama.ownPredictedPerSecond?.toFixed(1)}) |`);
+console.log(`| stepscore generate (worker, ${report.engines.stepscore.build} wasm build) | ${report.results.stepscore.tokPerS.toFixed(1)} | ${report.results.stepscore.runs.join(', ')} |`);
+console.log(`| wllama createCompletion (${report.engines.wllama.multithread ? 'multi' : 'single'}-thread wasm build) | ${report.results.wllama.tokPerS.toFixed(1)} | ${report.results.wllama.runs.join(', ')} (its own timings: ${report.results.wllama.ownPredictedPerSecond?.toFixed(1)}) |`);
 console.log(`\nstepscore / wllama: ${report.ratio.toFixed(2)}x`);
 if (args.json) writeFileSync(args.json, JSON.stringify(report, null, 2));
