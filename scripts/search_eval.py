@@ -6,8 +6,9 @@ and DVTS, each at the same token budget, with `stepscore search`.
 Problems: data/prm_v2_test.jsonl.gz, the test split of the verifier's data,
 whose 21 reasoning-gym / word-problem generators the default PRM's head never
 saw in training or calibration (docs/TRAINING.md). `--per-generator K` takes
-the first K distinct problems of each generator in file order (K=6: 126
-problems). Only the problem text and its reference answer are used.
+the first K distinct problems of each generator in file order (K=5: 105
+problems), ordered round-robin over generators so a partial run covers all.
+DVTS runs when asked (`--configs ... dvts-4x2`). Only the problem text and its reference answer are used.
 
 Resumable: each configuration appends one JSON line per problem to
 OUT/<config>.jsonl as it finishes (and the full `--keep-all` output, every
@@ -155,8 +156,8 @@ def report(args, rows: list[dict]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "target/search-eval")
-    ap.add_argument("--per-generator", type=int, default=6)
-    ap.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
+    ap.add_argument("--per-generator", type=int, default=5)
+    ap.add_argument("--configs", nargs="+", default=["greedy", "best-of-4", "beam-4x2"], choices=list(CONFIGS))
     ap.add_argument("--cli", type=Path, default=ROOT / "target/release/stepscore")
     ap.add_argument("--model", help="the verifier (default: the default PRM)")
     ap.add_argument("--generator", help="the generator (default: the verifier's own model)")
