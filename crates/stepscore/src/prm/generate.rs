@@ -332,9 +332,10 @@ impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
     }
 }
 
-/// A step is complete at the first blank line that follows some text.
+/// A step is complete at the first blank line that follows some text (the
+/// blank-line segmenter's boundary, which the stream verifier cuts at too).
 fn step_complete(text: &str) -> bool {
-    text.trim_start().contains("\n\n")
+    crate::segment::first_step_end(text).is_some()
 }
 
 /// ln softmax(logits)[id], max-shifted, e^x by the engines' function, summed in id order.
@@ -355,6 +356,9 @@ mod tests {
         assert!(step_complete("First, 2 + 2 = 4.\n\n"));
         assert!(step_complete("First.\n\nSecond"));
         assert!(step_complete("First.\n\n"));
+        // A whitespace-only or CRLF blank line ends a step, as it does for the segmenter.
+        assert!(step_complete("First.\n \nSecond"));
+        assert!(step_complete("First.\r\n\r\n"));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod least_likely;
 pub mod scorer;
 pub mod session;
 pub mod template;
+pub mod verify;
 
 pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 #[cfg(not(target_arch = "wasm32"))]
@@ -29,3 +30,4 @@ pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
 pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
 pub use session::{Session, SessionOf};
+pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};
