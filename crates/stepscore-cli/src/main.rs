@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 
 use commands::{
     aggregate, bench, doctor, eval, features, fetch, generate, read, score, segment, select, serve,
-    train,
+    train, verify_stream,
 };
 
 #[derive(Parser)]
@@ -69,6 +69,8 @@ enum Command {
     Serve(serve::Args),
     /// Write a solution to each problem with a model (sampling, stop strings, step ends).
     Generate(generate::Args),
+    /// Score an OpenAI-compatible streaming completion step by step as it is written; stop it below a threshold.
+    VerifyStream(verify_stream::Args),
 }
 
 /// What ended a command early.
@@ -214,6 +216,7 @@ fn main() -> ExitCode {
         Command::Train(args) => train::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::VerifyStream(args) => verify_stream::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
