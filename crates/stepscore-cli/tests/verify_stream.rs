@@ -479,7 +479,7 @@ fn real_llama_cpp_python_server() {
             "llama_cpp.server did not listen"
         );
         assert!(
-            server.0.try_wait().unwrap().is_none(),
+            server.1.try_wait().unwrap().is_none(),
             "llama_cpp.server exited"
         );
         std::thread::sleep(Duration::from_millis(200));
