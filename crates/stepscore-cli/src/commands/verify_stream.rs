@@ -102,29 +102,28 @@ fn json_object(s: &str) -> Result<Map<String, Value>, String> {
 }
 
 pub fn run(args: Args) -> Result<(), Failure> {
-    let (source, mut body) = match &args.url {
-        Some(url) => (url.clone(), post(url, &args)?),
-        None if args.input.as_os_str() == "-" => {
-            if std::io::stdin().is_terminal() {
-                return Err(Failure::Usage(
-                    "no --url and no stream file: pipe a stream in (curl -N ... | stepscore \
-                     verify-stream ...) or give --url"
-                        .into(),
-                ));
-            }
-            (
-                "<stdin>".to_string(),
-                Box::new(std::io::stdin()) as Box<dyn Read>,
-            )
-        }
-        None => {
-            let source = args.input.display().to_string();
-            let f = std::fs::File::open(&args.input)
-                .map_err(|e| Failure::Io(format!("{source}: {e}")))?;
-            (source, Box::new(f) as Box<dyn Read>)
-        }
+    if args.url.is_none() && args.input.as_os_str() == "-" && std::io::stdin().is_terminal() {
+        return Err(Failure::Usage(
+            "no --url and no stream file: pipe a stream in (curl -N ... | stepscore \
+             verify-stream ...) or give --url"
+                .into(),
+        ));
+    }
+    // A file is opened before the model loads; a request is only sent once
+    // the model that verifies its answer is loaded.
+    let file = match (&args.url, args.input.as_os_str() == "-") {
+        (None, false) => Some(
+            std::fs::File::open(&args.input)
+                .map_err(|e| Failure::Io(format!("{}: {e}", args.input.display())))?,
+        ),
+        _ => None,
     };
     let scorer = args.model.open()?;
+    let (source, mut body): (String, Box<dyn Read>) = match (&args.url, file) {
+        (Some(url), _) => (url.clone(), post(url, &args)?),
+        (None, Some(f)) => (args.input.display().to_string(), Box::new(f)),
+        (None, None) => ("<stdin>".to_string(), Box::new(std::io::stdin())),
+    };
     let threshold = match (args.no_stop, args.stop_below) {
         (true, _) => None,
         (false, Some(t)) => Some(t),
@@ -152,7 +151,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
             verifier.push(&buf[..n]);
         }
         while let Some(ev) = verifier.next_event() {
-            let ev = ev.map_err(|e| Failure::during(format!("verifying {source}"), e))?;
+            // The core's errors name the stream and line already.
+            let ev = ev?;
             if let VerifyEvent::Stopped {
                 step,
                 score,
@@ -239,7 +239,8 @@ fn post(url: &str, args: &Args) -> Result<Box<dyn Read>, Failure> {
                 text.trim()
             )));
         }
-        Err(ureq::Error::Transport(t)) => return Err(Failure::Io(format!("{url}: {t}"))),
+        // ureq's message names the URL.
+        Err(ureq::Error::Transport(t)) => return Err(Failure::Io(t.to_string())),
     };
     let kind = response.content_type().to_string();
     if kind != "text/event-stream" {

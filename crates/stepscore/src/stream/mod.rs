@@ -228,8 +228,8 @@ impl StepStream {
             None,
             format!(
                 "the stream ended before its end (no `[DONE]` and no `finish_reason`): \
-                 the connection was closed early; {} bytes of the last step were not read \
-                 as a step",
+                 the connection was closed early; the last {} byte(s) of text are not a \
+                 step and were not scored",
                 self.pending.len()
             ),
         ))
