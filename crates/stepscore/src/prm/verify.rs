@@ -109,6 +109,28 @@ impl<S: Deref<Target = Scorer>> StreamVerifierOf<S> {
         }
     }
 
+    /// One chunk from a library that hands chunks over without SSE framing
+    /// ([`StepStream::push_chunk`]).
+    pub fn push_chunk(&mut self, data: &str) -> Result<()> {
+        if self.stopped || self.failed {
+            return Ok(());
+        }
+        self.stream.push_chunk(data)
+    }
+
+    /// Plain text from a generator ([`StepStream::push_text`]).
+    pub fn push_text(&mut self, text: &str) -> Result<()> {
+        if self.stopped || self.failed {
+            return Ok(());
+        }
+        self.stream.push_text(text)
+    }
+
+    /// The generator is done ([`StepStream::end`]).
+    pub fn end(&mut self, finish_reason: Option<&str>) {
+        self.stream.end(finish_reason);
+    }
+
     /// Says the response body has ended.
     pub fn close(&mut self) {
         self.stream.close();

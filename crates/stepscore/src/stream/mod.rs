@@ -53,8 +53,8 @@ pub enum StreamItem {
 pub struct Finish {
     /// The server's last `finish_reason` (`stop`, `length`, ...), if it sent one.
     pub finish_reason: Option<String>,
-    /// Whether the `[DONE]` marker came (otherwise the body ended after a
-    /// `finish_reason`).
+    /// Whether the end was announced (`[DONE]`, or [`StepStream::end`])
+    /// rather than inferred from a body that ended after a `finish_reason`.
     pub done: bool,
     /// The server's `usage` object, if it sent one.
     pub usage: Option<Value>,
@@ -80,6 +80,8 @@ pub struct StepStream {
     finish_reason: Option<String>,
     usage: Option<Value>,
     reasoning_bytes: usize,
+    /// Chunks given through [`StepStream::push_chunk`].
+    chunks: usize,
     closed: bool,
     /// Finished or failed: nothing more is read.
     ended: bool,
@@ -98,6 +100,7 @@ impl StepStream {
             finish_reason: None,
             usage: None,
             reasoning_bytes: 0,
+            chunks: 0,
             closed: false,
             ended: false,
         }
@@ -108,6 +111,54 @@ impl StepStream {
         if !self.ended {
             self.sse.push(bytes);
         }
+    }
+
+    /// One chunk from a generator library that hands chunks over without
+    /// the SSE framing (WebLLM's `chat.completions.create({stream: true})`
+    /// objects, as JSON text): a chunk, or `[DONE]`. Errors name the chunk
+    /// by its 1-based number and end the stream. Use one kind of input per
+    /// stream: bytes, chunks, or text.
+    pub fn push_chunk(&mut self, data: &str) -> Result<()> {
+        if self.ended {
+            return Ok(());
+        }
+        self.chunks += 1;
+        let ev = sse::SseEvent {
+            event: None,
+            data: data.to_string(),
+            line: 0,
+        };
+        let source = format!("{} chunk {}", self.source, self.chunks);
+        let applied = chunk::parse(&source, &ev).and_then(|c| self.apply(c, 0));
+        if applied.is_err() {
+            self.ended = true;
+        }
+        applied
+    }
+
+    /// Text from a generator that hands over plain pieces (wllama's tokens).
+    /// Refused past [`MAX_STEP_BYTES`] without a step end, which ends the stream.
+    pub fn push_text(&mut self, text: &str) -> Result<()> {
+        if self.ended || text.is_empty() {
+            return Ok(());
+        }
+        let added = self.add_text(text.to_string(), 0);
+        if added.is_err() {
+            self.ended = true;
+        }
+        added
+    }
+
+    /// The generator says it is done (chunks or text given, no `[DONE]` to
+    /// come): the last step and [`StreamItem::Finished`] come out.
+    pub fn end(&mut self, finish_reason: Option<&str>) {
+        if self.ended {
+            return;
+        }
+        if let Some(r) = finish_reason {
+            self.finish_reason = Some(r.to_string());
+        }
+        self.finish(true);
     }
 
     /// Says the body has ended: the items still due come out, then
@@ -154,7 +205,14 @@ impl StepStream {
             },
             None => return Ok(false),
         };
-        match chunk::parse(&self.source, &ev)? {
+        let chunk = chunk::parse(&self.source, &ev)?;
+        self.apply(chunk, ev.line)?;
+        Ok(true)
+    }
+
+    /// Applies one chunk read at `line`.
+    fn apply(&mut self, chunk: Chunk, line: usize) -> Result<()> {
+        match chunk {
             Chunk::Done => self.finish(true),
             Chunk::Delta {
                 content,
@@ -170,11 +228,11 @@ impl StepStream {
                     self.usage = usage;
                 }
                 if !content.is_empty() {
-                    self.add_text(content, ev.line)?;
+                    self.add_text(content, line)?;
                 }
             }
         }
-        Ok(true)
+        Ok(())
     }
 
     /// Appends text and gives out every step it completes.
@@ -418,6 +476,41 @@ mod tests {
         let b = format!("{}data: {{\"choices\": [\n\n", chunk("One.\n\n"));
         let (_, err) = run(&[b.as_bytes()]);
         assert!(err.unwrap().starts_with("s line 3: not JSON"));
+    }
+
+    #[test]
+    fn chunks_and_text_without_framing_give_the_same_steps() {
+        let contents = ["One ", "step.\n", "\nTwo.", "\n\nThree"];
+        let (from_bytes, _) = run(&[body(&contents).as_bytes()]);
+        let mut by_chunk = StepStream::new("s");
+        let mut by_text = StepStream::new("s");
+        for c in contents {
+            let chunk = serde_json::json!({"choices": [{"delta": {"content": c}}]});
+            by_chunk.push_chunk(&chunk.to_string()).unwrap();
+            by_text.push_text(c).unwrap();
+        }
+        by_chunk
+            .push_chunk(r#"{"choices":[{"delta":{},"finish_reason":"stop"}]}"#)
+            .unwrap();
+        by_chunk.push_chunk("[DONE]").unwrap();
+        by_text.end(Some("stop"));
+        for s in [&mut by_chunk, &mut by_text] {
+            let items: Vec<StreamItem> = std::iter::from_fn(|| s.next_item())
+                .map(Result::unwrap)
+                .collect();
+            assert_eq!(items, from_bytes);
+            assert!(s.ended());
+        }
+        let mut bad = StepStream::new("s");
+        bad.push_chunk(r#"{"choices":[]}"#).unwrap();
+        let e = bad
+            .push_chunk(r#"{"choices":[{"delta":{"content":1}}]}"#)
+            .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s chunk 2, field `choices[0].delta.content`: must be a string or null"
+        );
+        assert!(bad.next_item().is_none() && bad.ended());
     }
 
     #[test]
