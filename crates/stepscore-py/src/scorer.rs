@@ -622,6 +622,23 @@ impl Scorer {
         crate::generate::start(py, &self.inner, prompt, options)
     }
 
+    /// Starts verifying a streamed answer to `problem` (see
+    /// `StreamVerifier`): each step is scored the moment it completes, and
+    /// the verifier says stop when one scores below `stop_below` (default:
+    /// the PRM's shipped threshold; `stop=False` never stops). `source`
+    /// names the stream in errors.
+    #[pyo3(signature = (problem, *, stop_below=None, stop=true, source="<stream>"))]
+    fn verify_stream(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        stop_below: Option<f64>,
+        stop: bool,
+        source: &str,
+    ) -> PyResult<crate::verify::StreamVerifier> {
+        crate::verify::start(&self.inner, problem, stop, stop_below, source).py_err(py)
+    }
+
     /// Starts scoring a trace step by step: each `append` runs only the new
     /// step's tokens (the KV cache keeps the rest).
     fn session(&self, problem: &str) -> Session {
