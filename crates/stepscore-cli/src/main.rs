@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use commands::{
-    aggregate, bench, doctor, eval, features, fetch, generate, read, score, segment, select, serve,
-    train, verify_stream,
+    aggregate, bench, doctor, eval, features, fetch, generate, read, score, search, segment,
+    select, serve, train, verify_stream,
 };
 
 #[derive(Parser)]
@@ -69,6 +69,8 @@ enum Command {
     Serve(serve::Args),
     /// Write a solution to each problem with a model (sampling, stop strings, step ends).
     Generate(generate::Args),
+    /// PRM-guided search: best-of-N, step beam search or DVTS, with the choice by best score and votes.
+    Search(search::Args),
     /// Score an OpenAI-compatible streaming completion step by step as it is written; stop it below a threshold.
     VerifyStream(verify_stream::Args),
 }
@@ -216,6 +218,7 @@ fn main() -> ExitCode {
         Command::Train(args) => train::run(args),
         Command::Serve(args) => serve::run(args),
         Command::Generate(args) => generate::run(args),
+        Command::Search(args) => search::run(args),
         Command::VerifyStream(args) => verify_stream::run(args),
     };
     match result {

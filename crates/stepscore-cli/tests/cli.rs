@@ -642,3 +642,89 @@ fn bench_synthetic_runs_without_a_model_file() {
     let both = stepscore(&["bench", "--synthetic", "7b", "--model", "x.gguf"], None);
     assert_eq!(both.status.code(), Some(2), "{}", text(&both.stderr));
 }
+
+/// `stepscore search --keep-all`: one line per good problem with every
+/// candidate (pruned beams too), each answer checked against the row's
+/// reference; a bad row is named on stderr and the good ones still run;
+/// options no search can use are refused before a model loads.
+#[test]
+fn search_keeps_every_candidate_with_its_answer_checked() {
+    let bad = stepscore(
+        &[
+            "search",
+            "--method",
+            "dvts",
+            "--n",
+            "3",
+            "--beam-width",
+            "2",
+        ],
+        Some(b"{\"problem\": \"1 + 1?\"}\n"),
+    );
+    assert_eq!(bad.status.code(), Some(2), "stderr: {}", text(&bad.stderr));
+    assert!(text(&bad.stderr).contains("multiple of beam_width"));
+
+    let name = stepscore::catalog::FAST_PRM;
+    if stepscore::testing::find_catalog_model(name).is_none() {
+        eprintln!("SKIPPED: {name} is not fetched (run `stepscore fetch {name}`)");
+        return;
+    }
+    let input = concat!(
+        "{\"id\": \"a\", \"problem\": \"What is 6 times 7?\", \"answer\": \"42\"}\n",
+        "{\"id\": \"b\"}\n",
+        "{\"id\": \"c\", \"question\": \"What is 10 minus 3?\", \"answer\": \"#### 7\"}\n",
+    );
+    let out = stepscore(
+        &[
+            "search",
+            "--model",
+            name,
+            "--backend",
+            "cpu",
+            "--method",
+            "beam",
+            "--n",
+            "4",
+            "--beam-width",
+            "2",
+            "--max-steps",
+            "2",
+            "--max-new-tokens",
+            "24",
+            "--keep-all",
+        ],
+        Some(input.as_bytes()),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
+    assert!(stderr.contains("line 2: no `problem`"), "{stderr}");
+    let rows: Vec<serde_json::Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["reference"], "7");
+    for row in &rows {
+        let candidates = row["candidates"].as_array().unwrap();
+        // Beam search with N = 4 makes 4 beams, then forks survivors.
+        assert!(candidates.len() >= 4, "{row}");
+        for c in candidates {
+            let answer = c["answer"].as_str();
+            let reference = row["reference"].as_str().unwrap();
+            match answer {
+                Some(a) => assert_eq!(
+                    c["correct"],
+                    stepscore::answer::answers_equal(a, reference),
+                    "{c}"
+                ),
+                None => assert_eq!(c["correct"], false, "{c}"),
+            }
+        }
+        let finalists = row["finalists"].as_array().unwrap();
+        assert!(finalists.contains(&row["chosen"]), "{row}");
+        for choice in ["best", "majority", "weighted"] {
+            assert!(row["choices"].get(choice).is_some(), "{row}");
+        }
+        assert!(row["tokens_generated"].as_u64().unwrap() > 0);
+    }
+}

@@ -126,3 +126,53 @@ impl Generation {
             .and_then(|v| v.as_str().map(str::to_string))
     }
 }
+
+/// `Scorer.search`: runs the core's PRM-guided search detached from the
+/// interpreter; `on_event` (when given) is called with each progress event
+/// as a dict, holding the interpreter only for that call, and stops the
+/// search by returning `False` (an exception it raises stops the search
+/// and is raised from `search`). Returns the result as Python data.
+pub fn search<'py>(
+    py: Python<'py>,
+    generator: &Arc<CoreScorer>,
+    verifier: &Arc<CoreScorer>,
+    problem: &str,
+    options: stepscore::prm::SearchOptions,
+    on_event: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let (generator, verifier) = (Arc::clone(generator), Arc::clone(verifier));
+    let problem = problem.to_string();
+    let mut raised: Option<PyErr> = None;
+    let result = py.detach(|| {
+        stepscore::prm::search(generator, verifier, &problem, &options, &mut |event| {
+            let Some(callback) = &on_event else {
+                return true;
+            };
+            Python::attach(|py| {
+                let call = || -> PyResult<bool> {
+                    let json = serde_json::to_string(event).map_err(|e| {
+                        pyo3::exceptions::PyValueError::new_err(format!("internal: {e}"))
+                    })?;
+                    let value = py.import("json")?.call_method1("loads", (json,))?;
+                    let out = callback.call1(py, (value,))?;
+                    // Only an explicit False stops: a callback returning None goes on.
+                    Ok(!out.bind(py).is(&pyo3::types::PyBool::new(py, false)))
+                };
+                match call() {
+                    Ok(go_on) => go_on,
+                    Err(e) => {
+                        raised = Some(e);
+                        false
+                    }
+                }
+            })
+        })
+    });
+    if let Some(e) = raised {
+        return Err(e);
+    }
+    let result = result.py_err(py)?;
+    let json = serde_json::to_string(&result)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("internal: {e}")))?;
+    py.import("json")?.call_method1("loads", (json,))
+}

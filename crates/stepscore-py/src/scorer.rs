@@ -639,6 +639,85 @@ impl Scorer {
         crate::verify::start(&self.inner, problem, stop, stop_below, source).py_err(py)
     }
 
+    /// PRM-guided search for `problem`: this scorer writes candidates and
+    /// `verifier` (default: this scorer) scores each step as it completes.
+    /// `method` is "best-of-n", "beam" (N beams, the best N/M kept and each
+    /// continued M times per step) or "dvts" (N/M subtrees, M children per
+    /// step, the best continued); `aggregation` ranks candidates by their
+    /// step scores ("min", "prod", "last", "mean", "geo_mean");
+    /// `token_budget` caps generated tokens over all candidates. Sampling
+    /// keywords are `generate`'s; `system` defaults to a prompt asking for
+    /// blank-line separated steps and a boxed answer. `on_event(dict)` sees
+    /// each event ("forked", "token", "step", "pruned", "finished") and
+    /// stops the search by returning False. Returns a dict: `candidates`
+    /// (text, steps, scores, score, answer, pruned, finalist, ...),
+    /// `finalists`, `chosen`, `selection` (best / majority / weighted) and
+    /// token counts.
+    #[pyo3(signature = (problem, *, verifier=None, method="best-of-n", n=4, beam_width=4,
+        max_steps=40, aggregation="min", token_budget=None, on_event=None, max_new_tokens=512,
+        temperature=None, top_k=None, top_p=None, min_p=None, repetition_penalty=None, seed=0,
+        stop=None, chat=true, system=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn search<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &str,
+        verifier: Option<PyRef<'py, Scorer>>,
+        method: &str,
+        n: usize,
+        beam_width: usize,
+        max_steps: usize,
+        aggregation: &str,
+        token_budget: Option<usize>,
+        on_event: Option<Py<PyAny>>,
+        max_new_tokens: usize,
+        temperature: Option<f64>,
+        top_k: Option<usize>,
+        top_p: Option<f64>,
+        min_p: Option<f64>,
+        repetition_penalty: Option<f64>,
+        seed: u64,
+        stop: Option<Vec<String>>,
+        chat: bool,
+        system: Option<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let method: stepscore::prm::SearchMethod =
+            serde_json::from_value(serde_json::Value::String(method.to_string()))
+                .map_err(|_| {
+                    stepscore::Error::InvalidArgument(format!(
+                        "method {method:?}: expected 'best-of-n', 'beam' or 'dvts'"
+                    ))
+                })
+                .py_err(py)?;
+        let aggregation: stepscore::aggregate::Aggregation = aggregation.parse().py_err(py)?;
+        let system = system.or(Some(
+            stepscore::prm::search::DEFAULT_SEARCH_SYSTEM.to_string(),
+        ));
+        let options = stepscore::prm::SearchOptions {
+            method,
+            n,
+            beam_width,
+            max_steps,
+            aggregation,
+            token_budget,
+            generate: crate::generate::options(
+                max_new_tokens,
+                temperature,
+                top_k,
+                top_p,
+                min_p,
+                repetition_penalty,
+                seed,
+                stop,
+                false,
+                chat,
+                system,
+            ),
+        };
+        let verifier = verifier.map_or_else(|| Arc::clone(&self.inner), |v| Arc::clone(&v.inner));
+        crate::generate::search(py, &self.inner, &verifier, problem, options, on_event)
+    }
+
     /// Starts scoring a trace step by step: each `append` runs only the new
     /// step's tokens (the KV cache keeps the rest).
     fn session(&self, problem: &str) -> Session {

@@ -27,7 +27,18 @@ pub struct Args {
     #[command(flatten)]
     pub model: ModelArgs,
 
-    /// Most tokens to write per problem.
+    #[command(flatten)]
+    pub generation: GenerationArgs,
+
+    /// Stop after the first complete step (a blank line after some text).
+    #[arg(long)]
+    pub stop_at_step: bool,
+}
+
+/// How to write: sampling and limits, shared by `generate` and `search`.
+#[derive(clap::Args, Debug)]
+pub struct GenerationArgs {
+    /// Most tokens to write per problem (per candidate in a search).
     #[arg(long, default_value_t = 512, value_parser = crate::options::positive)]
     pub max_new_tokens: usize,
 
@@ -59,10 +70,6 @@ pub struct Args {
     #[arg(long)]
     pub stop: Vec<String>,
 
-    /// Stop after the first complete step (a blank line after some text).
-    #[arg(long)]
-    pub stop_at_step: bool,
-
     /// Give the prompt to the model as it is, without its chat template.
     #[arg(long)]
     pub raw: bool,
@@ -72,36 +79,46 @@ pub struct Args {
     pub system: Option<String>,
 }
 
+impl GenerationArgs {
+    /// The options these flags say; `system` when `--system` is not given.
+    pub fn options(&self, system: Option<&str>) -> Result<GenerateOptions, Failure> {
+        let options = GenerateOptions {
+            sampling: Sampling {
+                temperature: self.temperature,
+                top_k: self.top_k,
+                top_p: self.top_p,
+                min_p: self.min_p,
+                repetition_penalty: self.repetition_penalty,
+                seed: self.seed,
+                ..Sampling::default()
+            },
+            max_new_tokens: self.max_new_tokens,
+            stop: self.stop.clone(),
+            stop_at_step: false,
+            chat: !self.raw,
+            system: self.system.clone().or(system.map(str::to_string)),
+        };
+        options.sampling.validate()?;
+        Ok(options)
+    }
+}
+
+/// The input file (or stdin) as lines, and its name for messages.
+pub fn open_input(input: &std::path::Path) -> Result<(String, Box<dyn BufRead>), Failure> {
+    if input.as_os_str() == "-" {
+        return Ok(("<stdin>".to_string(), Box::new(std::io::stdin().lock())));
+    }
+    let source = input.display().to_string();
+    let f = std::fs::File::open(input).map_err(|e| Failure::Io(format!("{source}: {e}")))?;
+    Ok((source, Box::new(std::io::BufReader::new(f))))
+}
+
 pub fn run(args: Args) -> Result<(), Failure> {
     let options = GenerateOptions {
-        sampling: Sampling {
-            temperature: args.temperature,
-            top_k: args.top_k,
-            top_p: args.top_p,
-            min_p: args.min_p,
-            repetition_penalty: args.repetition_penalty,
-            seed: args.seed,
-            ..Sampling::default()
-        },
-        max_new_tokens: args.max_new_tokens,
-        stop: args.stop.clone(),
         stop_at_step: args.stop_at_step,
-        chat: !args.raw,
-        system: args.system.clone(),
+        ..args.generation.options(None)?
     };
-    options.sampling.validate()?;
-    let source = if args.input.as_os_str() == "-" {
-        "<stdin>".to_string()
-    } else {
-        args.input.display().to_string()
-    };
-    let reader: Box<dyn BufRead> = if args.input.as_os_str() == "-" {
-        Box::new(std::io::stdin().lock())
-    } else {
-        let f =
-            std::fs::File::open(&args.input).map_err(|e| Failure::Io(format!("{source}: {e}")))?;
-        Box::new(std::io::BufReader::new(f))
-    };
+    let (source, reader) = open_input(&args.input)?;
     let scorer = args.model.open_backbone()?;
     scorer.can_generate()?;
     let live = std::io::stderr().is_terminal();
@@ -112,7 +129,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             continue;
         }
         let (id, prompt) = match problem(&line) {
-            Ok(p) => p,
+            Ok(p) => (p.id, p.problem),
             Err(why) => {
                 eprintln!("stepscore: {source} line {}: {why}", i + 1);
                 bad += 1;
@@ -173,15 +190,37 @@ pub fn run(args: Args) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A problem row's id and text.
-fn problem(line: &str) -> Result<(Value, String), String> {
+/// One row of a problems file.
+pub struct ProblemRow {
+    pub id: Value,
+    pub problem: String,
+    /// The known answer (`reference_answer`, else `answer`), when given.
+    pub reference: Option<String>,
+}
+
+/// A problem row: `problem` (or `prompt`, or `question`), optional `id`
+/// and a reference answer (`reference_answer` or `answer`; a GSM8K-style
+/// worked answer is reduced to what follows its `####`).
+pub fn problem(line: &str) -> Result<ProblemRow, String> {
     let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
     let text = v
         .get("problem")
         .or_else(|| v.get("prompt"))
-        .ok_or("no `problem` or `prompt` field")?
+        .or_else(|| v.get("question"))
+        .ok_or("no `problem`, `prompt` or `question` field")?
         .as_str()
-        .ok_or("`problem` must be a string")?
+        .ok_or("the problem must be a string")?
         .to_string();
-    Ok((v.get("id").cloned().unwrap_or(Value::Null), text))
+    let reference = match v.get("reference_answer").or_else(|| v.get("answer")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) if s.contains("####") => stepscore::answer::extract_answer(s),
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(Value::Number(n)) => Some(n.to_string()),
+        Some(_) => return Err("the reference answer must be a string or a number".into()),
+    };
+    Ok(ProblemRow {
+        id: v.get("id").cloned().unwrap_or(Value::Null),
+        problem: text,
+        reference,
+    })
 }

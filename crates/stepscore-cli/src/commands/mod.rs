@@ -9,6 +9,7 @@ pub mod fetch;
 pub mod generate;
 pub mod read;
 pub mod score;
+pub mod search;
 pub mod segment;
 pub mod select;
 pub mod serve;

@@ -1,7 +1,7 @@
 """Type stubs of the compiled core (``stepscore._stepscore``)."""
 
 import os
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Literal, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -170,6 +170,29 @@ class Scorer:
         stop: bool = True,
         source: str = "<stream>",
     ) -> StreamVerifier: ...
+    def search(
+        self,
+        problem: str,
+        *,
+        verifier: Optional["Scorer"] = None,
+        method: Literal["best-of-n", "beam", "dvts"] = "best-of-n",
+        n: int = 4,
+        beam_width: int = 4,
+        max_steps: int = 40,
+        aggregation: Literal["min", "prod", "last", "mean", "geo_mean"] = "min",
+        token_budget: Optional[int] = None,
+        on_event: Optional[Callable[[Dict[str, Any]], Optional[bool]]] = None,
+        max_new_tokens: int = 512,
+        temperature: Optional[float] = None,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        min_p: Optional[float] = None,
+        repetition_penalty: Optional[float] = None,
+        seed: int = 0,
+        stop: Optional[Sequence[str]] = None,
+        chat: bool = True,
+        system: Optional[str] = None,
+    ) -> Dict[str, Any]: ...
 
 def cache_dir() -> Optional[Any]: ...
 def catalog_models() -> List[Dict[str, Any]]: ...

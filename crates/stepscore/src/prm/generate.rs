@@ -70,6 +70,8 @@ pub enum StopReason {
     Context,
     /// [`Generation::cancel_flag`] was set.
     Cancelled,
+    /// A search's token budget (over all its candidates) ran out.
+    Budget,
 }
 
 /// One generated token: its id, the text it completed (empty while a
@@ -97,6 +99,8 @@ pub struct GenerationOf<S> {
     logits: Vec<f32>,
     /// The generated text so far, complete characters only.
     text: String,
+    /// Where the step being written starts in `text` (`stop_at_step`).
+    step_start: usize,
     stop: Option<StopReason>,
     stop_ids: Vec<u32>,
     cancel: Arc<AtomicBool>,
@@ -208,8 +212,35 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
             pending: None,
             logits,
             text: String::new(),
+            step_start: 0,
             stop: None,
             stop_ids,
+            cancel: Arc::new(AtomicBool::new(false)),
+        })
+    }
+}
+
+impl<S: Clone> GenerationOf<S> {
+    /// A copy of this generation that continues from the same point (the
+    /// same tokens, a copy of the KV cache, so their shared prefix is never
+    /// run again) but samples with `seed`'s own random stream. It has its
+    /// own cancel flag.
+    pub fn fork(&self, seed: u64) -> Result<Self> {
+        let mut sampling = self.sampler.params().clone();
+        sampling.seed = seed;
+        Ok(GenerationOf {
+            scorer: self.scorer.clone(),
+            options: self.options.clone(),
+            sampler: Sampler::new(sampling)?,
+            cache: self.cache.clone(),
+            history: self.history.clone(),
+            prompt_len: self.prompt_len,
+            pending: self.pending,
+            logits: self.logits.clone(),
+            text: self.text.clone(),
+            step_start: self.step_start,
+            stop: self.stop.clone(),
+            stop_ids: self.stop_ids.clone(),
             cancel: Arc::new(AtomicBool::new(false)),
         })
     }
@@ -234,6 +265,50 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     /// Prompt tokens run before the first generated one.
     pub fn prompt_tokens(&self) -> usize {
         self.prompt_len
+    }
+
+    /// The text of the step being written: everything after the last
+    /// completed step (all the text when `stop_at_step` is off).
+    pub fn current_step(&self) -> &str {
+        &self.text[self.step_start..]
+    }
+
+    /// The step just completed (`stop_at_step`), trimmed as the blank-line
+    /// segmenter trims it, when the generation stopped at a step's end.
+    pub fn completed_step(&self) -> Option<&str> {
+        if self.stop != Some(StopReason::StepEnd) {
+            return None;
+        }
+        let piece = self.current_step();
+        step_boundary(piece).map(|end| piece[..end].trim())
+    }
+
+    /// Continues after a step's end: the next step starts after the blank
+    /// line (any text the same token carried past it belongs to the next
+    /// step). Returns false, changing nothing, unless stopped at a step's end.
+    pub fn resume(&mut self) -> bool {
+        if self.stop != Some(StopReason::StepEnd) {
+            return false;
+        }
+        let Some(end) = step_boundary(self.current_step()) else {
+            return false;
+        };
+        self.step_start += end;
+        self.stop = None;
+        // The text past the boundary may already hold the next step's end,
+        // and the step's last token may have been the last one allowed.
+        if step_boundary(self.current_step()).is_some() {
+            self.stop = Some(StopReason::StepEnd);
+        } else if self.tokens().len() >= self.options.max_new_tokens {
+            self.stop = Some(StopReason::MaxTokens);
+        }
+        true
+    }
+
+    /// Ends the generation now, for `reason` (a search's budget, a
+    /// caller's cancel); a generation already stopped keeps its reason.
+    pub fn stop(&mut self, reason: StopReason) {
+        self.stop.get_or_insert(reason);
     }
 
     /// Setting this flag (from any thread) stops the generation before its
@@ -303,7 +378,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
             text.truncate(keep_new);
             self.text.truncate(cut);
             self.stop = Some(StopReason::StopString);
-        } else if self.options.stop_at_step && step_complete(&self.text) {
+        } else if self.options.stop_at_step && step_boundary(self.current_step()).is_some() {
             self.stop = Some(StopReason::StepEnd);
         } else if generated.len() >= self.options.max_new_tokens {
             self.stop = Some(StopReason::MaxTokens);
@@ -332,10 +407,17 @@ impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
     }
 }
 
-/// A step is complete at the first blank line that follows some text (the
-/// blank-line segmenter's boundary, which the stream verifier cuts at too).
+/// Where the first step of `text` ends: just past the first blank line
+/// that follows some non-blank text. The segmenter's rule
+/// ([`crate::segment::first_step_end`]), which the stream verifier cuts at too.
+pub fn step_boundary(text: &str) -> Option<usize> {
+    crate::segment::first_step_end(text)
+}
+
+/// A step is complete at the first blank line that follows some text.
+#[cfg(test)]
 fn step_complete(text: &str) -> bool {
-    crate::segment::first_step_end(text).is_some()
+    step_boundary(text).is_some()
 }
 
 /// ln softmax(logits)[id], max-shifted, e^x by the engines' function, summed in id order.
@@ -359,6 +441,15 @@ mod tests {
         // A whitespace-only or CRLF blank line ends a step, as it does for the segmenter.
         assert!(step_complete("First.\n \nSecond"));
         assert!(step_complete("First.\r\n\r\n"));
+        assert!(step_complete("First.\n \t\nSecond"));
+        assert!(!step_complete("First.\n  "));
+    }
+
+    #[test]
+    fn the_boundary_is_just_past_the_first_blank_line() {
+        assert_eq!(step_boundary("\n\nA.\n\nB.\n\n"), Some(6));
+        assert_eq!(step_boundary("A.\r\n\r\nB"), Some(6));
+        assert_eq!(step_boundary("A.\nB."), None);
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod head;
 pub mod head_file;
 pub mod least_likely;
 pub mod scorer;
+pub mod search;
 pub mod session;
 pub mod template;
 pub mod verify;
@@ -29,5 +30,8 @@ pub use head::{HeadInput, StepConfidence, StepStat};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
 pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
+pub use search::{
+    search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
+};
 pub use session::{Session, SessionOf};
 pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};
