@@ -450,6 +450,8 @@ mod tests {
         assert_eq!(step_boundary("\n\nA.\n\nB.\n\n"), Some(6));
         assert_eq!(step_boundary("A.\r\n\r\nB"), Some(6));
         assert_eq!(step_boundary("A.\nB."), None);
+        // Any whitespace-only line is blank, as for the segmenter (U+00A0 here).
+        assert_eq!(step_boundary("A.\n\u{a0}\nB"), Some(6));
     }
 
     #[test]
