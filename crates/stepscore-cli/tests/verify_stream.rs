@@ -311,7 +311,7 @@ fn a_step_below_the_threshold_drops_the_connection() {
     let (url, server) = stand_in(
         "200 OK",
         "text/event-stream",
-        pieces_of(body[..end].as_bytes()),
+        pieces_of(&body.as_bytes()[..end]),
         Some(content_chunk("\n\nAnd again.")),
         b"data: [DONE]\n\n".to_vec(),
     );

@@ -189,8 +189,8 @@ impl<S: Deref<Target = Scorer>> StreamVerifierOf<S> {
                     }
                 };
                 if let Some(threshold) = self.threshold {
-                    // `!(>=)`: a NaN score fails too.
-                    if !(score >= threshold) {
+                    // A NaN score fails too (it is not at or above the threshold).
+                    if score.partial_cmp(&threshold).is_none_or(|o| o.is_lt()) {
                         self.stopped = true;
                         self.stop_next = Some(VerifyEvent::Stopped {
                             step,
@@ -218,8 +218,11 @@ mod tests {
     use super::*;
     use crate::prm::ScorerOptions;
 
-    /// The tiny PRM fixture and its reference cases (problem, steps, scores).
-    fn fixture() -> (Scorer, Vec<(String, Vec<String>, Vec<f64>)>) {
+    /// A reference case: problem, steps, step scores.
+    type Case = (String, Vec<String>, Vec<f64>);
+
+    /// The tiny PRM fixture and its reference cases.
+    fn fixture() -> (Scorer, Vec<Case>) {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
             .join("../../tests/fixtures/prm/skywork-prm-tiny");
         let reference: serde_json::Value =
