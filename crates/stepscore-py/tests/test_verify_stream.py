@@ -43,13 +43,23 @@ def test_bytes_chunks_and_text_give_the_same_steps_with_str_spans(tiny):
               for c in contents]
     body = "".join(f"data: {json.dumps(c)}\r\n\r\n" for c in chunks)
     body += 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\r\n\r\ndata: [DONE]\r\n\r\n'
+    class Chunk:
+        """Stands for the openai client's ChatCompletionChunk (a pydantic model)."""
+
+        def __init__(self, d):
+            self.d = d
+
+        def model_dump(self):
+            return self.d
+
     runs = [
         stepscore.verify_stream(tiny, "p", pieces(body.encode(), 3), stop=False),
         stepscore.verify_stream(tiny, "p", chunks, stop=False),
+        stepscore.verify_stream(tiny, "p", [Chunk(c) for c in chunks], stop=False),
         stepscore.verify_stream(tiny, "p", contents, stop=False),
     ]
     results = [list(r) for r in runs]
-    assert steps(results[0]) == steps(results[1]) == steps(results[2])
+    assert all(steps(r) == steps(results[0]) for r in results)
     text = "".join(contents)
     got = [e for e in results[0] if e["event"] == "step"]
     assert [e["text"] for e in got] == ["Naïve ✓ step one.", "Step two: 2 × 3 = 6.", "Done."]
