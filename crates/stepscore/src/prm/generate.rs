@@ -505,25 +505,10 @@ impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
 }
 
 /// Where the first step of `text` ends: just past the first blank line
-/// (a line break, then only spaces or tabs, then a line break; the
-/// blank-line segmenter's separator) that follows some non-blank text.
+/// that follows some non-blank text. The segmenter's rule
+/// ([`crate::segment::first_step_end`]), which the stream verifier cuts at too.
 pub fn step_boundary(text: &str) -> Option<usize> {
-    let body = text.len() - text.trim_start().len();
-    let bytes = text.as_bytes();
-    let mut i = body;
-    while i < bytes.len() {
-        if bytes[i] == b'\n' {
-            let mut j = i + 1;
-            while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\r') {
-                j += 1;
-            }
-            if j < bytes.len() && bytes[j] == b'\n' {
-                return Some(j + 1);
-            }
-        }
-        i += 1;
-    }
-    None
+    crate::segment::first_step_end(text)
 }
 
 /// A step is complete at the first blank line that follows some text.
@@ -550,6 +535,9 @@ mod tests {
         assert!(step_complete("First, 2 + 2 = 4.\n\n"));
         assert!(step_complete("First.\n\nSecond"));
         assert!(step_complete("First.\n\n"));
+        // A whitespace-only or CRLF blank line ends a step, as it does for the segmenter.
+        assert!(step_complete("First.\n \nSecond"));
+        assert!(step_complete("First.\r\n\r\n"));
         assert!(step_complete("First.\n \t\nSecond"));
         assert!(!step_complete("First.\n  "));
     }
@@ -559,6 +547,8 @@ mod tests {
         assert_eq!(step_boundary("\n\nA.\n\nB.\n\n"), Some(6));
         assert_eq!(step_boundary("A.\r\n\r\nB"), Some(6));
         assert_eq!(step_boundary("A.\nB."), None);
+        // Any whitespace-only line is blank, as for the segmenter (U+00A0 here).
+        assert_eq!(step_boundary("A.\n\u{a0}\nB"), Some(6));
     }
 
     #[test]
