@@ -20,7 +20,7 @@ use clap::{Parser, Subcommand};
 
 use commands::{
     aggregate, bench, doctor, eval, features, fetch, generate, read, score, search, segment,
-    select, serve, train,
+    select, serve, train, verify_stream,
 };
 
 #[derive(Parser)]
@@ -71,6 +71,8 @@ enum Command {
     Generate(generate::Args),
     /// PRM-guided search: best-of-N, step beam search or DVTS, with the choice by best score and votes.
     Search(search::Args),
+    /// Score an OpenAI-compatible streaming completion step by step as it is written; stop it below a threshold.
+    VerifyStream(verify_stream::Args),
 }
 
 /// What ended a command early.
@@ -217,6 +219,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Generate(args) => generate::run(args),
         Command::Search(args) => search::run(args),
+        Command::VerifyStream(args) => verify_stream::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

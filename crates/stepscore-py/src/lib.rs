@@ -12,6 +12,7 @@ mod generate;
 mod scorer;
 mod text;
 mod traces;
+mod verify;
 
 use pyo3::prelude::*;
 
@@ -21,6 +22,7 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<scorer::Scorer>()?;
     m.add_class::<scorer::Session>()?;
     m.add_class::<generate::Generation>()?;
+    m.add_class::<verify::StreamVerifier>()?;
     m.add_class::<scorer::TraceScore>()?;
     m.add_function(wrap_pyfunction!(catalog::cache_dir, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::catalog_models, m)?)?;

@@ -622,6 +622,23 @@ impl Scorer {
         crate::generate::start(py, &self.inner, prompt, options)
     }
 
+    /// Starts verifying a streamed answer to `problem` (see
+    /// `StreamVerifier`): each step is scored the moment it completes, and
+    /// the verifier says stop when one scores below `stop_below` (default:
+    /// the PRM's shipped threshold; `stop=False` never stops). `source`
+    /// names the stream in errors.
+    #[pyo3(signature = (problem, *, stop_below=None, stop=true, source="<stream>"))]
+    fn verify_stream(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        stop_below: Option<f64>,
+        stop: bool,
+        source: &str,
+    ) -> PyResult<crate::verify::StreamVerifier> {
+        crate::verify::start(&self.inner, problem, stop, stop_below, source).py_err(py)
+    }
+
     /// PRM-guided search for `problem`: this scorer writes candidates and
     /// `verifier` (default: this scorer) scores each step as it completes.
     /// `method` is "best-of-n", "beam" (N beams, the best N/M kept and each

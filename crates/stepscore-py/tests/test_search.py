@@ -53,7 +53,7 @@ def test_the_callback_cancels_and_its_exception_is_raised(prm):
 
     result = scorer.search(PROBLEM, n=2, max_new_tokens=24, on_event=stop_after_five)
     assert result["cancelled"]
-    assert result["tokens_generated"] == 5
+    assert 5 <= result["tokens_generated"] <= 6  # the turn that wrote the fifth token finishes
     assert all(c["stop_reason"] == "cancelled" for c in result["candidates"])
 
     def boom(e):

@@ -23,6 +23,7 @@ pub mod reward;
 pub mod sample;
 pub mod segment;
 pub mod select;
+pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod tokenizer;

@@ -150,6 +150,31 @@ impl Segmenter {
     }
 }
 
+/// Where the first step of `text` is known to be complete under the
+/// blank-line rule: the byte offset just past the first blank line (its
+/// `\n` included) that follows a non-blank line. `None` while the text could
+/// still grow its first step: no such line yet, or the blank line is not
+/// terminated (`"  "` may become `"  more"`). Generation stops here
+/// (`stop_at_step`) and the stream verifier cuts here, so both end a step
+/// exactly where [`Segmenter::BlankLine`] would: its steps of
+/// `text[..end]` are the finished ones.
+pub fn first_step_end(text: &str) -> Option<usize> {
+    let mut seen_text = false;
+    let mut pos = 0;
+    while let Some(i) = text[pos..].find('\n') {
+        let line = &text[pos..pos + i];
+        pos += i + 1;
+        if line.trim().is_empty() {
+            if seen_text {
+                return Some(pos);
+            }
+        } else {
+            seen_text = true;
+        }
+    }
+    None
+}
+
 /// A trace for `problem` whose steps are `response` cut by `seg`; the
 /// response is kept so the step spans have something to point into, and
 /// the segmenter used (after [`Segmenter::choose`]) is recorded in the
@@ -360,6 +385,28 @@ mod tests {
         assert_eq!(steps[0].span, Some(Span::new(2, 25)));
         assert!(Segmenter::BlankLine.segment("\n \n\r\n").is_empty());
         assert!(Segmenter::BlankLine.segment("").is_empty());
+    }
+
+    #[test]
+    fn first_step_end_is_where_the_blank_line_rule_finishes_a_step() {
+        assert_eq!(first_step_end(""), None);
+        assert_eq!(first_step_end("\n\n \n"), None);
+        assert_eq!(first_step_end("First, 2 + 2 = 4.\n"), None);
+        assert_eq!(first_step_end("First.\n  "), None);
+        assert_eq!(first_step_end("First.\n\n"), Some(8));
+        assert_eq!(first_step_end("\n\nFirst.\n\nSecond"), Some(10));
+        assert_eq!(first_step_end("First.\r\n\r\nSecond"), Some(10));
+        assert_eq!(first_step_end("First.\n \t\nSecond"), Some(10));
+        // Every prefix cut there segments into the whole text's first steps.
+        let text = "  a b\nc\n\n\r\n é \n\n\nlast";
+        let mut rest = text;
+        let mut got = Vec::new();
+        while let Some(end) = first_step_end(rest) {
+            got.extend(texts(&Segmenter::BlankLine, &rest[..end]));
+            rest = &rest[end..];
+        }
+        got.extend(texts(&Segmenter::BlankLine, rest));
+        assert_eq!(got, texts(&Segmenter::BlankLine, text));
     }
 
     #[test]

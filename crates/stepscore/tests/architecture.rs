@@ -27,6 +27,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("select", 4),
     ("tokenizer", 4),
     ("model", 4),
+    ("stream", 4),
     ("gpu", 5),
     ("sample", 5),
     ("prm", 6),

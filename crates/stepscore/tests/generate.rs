@@ -242,3 +242,80 @@ fn bad_generation_requests_are_typed_errors() {
     assert!(g.tokens().len() <= 6);
     assert!(g.stop_reason().is_some());
 }
+
+/// N sequences' decode steps in one pass give each the bits it gets alone:
+/// the hidden states of `forward_rows` equal separate forwards, and
+/// generations stepped together (`next_tokens`, as search steps them)
+/// write the same tokens with the same log-probs as each stepped alone.
+#[test]
+fn batched_decode_steps_equal_separate_ones() {
+    let Some(scorer) = open("smollm2-135m", Backend::Cpu) else {
+        return;
+    };
+    let model = scorer.model();
+    let prompts: [&[u32]; 3] = [&[1, 504, 3458], &[1, 2, 3, 4, 5, 6, 7], &[9, 99]];
+    let mut alone = Vec::new();
+    let (mut caches, mut next) = (Vec::new(), Vec::new());
+    for (k, p) in prompts.iter().enumerate() {
+        let mut cache = model.new_cache();
+        model.forward(p, Some(&mut cache)).unwrap();
+        let token = 100 + k as u32;
+        let mut solo = cache.clone();
+        alone.push(model.forward(&[token], Some(&mut solo)).unwrap().data);
+        caches.push(cache);
+        next.push(token);
+    }
+    let mut refs: Vec<&mut _> = caches.iter_mut().collect();
+    let together = model.forward_rows(&next, &mut refs).unwrap();
+    for (k, row) in alone.iter().enumerate() {
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(together.row(k).unwrap()), bits(row), "sequence {k}");
+        assert_eq!(caches[k].len(), prompts[k].len() + 1);
+    }
+
+    let options = |seed| GenerateOptions {
+        sampling: Sampling {
+            seed,
+            ..Sampling::default()
+        },
+        max_new_tokens: 12,
+        ..GenerateOptions::default()
+    };
+    let asks = ["What is 2 + 2?", "Name a colour.", "Count to three."];
+    let mut solo = Vec::new();
+    for (k, ask) in asks.iter().enumerate() {
+        let mut g = scorer.generate(ask, &options(k as u64)).unwrap();
+        let tokens: Vec<_> = g.by_ref().map(|t| t.unwrap()).collect();
+        solo.push((tokens, g.stop_reason().cloned()));
+    }
+    let mut gens: Vec<_> = asks
+        .iter()
+        .enumerate()
+        .map(|(k, ask)| scorer.generate(ask, &options(k as u64)).unwrap())
+        .collect();
+    let mut written = vec![Vec::new(); asks.len()];
+    loop {
+        let mut refs: Vec<&mut _> = gens.iter_mut().collect();
+        let step = ready(stepscore::prm::generate::next_tokens(&mut refs)).unwrap();
+        if step.iter().all(Option::is_none) {
+            break;
+        }
+        for (k, t) in step.into_iter().enumerate() {
+            written[k].extend(t);
+        }
+    }
+    for k in 0..asks.len() {
+        assert_eq!(written[k], solo[k].0, "generation {k}");
+        assert_eq!(gens[k].stop_reason().cloned(), solo[k].1, "generation {k}");
+    }
+}
+
+/// The CPU engine's futures are ready when first polled.
+fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+    use std::task::{Context, Poll, Waker};
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("a CPU engine future was pending"),
+    }
+}

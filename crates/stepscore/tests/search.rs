@@ -253,7 +253,12 @@ fn a_token_budget_and_a_cancel_end_every_candidate() {
         })
         .unwrap();
     assert!(result.cancelled);
-    assert_eq!(result.tokens_generated, 7);
+    // The turn that wrote the seventh token finishes (one token per beam).
+    assert!(
+        (7..7 + 4).contains(&result.tokens_generated),
+        "{}",
+        result.tokens_generated
+    );
     assert!(result
         .candidates
         .iter()

@@ -14,3 +14,4 @@ pub mod segment;
 pub mod select;
 pub mod serve;
 pub mod train;
+pub mod verify_stream;

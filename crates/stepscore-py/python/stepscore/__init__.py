@@ -20,7 +20,7 @@ Errors are typed: every error is a ``StepscoreError``; its subclasses
 error kinds. Wrong Python types raise ``TypeError``.
 """
 
-from typing import Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ._stepscore import (  # noqa: F401
     Scorer,
     Session,
     StepscoreError,
+    StreamVerifier,
     TokenizerError,
     TraceScore,
     TraceTooLongError,
@@ -68,6 +69,7 @@ __all__ = [
     "Scorer",
     "Session",
     "StepscoreError",
+    "StreamVerifier",
     "TokenizerError",
     "TraceScore",
     "TraceTooLongError",
@@ -88,6 +90,7 @@ __all__ = [
     "progress_rewards",
     "segment",
     "select_best",
+    "verify_stream",
 ]
 
 
@@ -128,3 +131,39 @@ def dense_rewards_for_response(
     )
 
 
+def verify_stream(
+    scorer: Scorer,
+    problem: str,
+    stream: Iterable[Any],
+    *,
+    stop_below: Optional[float] = None,
+    stop: bool = True,
+    source: str = "<stream>",
+) -> Iterator[Dict[str, Any]]:
+    """Yields the events of verifying a generator's answer to ``problem``
+    as it is written (see :class:`StreamVerifier`): ``stream`` yields the
+    bytes of a streaming HTTP response (``requests``' ``iter_content()``,
+    ``httpx``' ``iter_bytes()``), chunk objects (the ``openai`` client's
+    ``ChatCompletionChunk``, or dicts) or plain text pieces. At a
+    ``stopped`` event it stops reading ``stream``: close the response to
+    end the generation on the server.
+
+    >>> for ev in stepscore.verify_stream(scorer, problem, response.iter_content(None)):  # doctest: +SKIP
+    ...     print(ev["event"], ev.get("score"))
+    """
+    v = scorer.verify_stream(problem, stop_below=stop_below, stop=stop, source=source)
+    framed = False
+    for piece in stream:
+        if isinstance(piece, (bytes, bytearray, memoryview)):
+            framed = True
+            events = v.feed(bytes(piece))
+        elif isinstance(piece, str):
+            events = v.feed_text(piece)
+        else:
+            # An openai ChatCompletionChunk (pydantic) or a dict.
+            dump = getattr(piece, "model_dump", None)
+            events = v.feed_chunk(dump() if callable(dump) else piece)
+        yield from events
+        if v.ended:
+            return
+    yield from (v.close() if framed else v.end())

@@ -346,28 +346,70 @@ impl Transformer {
             ));
         }
         let start = cache.len;
-        let total = decoder::check_input(&self.config, tokens, start, tap)?;
-        let result = self.forward_inner(tokens, cache, start, tap);
-        // Leave the cache as it was if anything failed part-way.
-        match result {
-            Ok(h) => {
-                cache.len = total;
-                Ok(h)
+        decoder::check_input(&self.config, tokens, start, tap)?;
+        let rows = tokens.len();
+        self.forward_segments(tokens, vec![Seg { cache, start, rows }], tap)
+    }
+
+    /// One new token for each of several sequences, in one pass: token `i`
+    /// continues `caches[i]`. The matmuls run once over all rows (a decode
+    /// step of N candidates reads the weights once, not N times); each
+    /// row's attention reads its own cache. Every row's result has the same
+    /// bits as [`Transformer::forward`] of that token alone on its cache.
+    pub fn forward_rows(&self, tokens: &[u32], caches: &mut [&mut KvCache]) -> Result<Hidden> {
+        if tokens.len() != caches.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} tokens for {} caches: one token per cache",
+                tokens.len(),
+                caches.len()
+            )));
+        }
+        let mut segs = Vec::with_capacity(caches.len());
+        for (t, cache) in tokens.iter().zip(caches.iter_mut()) {
+            if cache.k.len() != self.config.n_layers || cache.kv_dim != self.config.kv_dim() {
+                return Err(Error::InvalidArgument(
+                    "KV cache was made for a different model".into(),
+                ));
             }
-            Err(e) => {
-                for buf in cache.k.iter_mut().chain(cache.v.iter_mut()) {
-                    buf.truncate(start * cache.kv_dim);
+            let start = cache.len;
+            decoder::check_input(&self.config, std::slice::from_ref(t), start, None)?;
+            segs.push(Seg {
+                cache: &mut **cache,
+                start,
+                rows: 1,
+            });
+        }
+        Ok(self.forward_segments(tokens, segs, None)?.last)
+    }
+
+    /// Runs the segments' token rows (consecutive in `tokens`) in one pass;
+    /// on success each cache holds its new positions, on failure every
+    /// cache is left as it was.
+    fn forward_segments(
+        &self,
+        tokens: &[u32],
+        mut segs: Vec<Seg<'_>>,
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
+        let result = self.forward_inner(tokens, &mut segs, tap);
+        for seg in segs {
+            match &result {
+                Ok(_) => seg.cache.len = seg.start + seg.rows,
+                Err(_) => {
+                    let kvd = seg.cache.kv_dim;
+                    for buf in seg.cache.k.iter_mut().chain(seg.cache.v.iter_mut()) {
+                        buf.truncate(seg.start * kvd);
+                    }
                 }
-                Err(e)
             }
         }
+        result
     }
 
     fn forward_inner(
         &self,
         tokens: &[u32],
-        cache: &mut KvCache,
-        start: usize,
+        segs: &mut [Seg<'_>],
         tap: Option<usize>,
     ) -> Result<Taps<Hidden>> {
         let c = &self.config;
@@ -394,13 +436,16 @@ impl Transformer {
             Act::K | Act::V => n * kvd,
             Act::Gate | Act::Up => n * ff,
         };
+        let mut rope = Vec::new();
+        for seg in segs.iter() {
+            rope.extend(decoder::rope_table(&self.inv_freq, seg.start, seg.rows));
+        }
         let mut pass = CpuPass {
             model: self,
-            cache,
-            start,
+            segs,
             n,
             layer: 0,
-            rope: decoder::rope_table(&self.inv_freq, start, n),
+            rope,
             bufs: ACTS.map(|a| {
                 if a == Act::X {
                     Vec::new()
@@ -570,10 +615,10 @@ const ACTS: [Act; 9] = [
 
 /// One CPU forward pass: host buffers per activation, the quantized
 /// matmuls and threaded attention of [`Transformer`].
-struct CpuPass<'a> {
+struct CpuPass<'a, 'c> {
     model: &'a Transformer,
-    cache: &'a mut KvCache,
-    start: usize,
+    /// The sequences whose rows the pass runs, in row order.
+    segs: &'a mut [Seg<'c>],
     n: usize,
     layer: usize,
     rope: Vec<f32>,
@@ -584,7 +629,15 @@ struct CpuPass<'a> {
     acts: Option<(Act, QuantizedActs)>,
 }
 
-impl CpuPass<'_> {
+/// One sequence of a pass: its cache, the positions it holds before the
+/// pass, and how many of the pass's rows continue it.
+struct Seg<'c> {
+    cache: &'c mut KvCache,
+    start: usize,
+    rows: usize,
+}
+
+impl CpuPass<'_, '_> {
     /// `f(src, dst)` over two distinct activations.
     fn with2(
         &mut self,
@@ -599,7 +652,7 @@ impl CpuPass<'_> {
     }
 }
 
-impl DecoderPass for CpuPass<'_> {
+impl DecoderPass for CpuPass<'_, '_> {
     type M = Matrix;
     type V = Vec<f32>;
 
@@ -665,27 +718,32 @@ impl DecoderPass for CpuPass<'_> {
 
     fn attention(&mut self) -> Result<()> {
         self.acts = None;
-        let kvd = self.model.config.kv_dim();
-        let (ck, cv) = match (
-            self.cache.k.get_mut(self.layer),
-            self.cache.v.get_mut(self.layer),
-        ) {
-            (Some(ck), Some(cv)) => (ck, cv),
-            _ => return Err(Error::InvalidArgument("KV cache has too few layers".into())),
-        };
-        ck.truncate(self.start * kvd);
-        cv.truncate(self.start * kvd);
-        ck.extend_from_slice(&self.bufs[Act::K as usize]);
-        cv.extend_from_slice(&self.bufs[Act::V as usize]);
+        let (kvd, qd) = (self.model.config.kv_dim(), self.model.config.q_dim());
         let mut attn = std::mem::take(&mut self.bufs[Act::Attn as usize]);
-        self.model.attention(
-            &self.bufs[Act::Q as usize],
-            ck,
-            cv,
-            self.start,
-            self.n,
-            &mut attn,
-        );
+        let mut row = 0;
+        for seg in self.segs.iter_mut() {
+            let (ck, cv) = match (
+                seg.cache.k.get_mut(self.layer),
+                seg.cache.v.get_mut(self.layer),
+            ) {
+                (Some(ck), Some(cv)) => (ck, cv),
+                _ => return Err(Error::InvalidArgument("KV cache has too few layers".into())),
+            };
+            let rows = row..row + seg.rows;
+            ck.truncate(seg.start * kvd);
+            cv.truncate(seg.start * kvd);
+            ck.extend_from_slice(&self.bufs[Act::K as usize][rows.start * kvd..rows.end * kvd]);
+            cv.extend_from_slice(&self.bufs[Act::V as usize][rows.start * kvd..rows.end * kvd]);
+            self.model.attention(
+                &self.bufs[Act::Q as usize][rows.start * qd..rows.end * qd],
+                ck,
+                cv,
+                seg.start,
+                seg.rows,
+                &mut attn[rows.start * qd..rows.end * qd],
+            );
+            row = rows.end;
+        }
         self.bufs[Act::Attn as usize] = attn;
         Ok(())
     }

@@ -339,20 +339,38 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     }
 
     async fn advance(&mut self) -> Result<Option<GeneratedToken>> {
+        match self.prepare() {
+            Next::Stopped => Ok(None),
+            Next::Run(t) => {
+                self.logits = self.scorer.last_logits(&[t], &mut self.cache).await?;
+                self.choose()
+            }
+            Next::Choose => self.choose(),
+        }
+    }
+
+    /// What the next token needs: nothing (stopped), a forward of the token
+    /// chosen last (taken out of `pending`), or only a choice.
+    fn prepare(&mut self) -> Next {
         if self.stop.is_some() {
-            return Ok(None);
+            return Next::Stopped;
         }
         if self.cancel.load(Ordering::Relaxed) {
             self.stop = Some(StopReason::Cancelled);
-            return Ok(None);
+            return Next::Stopped;
         }
-        if let Some(t) = self.pending.take() {
-            if self.history.len() >= self.scorer.max_tokens() {
+        match self.pending.take() {
+            Some(_) if self.history.len() >= self.scorer.max_tokens() => {
                 self.stop = Some(StopReason::Context);
-                return Ok(None);
+                Next::Stopped
             }
-            self.logits = self.scorer.last_logits(&[t], &mut self.cache).await?;
+            Some(t) => Next::Run(t),
+            None => Next::Choose,
         }
+    }
+
+    /// Chooses the next token from the current logits and records it.
+    fn choose(&mut self) -> Result<Option<GeneratedToken>> {
         let id = self.sampler.next(&self.logits, &self.history)?;
         let logprob = log_softmax_at(&self.logits, id);
         if self.stop_ids.contains(&id) {
@@ -396,6 +414,85 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     }
 }
 
+/// What a generation's next token needs (see `GenerationOf::prepare`).
+enum Next {
+    Stopped,
+    Run(u32),
+    Choose,
+}
+
+/// The next token of each of several generations on one scorer, as
+/// [`GenerationOf::next_async`] of each in turn would give them (the same
+/// tokens, bits and stops), with their forwards run as one pass on the CPU
+/// engine: a decode step of N candidates reads the weights once. `None`
+/// for a generation that has stopped. Generations on different scorers
+/// are refused.
+pub async fn next_tokens<S: Deref<Target = Scorer>>(
+    gens: &mut [&mut GenerationOf<S>],
+) -> Result<Vec<Option<GeneratedToken>>> {
+    if let Some(first) = gens.first() {
+        let scorer: &Scorer = &first.scorer;
+        if gens
+            .iter()
+            .any(|g| !std::ptr::eq::<Scorer>(&*g.scorer, scorer))
+        {
+            return Err(Error::InvalidArgument(
+                "next_tokens: every generation must run on the same scorer".into(),
+            ));
+        }
+    }
+    let plans: Vec<Next> = gens.iter_mut().map(|g| g.prepare()).collect();
+    let (mut tokens, mut caches, mut which) = (Vec::new(), Vec::new(), Vec::new());
+    let mut scorer: Option<&Scorer> = None;
+    for (i, (g, plan)) in gens.iter_mut().zip(&plans).enumerate() {
+        if let Next::Run(t) = plan {
+            // Disjoint fields: the scorer read, the cache written.
+            let GenerationOf {
+                scorer: s, cache, ..
+            } = &mut **g;
+            scorer.get_or_insert(&**s);
+            tokens.push(*t);
+            caches.push(cache);
+            which.push(i);
+        }
+    }
+    let rows = match scorer {
+        Some(scorer) => Some(scorer.last_logits_rows(&tokens, &mut caches).await),
+        None => None,
+    };
+    drop(caches);
+    match rows {
+        Some(Ok(rows)) => {
+            for (&i, logits) in which.iter().zip(rows) {
+                gens[i].logits = logits;
+            }
+        }
+        Some(Err(e)) => {
+            // The forward failed: these generations end (their caches
+            // were left as they were).
+            for &i in &which {
+                gens[i].stop.get_or_insert(StopReason::Cancelled);
+            }
+            return Err(e);
+        }
+        None => {}
+    }
+    let mut out = Vec::with_capacity(gens.len());
+    for (g, plan) in gens.iter_mut().zip(plans) {
+        out.push(match plan {
+            Next::Stopped => None,
+            Next::Run(_) | Next::Choose => match g.choose() {
+                Ok(t) => t,
+                Err(e) => {
+                    g.stop.get_or_insert(StopReason::Cancelled);
+                    return Err(e);
+                }
+            },
+        });
+    }
+    Ok(out)
+}
+
 impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
     type Item = Result<GeneratedToken>;
 
@@ -408,25 +505,10 @@ impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
 }
 
 /// Where the first step of `text` ends: just past the first blank line
-/// (a line break, then only spaces or tabs, then a line break; the
-/// blank-line segmenter's separator) that follows some non-blank text.
+/// that follows some non-blank text. The segmenter's rule
+/// ([`crate::segment::first_step_end`]), which the stream verifier cuts at too.
 pub fn step_boundary(text: &str) -> Option<usize> {
-    let body = text.len() - text.trim_start().len();
-    let bytes = text.as_bytes();
-    let mut i = body;
-    while i < bytes.len() {
-        if bytes[i] == b'\n' {
-            let mut j = i + 1;
-            while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\r') {
-                j += 1;
-            }
-            if j < bytes.len() && bytes[j] == b'\n' {
-                return Some(j + 1);
-            }
-        }
-        i += 1;
-    }
-    None
+    crate::segment::first_step_end(text)
 }
 
 /// A step is complete at the first blank line that follows some text.
@@ -453,6 +535,9 @@ mod tests {
         assert!(step_complete("First, 2 + 2 = 4.\n\n"));
         assert!(step_complete("First.\n\nSecond"));
         assert!(step_complete("First.\n\n"));
+        // A whitespace-only or CRLF blank line ends a step, as it does for the segmenter.
+        assert!(step_complete("First.\n \nSecond"));
+        assert!(step_complete("First.\r\n\r\n"));
         assert!(step_complete("First.\n \t\nSecond"));
         assert!(!step_complete("First.\n  "));
     }
@@ -462,6 +547,8 @@ mod tests {
         assert_eq!(step_boundary("\n\nA.\n\nB.\n\n"), Some(6));
         assert_eq!(step_boundary("A.\r\n\r\nB"), Some(6));
         assert_eq!(step_boundary("A.\nB."), None);
+        // Any whitespace-only line is blank, as for the segmenter (U+00A0 here).
+        assert_eq!(step_boundary("A.\n\u{a0}\nB"), Some(6));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod scorer;
 pub mod search;
 pub mod session;
 pub mod template;
+pub mod verify;
 
 pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 #[cfg(not(target_arch = "wasm32"))]
@@ -33,3 +34,4 @@ pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
 pub use session::{Session, SessionOf};
+pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};

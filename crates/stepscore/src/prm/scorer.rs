@@ -826,6 +826,18 @@ impl Scorer {
             .await
     }
 
+    /// [`Scorer::last_logits`] of one token for each of several caches, in
+    /// one pass on the CPU engine (see `Engine::last_logits_rows`).
+    pub(super) async fn last_logits_rows(
+        &self,
+        tokens: &[u32],
+        caches: &mut [&mut EngineCache],
+    ) -> Result<Vec<Vec<f32>>> {
+        self.engine
+            .last_logits_rows(&self.model, self.head.as_ref(), tokens, caches)
+            .await
+    }
+
     /// An empty KV cache on this scorer's engine.
     pub fn new_cache(&self) -> EngineCache {
         self.engine.new_cache(&self.model)

@@ -25,9 +25,11 @@
 //! fork of it, and a fork copies its parent's KV caches (generator and
 //! verifier) instead of running the shared tokens again. A fork samples
 //! from its own seed, derived from the options' seed and its index, so a
-//! search is reproducible. Candidates advance round-robin, one token each
+//! search is reproducible. Candidates advance together, one token each
 //! per turn, so a progress display sees all of them being written at once;
-//! the engines run them one after another. A generator and verifier that
+//! the CPU engine runs a turn's forwards as one pass (the weights are read
+//! once per turn, not once per candidate), the GPU engine one by one, with
+//! the same tokens either way. A generator and verifier that
 //! are the same scorer share its weights; they keep separate KV caches,
 //! since the generator reads the chat layout and the verifier its family's
 //! own layout (a head is trained on the latter).
@@ -37,7 +39,7 @@ use std::ops::Deref;
 use serde::{Deserialize, Serialize};
 
 use super::blocking::block_on;
-use super::generate::{GenerateOptions, GenerationOf, StopReason};
+use super::generate::{next_tokens, GenerateOptions, GenerationOf, StopReason};
 use super::scorer::Scorer;
 use super::session::SessionOf;
 use crate::aggregate::{aggregate, Aggregation};
@@ -390,6 +392,7 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
     }
 
     fn budget_spent(&self) -> bool {
+        // (Checked when a candidate pauses: `write_step` admits writers.)
         self.options
             .token_budget
             .is_some_and(|b| self.generated >= b)
@@ -399,33 +402,54 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
         self.nodes[i].record.stop_reason.is_some()
     }
 
-    /// Writes one more step of each candidate in `active`, round-robin one
-    /// token at a time, then scores what each completed. A candidate whose
-    /// generation ends (rather than pausing at a step's end) is finished.
+    /// Writes one more step of each candidate in `active`, one token each
+    /// per turn (their forwards batched: `generate::next_tokens`), then
+    /// scores what each completed. A candidate whose generation ends
+    /// (rather than pausing at a step's end) is finished.
     async fn write_step(&mut self, active: &[usize]) -> Result<()> {
         loop {
-            let mut wrote = false;
+            // Who writes this turn: live candidates, as many as the budget allows.
+            let mut turn = Vec::new();
             for &i in active {
-                if self.cancelled {
-                    self.live(i)?.gen.stop(StopReason::Cancelled);
-                }
-                if self.budget_spent() {
-                    self.live(i)?.gen.stop(StopReason::Budget);
+                let cancelled = self.cancelled;
+                let left = self
+                    .options
+                    .token_budget
+                    .map(|b| b.saturating_sub(self.generated));
+                let gen = &mut self.live(i)?.gen;
+                if cancelled {
+                    gen.stop(StopReason::Cancelled);
+                } else if gen.stop_reason().is_none() && left.is_some_and(|l| l <= turn.len()) {
+                    gen.stop(StopReason::Budget);
                     self.budget_exhausted = true;
+                } else if gen.stop_reason().is_none() {
+                    turn.push(i);
                 }
-                let Some(token) = self.live(i)?.gen.next_async().await else {
-                    continue;
-                };
-                let token = token?;
-                wrote = true;
-                self.generated += 1;
-                self.emit(SearchEvent::Token {
-                    candidate: i,
-                    text: token.text,
-                });
             }
-            if !wrote {
+            if turn.is_empty() {
                 break;
+            }
+            let mut slots: Vec<Option<&mut GenerationOf<S>>> = self
+                .nodes
+                .iter_mut()
+                .map(|n| n.live.as_mut().map(|l| &mut l.gen))
+                .collect();
+            let mut gens = Vec::with_capacity(turn.len());
+            for &i in &turn {
+                gens.push(slots[i].take().ok_or_else(|| {
+                    Error::Internal(format!("search: candidate {i} is not live"))
+                })?);
+            }
+            let tokens = next_tokens(&mut gens).await?;
+            drop(gens);
+            for (&i, token) in turn.iter().zip(tokens) {
+                if let Some(token) = token {
+                    self.generated += 1;
+                    self.emit(SearchEvent::Token {
+                        candidate: i,
+                        text: token.text,
+                    });
+                }
             }
         }
         for &i in active {

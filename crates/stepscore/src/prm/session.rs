@@ -220,6 +220,11 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         Ok(())
     }
 
+    /// The scorer this session runs on.
+    pub fn scorer(&self) -> &Scorer {
+        &self.scorer
+    }
+
     /// Scores of the steps appended so far.
     pub fn scores(&self) -> &[f64] {
         &self.scores

@@ -271,6 +271,47 @@ impl Engine {
         model.logits_for(row, None)
     }
 
+    /// [`Engine::last_logits`] of one token for each of several caches:
+    /// `tokens[i]` continues `caches[i]`, and the result's row `i` is what
+    /// `last_logits(&[tokens[i]], caches[i])` gives, bit for bit. The CPU
+    /// engine runs all rows in one pass (N candidates' decode step reads the
+    /// weights once); the GPU engine runs them one after another.
+    #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
+    pub async fn last_logits_rows(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        caches: &mut [&mut EngineCache],
+    ) -> Result<Vec<Vec<f32>>> {
+        match &self.kind {
+            Kind::Cpu(_) => {
+                let mut cpu = Vec::with_capacity(caches.len());
+                for c in caches.iter_mut() {
+                    cpu.push(c.cpu()?);
+                }
+                let hidden = model.forward_rows(tokens, &mut cpu)?;
+                let logits = model.logits_for(&hidden.data, None)?;
+                let vocab = logits.len() / tokens.len().max(1);
+                Ok(logits
+                    .chunks_exact(vocab.max(1))
+                    .map(<[f32]>::to_vec)
+                    .collect())
+            }
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(_) => {
+                let mut out = Vec::with_capacity(tokens.len());
+                for (t, cache) in tokens.iter().zip(caches.iter_mut()) {
+                    out.push(
+                        self.last_logits(model, head, std::slice::from_ref(t), cache)
+                            .await?,
+                    );
+                }
+                Ok(out)
+            }
+        }
+    }
+
     /// Runs `tokens` (after what `cache` holds, when given) and, with `enc`
     /// (positions relative to `tokens`), applies `head` to them. The head's
     /// layer is tapped; `head` is also what the GPU engine uploads again
