@@ -205,8 +205,9 @@ impl Transformer {
         self.rope_style
     }
 
-    /// The weights, for uploading to another engine (the GPU's).
-    pub(crate) fn weights(&self) -> &Weights<Matrix, Vec<f32>> {
+    /// The weights, for uploading to another engine (the GPU's) and for
+    /// timing each matrix (`stepscore bench --decode`).
+    pub fn weights(&self) -> &Weights<Matrix, Vec<f32>> {
         &self.w
     }
 
@@ -347,7 +348,7 @@ impl Transformer {
         }
         let start = cache.len;
         let total = decoder::check_input(&self.config, tokens, start, tap)?;
-        let result = self.forward_inner(tokens, cache, start, tap);
+        let result = crate::par::install(|| self.forward_inner(tokens, &mut *cache, start, tap));
         // Leave the cache as it was if anything failed part-way.
         match result {
             Ok(h) => {
@@ -437,6 +438,17 @@ impl Transformer {
         }
         let n = hidden.len() / h;
         let head = self.vocab_projection()?;
+        crate::par::install(|| self.project(head, hidden, n, rows))
+    }
+
+    /// [`Transformer::logits_for`] after its checks, on the pool.
+    fn project(
+        &self,
+        head: &Matrix,
+        hidden: &[f32],
+        n: usize,
+        rows: Option<&[u32]>,
+    ) -> Result<Vec<f32>> {
         match rows {
             None => {
                 let mut out = vec![0.0f32; n * head.rows()];
