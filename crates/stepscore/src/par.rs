@@ -278,6 +278,23 @@ mod tests {
         assert_eq!(map(vec!["a"], str::len), [1]);
     }
 
+    /// A pass inside `install` runs its sites on the pool, nested and with
+    /// more items than the pool has threads, and gets every result in order.
+    #[test]
+    fn install_runs_nested_sites_to_completion() {
+        let got = install(|| {
+            map((0..4 * available() + 3).collect(), |i: usize| {
+                map((0..5).collect(), |j: usize| i * 10 + j)
+                    .into_iter()
+                    .sum::<usize>()
+            })
+        });
+        let want: Vec<usize> = (0..4 * available() + 3).map(|i| 50 * i + 10).collect();
+        assert_eq!(got, want);
+        // Already on a pool thread: runs at once, no second hop.
+        assert_eq!(install(|| install(|| 7)), 7);
+    }
+
     #[test]
     fn natively_requests_are_kept() {
         assert_eq!(usable(0), 1);
