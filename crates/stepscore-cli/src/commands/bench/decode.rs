@@ -139,7 +139,7 @@ fn shape_timings(scorer: &Scorer) -> Result<Vec<ShapeTiming>, Failure> {
     let model = scorer.model();
     let threads = model.threads();
     let w = model.weights();
-    let mut uses: Vec<(&str, &Matrix)> = Vec::new();
+    let mut uses: Vec<(&'static str, &Matrix)> = Vec::new();
     for l in &w.layers {
         uses.extend([
             ("q", &l.q),
@@ -155,8 +155,8 @@ fn shape_timings(scorer: &Scorer) -> Result<Vec<ShapeTiming>, Failure> {
         uses.push(("vocab", m));
     }
     // (type, rows, cols) -> (roles, count, a matrix of that shape)
-    let mut distinct: BTreeMap<(&'static str, usize, usize), (Vec<&str>, usize, &Matrix)> =
-        BTreeMap::new();
+    type Uses<'m> = (Vec<&'static str>, usize, &'m Matrix);
+    let mut distinct: BTreeMap<(&'static str, usize, usize), Uses> = BTreeMap::new();
     for (role, m) in uses {
         let e = distinct
             .entry((m.type_name(), m.rows(), m.cols()))
