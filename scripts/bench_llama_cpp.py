@@ -10,6 +10,12 @@ the low-level API so no Python-side copying of logits is counted:
 - `all`: logits for every token (`logits_all=True`); compare with stepscore's
   `logits_all` (and, as the scoring workload, `score`).
 
+With `--decode` (the file from `stepscore bench --decode N --dump-tokens`,
+whose `decode` list holds the N step tokens), it times generation instead:
+the `tokens` prompt decoded once per run (untimed), then each step token as a
+batch of one with its logits, as `llama_decode` runs during generation;
+compare with stepscore's `decode`.
+
 Each mode runs with an f32 KV cache (type_k = type_v = 0, as stepscore keeps
 K/V) and with llama.cpp's default f16 cache. Flash attention stays off (the
 llama-cpp-python default; stepscore has none either).
@@ -79,6 +85,50 @@ def timed_decode(llm, tokens, all_logits: bool, warmup: int, repeats: int):
         llama_cpp.llama_batch_free(batch)
 
 
+def timed_steps(llm, prompt, steps, warmup: int, repeats: int):
+    """Seconds for the single-token decodes of `steps` after `prompt`."""
+    ctx = llm._ctx.ctx
+    n = len(prompt)
+    batch = llama_cpp.llama_batch_init(max(n, 1), 0, 1)
+    one = llama_cpp.llama_batch_init(1, 0, 1)
+    vocab = llama_cpp.llama_n_vocab(llama_cpp.llama_model_get_vocab(llm._model.model))
+    try:
+        batch.n_tokens = n
+        for i, t in enumerate(prompt):
+            batch.token[i] = t
+            batch.pos[i] = i
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = 0
+            batch.logits[i] = 1 if i == n - 1 else 0
+        one.n_tokens = 1
+        one.n_seq_id[0] = 1
+        one.seq_id[0][0] = 0
+        one.logits[0] = 1
+        mem = llama_cpp.llama_get_memory(ctx)
+        secs, checksum = [], 0.0
+        for r in range(warmup + repeats):
+            llama_cpp.llama_memory_clear(mem, True)
+            if llama_cpp.llama_decode(ctx, batch) != 0:
+                raise RuntimeError("llama_decode of the prompt failed")
+            llama_cpp.llama_synchronize(ctx)
+            start = time.perf_counter()
+            for i, t in enumerate(steps):
+                one.token[0] = t
+                one.pos[0] = n + i
+                rc = llama_cpp.llama_decode(ctx, one)
+                if rc != 0:
+                    raise RuntimeError(f"llama_decode returned {rc} at step {i}")
+                # What a sampler reads: the step's logits row.
+                checksum += float(llama_cpp.llama_get_logits_ith(ctx, -1)[vocab - 1])
+            elapsed = time.perf_counter() - start
+            if r >= warmup:
+                secs.append(elapsed)
+        return secs, checksum
+    finally:
+        llama_cpp.llama_batch_free(batch)
+        llama_cpp.llama_batch_free(one)
+
+
 def summary(secs, n):
     best, median = min(secs), statistics.median(secs)
     return {"best_s": best, "median_s": median, "best_tokens_per_s": n / best, "median_tokens_per_s": n / median}
@@ -91,10 +141,19 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--decode", action="store_true",
+                    help="time single-token steps of the file's `decode` list after its `tokens`")
     args = ap.parse_args()
     with open(args.tokens) as f:
-        tokens = [int(t) for t in json.load(f)["tokens"]]
+        dumped = json.load(f)
+    tokens = [int(t) for t in dumped["tokens"]]
     n = len(tokens)
+    if args.decode:
+        steps = [int(t) for t in dumped.get("decode", [])]
+        if not steps:
+            sys.exit(f"bench_llama_cpp: {args.tokens}: --decode needs a `decode` list (stepscore bench --decode N --dump-tokens)")
+        decode_main(args, tokens, steps)
+        return
     if n == 0 or n > 8192:
         sys.exit(f"bench_llama_cpp: {args.tokens}: need 1..8192 tokens, got {n}")
     # One decode takes the whole trace (n_batch = n_ubatch >= n), as stepscore
@@ -136,6 +195,42 @@ def main() -> None:
             entry.update({"load_s": load_s, "checksum": checksum})
             result["runs"][f"{mode}_kv_{kv_name}"] = entry
             del llm
+    result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps(result))
+
+
+def decode_main(args, prompt, steps) -> None:
+    n = len(prompt)
+    result = {
+        "runtime": "llama.cpp",
+        "llama_cpp_python": llama_cpp.__version__,
+        "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
+        "model": args.model,
+        "threads": args.threads,
+        "prompt_tokens": n,
+        "decode_tokens": len(steps),
+        "repeats": args.repeats,
+        "warmup": args.warmup,
+        "runs": {},
+    }
+    for kv_name, kv_type in (("f32", 0), ("f16", 1)):
+        llm = llama_cpp.Llama(
+            args.model,
+            n_ctx=max(1024, n + len(steps)),
+            n_batch=max(512, n),
+            n_ubatch=max(512, n),
+            n_threads=args.threads,
+            n_threads_batch=args.threads,
+            type_k=kv_type,
+            type_v=kv_type,
+            flash_attn=False,
+            verbose=False,
+        )
+        secs, checksum = timed_steps(llm, prompt, steps, args.warmup, args.repeats)
+        entry = summary(secs, len(steps))
+        entry["checksum"] = checksum
+        result["runs"][f"decode_kv_{kv_name}"] = entry
+        del llm
     result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps(result))
 

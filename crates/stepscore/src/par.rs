@@ -4,8 +4,13 @@
 //! none names a thread API. The caller decides how work is split, so the
 //! result of each output never depends on which thread computed it.
 //!
-//! - natively: `std::thread::scope`, and [`available`] is
-//!   `available_parallelism`;
+//! - natively: a rayon pool of [`available`] threads
+//!   (`available_parallelism`), started on first use. [`install`] runs a
+//!   whole pass on one of its threads, so each parallel site inside it hands
+//!   its items to the pool's other threads and, when none of them is free
+//!   (another process has the cores), runs them itself instead of waiting:
+//!   a decode step has ~200 sites, and a thread started per site (or woken
+//!   and waited for) cost more than the work on a loaded machine;
 //! - wasm32 with the `atomics` target feature (the npm package's threaded
 //!   build): a rayon pool whose threads are Web Workers or Node
 //!   `worker_threads` that the JS host starts ([`build_pool`]); the calling
@@ -31,7 +36,27 @@ mod pool {
     }
 }
 
-#[cfg(not(all(target_arch = "wasm32", target_feature = "atomics")))]
+#[cfg(not(target_arch = "wasm32"))]
+mod pool {
+    use std::sync::OnceLock;
+
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+
+    /// The native pool, built on first use; `None` when the OS refused its
+    /// threads (then every site runs on the calling thread).
+    pub(super) fn get() -> Option<&'static rayon::ThreadPool> {
+        POOL.get_or_init(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(super::available())
+                .thread_name(|i| format!("stepscore-par-{i}"))
+                .build()
+                .ok()
+        })
+        .as_ref()
+    }
+}
+
+#[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
 mod pool {
     pub(super) fn threads() -> usize {
         0
@@ -41,11 +66,10 @@ mod pool {
 /// Threads this build can run at once: the cores natively, the pool plus the
 /// calling thread in the threaded wasm build, else 1.
 pub fn available() -> usize {
-    if cfg!(target_arch = "wasm32") {
-        pool::threads() + 1
-    } else {
-        std::thread::available_parallelism().map_or(1, |n| n.get())
-    }
+    #[cfg(target_arch = "wasm32")]
+    return pool::threads() + 1;
+    #[cfg(not(target_arch = "wasm32"))]
+    return std::thread::available_parallelism().map_or(1, |n| n.get());
 }
 
 /// Threads a request of `requested` gets: natively what was asked (at least
@@ -117,7 +141,10 @@ fn budget(cpus: usize, omp: Option<&str>) -> ThreadBudget {
 /// Whether [`for_each`] runs items on more than one thread here: always
 /// natively; in the threaded wasm build once its pool is started.
 pub fn pooled() -> bool {
-    !cfg!(target_arch = "wasm32") || pool::threads() > 0
+    #[cfg(target_arch = "wasm32")]
+    return pool::threads() > 0;
+    #[cfg(not(target_arch = "wasm32"))]
+    return true;
 }
 
 /// Runs `f` on every item, each on its own thread, the first on the calling
@@ -133,16 +160,34 @@ pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
 
 #[cfg(not(target_arch = "wasm32"))]
 fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
+    let Some(pool) = pool::get() else {
+        items.into_iter().for_each(f);
+        return;
+    };
     let mut items = items.into_iter();
     let first = items.next();
-    std::thread::scope(|s| {
+    // In place: the calling thread runs the first item; on a pool thread
+    // (inside `install`) it also runs any item no other thread has taken.
+    pool.in_place_scope(|s| {
         for item in items {
-            s.spawn(move || f(item));
+            s.spawn(move |_| f(item));
         }
         if let Some(item) = first {
             f(item);
         }
     });
+}
+
+/// Runs `op` on a thread of the native pool (at once when already on one),
+/// so the parallel sites inside it never wait for a thread that has not
+/// started: what the pool's other threads do not take, this one runs. Once
+/// per pass (a forward, a vocabulary projection). Elsewhere `op()`.
+pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(pool) = pool::get() {
+        return pool.install(op);
+    }
+    op()
 }
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
@@ -231,6 +276,23 @@ mod tests {
         let got = map((0..9).collect(), |i: usize| i * 10);
         assert_eq!(got, (0..9).map(|i| i * 10).collect::<Vec<_>>());
         assert_eq!(map(vec!["a"], str::len), [1]);
+    }
+
+    /// A pass inside `install` runs its sites on the pool, nested and with
+    /// more items than the pool has threads, and gets every result in order.
+    #[test]
+    fn install_runs_nested_sites_to_completion() {
+        let got = install(|| {
+            map((0..4 * available() + 3).collect(), |i: usize| {
+                map((0..5).collect(), |j: usize| i * 10 + j)
+                    .into_iter()
+                    .sum::<usize>()
+            })
+        });
+        let want: Vec<usize> = (0..4 * available() + 3).map(|i| 50 * i + 10).collect();
+        assert_eq!(got, want);
+        // Already on a pool thread: runs at once, no second hop.
+        assert_eq!(install(|| install(|| 7)), 7);
     }
 
     #[test]

@@ -193,6 +193,19 @@ fn thread_count_does_not_change_results() {
     model.set_threads(3);
     let three = model.forward(&case.tokens, None).unwrap();
     assert_eq!(one, three);
+    // Decode steps: one query, its heads split over the threads.
+    let steps = |model: &Transformer| -> Vec<u32> {
+        let mut cache = model.new_cache();
+        let mut bits = Vec::new();
+        for &tok in &case.tokens {
+            let r = model.forward(&[tok], Some(&mut cache)).unwrap();
+            bits.extend(r.data.iter().map(|v| v.to_bits()));
+        }
+        bits
+    };
+    let three = steps(&model);
+    model.set_threads(1);
+    assert_eq!(steps(&model), three);
 }
 
 #[test]

@@ -408,6 +408,59 @@ fn every_instruction_set_gives_the_portable_bits() {
     }
 }
 
+/// The decode shapes (1 to 4 tokens: `rowdot.rs` multiplies the packed rows
+/// directly up to 3, the tiles take over at 4) give the portable kernels'
+/// bits on every instruction set: every weight type, rows that split
+/// unevenly over threads, several blocks per row (the 1.5B's Q6_K output
+/// projection has 6), a row selection, activations with outliers (Q8_K
+/// scales near the clamp).
+#[test]
+fn decode_shapes_give_the_portable_bits() {
+    let mut rng = Rng(4242);
+    for ty in WEIGHT_TYPES {
+        for (rows, blocks) in [(1, 1), (19, 6), (40, 2)] {
+            let cols = cols_for(ty, blocks);
+            let w = random_weights(ty, rows, cols, &mut rng);
+            let m = QMatrix::new(ty, rows, cols, &w).unwrap();
+            for n_tokens in 1..=4 {
+                let x: Vec<f32> = (0..n_tokens * cols)
+                    .map(|i| rng.sym() * if i % 17 == 0 { 50.0 } else { 1.0 })
+                    .collect();
+                let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
+                let mut want = vec![f32::NAN; n_tokens * rows];
+                matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
+                let sel: Vec<usize> = (0..rows).rev().step_by(3).collect();
+                let mut want_sel = vec![f32::NAN; n_tokens * sel.len()];
+                matmul_with(&m, Some(&sel), &acts, &mut want_sel, 1, Simd::Portable).unwrap();
+                for backend in backends() {
+                    for threads in [1, 2, 3] {
+                        let mut got = vec![f32::NAN; n_tokens * rows];
+                        matmul_with(&m, None, &acts, &mut got, threads, backend).unwrap();
+                        for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                            assert_eq!(
+                                g.to_bits(),
+                                e.to_bits(),
+                                "{} {rows}x{cols}, {n_tokens} tokens, {backend:?}, {threads} threads: \
+                                 output {i}: {g} vs {e}",
+                                ty.name()
+                            );
+                        }
+                    }
+                    let mut got = vec![f32::NAN; n_tokens * sel.len()];
+                    matmul_with(&m, Some(&sel), &acts, &mut got, 2, backend).unwrap();
+                    assert!(
+                        got.iter()
+                            .zip(&want_sel)
+                            .all(|(g, e)| g.to_bits() == e.to_bits()),
+                        "{} {n_tokens} tokens, row selection on {backend:?}",
+                        ty.name()
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The AVX-512 K-quant tiles (4 rows x 4 tokens, rows unpacked to unsigned
 /// quants) compute every integer sum exactly and accumulate in the portable
 /// kernel's f32 order, so they must equal it bit for bit: shapes cover

@@ -23,6 +23,11 @@
 //! tokens against the same tokens run without a prefix, on each engine:
 //! the cost of scoring a step of a trace being generated.
 //!
+//! `--decode N` times generation instead (`bench/decode.rs`): N
+//! single-token steps on the KV cache after a `--decode-prompt`-token
+//! prompt, with each step's full-vocabulary logits, and every weight shape
+//! on one row.
+//!
 //! `--synthetic SHAPE` times a random-weight model of a real architecture
 //! built in memory (`stepscore::model::synthetic`: the real dimensions,
 //! vocabulary and per-tensor weight formats, a byte-level vocabulary), so a
@@ -44,6 +49,8 @@ use stepscore::quant::Simd;
 use crate::commands::fetch;
 use crate::output::Table;
 use crate::Failure;
+
+mod decode;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -116,6 +123,16 @@ pub struct Args {
     /// another runtime can be timed on exactly the same input.
     #[arg(long)]
     pub dump_tokens: Option<PathBuf>,
+
+    /// Time generation instead: this many single-token steps on the KV
+    /// cache after --decode-prompt tokens, each with its full-vocabulary
+    /// logits (tokens/s), and every weight shape on one row.
+    #[arg(long, value_name = "N")]
+    pub decode: Option<usize>,
+
+    /// The prompt before the --decode steps, in tokens.
+    #[arg(long, default_value_t = 256, requires = "decode")]
+    pub decode_prompt: usize,
 }
 
 /// Timings of one measurement, in seconds.
@@ -175,6 +192,10 @@ pub fn run(args: Args) -> Result<(), Failure> {
             args.tokens,
             scorer.max_tokens()
         )));
+    }
+
+    if let Some(steps) = args.decode {
+        return decode_report(&args, &source, &scorer, steps, load_s);
     }
 
     let trace = SyntheticTrace::build(&scorer, args.tokens)?;
@@ -333,6 +354,96 @@ pub fn run(args: Args) -> Result<(), Failure> {
         mib(rss_before_load),
         mib(rss_after_load),
         mib(peak_rss)
+    )
+    .map_err(io)?;
+    Ok(())
+}
+
+/// `--decode`: runs [`decode::run`] and prints its table or JSON.
+fn decode_report(
+    args: &Args,
+    source: &Source,
+    scorer: &Scorer,
+    steps: usize,
+    load_s: f64,
+) -> Result<(), Failure> {
+    let prompt = args.decode_prompt;
+    let (d, tokens) = decode::run(scorer, prompt, steps, args.warmup, args.repeats)?;
+    if let Some(file) = &args.dump_tokens {
+        let dump = serde_json::json!({
+            "tokens": &tokens[..prompt],
+            "decode": &tokens[prompt..],
+        });
+        std::fs::write(file, dump.to_string())
+            .map_err(|e| Failure::Io(format!("{}: {e}", file.display())))?;
+    }
+    let simd = format!("{:?}", Simd::detect()).to_lowercase();
+    let model = scorer.model();
+    if args.json {
+        let mut value = d.json();
+        let extra = serde_json::json!({
+            "runtime": "stepscore",
+            "model": source.name(),
+            "simd": simd,
+            "threads": model.threads(),
+            "vocab_size": model.config().vocab_size,
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "load_s": load_s,
+            "peak_rss_kib": proc_status_kib("VmHWM"),
+        });
+        if let (Some(v), serde_json::Value::Object(e)) = (value.as_object_mut(), extra) {
+            v.extend(e);
+        }
+        return crate::output::print_line(value);
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let io = crate::output::stdout_error;
+    writeln!(
+        out,
+        "stepscore bench --decode: {}, cpu/{simd}, {} threads, {steps} tokens after a {prompt}-token prompt, \
+         full-vocabulary logits per token, {} warmup + {} timed runs",
+        source.name(),
+        model.threads(),
+        args.warmup,
+        args.repeats
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "decode: best {:.2} tok/s ({:.2} ms/token), median {:.2} tok/s",
+        steps as f64 / d.timing.best,
+        d.timing.best * 1e3 / steps as f64,
+        steps as f64 / d.timing.median
+    )
+    .map_err(io)?;
+    let mut table = Table::new(&[
+        "matrices",
+        "format",
+        "rows x cols",
+        "per token",
+        "best us",
+        "GB/s",
+        "ms/token",
+    ]);
+    for s in &d.shapes {
+        table.row(vec![
+            s.roles.clone(),
+            s.ty.to_string(),
+            format!("{}x{}", s.rows, s.cols),
+            s.count.to_string(),
+            format!("{:.1}", s.best_s * 1e6),
+            format!("{:.1}", s.bytes as f64 / s.best_s / 1e9),
+            format!("{:.2}", s.count as f64 * s.best_s * 1e3),
+        ]);
+    }
+    table.write(&mut out)?;
+    writeln!(
+        out,
+        "one-row matmuls: {:.2} ms of the {:.2} ms a token takes",
+        d.matmul_ms_per_token(),
+        d.timing.best * 1e3 / steps as f64
     )
     .map_err(io)?;
     Ok(())

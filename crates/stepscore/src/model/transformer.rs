@@ -205,8 +205,9 @@ impl Transformer {
         self.rope_style
     }
 
-    /// The weights, for uploading to another engine (the GPU's).
-    pub(crate) fn weights(&self) -> &Weights<Matrix, Vec<f32>> {
+    /// The weights, for uploading to another engine (the GPU's) and for
+    /// timing each matrix (`stepscore bench --decode`).
+    pub fn weights(&self) -> &Weights<Matrix, Vec<f32>> {
         &self.w
     }
 
@@ -391,7 +392,7 @@ impl Transformer {
         mut segs: Vec<Seg<'_>>,
         tap: Option<usize>,
     ) -> Result<Taps<Hidden>> {
-        let result = self.forward_inner(tokens, &mut segs, tap);
+        let result = crate::par::install(|| self.forward_inner(tokens, &mut segs, tap));
         for seg in segs {
             match &result {
                 Ok(_) => seg.cache.len = seg.start + seg.rows,
@@ -482,6 +483,17 @@ impl Transformer {
         }
         let n = hidden.len() / h;
         let head = self.vocab_projection()?;
+        crate::par::install(|| self.project(head, hidden, n, rows))
+    }
+
+    /// [`Transformer::logits_for`] after its checks, on the pool.
+    fn project(
+        &self,
+        head: &Matrix,
+        hidden: &[f32],
+        n: usize,
+        rows: Option<&[u32]>,
+    ) -> Result<Vec<f32>> {
         match rows {
             None => {
                 let mut out = vec![0.0f32; n * head.rows()];
@@ -551,7 +563,30 @@ impl Transformer {
     ) {
         let c = &self.config;
         let qd = c.q_dim();
-        let threads = effective_threads(self.threads).min(n);
+        let all = effective_threads(self.threads);
+        if n < all && c.n_heads > 1 {
+            // Fewer queries than threads (decode): split each query's heads.
+            let threads = all.min(c.n_heads);
+            let per = c.n_heads.div_ceil(threads) * c.head_dim;
+            let mut jobs: Vec<Vec<(usize, usize, &mut [f32])>> =
+                (0..threads).map(|_| Vec::new()).collect();
+            for (t, orow) in out.chunks_exact_mut(qd).enumerate() {
+                for (k, part) in orow.chunks_mut(per).enumerate() {
+                    if let Some(list) = jobs.get_mut(k % threads) {
+                        list.push((t, k * per, part));
+                    }
+                }
+            }
+            crate::par::for_each(jobs, |list| {
+                for (t, at, part) in list {
+                    let qs = &q[t * qd + at..t * qd + at + part.len()];
+                    let h0 = at / c.head_dim;
+                    self.attend_one(qs, keys, values, start + t, h0, part);
+                }
+            });
+            return;
+        }
+        let threads = all.min(n);
         let block = n.div_ceil(threads * 4).max(1);
         let mut jobs: Vec<Vec<(usize, &mut [f32])>> = (0..threads).map(|_| Vec::new()).collect();
         for (bi, chunk) in out.chunks_mut(block * qd).enumerate() {
@@ -563,15 +598,24 @@ impl Transformer {
             for (t0, chunk) in list {
                 for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
                     let t = t0 + dt;
-                    self.attend_one(&q[t * qd..(t + 1) * qd], keys, values, start + t, orow);
+                    self.attend_one(&q[t * qd..(t + 1) * qd], keys, values, start + t, 0, orow);
                 }
             }
         };
         crate::par::for_each(jobs, run);
     }
 
-    /// One query token at absolute position `pos`, all heads.
-    fn attend_one(&self, q: &[f32], keys: &[f32], values: &[f32], pos: usize, out: &mut [f32]) {
+    /// One query token at absolute position `pos`: heads `h0..` (as many
+    /// as `q` and `out` hold; every head is computed on its own).
+    fn attend_one(
+        &self,
+        q: &[f32],
+        keys: &[f32],
+        values: &[f32],
+        pos: usize,
+        h0: usize,
+        out: &mut [f32],
+    ) {
         let c = &self.config;
         let first = match c.sliding_window {
             Some(w) => (pos + 1).saturating_sub(w),
@@ -583,6 +627,7 @@ impl Transformer {
             group: c.n_heads / c.n_kv_heads,
             first,
             pos,
+            h0,
         };
         #[cfg(target_arch = "x86_64")]
         {
@@ -785,6 +830,8 @@ struct AttnShape {
     group: usize,
     first: usize,
     pos: usize,
+    /// Head index of the first head in the query and output slices.
+    h0: usize,
 }
 
 /// [`attend_one_body`] compiled with AVX2 (the baseline x86_64 target only
@@ -890,7 +937,7 @@ fn attend_one_body<const WIDE: bool>(
     let scale = 1.0 / (hd as f32).sqrt();
     let mut scores = vec![0.0f32; s.pos + 1 - s.first];
     for (h, (qh, oh)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
-        let off = (h / s.group) * hd;
+        let off = ((s.h0 + h) / s.group) * hd;
         let mut max = f32::NEG_INFINITY;
         for (sc, j) in scores.iter_mut().zip(s.first..=s.pos) {
             let kj = &keys[j * kvd + off..j * kvd + off + hd];

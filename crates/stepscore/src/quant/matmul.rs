@@ -226,6 +226,12 @@ impl RowSel<'_> {
     }
 }
 
+/// Up to this many tokens, x86_64 multiplies each packed weight row directly
+/// (`rowdot.rs`, the decode path): the tile paths' unpacking costs more than
+/// it saves when a row is used this few times.
+#[cfg(target_arch = "x86_64")]
+const ROW_KERNEL_MAX_TOKENS: usize = 3;
+
 /// Minimum multiply-adds before another thread is worth its start-up cost.
 const WORK_PER_THREAD: usize = 1 << 18;
 /// Tokens per tile: a weight row is read once per tile.
@@ -384,6 +390,14 @@ fn worker(
     let mut buf = Unpacked::default();
     let n_tokens = acts.n_tokens;
     #[cfg(target_arch = "x86_64")]
+    if backend.avx2()
+        && n_tokens <= ROW_KERNEL_MAX_TOKENS
+        && super::rowdot::has_row_kernel(w.ty)
+        && rows_direct(w, sel, lo, hi, acts, &mut outs)
+    {
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
     if let (Simd::Avx512, ActData::Q8K(x)) = (backend, &acts.data) {
         if super::ktile::has_tiles(w.ty) {
             let kernel: super::ktile::TileKernel = super::avx512::tile;
@@ -409,6 +423,47 @@ fn worker(
         }
         c0 = c1;
     }
+}
+
+/// The decode path (`rowdot.rs`): selection indices `lo..hi` from the packed
+/// rows, each token in turn. False (nothing done) for f32 activations.
+/// Only for backends with AVX2 and FMA, and types `has_row_kernel` accepts.
+#[cfg(target_arch = "x86_64")]
+fn rows_direct(
+    w: &QMatrix,
+    sel: RowSel,
+    lo: usize,
+    hi: usize,
+    acts: &QuantizedActs,
+    outs: &mut [&mut [f32]],
+) -> bool {
+    let rb = w.row_bytes();
+    let rows = (lo..hi).map(|i| (i - lo, sel.row(i)));
+    match &acts.data {
+        ActData::Q8K(x) => {
+            let nb = w.cols / 256;
+            for (j, r) in rows {
+                let row = &w.data[r * rb..(r + 1) * rb];
+                for (t, out) in outs.iter_mut().enumerate() {
+                    // SAFETY: the caller checked AVX2 and FMA; `row` and the
+                    // token's slice both hold `nb` blocks (validated in `run`).
+                    out[j] = unsafe { super::rowdot::dot_k(w.ty, row, &x[t * nb..(t + 1) * nb]) };
+                }
+            }
+        }
+        ActData::Q8(x) => {
+            let nb = w.cols / 32;
+            for (j, r) in rows {
+                let row = &w.data[r * rb..(r + 1) * rb];
+                for (t, out) in outs.iter_mut().enumerate() {
+                    // SAFETY: as above.
+                    out[j] = unsafe { super::rowdot::dot32(w.ty, row, &x[t * nb..(t + 1) * nb]) };
+                }
+            }
+        }
+        ActData::F32(_) => return false,
+    }
+    true
 }
 
 /// Kernel flavour of a weight type: (has a min term, unpacked quants can be negative).

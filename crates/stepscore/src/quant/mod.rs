@@ -21,6 +21,8 @@ mod kernels;
 #[cfg(target_arch = "x86_64")]
 mod ktile;
 mod matmul;
+#[cfg(target_arch = "x86_64")]
+mod rowdot;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub(crate) mod wasm;
 mod weights;
