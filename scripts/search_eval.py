@@ -115,6 +115,10 @@ def run_config(args, name: str, rows: list[dict]) -> None:
 
 def report(args, rows: list[dict]) -> None:
     gen_of = {r["id"]: r["generator"] for r in rows}
+    # Compare the configurations on the problems every one of them has done.
+    present = [args.out / f"{n}.jsonl" for n in CONFIGS if (args.out / f"{n}.jsonl").exists()]
+    for path in present:
+        gen_of = {i: g for i, g in gen_of.items() if i in done_ids(path)}
     table, by_gen = {}, defaultdict(dict)
     for name in CONFIGS:
         path = args.out / f"{name}.jsonl"
