@@ -611,8 +611,8 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
             }
         }
         // Finished beams beyond N are not finalists.
-        for &i in &finished[n.min(finished.len())..] {
-            self.nodes[i].record.pruned = true;
+        for i in finished[n.min(finished.len())..].to_vec() {
+            self.prune(i);
         }
         finished.truncate(n);
         Ok(finished)
