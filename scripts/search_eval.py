@@ -16,8 +16,8 @@ candidate with its answer checked, to OUT/<config>.candidates.jsonl); a rerun
 skips the problems already there.
 `--report` prints the table from what is there (and writes OUT/report.json).
 
-    python3 scripts/search_eval.py --out target/search-eval [--per-generator 6]
-    python3 scripts/search_eval.py --out target/search-eval --report
+    python3 scripts/search_eval.py [--out data/search-eval] [--per-generator 5]
+    python3 scripts/search_eval.py --report
 """
 import argparse
 import gzip
@@ -159,7 +159,7 @@ def report(args, rows: list[dict]) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", type=Path, default=ROOT / "target/search-eval")
+    ap.add_argument("--out", type=Path, default=ROOT / "data/search-eval")
     ap.add_argument("--per-generator", type=int, default=5)
     ap.add_argument("--configs", nargs="+", default=["greedy", "best-of-4", "beam-4x2"], choices=list(CONFIGS))
     ap.add_argument("--cli", type=Path, default=ROOT / "target/release/stepscore")
