@@ -29,6 +29,8 @@ export class StepscoreError extends Error {
 /** The core's backend names: 'gpu' and 'webgpu' both name the WGSL engine on WebGPU. */
 export type Backend = 'auto' | 'webgpu' | 'gpu' | 'cpu';
 export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence';
+export type Truncation = 'error' | 'drop-steps';
+export type Quantize = 'q8_0' | 'q8' | 'q4_0' | 'q4';
 export type Aggregation = 'min' | 'prod' | 'last' | 'mean' | 'geo_mean';
 
 /** One file of a checkpoint given in memory. Strings are the file's text. */
@@ -126,12 +128,12 @@ export interface LoadOptions {
   signal?: AbortSignal;
   /** The PRM protocol; detected from the checkpoint when omitted ('rlhflow' must be given). */
   family?: Family;
-  /** Token limit per trace; the model's context when omitted (a smaller limit always wins). */
+  /** Token limit per trace, 1 to the model's context (the default; more is refused). */
   maxTokens?: number;
-  /** Over the limit: reject with 'TRACE_TOO_LONG' (default), or score only the leading steps that fit. */
-  truncation?: 'error' | 'drop-steps';
+  /** Over the limit: reject with 'TRACE_TOO_LONG' ('error', default), or score only the leading steps that fit. */
+  truncation?: Truncation;
   /** Quantize a Hugging Face checkpoint's weights at load (GGUF keeps its own types). */
-  quantize?: 'q8_0' | 'q4_0';
+  quantize?: Quantize;
   /**
    * Threads of the CPU engine. The package has a threaded wasm build, used
    * where it can run: under Node, and in a worker (`worker: true`) of a

@@ -53,7 +53,7 @@ impl InputArgs {
 }
 
 /// What `aggregate` and `select` do with a trace whose last steps have no
-/// score (what `stepscore score --truncate` writes for a trace over the
+/// score (what `stepscore score --truncation drop-steps` writes for a trace over the
 /// token limit).
 #[derive(clap::Args, Debug, Clone)]
 pub struct UnscoredArgs {

@@ -5,10 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use stepscore::catalog::fetch::Progress;
+use stepscore::catalog::{self, Opened};
 use stepscore::ggml::GgmlType;
-use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
+use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
 
-use crate::commands::fetch;
+use crate::commands::fetch::FetchDisplay;
 use crate::Failure;
 
 #[derive(clap::Args, Debug, Clone)]
@@ -30,25 +32,31 @@ pub struct ModelArgs {
     #[arg(long)]
     pub family: Option<Family>,
 
-    /// Engine: auto (a hardware GPU if there is one, else the CPU; a
-    /// software rasterizer such as llvmpipe counts as no GPU), gpu (the WGSL
-    /// engine on the chosen adapter, software ones included; STEPSCORE_ADAPTER
-    /// picks by name; `webgpu` is the same engine), cpu.
-    #[arg(long, default_value = "auto")]
-    pub backend: Backend,
+    /// Engine (default auto): auto (a hardware GPU if there is one, else
+    /// the CPU; a software rasterizer such as llvmpipe counts as no GPU),
+    /// gpu (the WGSL engine on the chosen adapter, software ones included;
+    /// STEPSCORE_ADAPTER picks by name; `webgpu` is the same engine), cpu.
+    #[arg(long)]
+    pub backend: Option<Backend>,
 
-    /// CPU threads (0: the CPUs this process may use, fewer when OMP_NUM_THREADS says so;
-    /// more than the cores are capped, with a note).
-    #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
-    pub threads: usize,
+    /// CPU threads (default 0: the CPUs this process may use, fewer when
+    /// OMP_NUM_THREADS says so; more than the cores are capped, with a note).
+    #[arg(long, value_parser = crate::options::threads)]
+    pub threads: Option<usize>,
 
-    /// Token limit per trace, from 1 to the model's context length.
+    /// Token limit per trace, from 1 to the model's context length
+    /// (default: the context length).
     #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
-    /// Keep only the leading steps that fit the token limit instead of
-    /// rejecting longer traces (dropped steps are reported).
+    /// A trace over the token limit: error (default: refused) or drop-steps
+    /// (only the leading steps that fit are scored; the dropped ones are
+    /// reported).
     #[arg(long)]
+    pub truncation: Option<Truncation>,
+
+    /// The same as `--truncation drop-steps` (the older spelling).
+    #[arg(long, hide = true, conflicts_with = "truncation")]
     pub truncate: bool,
 
     /// Quantize a Hugging Face checkpoint's weights at load: q8_0 (q8) or
@@ -64,65 +72,54 @@ fn quantize(s: &str) -> Result<GgmlType, String> {
 }
 
 impl ModelArgs {
-    /// The scorer options these flags say.
+    /// The scorer options these flags say: the core's defaults
+    /// ([`ScorerOptions`]) where a flag is not given.
     pub fn options(&self) -> ScorerOptions {
+        let defaults = ScorerOptions::default();
         ScorerOptions {
             family: self.family,
-            threads: self.threads,
+            backend: self.backend.unwrap_or(defaults.backend),
+            threads: self.threads.unwrap_or(defaults.threads),
             max_tokens: self.max_tokens,
-            truncation: if self.truncate {
-                Truncation::DropSteps
-            } else {
-                Truncation::Error
+            truncation: match (self.truncation, self.truncate) {
+                (Some(t), _) => t,
+                (None, true) => Truncation::DropSteps,
+                (None, false) => defaults.truncation,
             },
             quantize: self.quantize,
-            backend: self.backend,
         }
     }
 
     /// Loads the PRM: `--model` (a path, a catalog name, or by default the
     /// default PRM; fetched when not cached) with `--head` (default: a
-    /// catalog PRM's built-in head). Reports what was loaded and on which
-    /// engine on stderr.
+    /// catalog PRM's built-in head), by the core's one path
+    /// (`catalog::open`). Reports what was loaded and on which engine on
+    /// stderr.
     pub fn open(&self) -> Result<Scorer, Failure> {
-        let options = self.options();
-        self.refuse_gguf_quantize()?;
-        let choice = fetch::resolve_model(self.model.as_deref())?;
-        let path = choice.path.clone();
-        let head = self.head.as_deref();
-        let started = Instant::now();
-        // A catalog PRM's built-in head applies unless another head or a family
-        // that reads no value head (e.g. `--family confidence`) is asked for.
-        let builtin_head = choice
-            .head
-            .as_ref()
-            .filter(|_| head.is_none() && matches!(options.family, None | Some(Family::ValueHead)));
-        let scorer = match (head, builtin_head) {
-            (Some(head), _) => Scorer::open_with_head(&path, head, &options),
-            (None, Some(head)) => Scorer::open_with_head_file(&path, head, &options),
-            (None, None) => Scorer::open(&path, &options),
-        }
-        .map_err(|e| Failure::during("cannot load model", e))?;
-        crate::options::max_tokens_fit(options.max_tokens, &scorer)?;
-        let head_note = match (head, builtin_head) {
-            (Some(h), _) => format!(" + head {}", h.display()),
-            (None, Some(h)) => format!(" + built-in head {}", h.name()),
-            (None, None) => String::new(),
+        let head = match &self.head {
+            Some(h) => HeadSource::File(h.clone()),
+            None => HeadSource::Checkpoint,
         };
+        let opened = self.open_with(head)?;
         eprintln!(
-            "stepscore: {}{head_note} ({} family, {} layers, hidden {}) loaded in {:.2}s",
-            choice.label,
-            scorer.family(),
-            scorer.model().config().n_layers,
-            scorer.model().config().hidden_size,
-            started.elapsed().as_secs_f64()
+            "stepscore: {} ({} family, {} layers, hidden {}) {} in {:.2}s",
+            opened.0.label(),
+            opened.0.scorer.family(),
+            opened.0.scorer.model().config().n_layers,
+            opened.0.scorer.model().config().hidden_size,
+            if opened.2 {
+                "fetched and loaded"
+            } else {
+                "loaded"
+            },
+            opened.1
         );
-        eprintln!("stepscore: engine {}", scorer.backend_report());
-        Ok(scorer)
+        eprintln!("stepscore: engine {}", opened.0.scorer.backend_report());
+        Ok(opened.0.scorer)
     }
 
-    /// Loads `--model` as a backbone for feature extraction (no head read);
-    /// `--head` does not apply.
+    /// Loads `--model` as a backbone for generation or feature extraction
+    /// (no head read); `--head` does not apply.
     pub fn open_backbone(&self) -> Result<Scorer, Failure> {
         if let Some(h) = &self.head {
             return Err(Failure::Usage(format!(
@@ -130,13 +127,22 @@ impl ModelArgs {
                 h.display()
             )));
         }
+        Ok(self.open_with(HeadSource::Backbone)?.0.scorer)
+    }
+
+    /// The model opened with `head`, the seconds it took, and whether that
+    /// included a download.
+    fn open_with(&self, head: HeadSource) -> Result<(Opened, f64, bool), Failure> {
         self.refuse_gguf_quantize()?;
-        let options = self.options();
-        let path = fetch::resolve_model(self.model.as_deref())?.path;
-        let scorer = Scorer::open_backbone(&path, &options)
-            .map_err(|e| Failure::during("cannot load model", e))?;
-        crate::options::max_tokens_fit(options.max_tokens, &scorer)?;
-        Ok(scorer)
+        let started = Instant::now();
+        let mut display = FetchDisplay::default();
+        let mut fetched = false;
+        let opened = catalog::open(self.model.as_deref(), head, &self.options(), &mut |e, p| {
+            fetched |= matches!(p, Progress::Downloading { .. });
+            display.show(e, p)
+        })
+        .map_err(|e| Failure::during("cannot load model", e))?;
+        Ok((opened, started.elapsed().as_secs_f64(), fetched))
     }
 
     /// GGUF files (the default model included) are already quantized: the

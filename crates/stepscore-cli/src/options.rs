@@ -95,21 +95,6 @@ pub fn threads(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
-/// `--max-tokens`, once the model is known: at most its context length (a
-/// larger limit would be cut to the context without a word).
-pub fn max_tokens_fit(
-    max_tokens: Option<usize>,
-    scorer: &stepscore::prm::Scorer,
-) -> Result<(), crate::Failure> {
-    let context = scorer.model().config().max_position_embeddings;
-    match max_tokens {
-        Some(m) if m > context => Err(crate::Failure::Usage(format!(
-            "--max-tokens {m} is over the model's context of {context} tokens"
-        ))),
-        _ => Ok(()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

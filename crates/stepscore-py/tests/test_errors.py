@@ -46,7 +46,7 @@ def test_bad_option_names():
         stepscore.Scorer(TINY, family="no-such-family")
     with pytest.raises(stepscore.InvalidArgumentError):
         stepscore.Scorer(TINY, backend="tpu")
-    with pytest.raises(ValueError, match="quantize"):
+    with pytest.raises(stepscore.InvalidArgumentError, match="quantize"):
         stepscore.Scorer(TINY, quantize="q3")
     with pytest.raises(stepscore.InvalidArgumentError):
         stepscore.aggregate([0.5], "median")
@@ -90,11 +90,33 @@ def test_over_long_trace():
     with pytest.raises(stepscore.TraceTooLongError) as e:
         scorer.score_batch([("ok", ["1."]), ("What is 12 + 7 \\times 3?", steps)])
     assert e.value.index == 1
-    truncating = stepscore.Scorer(TINY, max_tokens=45, truncate=True)
+    truncating = stepscore.Scorer(TINY, max_tokens=45, truncation="drop-steps")
     r = truncating.score("What is 12 + 7 \\times 3?", steps)
     assert r.truncated_steps > 0 and r.step_scores[-1] is None
     assert all(s is not None for s in r.step_scores[: len(steps) - r.truncated_steps])
     assert r.tokens <= 45
+
+
+def test_options_are_the_core_s():
+    # One vocabulary and one set of messages with the CLI and npm: the core's
+    # ScorerOptions reads them.
+    for kwargs, word in [
+        ({"family": "nope"}, "nope"),
+        ({"backend": "cuda"}, "cuda"),
+        ({"truncation": "cut"}, "cut"),
+        ({"quantize": "q5_0"}, "q5_0"),
+        ({"max_tokens": 0}, "at least 1"),
+        ({"max_tokens": 10**6}, "context"),
+    ]:
+        with pytest.raises(stepscore.InvalidArgumentError, match=word):
+            stepscore.Scorer(TINY, **kwargs)
+    assert stepscore.Scorer(TINY, backend="CPU", family="skywork").family == "value-head"
+    with pytest.warns(DeprecationWarning, match="truncation"):
+        old = stepscore.Scorer(TINY, max_tokens=45, truncate=True)
+    steps = ["First compute 7 \\times 3 = 21.", "Then 12 + 21 = 33.", "The answer is \\boxed{33}."]
+    assert old.score("What is 12 + 7 \\times 3?", steps).truncated_steps > 0
+    with pytest.raises(ValueError, match="not both"):
+        stepscore.Scorer(TINY, truncate=True, truncation="error")
 
 
 def test_session_over_the_limit_keeps_its_state():

@@ -27,7 +27,7 @@ def run_python(code: str, env=None, **kw) -> dict:
 
 
 def test_pickle_round_trip_in_a_fresh_process(tmp_path):
-    scorer = stepscore.Scorer(TINY, threads=1, max_tokens=256, truncate=True)
+    scorer = stepscore.Scorer(TINY, threads=1, max_tokens=256, truncation="drop-steps")
     want = scorer.score(PROBLEM, STEPS).step_scores
     blob = tmp_path / "scorer.pkl"
     blob.write_bytes(pickle.dumps(scorer))

@@ -8,61 +8,31 @@ use std::rc::Rc;
 use serde_json::Value;
 use stepscore::format::ModelBytes;
 use stepscore::model::{GgufModel, HfCheckpoint};
-use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions, Truncation};
+use stepscore::prm::{Backend, HeadFile, HeadSource, Scorer, ScorerOptions};
 
 use crate::error::{Error, Result};
 use crate::output::ModelInfo;
 
-/// `{ family?, maxTokens?, truncation?: 'error' | 'drop-steps', quantize?: 'q8_0' | 'q4_0', threads? }`.
-/// `threads` defaults to every thread the build has (see `stepscore::par`):
-/// 1 in the single-thread build, the pool plus the caller in the threaded one.
+/// The core's `ScorerOptions` in the JS spelling (`{ family?, maxTokens?,
+/// truncation?, quantize?, threads? }`, see `crate::options`): the same
+/// names, values, defaults and checks as the CLI and Python. `threads` 0 or
+/// absent means every thread the build has (see `stepscore::par`): 1 in the
+/// single-thread build, the pool plus the caller in the threaded one. The
+/// engine is chosen by the package after the load (`withBackend`), so the
+/// scorer loads on the CPU engine whatever `backend` says.
 pub fn parse_options(v: &Value) -> Result<ScorerOptions> {
-    let mut options = ScorerOptions {
-        threads: 0,
-        ..ScorerOptions::default()
+    // A null option is an absent one, as the package's own options read.
+    let v = match v {
+        Value::Object(obj) => Value::Object(
+            obj.iter()
+                .filter(|(_, v)| !v.is_null())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
+        other => other.clone(),
     };
-    let obj = match v {
-        Value::Null => return Ok(options),
-        Value::Object(obj) => obj,
-        _ => return Err(Error::invalid_argument("load options must be an object")),
-    };
-    let text = |key: &str| -> Result<Option<&str>> {
-        match obj.get(key) {
-            None | Some(Value::Null) => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.as_str())),
-            Some(_) => Err(Error::invalid_argument(format!(
-                "option `{key}` must be a string"
-            ))),
-        }
-    };
-    if let Some(f) = text("family")? {
-        options.family = Some(
-            f.parse::<Family>()
-                .map_err(|e| Error::invalid_argument(format!("option `family`: {e}")))?,
-        );
-    }
-    if let Some(n) = positive_integer(obj, "maxTokens")? {
-        options.max_tokens = Some(n);
-    }
-    if let Some(n) = positive_integer(obj, "threads")? {
-        options.threads = n;
-    }
-    options.truncation = match text("truncation")? {
-        None | Some("error") => Truncation::Error,
-        Some("drop-steps") => Truncation::DropSteps,
-        Some(other) => {
-            return Err(Error::invalid_argument(format!(
-                "option `truncation` must be 'error' or 'drop-steps', got '{other}'"
-            )))
-        }
-    };
-    // The core's names (q8_0 / q8, q4_0 / q4).
-    options.quantize = text("quantize")?
-        .map(|q| {
-            stepscore::prm::parse_quantize(q)
-                .map_err(|e| Error::invalid_argument(format!("option `quantize`: {e}")))
-        })
-        .transpose()?;
+    let mut options: ScorerOptions = crate::options::core_options(&v, "load options")?;
+    options.backend = Backend::Cpu;
     Ok(options)
 }
 
@@ -104,7 +74,7 @@ impl Loaded {
 
 /// Loads a GGUF file's bytes; `name` names it in messages.
 pub fn load_gguf(bytes: Vec<u8>, name: &str, options: &ScorerOptions) -> Result<Loaded> {
-    load_gguf_and(bytes, name, None, 0, options)
+    load_gguf_and(bytes, name, &HeadSource::Checkpoint, 0, options)
 }
 
 /// Loads a GGUF backbone plus a PRM head from its own safetensors file (the
@@ -119,7 +89,7 @@ pub fn load_gguf_with_head(
 ) -> Result<Loaded> {
     let head_bytes = head.len();
     let head = HeadFile::from_bytes(head, head_name).map_err(Error::from_load)?;
-    load_gguf_and(bytes, name, Some(&head), head_bytes, options)
+    load_gguf_and(bytes, name, &HeadSource::Loaded(head), head_bytes, options)
 }
 
 /// Loads a catalog entry's GGUF file (fetched and checked by the package's
@@ -140,16 +110,15 @@ pub fn load_catalog(bytes: Vec<u8>, entry: &str, options: &ScorerOptions) -> Res
         ));
     }
     let head = entry
-        .head()
-        .map(|h| HeadFile::embedded(h).map_err(Error::from_load))
-        .transpose()?;
-    load_gguf_and(bytes, entry.file.file_name, head.as_ref(), 0, options)
+        .head_source(HeadSource::Checkpoint, options)
+        .map_err(Error::from_load)?;
+    load_gguf_and(bytes, entry.file.file_name, &head, 0, options)
 }
 
 fn load_gguf_and(
     bytes: Vec<u8>,
     name: &str,
-    head: Option<&HeadFile>,
+    head: &HeadSource,
     head_bytes: usize,
     options: &ScorerOptions,
 ) -> Result<Loaded> {
@@ -177,6 +146,7 @@ pub fn load_hf(mut files: BTreeMap<String, Vec<u8>>, options: &ScorerOptions) ->
         &checkpoint,
         &tokenizer_json,
         tokenizer_config.as_deref(),
+        &HeadSource::Checkpoint,
         options,
     )
     .map_err(Error::from_load)?;
@@ -187,23 +157,6 @@ pub fn load_hf(mut files: BTreeMap<String, Vec<u8>>, options: &ScorerOptions) ->
     })
 }
 
-/// Option `name` of `obj` as a positive integer; `None` when absent or null.
-fn positive_integer(obj: &serde_json::Map<String, Value>, name: &str) -> Result<Option<usize>> {
-    match obj.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v
-            .as_u64()
-            .filter(|&n| n >= 1)
-            .and_then(|n| usize::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| {
-                Error::invalid_argument(format!(
-                    "option `{name}` must be a positive integer, got {v}"
-                ))
-            }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -211,6 +164,7 @@ mod tests {
     use serde_json::json;
     use std::path::PathBuf;
     use stepscore::ggml::GgmlType;
+    use stepscore::prm::{Family, Truncation};
 
     fn fixture_files(name: &str) -> BTreeMap<String, Vec<u8>> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -236,11 +190,27 @@ mod tests {
             (o.max_tokens, o.truncation, o.quantize),
             (Some(64), Truncation::DropSteps, Some(GgmlType::Q8_0))
         );
-        // 0: every thread the build has.
+        // Absent or 0: every thread the build has.
         assert_eq!(o.threads, 0);
         assert_eq!(parse_options(&json!({"threads": 3})).unwrap().threads, 3);
+        assert_eq!(parse_options(&json!({"threads": 0})).unwrap().threads, 0);
+        assert_eq!(
+            parse_options(&json!({"threads": null, "maxTokens": null})).unwrap(),
+            ScorerOptions {
+                backend: Backend::Cpu,
+                ..ScorerOptions::default()
+            }
+        );
+        // The package picks the engine after the load.
+        assert_eq!(
+            parse_options(&json!({"backend": "webgpu"}))
+                .unwrap()
+                .backend,
+            Backend::Cpu
+        );
         for bad in [
-            json!({"threads": 0}),
+            json!({"max_tokens": 5}),
+            json!({"maxToken": 5}),
             json!({"threads": "2"}),
             json!({"family": "nope"}),
             json!({"maxTokens": 0}),
@@ -372,7 +342,7 @@ mod tests {
         .unwrap();
         let core = Scorer::from_gguf(
             GgufModel::parse(ModelBytes::from_vec(bytes.clone()), "smol.gguf").unwrap(),
-            Some(&HeadFile::from_bytes(&head, "head.safetensors").unwrap()),
+            &HeadSource::Loaded(HeadFile::from_bytes(&head, "head.safetensors").unwrap()),
             &options,
         )
         .unwrap();

@@ -98,6 +98,15 @@ pub enum Error {
 }
 
 impl Error {
+    /// The message without its kind's prefix (`invalid argument: `), for an
+    /// error reported inside another message (serde naming the option).
+    pub fn detail(&self) -> String {
+        match self {
+            Error::InvalidArgument(m) => m.clone(),
+            other => other.to_string(),
+        }
+    }
+
     pub fn input(
         source: &str,
         line: usize,

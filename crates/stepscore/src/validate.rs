@@ -10,7 +10,7 @@
 //!
 //! Unscored steps. A step without a score (`score` absent or `null`) is
 //! unscored. The one documented shape of a partly scored trace is a scored
-//! prefix followed by unscored steps: what `stepscore score --truncate`
+//! prefix followed by unscored steps: what `stepscore score --truncation drop-steps`
 //! writes when a trace runs past the token limit (it also records the count
 //! in `metadata.stepscore.truncated_steps`). [`Unscored`] says what a
 //! consumer does with such a trace; an unscored step *before* a scored one is
@@ -193,7 +193,7 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
             format!("steps[{prefix}].score"),
             format!(
                 "step {prefix} has no score but step {} has one; only the last steps may be \
-                 unscored (as `score --truncate` leaves them)",
+                 unscored (as `score --truncation drop-steps` leaves them)",
                 prefix + later
             ),
         ));
@@ -210,12 +210,12 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
             format!("steps[{prefix}].score"),
             if unscored == 1 {
                 format!(
-                    "step {prefix} of {} has no score (left unscored by `score --truncate`?)",
+                    "step {prefix} of {} has no score (left unscored by `score --truncation drop-steps`?)",
                     trace.steps.len()
                 )
             } else {
                 format!(
-                    "steps {prefix}..{} of {} have no score (left unscored by `score --truncate`?)",
+                    "steps {prefix}..{} of {} have no score (left unscored by `score --truncation drop-steps`?)",
                     trace.steps.len() - 1,
                     trace.steps.len()
                 )

@@ -5,7 +5,7 @@
 //! reason when the GGUF is not cached.
 
 use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;
-use stepscore::prm::{Family, HeadFile, Scorer, ScorerOptions};
+use stepscore::prm::{Family, HeadFile, HeadSource, Scorer, ScorerOptions};
 use stepscore::testing::find_smollm2_gguf;
 
 #[test]
@@ -33,10 +33,11 @@ fn default_prm_scores_equal_the_head_on_training_features() {
         ..Default::default()
     };
     let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
-    let scorer = Scorer::open_with_head_file(&gguf, &head, &options).unwrap();
+    let scorer = Scorer::open_with(&gguf, &HeadSource::Loaded(head.clone()), &options).unwrap();
     assert_eq!(scorer.family(), Family::ValueHead);
-    let backbone = Scorer::open_backbone(
+    let backbone = Scorer::open_with(
         &gguf,
+        &HeadSource::Backbone,
         &ScorerOptions {
             family: Some(Family::ValueHead),
             ..options.clone()

@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use stepscore::prm::{Family, Scorer, ScorerOptions};
+use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
 
 fn backbone() -> Scorer {
     let dir =
@@ -16,7 +16,7 @@ fn backbone() -> Scorer {
         family: Some(Family::Confidence),
         ..ScorerOptions::default()
     };
-    Scorer::open_backbone(&dir, &options).expect("tiny confidence checkpoint")
+    Scorer::open_with(&dir, &HeadSource::Backbone, &options).expect("tiny confidence checkpoint")
 }
 
 #[test]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use stepscore::model::HfCheckpoint;
-use stepscore::prm::{Family, Scorer, ScorerOptions, Truncation};
+use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions, Truncation};
 use stepscore::Error;
 
 fn fixture(name: &str) -> PathBuf {
@@ -96,7 +96,8 @@ fn assert_head_on_features(
 fn backbone_gives_the_same_features_and_refuses_to_score() {
     let dir = fixture("skywork-prm-tiny");
     let full = Scorer::open(&dir, &opts(None)).unwrap();
-    let backbone = Scorer::open_backbone(&dir, &opts(Some(Family::ValueHead))).unwrap();
+    let backbone =
+        Scorer::open_with(&dir, &HeadSource::Backbone, &opts(Some(Family::ValueHead))).unwrap();
     for case in cases("skywork-prm-tiny") {
         let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
         assert_eq!(
@@ -118,7 +119,8 @@ fn backbone_loads_without_head_tensors() {
     // head kept for confidence statistics.
     let dir = fixture("confidence-tiny");
     assert!(Scorer::open(&dir, &opts(Some(Family::ValueHead))).is_err());
-    let backbone = Scorer::open_backbone(&dir, &opts(Some(Family::ValueHead))).unwrap();
+    let backbone =
+        Scorer::open_with(&dir, &HeadSource::Backbone, &opts(Some(Family::ValueHead))).unwrap();
     let steps = ["First, 3 + 4 = 7.", "Then 7 * 2 = 14."];
     let f = backbone
         .step_features_with_confidence("What is (3 + 4) * 2?", &steps)
@@ -155,7 +157,12 @@ fn confidence_features_equal_the_confidence_family_statistics() {
 #[test]
 fn confidence_needs_an_lm_head() {
     // The score-head checkpoint has no vocabulary projection at all.
-    let scorer = Scorer::open_backbone(fixture("qwen2-prm-tiny"), &opts(None)).unwrap();
+    let scorer = Scorer::open_with(
+        fixture("qwen2-prm-tiny"),
+        &HeadSource::Backbone,
+        &opts(None),
+    )
+    .unwrap();
     assert!(scorer.step_features("p", &["a step"]).is_ok());
     let err = scorer
         .step_features_with_confidence("p", &["a step"])
@@ -242,7 +249,8 @@ fn backbone_plus_head_file_scores_its_own_features() {
     // head in a separate file, and the scorer that loads both must agree
     // with the head applied by hand to those features.
     let dir = fixture("confidence-tiny");
-    let backbone = Scorer::open_backbone(&dir, &opts(Some(Family::ValueHead))).unwrap();
+    let backbone =
+        Scorer::open_with(&dir, &HeadSource::Backbone, &opts(Some(Family::ValueHead))).unwrap();
     let width = HfCheckpoint::open_dir(&dir).unwrap().config().hidden_size;
     let w: Vec<f32> = (0..width)
         .map(|i| ((i * 37 % 11) as f32 - 5.0) * 0.07)
@@ -251,7 +259,8 @@ fn backbone_plus_head_file_scores_its_own_features() {
     let head =
         std::env::temp_dir().join(format!("stepscore-head-{}.safetensors", std::process::id()));
     write_head_file(&head, &w, b);
-    let scorer = Scorer::open_with_head(&dir, &head, &opts(None)).unwrap();
+    let scorer =
+        Scorer::open_with(&dir, &HeadSource::File(head.to_path_buf()), &opts(None)).unwrap();
     std::fs::remove_file(&head).ok();
     assert_eq!(scorer.family(), Family::ValueHead);
     assert_head_on_features(&scorer, &backbone, "confidence-tiny", &w, b);
@@ -265,7 +274,8 @@ fn a_head_file_of_the_wrong_width_is_refused_by_name() {
         std::process::id()
     ));
     write_head_file(&head, &[0.5; 7], 0.0);
-    let err = Scorer::open_with_head(&dir, &head, &opts(None)).unwrap_err();
+    let err =
+        Scorer::open_with(&dir, &HeadSource::File(head.to_path_buf()), &opts(None)).unwrap_err();
     std::fs::remove_file(&head).ok();
     let msg = err.to_string();
     assert!(

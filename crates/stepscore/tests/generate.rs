@@ -14,7 +14,7 @@ mod gpu_support;
 
 use std::path::PathBuf;
 
-use stepscore::prm::{Backend, GenerateOptions, Scorer, ScorerOptions, StopReason};
+use stepscore::prm::{Backend, GenerateOptions, HeadSource, Scorer, ScorerOptions, StopReason};
 use stepscore::sample::Sampling;
 
 fn fixture(name: &str) -> serde_json::Value {
@@ -34,7 +34,7 @@ fn open(name: &str, backend: Backend) -> Option<Scorer> {
         threads: 2,
         ..ScorerOptions::default()
     };
-    Some(Scorer::open_backbone(path, &options).unwrap())
+    Some(Scorer::open_with(path, &HeadSource::Backbone, &options).unwrap())
 }
 
 fn raw_greedy(n: usize) -> GenerateOptions {
@@ -207,7 +207,8 @@ fn bad_generation_requests_are_typed_errors() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/fixtures/prm/skywork-prm-tiny"
     );
-    let backbone = Scorer::open_backbone(dir, &ScorerOptions::default()).unwrap();
+    let backbone =
+        Scorer::open_with(dir, &HeadSource::Backbone, &ScorerOptions::default()).unwrap();
     let err = |o: GenerateOptions, prompt: &str| backbone.generate(prompt, &o).unwrap_err();
     assert!(err(raw_greedy(0), "hi")
         .to_string()

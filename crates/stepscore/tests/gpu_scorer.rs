@@ -19,7 +19,7 @@ use std::path::PathBuf;
 
 use gpu_support::have_adapter;
 use serde::Deserialize;
-use stepscore::prm::{Backend, Family, HeadFile, Scorer, ScorerOptions, TraceScore};
+use stepscore::prm::{Backend, Family, HeadFile, HeadSource, Scorer, ScorerOptions, TraceScore};
 use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
 use stepscore::Error;
 
@@ -321,7 +321,7 @@ fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str) {
             threads: 2,
             ..Default::default()
         };
-        Scorer::open_with_head_file(path, head, &options)
+        Scorer::open_with(path, &HeadSource::Loaded(head.clone()), &options)
             .unwrap_or_else(|e| panic!("{name} on {backend}: {e}"))
     };
     let gpu = open(Backend::Gpu);

@@ -24,7 +24,9 @@ use std::path::PathBuf;
 
 use serde::Deserialize;
 use stepscore::model::{HfCheckpoint, Transformer};
-use stepscore::prm::{Backend, DigitConfidence, Family, HeadFile, Scorer, ScorerOptions, StepStat};
+use stepscore::prm::{
+    Backend, DigitConfidence, Family, HeadFile, HeadSource, Scorer, ScorerOptions, StepStat,
+};
 use stepscore::Error;
 
 const H: usize = 32;
@@ -237,8 +239,9 @@ impl RefModel {
             .unwrap()
             .transformer()
             .unwrap();
-        let backbone = Scorer::open_backbone(
+        let backbone = Scorer::open_with(
             dir(),
+            &HeadSource::Backbone,
             &ScorerOptions {
                 family: Some(Family::ValueHead),
                 threads: 1,
@@ -353,8 +356,12 @@ fn every_head_kind_matches_the_f64_reference_on_the_cpu() {
     let r = RefModel::new();
     let mut per_kind = Vec::new();
     for kind in kinds() {
-        let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
-            .unwrap_or_else(|e| panic!("{}: {e}", kind.name));
+        let scorer = Scorer::open_with(
+            dir(),
+            &HeadSource::Loaded(kind.file()),
+            &options(Backend::Cpu),
+        )
+        .unwrap_or_else(|e| panic!("{}: {e}", kind.name));
         assert_eq!(scorer.family(), Family::ValueHead);
         let got = score_all(&scorer);
         let mut worst = 0f64;
@@ -387,10 +394,12 @@ fn every_head_kind_matches_the_f64_reference_on_the_cpu() {
     let a = Kind::new(false, None, false, 99);
     let mut b = a.clone();
     b.layer = Some(0);
-    let sa =
-        score_all(&Scorer::open_with_head_file(dir(), &a.file(), &options(Backend::Cpu)).unwrap());
-    let sb =
-        score_all(&Scorer::open_with_head_file(dir(), &b.file(), &options(Backend::Cpu)).unwrap());
+    let sa = score_all(
+        &Scorer::open_with(dir(), &HeadSource::Loaded(a.file()), &options(Backend::Cpu)).unwrap(),
+    );
+    let sb = score_all(
+        &Scorer::open_with(dir(), &HeadSource::Loaded(b.file()), &options(Backend::Cpu)).unwrap(),
+    );
     assert!(sa
         .iter()
         .flatten()
@@ -447,8 +456,12 @@ fn layer_features_are_the_heads_input() {
 #[test]
 fn sessions_score_every_kind_like_full_scoring() {
     for kind in kinds() {
-        let scorer =
-            Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu)).unwrap();
+        let scorer = Scorer::open_with(
+            dir(),
+            &HeadSource::Loaded(kind.file()),
+            &options(Backend::Cpu),
+        )
+        .unwrap();
         let full = score_all(&scorer);
         for (case, want) in cases().iter().zip(&full) {
             let mut s = scorer.session(&case.problem);
@@ -469,18 +482,26 @@ fn sessions_score_every_kind_like_full_scoring() {
 fn head_files_that_disagree_with_their_metadata_are_named_errors() {
     let mut kind = Kind::new(false, None, true, 5);
     kind.confidence = false; // width h + 4, metadata says no statistics
-    let err = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
-        .unwrap_err()
-        .to_string();
+    let err = Scorer::open_with(
+        dir(),
+        &HeadSource::Loaded(kind.file()),
+        &options(Backend::Cpu),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("v_head.summary.weight") && err.contains("stepscore.step_stats"),
         "{err}"
     );
     let mut kind = Kind::new(true, None, false, 6);
     kind.layer = Some(7);
-    let err = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu))
-        .unwrap_err()
-        .to_string();
+    let err = Scorer::open_with(
+        dir(),
+        &HeadSource::Loaded(kind.file()),
+        &options(Backend::Cpu),
+    )
+    .unwrap_err()
+    .to_string();
     assert!(err.contains("layer 7") && err.contains("2 layers"), "{err}");
     let bytes = safetensors_bytes(
         &[("v_head.summary.weight", vec![1, H], vec![0.0; H])],
@@ -505,9 +526,20 @@ fn every_head_kind_scores_on_the_gpu_like_the_cpu() {
     }
     for kind in kinds() {
         let file = kind.file();
-        let cpu =
-            score_all(&Scorer::open_with_head_file(dir(), &file, &options(Backend::Cpu)).unwrap());
-        let gpu_scorer = Scorer::open_with_head_file(dir(), &file, &options(Backend::Gpu)).unwrap();
+        let cpu = score_all(
+            &Scorer::open_with(
+                dir(),
+                &HeadSource::Loaded(file.clone()),
+                &options(Backend::Cpu),
+            )
+            .unwrap(),
+        );
+        let gpu_scorer = Scorer::open_with(
+            dir(),
+            &HeadSource::Loaded(file.clone()),
+            &options(Backend::Gpu),
+        )
+        .unwrap();
         assert_eq!(gpu_scorer.backend_report().chosen, Backend::Gpu);
         let gpu = score_all(&gpu_scorer);
         let mut worst = 0f64;
@@ -639,7 +671,8 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         backends.push(Backend::Gpu);
     }
     for backend in backends {
-        let scorer = Scorer::open_with_head_file(dir(), &head, &options(backend)).unwrap();
+        let scorer =
+            Scorer::open_with(dir(), &HeadSource::Loaded(head.clone()), &options(backend)).unwrap();
         assert_eq!(scorer.threshold(), Some(0.375));
         let scored = scorer.score_steps(problem, &steps).unwrap();
         // Per-token log-probs: one per step token, spans tiling the step's text in order,
@@ -749,9 +782,9 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
         &[("v_head.summary.weight", vec![1, 8], w.to_vec())],
         HashMap::from([("stepscore.stats_only".to_string(), "true".to_string())]),
     );
-    let err = Scorer::open_with_head_file(
+    let err = Scorer::open_with(
         dir(),
-        &HeadFile::from_bytes(&nameless, "n.safetensors").unwrap(),
+        &HeadSource::Loaded(HeadFile::from_bytes(&nameless, "n.safetensors").unwrap()),
         &options(Backend::Cpu),
     )
     .unwrap_err()
@@ -778,8 +811,9 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
         let mut kind = Kind::new(false, None, false, 7);
         kind.w0[3] = poison;
         for &backend in &backends {
-            let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(backend))
-                .unwrap_or_else(|e| panic!("{label} head on {backend:?}: {e}"));
+            let scorer =
+                Scorer::open_with(dir(), &HeadSource::Loaded(kind.file()), &options(backend))
+                    .unwrap_or_else(|e| panic!("{label} head on {backend:?}: {e}"));
             match scorer.score_steps(&case.problem, &steps) {
                 Err(Error::Model { file, message }) => {
                     assert_eq!(file, "head v_head.summary.weight", "{label} {backend:?}");
@@ -798,7 +832,12 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
     let mut kind = Kind::new(true, None, false, 8);
     let units = kind.b0.len();
     kind.out.as_mut().unwrap().0[units - 1] = f32::NAN;
-    let scorer = Scorer::open_with_head_file(dir(), &kind.file(), &options(Backend::Cpu)).unwrap();
+    let scorer = Scorer::open_with(
+        dir(),
+        &HeadSource::Loaded(kind.file()),
+        &options(Backend::Cpu),
+    )
+    .unwrap();
     match scorer.score_steps(&case.problem, &steps) {
         Err(Error::Model { file, .. }) => assert_eq!(file, "head v_head.summary.0.weight"),
         other => panic!("NaN MLP head: expected a model error, got {other:?}"),

@@ -408,7 +408,7 @@ fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
 fn synthetic_model_loads_scores_and_stays_finite() {
     use stepscore::model::synthetic::{generate, Shape};
     use stepscore::model::GgufModel;
-    use stepscore::prm::{Family, Scorer, ScorerOptions};
+    use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
 
     let g = generate(Shape::Smollm2_135m, 3).unwrap();
     let data = g.bytes.as_slice();
@@ -432,7 +432,7 @@ fn synthetic_model_loads_scores_and_stays_finite() {
         file: g.file.clone(),
         bytes: g.bytes.clone(),
     };
-    let scorer = Scorer::from_gguf(shared, None, &options).unwrap();
+    let scorer = Scorer::from_gguf(shared, &HeadSource::Checkpoint, &options).unwrap();
     let cfg = scorer.model().config();
     assert_eq!(
         (cfg.n_layers, cfg.hidden_size, cfg.vocab_size),

@@ -12,8 +12,8 @@ mod gpu_support;
 use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;
 use stepscore::prm::{
-    Backend, GenerateOptions, HeadFile, Scorer, ScorerOptions, SearchEvent, SearchMethod,
-    SearchOptions, SearchResult, StopReason,
+    Backend, GenerateOptions, HeadFile, HeadSource, Scorer, ScorerOptions, SearchEvent,
+    SearchMethod, SearchOptions, SearchResult, StopReason,
 };
 use stepscore::sample::Sampling;
 use stepscore::segment::Segmenter;
@@ -33,8 +33,8 @@ fn open(backend: Backend) -> Option<(Scorer, Scorer)> {
     };
     let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
     Some((
-        Scorer::open_backbone(&path, &options).unwrap(),
-        Scorer::open_with_head_file(&path, &head, &options).unwrap(),
+        Scorer::open_with(&path, &HeadSource::Backbone, &options).unwrap(),
+        Scorer::open_with(&path, &HeadSource::Loaded(head.clone()), &options).unwrap(),
     ))
 }
 

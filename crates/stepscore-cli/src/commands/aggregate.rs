@@ -14,7 +14,7 @@ use crate::Failure;
 #[command(
     after_help = "Every input trace must carry a score (a probability in [0, 1]) on \
     each step, or on each of its first steps when the last ones were left unscored by \
-    `score --truncate` (see --unscored). Unscored steps are reported in `unscored_steps` \
+    `score --truncation drop-steps` (see --unscored). Unscored steps are reported in `unscored_steps` \
     (JSONL) or as `scored/total` in the steps column (table); `first_error` is over the \
     scored steps.\n\
     Example:\n  stepscore aggregate scored.jsonl --aggregation min --threshold 0.5"

@@ -43,7 +43,7 @@ use std::time::Instant;
 
 use stepscore::model::synthetic::{self, Shape, Weights};
 use stepscore::model::GgufModel;
-use stepscore::prm::{Backend, Family, Scorer, ScorerOptions, Truncation};
+use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
 use stepscore::quant::Simd;
 
 use crate::commands::fetch;
@@ -617,9 +617,7 @@ enum Source {
 impl Source {
     fn new(args: &Args) -> Result<Source, Failure> {
         let Some(shape) = args.synthetic else {
-            return Ok(Source::File(
-                fetch::resolve_model(args.model.as_deref())?.path,
-            ));
+            return Ok(Source::File(fetch::model_path(args.model.as_deref())?));
         };
         let spec = shape.spec().with_weights(args.weights);
         let weights = spec.weight_bytes();
@@ -686,7 +684,7 @@ impl Source {
                     file: gguf.file.clone(),
                     bytes: gguf.bytes.clone(),
                 };
-                Scorer::from_gguf(shared, None, options)
+                Scorer::from_gguf(shared, &HeadSource::Checkpoint, options)
             }
         }
     }

@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::catalog::fetch::{Progress, Verified};
 use stepscore::catalog::{self, Entry, ModelArg};
-use stepscore::prm::HeadFile;
 
 use crate::Failure;
 
@@ -151,89 +150,79 @@ fn verify(names: &[String], dir: &Path) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The verified cached file of `entry`, fetched first when needed, with a
-/// progress bar on a terminal (plain lines otherwise).
-pub fn ensure(entry: &Entry, dir: &Path, force: bool) -> Result<PathBuf, Failure> {
-    let bar = if std::io::stderr().is_terminal() {
-        let bar = ProgressBar::new(entry.file.size);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
-            )
-            .expect("a valid progress template")
-            .progress_chars("=> "),
-        );
-        Some(bar)
-    } else {
-        None
-    };
-    let name = entry.name;
-    let mut on_progress = |p: Progress| match (&bar, p) {
-        (Some(bar), Progress::Verifying { bytes, .. }) => {
-            bar.set_message(format!("verifying {name}"));
-            bar.set_position(bytes);
-        }
-        (Some(bar), Progress::Downloading { part, parts, .. }) => {
-            bar.set_message(format!("{name}: part {part}/{parts}"));
-        }
-        (Some(bar), Progress::Assembled { bytes, .. }) => bar.set_position(bytes),
-        (None, Progress::Downloading { part, parts, what }) => {
-            eprintln!("fetch: {name}: {what} (part {part}/{parts})");
-        }
-        (Some(bar), Progress::SourceFailed { why }) => {
-            bar.suspend(|| eprintln!("fetch: {name}: {why}; trying the next source"));
-        }
-        (None, Progress::SourceFailed { why }) => {
-            eprintln!("fetch: {name}: {why}; trying the next source");
-        }
-        (None, _) => {}
-    };
-    let result = catalog::fetch::ensure(&entry.file, dir, force, &mut on_progress);
-    if let Some(bar) = bar {
-        bar.finish_and_clear();
-    }
-    let path = result?;
-    Ok(path)
+/// Catalog fetch progress on stderr: a bar on a terminal, plain lines
+/// otherwise; the bar is cleared when the display is dropped.
+#[derive(Default)]
+pub struct FetchDisplay {
+    bar: Option<ProgressBar>,
 }
 
-/// A model as `--model` names it: its file, and the head a catalog PRM
-/// entry carries.
-pub struct ModelChoice {
-    pub path: PathBuf,
-    /// The built-in head of a catalog PRM entry.
-    pub head: Option<HeadFile>,
-    /// How the choice is shown on stderr.
-    pub label: String,
-}
-
-/// Resolves `--model` by the core's rule (`catalog::model_arg`), fetching a
-/// catalog entry that is not cached yet.
-pub fn resolve_model(model: Option<&Path>) -> Result<ModelChoice, Failure> {
-    // An unknown name is a usage error (exit 2), a missing file an I/O error (3).
-    let entry =
-        match catalog::model_arg(model).map_err(|e| Failure::during("cannot load model", e))? {
-            ModelArg::Path(path) => {
-                return Ok(ModelChoice {
-                    label: path.display().to_string(),
-                    path,
-                    head: None,
-                })
+impl FetchDisplay {
+    pub fn show(&mut self, entry: &Entry, p: Progress) {
+        let name = entry.name;
+        if self.bar.is_none() && std::io::stderr().is_terminal() {
+            let bar = ProgressBar::new(entry.file.size);
+            bar.set_style(
+                ProgressStyle::with_template(
+                    "{msg:30} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                )
+                .expect("a valid progress template")
+                .progress_chars("=> "),
+            );
+            self.bar = Some(bar);
+        }
+        match (&self.bar, p) {
+            (Some(bar), Progress::Verifying { bytes, .. }) => {
+                bar.set_message(format!("verifying {name}"));
+                bar.set_position(bytes);
             }
-            ModelArg::Entry(entry) => entry,
-        };
-    // `score`, `serve` and `features` have no --cache-dir: name what they do have.
-    let dir = catalog::cache_dir().ok_or_else(|| {
-        Failure::Usage(format!(
-            "no cache directory for the catalog model {}: set STEPSCORE_CACHE (or \
-             XDG_CACHE_HOME or HOME), or pass --model a model file",
-            entry.name
-        ))
-    })?;
-    let path = ensure(entry, &dir, false)?;
-    let head = entry.head().map(HeadFile::embedded).transpose()?;
-    Ok(ModelChoice {
-        label: format!("{} ({})", entry.name, path.display()),
-        path,
-        head,
-    })
+            (Some(bar), Progress::Downloading { part, parts, .. }) => {
+                bar.set_message(format!("{name}: part {part}/{parts}"));
+            }
+            (Some(bar), Progress::Assembled { bytes, .. }) => bar.set_position(bytes),
+            (None, Progress::Downloading { part, parts, what }) => {
+                eprintln!("fetch: {name}: {what} (part {part}/{parts})");
+            }
+            (Some(bar), Progress::SourceFailed { why }) => {
+                bar.suspend(|| eprintln!("fetch: {name}: {why}; trying the next source"));
+            }
+            (None, Progress::SourceFailed { why }) => {
+                eprintln!("fetch: {name}: {why}; trying the next source");
+            }
+            (None, _) => {}
+        }
+    }
+}
+
+impl Drop for FetchDisplay {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The verified cached file of `entry`, fetched first when needed, with
+/// progress on stderr.
+pub fn ensure(entry: &Entry, dir: &Path, force: bool) -> Result<PathBuf, Failure> {
+    let mut display = FetchDisplay::default();
+    Ok(catalog::fetch::ensure(&entry.file, dir, force, &mut |p| {
+        display.show(entry, p)
+    })?)
+}
+
+/// The file or directory `--model` names by the core's rule
+/// (`catalog::model_arg`), a catalog entry fetched first when not cached:
+/// for the commands that read a backbone's file themselves (`train`, `bench`).
+pub fn model_path(model: Option<&Path>) -> Result<PathBuf, Failure> {
+    // An unknown name is a usage error (exit 2), a missing file an I/O error (3).
+    match catalog::model_arg(model).map_err(|e| Failure::during("cannot load model", e))? {
+        ModelArg::Path(path) => Ok(path),
+        ModelArg::Entry(entry) => {
+            let mut display = FetchDisplay::default();
+            Ok(catalog::fetch_entry(entry, &mut |p| {
+                display.show(entry, p)
+            })?)
+        }
+    }
 }

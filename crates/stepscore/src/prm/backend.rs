@@ -10,9 +10,9 @@
 //! that. When there is no adapter, or device creation or the upload fails,
 //! Auto falls back to the CPU with the reason; `Backend::Gpu` fails instead.
 //!
-//! The library default is `Cpu` (explicit opt-in: results of the CPU
-//! engine's quantized path differ from the GPU's f32-activation path by up
-//! to ~1e-2 on quantized checkpoints); the CLI defaults to `auto`.
+//! The default is `Auto` in every front end (the core's `ScorerOptions`,
+//! the CLI, Python, npm): the engines give the same bits, so the choice is
+//! one of speed only.
 
 use std::fmt;
 use std::str::FromStr;
@@ -37,15 +37,14 @@ use crate::error::{Error, Result};
 /// assert!("cuda".parse::<Backend>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Backend {
     /// A hardware GPU when there is one, else the CPU engine.
+    #[default]
     Auto,
     /// The WGSL engine on the chosen adapter (software adapters included).
-    #[serde(alias = "webgpu")]
     Gpu,
     /// The CPU engine.
-    #[default]
     Cpu,
 }
 
@@ -65,6 +64,15 @@ impl Backend {
 impl fmt::Display for Backend {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl TryFrom<String> for Backend {
+    type Error = String;
+
+    /// serde reads it by name; the message names the bad value, serde the option.
+    fn try_from(s: String) -> std::result::Result<Backend, String> {
+        s.parse().map_err(|e: Error| e.detail())
     }
 }
 
@@ -210,7 +218,7 @@ mod tests {
         assert_eq!("cpu".parse::<Backend>().unwrap(), Backend::Cpu);
         let err = "cuda".parse::<Backend>().unwrap_err().to_string();
         assert!(err.contains("cuda") && err.contains("auto"), "{err}");
-        assert_eq!(Backend::default(), Backend::Cpu);
+        assert_eq!(Backend::default(), Backend::Auto);
         for b in [Backend::Auto, Backend::Gpu, Backend::Cpu] {
             assert_eq!(b.name().parse::<Backend>().unwrap(), b);
         }

@@ -11,7 +11,7 @@ use crate::error::Error;
 /// A PRM protocol: how the prompt is laid out, where each step's score is
 /// read, and which head turns a hidden state into that score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Family {
     /// Qwen2.5-Math-PRM (`Qwen2ForProcessRewardModel`): chat prompt, steps
     /// each followed by `<extra_0>`, head `score.0` Linear(h,h) -> ReLU ->
@@ -87,6 +87,15 @@ impl Family {
 impl fmt::Display for Family {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
+    }
+}
+
+impl TryFrom<String> for Family {
+    type Error = String;
+
+    /// serde reads it by name; the message names the bad value, serde the option.
+    fn try_from(s: String) -> std::result::Result<Family, String> {
+        s.parse().map_err(|e: Error| e.detail())
     }
 }
 

@@ -29,7 +29,10 @@ pub use generate::{GenerateOptions, GeneratedToken, Generation, GenerationOf, St
 pub use head::{HeadInput, StepConfidence, StepStat};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
-pub use scorer::{parse_quantize, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation};
+pub use scorer::{
+    parse_quantize, HeadSource, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation,
+    QUANTIZE_NAMES,
+};
 pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };

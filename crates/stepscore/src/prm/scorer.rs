@@ -4,7 +4,8 @@
 //! [`Scorer::set_backend_async`]); every forward pass goes through it, so
 //! nothing here knows which engine runs.
 
-use std::path::Path;
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -27,7 +28,7 @@ use crate::trace::Trace;
 
 /// What to do with a trace longer than the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[serde(rename_all = "kebab-case", try_from = "String")]
 pub enum Truncation {
     /// Refuse it with [`Error::TraceTooLong`].
     #[default]
@@ -37,36 +38,119 @@ pub enum Truncation {
     DropSteps,
 }
 
-/// How to load a scorer.
+impl Truncation {
+    pub const ALL: [Truncation; 2] = [Truncation::Error, Truncation::DropSteps];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Truncation::Error => "error",
+            Truncation::DropSteps => "drop-steps",
+        }
+    }
+}
+
+impl std::str::FromStr for Truncation {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Truncation> {
+        match s.to_ascii_lowercase().replace('_', "-").as_str() {
+            "error" => Ok(Truncation::Error),
+            "drop-steps" => Ok(Truncation::DropSteps),
+            _ => Err(Error::InvalidArgument(format!(
+                "unknown truncation `{s}` (expected error or drop-steps)"
+            ))),
+        }
+    }
+}
+
+impl TryFrom<String> for Truncation {
+    type Error = String;
+
+    /// serde reads it by name; the message names the bad value, serde the option.
+    fn try_from(s: String) -> std::result::Result<Truncation, String> {
+        s.parse().map_err(|e: Error| e.detail())
+    }
+}
+
+/// How to load a scorer: the one options structure of every front end (the
+/// CLI's flags, Python's keyword arguments and the npm load options are
+/// this, by these names, with these defaults; serde reads it with unknown
+/// names refused, so each front end's messages name the option).
+///
+/// | option | default | values |
+/// |---|---|---|
+/// | `family` | detected from the checkpoint | `score-head`, `value-head`, `math-shepherd`, `rlhflow`, `confidence` |
+/// | `backend` | `auto` | `auto` (a hardware GPU, else the CPU), `gpu` (also `webgpu`), `cpu` |
+/// | `threads` | 0: this process's share of the CPUs | CPU engine worker threads |
+/// | `max_tokens` | the model's context length | token limit per trace, 1 to the context length |
+/// | `truncation` | `error` | `error`, `drop-steps` (score the leading steps that fit) |
+/// | `quantize` | none | `q8_0` (`q8`), `q4_0` (`q4`): Hugging Face checkpoints only |
 ///
 /// ```
 /// use stepscore::prm::{Backend, ScorerOptions, Truncation};
 ///
-/// let options = ScorerOptions {
-///     max_tokens: Some(2048),
-///     truncation: Truncation::DropSteps,
-///     backend: Backend::Auto,
-///     ..ScorerOptions::default()
-/// };
+/// let options: ScorerOptions =
+///     serde_json::from_str(r#"{"max_tokens": 2048, "truncation": "drop-steps"}"#).unwrap();
+/// assert_eq!(options.truncation, Truncation::DropSteps);
+/// assert_eq!(options.backend, Backend::Auto);
 /// assert_eq!(options.threads, 0); // stepscore::par::default_threads()
+/// assert!(serde_json::from_str::<ScorerOptions>(r#"{"max_token": 1}"#).is_err());
 /// ```
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct ScorerOptions {
     /// The PRM family; detected from the checkpoint when `None`.
     pub family: Option<Family>,
+    /// The engine (see [`Backend`]).
+    pub backend: Backend,
     /// Worker threads for the CPU engine; 0 means [`crate::par::default_threads`]
     /// (the CPUs this process may use, capped by `OMP_NUM_THREADS`).
     pub threads: usize,
-    /// Token limit per trace; the model's context length when `None`
-    /// (a smaller limit always wins).
+    /// Token limit per trace, 1 to the model's context length (more is
+    /// refused); the context length when `None`.
+    #[serde(deserialize_with = "at_least_one")]
     pub max_tokens: Option<usize>,
     pub truncation: Truncation,
     /// Quantize a Hugging Face checkpoint's weights at load (Q8_0 or Q4_0);
     /// refused for GGUF files, which keep the types they were written with.
+    #[serde(with = "quantize_name")]
     pub quantize: Option<GgmlType>,
-    /// The engine: CPU (default), GPU, or Auto (see [`Backend`]).
-    pub backend: Backend,
 }
+
+/// `max_tokens`: a limit of 0 is refused as it is read.
+fn at_least_one<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Option<usize>, D::Error> {
+    match Option::<usize>::deserialize(d)? {
+        Some(0) => Err(serde::de::Error::custom("must be at least 1")),
+        n => Ok(n),
+    }
+}
+
+/// `quantize` by the names [`parse_quantize`] reads.
+mod quantize_name {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::ggml::GgmlType;
+
+    pub fn serialize<S: Serializer>(q: &Option<GgmlType>, s: S) -> Result<S::Ok, S::Error> {
+        match q {
+            Some(t) => s.serialize_str(&t.name().to_ascii_lowercase()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<GgmlType>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|name| {
+                super::parse_quantize(&name).map_err(|e| serde::de::Error::custom(e.detail()))
+            })
+            .transpose()
+    }
+}
+
+/// Every name [`parse_quantize`] reads.
+pub const QUANTIZE_NAMES: [&str; 4] = ["q8_0", "q8", "q4_0", "q4"];
 
 /// The load-time quantization a name asks for ([`ScorerOptions::quantize`]):
 /// `q8_0` (or `q8`) and `q4_0` (or `q4`), any case; the one vocabulary of the
@@ -81,6 +165,7 @@ pub struct ScorerOptions {
 /// assert!(parse_quantize("q5_0").is_err());
 /// ```
 pub fn parse_quantize(name: &str) -> Result<GgmlType> {
+    // QUANTIZE_NAMES lists these.
     match name.to_ascii_lowercase().as_str() {
         "q8_0" | "q8" => Ok(GgmlType::Q8_0),
         "q4_0" | "q4" => Ok(GgmlType::Q4_0),
@@ -157,6 +242,49 @@ pub struct Scorer {
     /// False when the blocks after the head's layer were dropped at load
     /// (the model can then not generate).
     all_layers: bool,
+}
+
+/// Where a scorer's PRM head comes from: the one argument of every
+/// constructor ([`Scorer::open_with`], [`Scorer::from_gguf`],
+/// [`Scorer::from_hf`]) and of `catalog::open`.
+#[derive(Debug, Clone, Default)]
+pub enum HeadSource {
+    /// The checkpoint's own head tensors (`v_head.*`, `score.*`), for the
+    /// families that read one; `catalog::open` puts a catalog PRM's built-in
+    /// head file here instead.
+    #[default]
+    Checkpoint,
+    /// A head in its own safetensors file (e.g. from `stepscore train`),
+    /// applied to the backbone; the family comes from its tensors unless
+    /// the options name one.
+    File(PathBuf),
+    /// A head file already read (bytes from a browser, or one embedded in
+    /// the crate: [`HeadFile::embedded`]).
+    Loaded(HeadFile),
+    /// No head: a backbone for feature extraction, which cannot score.
+    Backbone,
+}
+
+impl HeadSource {
+    /// Whether head tensors load, and the head file (read now for `File`).
+    fn read(&self) -> Result<(HeadMode, Option<Cow<'_, HeadFile>>)> {
+        Ok(match self {
+            HeadSource::Checkpoint => (HeadMode::Load, None),
+            HeadSource::File(path) => {
+                let bytes =
+                    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))?;
+                (
+                    HeadMode::Load,
+                    Some(Cow::Owned(HeadFile::from_bytes(
+                        &bytes,
+                        &path.display().to_string(),
+                    )?)),
+                )
+            }
+            HeadSource::Loaded(file) => (HeadMode::Load, Some(Cow::Borrowed(file))),
+            HeadSource::Backbone => (HeadMode::Skip, None),
+        })
+    }
 }
 
 /// Whether loading reads the family's head tensors.
@@ -240,100 +368,70 @@ impl Scorer {
     /// # Ok::<(), stepscore::Error>(())
     /// ```
     pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::open_with(path.as_ref(), options, HeadMode::Load, None)
+        Self::open_with(path, &HeadSource::Checkpoint, options)
     }
 
-    /// Loads a backbone (GGUF file or Hugging Face directory) and its PRM head
-    /// from a separate safetensors file, e.g. a head trained by
-    /// `stepscore train`. The family comes from the head's tensors unless
-    /// `options.family` says otherwise.
-    ///
-    /// ```no_run
-    /// use stepscore::prm::{Scorer, ScorerOptions};
-    ///
-    /// let scorer = Scorer::open_with_head(
-    ///     "SmolLM2-135M-Instruct.Q4_1.gguf",
-    ///     "my-head.safetensors",
-    ///     &ScorerOptions::default(),
-    /// )?;
-    /// # Ok::<(), stepscore::Error>(())
-    /// ```
-    pub fn open_with_head(
-        model: impl AsRef<Path>,
-        head: impl AsRef<Path>,
-        options: &ScorerOptions,
-    ) -> Result<Scorer> {
-        let head_path = head.as_ref();
-        let head_bytes =
-            std::fs::read(head_path).map_err(|e| Error::io(head_path.display().to_string(), e))?;
-        let head = HeadFile::from_bytes(&head_bytes, &head_path.display().to_string())?;
-        Self::open_with_head_file(model, &head, options)
-    }
-
-    /// [`Scorer::open_with_head`] with the head already parsed, e.g. one
-    /// embedded in the crate ([`HeadFile::embedded`]):
-    ///
-    /// ```no_run
-    /// use stepscore::prm::{HeadFile, Scorer, ScorerOptions};
-    ///
-    /// let head = HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?;
-    /// let scorer = Scorer::open_with_head_file(
-    ///     "SmolLM2-135M-Instruct.Q4_1.gguf",
-    ///     &head,
-    ///     &ScorerOptions::default(),
-    /// )?;
-    /// # Ok::<(), stepscore::Error>(())
-    /// ```
-    pub fn open_with_head_file(
-        model: impl AsRef<Path>,
-        head: &HeadFile,
-        options: &ScorerOptions,
-    ) -> Result<Scorer> {
-        Self::open_with(model.as_ref(), options, HeadMode::Load, Some(head))
-    }
-
-    /// Opens a model as a backbone for feature extraction: the family gives
-    /// the prompt layout and marker positions, but its head tensors are not
-    /// read (a checkpoint without `v_head.*` or `score.*` loads), and the
-    /// vocabulary projection is kept when present so confidence statistics
-    /// can be computed. Such a scorer cannot score.
+    /// [`Scorer::open`] with the head from `head` ([`HeadSource`]): the
+    /// checkpoint's own, a head file (e.g. from `stepscore train`, or one
+    /// embedded in the crate), or none (a backbone for feature extraction:
+    /// the family gives the prompt layout and marker positions, no head
+    /// tensors are read, and the vocabulary projection is kept when present
+    /// so confidence statistics can be computed; such a scorer cannot score).
     ///
     /// ```
-    /// use stepscore::prm::{Scorer, ScorerOptions};
+    /// use stepscore::prm::{HeadSource, Scorer, ScorerOptions};
     ///
     /// let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/fixtures/prm/skywork-prm-tiny");
-    /// let backbone = Scorer::open_backbone(dir, &ScorerOptions::default())?;
+    /// let backbone = Scorer::open_with(dir, &HeadSource::Backbone, &ScorerOptions::default())?;
     /// let features = backbone.step_features("What is 2 + 3?", &["2 + 3 = 5."])?;
     /// assert_eq!(features.hidden.len(), 1);
     /// assert_eq!(features.hidden[0].len(), features.width);
     /// assert!(backbone.score_steps("What is 2 + 3?", &["2 + 3 = 5."]).is_err());
     /// # Ok::<(), stepscore::Error>(())
     /// ```
-    pub fn open_backbone(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer> {
-        Self::open_with(path.as_ref(), options, HeadMode::Skip, None)
+    ///
+    /// ```no_run
+    /// use stepscore::prm::{HeadFile, HeadSource, Scorer, ScorerOptions};
+    ///
+    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?);
+    /// let scorer = Scorer::open_with("SmolLM2-135M-Instruct.Q4_1.gguf", &head, &ScorerOptions::default())?;
+    /// # Ok::<(), stepscore::Error>(())
+    /// ```
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        head: &HeadSource,
+        options: &ScorerOptions,
+    ) -> Result<Scorer> {
+        let path = path.as_ref();
+        let (mode, external) = head.read()?;
+        if path.is_dir() {
+            Self::hf_dir(path, options, mode, external.as_deref())
+        } else {
+            Self::gguf(parse_gguf_file(path)?, options, mode, external.as_deref())
+        }
     }
 
-    /// A parsed GGUF model, with its head in the same file (`head` `None`)
-    /// or in a separate head file: the path for bytes that arrive without a
-    /// file system (the wasm bindings).
+    /// A parsed GGUF model with the head from `head`: the path for bytes
+    /// that arrive without a file system (the wasm bindings).
     ///
     /// ```no_run
     /// use stepscore::format::ModelBytes;
     /// use stepscore::model::GgufModel;
-    /// use stepscore::prm::{HeadFile, Scorer, ScorerOptions};
+    /// use stepscore::prm::{HeadFile, HeadSource, Scorer, ScorerOptions};
     ///
     /// let bytes = std::fs::read("SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
     /// let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), "SmolLM2-135M-Instruct.Q4_1.gguf")?;
-    /// let head = HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?;
-    /// let scorer = Scorer::from_gguf(gguf, Some(&head), &ScorerOptions::default())?;
+    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?);
+    /// let scorer = Scorer::from_gguf(gguf, &head, &ScorerOptions::default())?;
     /// # Ok::<(), stepscore::Error>(())
     /// ```
     pub fn from_gguf(
         gguf: GgufModel,
-        head: Option<&HeadFile>,
+        head: &HeadSource,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
-        Self::gguf(gguf, options, HeadMode::Load, head)
+        let (mode, external) = head.read()?;
+        Self::gguf(gguf, options, mode, external.as_deref())
     }
 
     /// An opened Hugging Face checkpoint and its tokenizer files as bytes
@@ -341,7 +439,7 @@ impl Scorer {
     ///
     /// ```
     /// use stepscore::model::HfCheckpoint;
-    /// use stepscore::prm::{Scorer, ScorerOptions};
+    /// use stepscore::prm::{HeadSource, Scorer, ScorerOptions};
     ///
     /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
     ///     .join("../../tests/fixtures/prm/skywork-prm-tiny");
@@ -349,7 +447,8 @@ impl Scorer {
     /// let tokenizer = std::fs::read(dir.join("tokenizer.json")).unwrap();
     /// let config = std::fs::read(dir.join("tokenizer_config.json")).unwrap();
     /// let options = ScorerOptions::default();
-    /// let scorer = Scorer::from_hf(&checkpoint, &tokenizer, Some(&config), &options)?;
+    /// let head = HeadSource::Checkpoint;
+    /// let scorer = Scorer::from_hf(&checkpoint, &tokenizer, Some(&config), &head, &options)?;
     /// assert_eq!(scorer.score_steps("1 + 1?", &["2."])?.step_scores.len(), 1);
     /// # Ok::<(), stepscore::Error>(())
     /// ```
@@ -357,29 +456,18 @@ impl Scorer {
         checkpoint: &HfCheckpoint,
         tokenizer_json: &[u8],
         tokenizer_config: Option<&[u8]>,
+        head: &HeadSource,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
+        let (mode, external) = head.read()?;
         Self::hf_with(
             checkpoint,
             tokenizer_json,
             tokenizer_config,
             options,
-            HeadMode::Load,
-            None,
+            mode,
+            external.as_deref(),
         )
-    }
-
-    fn open_with(
-        path: &Path,
-        options: &ScorerOptions,
-        mode: HeadMode,
-        external: Option<&HeadFile>,
-    ) -> Result<Scorer> {
-        if path.is_dir() {
-            Self::hf_dir(path, options, mode, external)
-        } else {
-            Self::gguf(parse_gguf_file(path)?, options, mode, external)
-        }
     }
 
     fn hf_dir(
@@ -529,12 +617,20 @@ impl Scorer {
         }
         let all_layers = model.config().n_layers == layers;
         let context = model.config().max_position_embeddings;
-        let max_tokens = options.max_tokens.map_or(context, |m| m.min(context));
-        if max_tokens == 0 {
-            return Err(Error::InvalidArgument(
-                "max_tokens must be at least 1".into(),
-            ));
-        }
+        let max_tokens = match options.max_tokens {
+            None => context,
+            Some(0) => {
+                return Err(Error::InvalidArgument(
+                    "max_tokens must be at least 1".into(),
+                ))
+            }
+            Some(m) if m > context => {
+                return Err(Error::InvalidArgument(format!(
+                    "max_tokens {m} is over the model's context of {context} tokens"
+                )))
+            }
+            Some(m) => m,
+        };
         let engine = Engine::new(options.backend, &model, head.as_ref())?;
         Ok(Scorer {
             model,
@@ -803,7 +899,7 @@ impl Scorer {
 
     /// Whether this scorer's model can generate: it kept its LM head and
     /// every block (a value-head PRM drops both when its head needs neither;
-    /// open the checkpoint with [`Scorer::open_backbone`] to generate).
+    /// open the checkpoint with [`HeadSource::Backbone`] to generate).
     pub fn can_generate(&self) -> Result<()> {
         if !self.all_layers || self.model.weights().vocab_projection().is_none() {
             return Err(Error::InvalidArgument(

@@ -46,7 +46,7 @@ from . import message_text, shared_scorer
 MODES = ("prm", "gated", "outcome")
 
 #: ``reward_kwargs`` that open the model (Scorer's arguments).
-SCORER_OPTIONS = ("head", "family", "backend", "threads", "max_tokens", "truncate", "quantize")
+SCORER_OPTIONS = ("head", "family", "backend", "threads", "max_tokens", "truncation", "quantize", "truncate")
 
 
 def _open(model: Any, options: Dict[str, Any]) -> Scorer:
