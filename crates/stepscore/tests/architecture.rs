@@ -5,6 +5,12 @@
 //! search below still reports one by name if the table is ever edited into
 //! one. A module missing from the table fails the test, so a new module
 //! gets a place. Comments are ignored (doc links are not imports).
+//!
+//! Inside a module the same holds without a layer table: the submodules of
+//! one module (its files and folders, beside `mod.rs`) import each other
+//! (`super::x`, `crate::m::x`, or an item `mod.rs` re-exports from `x`)
+//! without a circle. Test modules (`#[cfg(test)] mod tests`) are left out:
+//! a test may use any sibling.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -197,4 +203,184 @@ fn the_check_catches_an_upward_import_and_a_cycle() {
     assert!(check(&bad)
         .iter()
         .any(|e| e.contains("`newmodule` has no layer")));
+}
+
+/// A file's code without comments and without its test module.
+fn code_of(text: &str) -> String {
+    let text = match text.find("#[cfg(test)]\nmod tests") {
+        Some(i) => &text[..i],
+        None => text,
+    };
+    text.lines()
+        .map(|l| l.split("//").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The submodules of module `m` each submodule names, from `mod_rs` (the
+/// module's own file, for its re-exports) and each submodule's files.
+fn submodule_imports(
+    m: &str,
+    mod_rs: &str,
+    subs: &BTreeMap<String, Vec<String>>,
+) -> BTreeMap<String, BTreeSet<String>> {
+    // `pub use x::{A, B}` in mod.rs: an import of A is an import of x.
+    let mut item_of: BTreeMap<String, String> = BTreeMap::new();
+    for line in code_of(mod_rs).lines() {
+        let Some(rest) = line.trim().split_once("use ").map(|(_, r)| r) else {
+            continue;
+        };
+        let rest = rest.trim_start_matches("self::");
+        let Some((sub, items)) = rest.split_once("::") else {
+            continue;
+        };
+        if subs.contains_key(sub) {
+            for item in items
+                .trim_end_matches(';')
+                .trim_matches(|c| c == '{' || c == '}')
+                .split(',')
+            {
+                let name = item
+                    .split(" as ")
+                    .last()
+                    .unwrap_or("")
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("");
+                if !name.trim().is_empty() {
+                    item_of.insert(name.trim().to_string(), sub.to_string());
+                }
+            }
+        }
+    }
+    let prefixes = ["super::".to_string(), format!("crate::{m}::")];
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (sub, texts) in subs {
+        let deps = out.entry(sub.clone()).or_default();
+        for text in texts {
+            let code = code_of(text);
+            for prefix in &prefixes {
+                let mut rest = code.as_str();
+                while let Some(i) = rest.find(prefix.as_str()) {
+                    rest = &rest[i + prefix.len()..];
+                    let names: Vec<&str> = match rest.strip_prefix('{') {
+                        Some(group) => group[..group.find('}').unwrap_or(group.len())]
+                            .split(',')
+                            .map(|item| item.trim().split("::").next().unwrap_or(""))
+                            .collect(),
+                        None => vec![rest
+                            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                            .next()
+                            .unwrap_or("")],
+                    };
+                    for n in names {
+                        let target = if subs.contains_key(n) {
+                            Some(n.to_string())
+                        } else {
+                            item_of.get(n).cloned()
+                        };
+                        if let Some(t) = target.filter(|t| t != sub) {
+                            deps.insert(t);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Every import circle among one module's submodules, as messages.
+fn circles(m: &str, graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    fn visit(
+        n: &str,
+        g: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+        out: &mut Vec<String>,
+        m: &str,
+    ) {
+        if let Some(i) = path.iter().position(|p| p == n) {
+            out.push(format!(
+                "import circle in {m}/: {} -> {n}",
+                path[i..].join(" -> ")
+            ));
+            return;
+        }
+        if !done.insert(n.to_string()) {
+            return;
+        }
+        path.push(n.to_string());
+        for d in g.get(n).into_iter().flatten() {
+            visit(d, g, path, done, out, m);
+        }
+        path.pop();
+    }
+    let (mut done, mut out) = (BTreeSet::new(), Vec::new());
+    for n in graph.keys() {
+        visit(n, graph, &mut Vec::new(), &mut done, &mut out, m);
+    }
+    out
+}
+
+#[test]
+fn submodules_form_no_import_circle() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut errors = Vec::new();
+    let mut modules = 0;
+    for e in std::fs::read_dir(&src).unwrap() {
+        let dir = e.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        let m = dir.file_name().unwrap().to_str().unwrap().to_string();
+        let mut subs: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let p = f.unwrap().path();
+            let name = p.file_stem().unwrap().to_str().unwrap().to_string();
+            if name == "mod" {
+                continue;
+            }
+            let mut files = Vec::new();
+            if p.is_dir() {
+                rust_files(&p, &mut files);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                files.push(p.clone());
+            }
+            let texts = files
+                .iter()
+                .map(|f| std::fs::read_to_string(f).unwrap())
+                .collect();
+            subs.insert(name, texts);
+        }
+        let mod_rs = std::fs::read_to_string(dir.join("mod.rs")).unwrap_or_default();
+        errors.extend(circles(&m, &submodule_imports(&m, &mod_rs, &subs)));
+        modules += 1;
+    }
+    assert!(modules >= 8, "found only {modules} module folders");
+    assert!(errors.is_empty(), "{}", errors.join("\n"));
+}
+
+#[test]
+fn the_submodule_check_catches_a_circle_through_a_re_export() {
+    let subs: BTreeMap<String, Vec<String>> = [
+        (
+            "act",
+            "use super::batch::Batch;\n#[cfg(test)]\nmod tests { use super::super::pool::P; }",
+        ),
+        ("batch", "use super::ActKind; // super::pool in a comment\n"),
+        ("pool", "use crate::gpu::act;\n"),
+    ]
+    .into_iter()
+    .map(|(n, t)| (n.to_string(), vec![t.to_string()]))
+    .collect();
+    let graph = submodule_imports("gpu", "mod act;\npub use act::{ActKind, other};\n", &subs);
+    assert_eq!(graph["act"], BTreeSet::from(["batch".to_string()]));
+    assert_eq!(graph["batch"], BTreeSet::from(["act".to_string()]));
+    assert_eq!(graph["pool"], BTreeSet::from(["act".to_string()]));
+    let found = circles("gpu", &graph);
+    assert!(
+        found.iter().any(|e| e.contains("act -> batch -> act")),
+        "{found:?}"
+    );
 }

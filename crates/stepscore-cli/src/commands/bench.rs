@@ -41,16 +41,17 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stepscore::model::synthetic::{self, Shape, Weights};
 use stepscore::model::GgufModel;
 use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
 use stepscore::quant::Simd;
+use synthetic::{Shape, Weights};
 
 use crate::commands::fetch;
 use crate::output::Table;
 use crate::Failure;
 
 mod decode;
+mod synthetic;
 
 #[derive(clap::Args, Debug)]
 #[command(

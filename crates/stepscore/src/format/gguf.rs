@@ -823,7 +823,7 @@ impl GgufFile {
 }
 
 /// Builds GGUF files in memory: tiny checkpoints for tests and fixtures,
-/// and the random-weight models of `model::synthetic`.
+/// and the random-weight models of `stepscore bench --synthetic`.
 #[derive(Debug, Clone)]
 pub struct GgufWriter {
     version: u32,

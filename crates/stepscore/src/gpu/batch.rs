@@ -11,7 +11,7 @@
 //! pooled buffer released earlier could otherwise be handed out again and
 //! overwritten before the dispatch that still reads it).
 
-use super::act::{ActKind, ACT_KINDS};
+use super::act_layout::{ActKind, ACT_KINDS};
 use super::context::GpuContext;
 use super::pool::{PooledBuffer, Usage};
 use super::shaders::Shader;

@@ -259,7 +259,9 @@ impl GpuContext {
 
     /// Destroys the device now, as a driver reset would: every later call
     /// on this context fails with [`Error::Gpu`] naming the loss. (Tests of
-    /// the loss path; recovering means creating a new context.)
+    /// the loss path; recovering means creating a new context; feature
+    /// `testing`.)
+    #[cfg(any(test, feature = "testing"))]
     pub fn destroy_device(&self) {
         self.device.destroy();
         // wgpu reports the loss only from a later poll; record it now.

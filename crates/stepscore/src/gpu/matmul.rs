@@ -14,7 +14,8 @@
 //! by rows into several buffers, one dispatch each, all writing the same
 //! output.
 
-use super::act::{record_quantize, ActKind};
+use super::act::record_quantize;
+use super::act_layout::ActKind;
 use super::batch::Batch;
 use super::context::Float16Path;
 use super::context::GpuContext;

@@ -13,6 +13,7 @@
 #![cfg_attr(target_arch = "wasm32", allow(clippy::arc_with_non_send_sync))]
 
 mod act;
+mod act_layout;
 mod adapter;
 mod batch;
 mod context;

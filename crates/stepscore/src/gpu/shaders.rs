@@ -1,6 +1,6 @@
 //! The WGSL sources (shaders/ at the repository root), compiled in.
 
-use super::act;
+use super::act_layout as act;
 
 /// One shader: a name (the pipeline cache key) and its full source.
 #[derive(Debug, Clone, Copy)]

@@ -14,7 +14,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::act::{record_quantize, ACT_KINDS};
+use super::act::record_quantize;
+use super::act_layout::ACT_KINDS;
 use super::batch::{whole, Batch};
 use super::context::GpuContext;
 use super::matmul::GpuMatrix;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::rows::{type_name, wrong_type, RowError, RowResult};
+use super::fields::{type_name, wrong_type, RowError, RowResult};
 use crate::segment::role_prefix;
 use crate::trace::{Span, Step, StepRole, Trace};
 

@@ -49,6 +49,7 @@
 //! `readTraces` returns.
 
 mod chat;
+mod fields;
 mod lines;
 mod rows;
 mod strict;

@@ -6,34 +6,11 @@
 use serde_json::{Map, Value};
 
 use super::chat::chat_row;
+use super::fields::{type_name, wrong_type, RowError, RowResult};
 use super::InputFormat;
 use crate::segment::Segmenter;
 use crate::trace::{Step, Trace};
 use crate::validate::check_score;
-
-/// A row-level problem: the field at fault (if known) and what is wrong.
-pub(crate) use crate::validate::Problem as RowError;
-
-pub(crate) type RowResult<T> = std::result::Result<T, RowError>;
-
-/// Names the JSON type of `v`, for "expected X, found Y" messages.
-pub(crate) fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-pub(crate) fn wrong_type(field: &str, expected: &str, v: &Value) -> RowError {
-    RowError::at(
-        field,
-        format!("expected {expected}, found {}", type_name(v)),
-    )
-}
 
 /// Removes a required string field.
 pub(crate) fn take_string(row: &mut Map<String, Value>, field: &str) -> RowResult<String> {

@@ -248,3 +248,19 @@ pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, tap: Option<usize
     }
     p.rms_norm(X, &w.norm, Xn)
 }
+
+/// What one forward pass leaves for the heads: the final-normed states of
+/// every token and, when asked for, those of an earlier layer (see
+/// `Transformer::forward_tapped` for what "the hidden state of layer L" is).
+#[derive(Debug, Clone)]
+pub struct Taps<H> {
+    pub last: H,
+    pub layer: Option<H>,
+}
+
+impl<H> Taps<H> {
+    /// The states a head over hidden states reads: the tapped layer's, else the final ones.
+    pub fn head_input(&self) -> &H {
+        self.layer.as_ref().unwrap_or(&self.last)
+    }
+}

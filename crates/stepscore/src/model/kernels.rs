@@ -29,22 +29,6 @@ impl States for Hidden {
     }
 }
 
-/// What one forward pass leaves for the heads: the final-normed states of
-/// every token and, when asked for, those of an earlier layer (see
-/// [`Transformer::forward_tapped`] for what "the hidden state of layer L" is).
-#[derive(Debug, Clone)]
-pub struct Taps<H> {
-    pub last: H,
-    pub layer: Option<H>,
-}
-
-impl<H> Taps<H> {
-    /// The states a head over hidden states reads: the tapped layer's, else the final ones.
-    pub fn head_input(&self) -> &H {
-        self.layer.as_ref().unwrap_or(&self.last)
-    }
-}
-
 /// One linear layer of a head's engine part: `y = W x (+ b)`, then ReLU when `relu`.
 pub struct Linear<'a, W> {
     pub weight: &'a W,

@@ -9,13 +9,12 @@ pub mod gguf;
 pub mod hf;
 pub mod kernels;
 pub mod matrix;
-pub mod synthetic;
 pub mod transformer;
 
 pub use config::{Arch, ModelConfig, RopeScaling};
-pub use decoder::{Block, VocabHead, Weights};
+pub use decoder::{Block, Taps, VocabHead, Weights};
 pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};
-pub use kernels::{Kernels, Linear, States, Taps, TokenStat};
+pub use kernels::{Kernels, Linear, States, TokenStat};
 pub use matrix::{Matrix, SharedBytes};
 pub use transformer::{Hidden, KvCache, Layer, LmHead, RopeStyle, Transformer};

@@ -5,8 +5,8 @@
 //! because score-head PRMs never need it.
 
 use super::config::ModelConfig;
+use super::decoder::Taps;
 use super::decoder::{self, Act, Block, DecoderPass, VocabHead, Weights};
-use super::kernels::Taps;
 use super::matrix::{effective_threads, Matrix};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;

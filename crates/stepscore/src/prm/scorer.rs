@@ -693,7 +693,8 @@ impl Scorer {
     /// Destroys the GPU device as a driver reset would (tests of recovery):
     /// the next call fails with [`Error::Gpu`], the one after recreates the
     /// device and re-uploads the model.
-    #[cfg(feature = "gpu")]
+    /// Test support (feature `testing`).
+    #[cfg(all(feature = "gpu", any(test, feature = "testing")))]
     pub fn simulate_device_loss(&self) {
         self.engine.destroy_device();
     }

@@ -3,6 +3,7 @@
 //! merges are "left right" pairs by rank, control/unknown tokens are special
 //! and, with user-defined ones, are matched in the raw text before splitting.
 
+use super::gguf_vocab::{as_tokenizer_error, TYPE_CONTROL, TYPE_UNKNOWN, TYPE_USER_DEFINED};
 use super::pretok::PreTokenizer;
 use super::Tokenizer;
 use crate::error::{Error, Result};
@@ -14,21 +15,6 @@ use tokenizers::pre_tokenizers::sequence::Sequence;
 use tokenizers::pre_tokenizers::split::{Split, SplitPattern};
 use tokenizers::pre_tokenizers::PreTokenizerWrapper;
 use tokenizers::{AddedToken, SplitDelimiterBehavior};
-
-// llama.cpp token types (llama_token_type in the GGUF spec).
-pub(super) const TYPE_NORMAL: i32 = 1;
-pub(super) const TYPE_UNKNOWN: i32 = 2;
-pub(super) const TYPE_CONTROL: i32 = 3;
-pub(super) const TYPE_USER_DEFINED: i32 = 4;
-pub(super) const TYPE_BYTE: i32 = 6;
-
-/// Metadata getter errors are about the tokenizer here; report them so.
-pub(super) fn as_tokenizer_error(e: Error) -> Error {
-    match e {
-        Error::Model { file, message } => Error::Tokenizer(format!("{file}: {message}")),
-        other => other,
-    }
-}
 
 pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     let file = g.file_name.as_str();

@@ -4,6 +4,7 @@
 //! text identically.
 
 mod from_gguf;
+mod gguf_vocab;
 pub mod pretok;
 mod spm;
 

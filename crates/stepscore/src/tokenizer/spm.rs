@@ -18,7 +18,7 @@ use super::Tokenizer;
 use crate::error::{Error, Result};
 use crate::format::gguf::GgufFile;
 
-use super::from_gguf::{
+use super::gguf_vocab::{
     as_tokenizer_error, TYPE_BYTE, TYPE_CONTROL, TYPE_NORMAL, TYPE_UNKNOWN, TYPE_USER_DEFINED,
 };
 

@@ -163,6 +163,7 @@ impl GpuEngine {
         lock(&self.state).as_ref().map(|st| st.ctx.pool_stats())
     }
 
+    #[cfg(any(test, feature = "testing"))]
     pub fn destroy_device(&self) {
         if let Some(st) = lock(&self.state).as_ref() {
             st.ctx.destroy_device();

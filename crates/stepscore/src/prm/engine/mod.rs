@@ -349,7 +349,7 @@ impl Engine {
     }
 
     /// Destroys the GPU device as a driver reset would (recovery tests).
-    #[cfg(feature = "gpu")]
+    #[cfg(all(feature = "gpu", any(test, feature = "testing")))]
     pub fn destroy_device(&self) {
         if let Kind::Gpu(g) = &self.kind {
             g.destroy_device();
