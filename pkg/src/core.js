@@ -19,9 +19,10 @@ import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
 import { loadManifest } from './integrity.js';
 import { loadInWorker } from './remote.js';
-import { ready, requireReady, SCORE_AT, SEARCH_WITH } from './runtime.js';
+import { ready, requireReady, SCORE_AT, SEARCH_WITH, VERIFIER } from './runtime.js';
 import { abortable, checkSignal, nextTurn } from './abort.js';
 import { Generation, LocalGeneration } from './generation.js';
+import { verifyEvents } from './verify-stream.js';
 import { SessionState } from './session-state.js';
 import { chooseBuild, singleBuild } from './threads.js';
 
@@ -229,6 +230,15 @@ class LocalEngine {
   }
 
   /**
+   * A stream verifier for `problem` (see verify-stream.js): `feed(kind,
+   * data)` pushes one piece of the source and resolves to the events it
+   * completed. `threshold`: undefined (the head's), null (never stops) or a number.
+   */
+  verifier(problem, threshold) {
+    return new LocalVerifier(callWasm(() => this.#inner.verifyStream(problem, threshold, 'the stream')));
+  }
+
+  /**
    * `verifier`: another LocalEngine (or null: this one). `onEvent(event)`
    * sees each event; `shouldStop()` is asked after each, and true ends the
    * search (the core then returns what was done, `cancelled: true`).
@@ -298,6 +308,30 @@ class LocalSession extends SessionState {
 
   dispose() {
     // An append in flight holds its own reference to the session's state.
+    this.#inner?.free();
+    this.#inner = null;
+  }
+}
+
+class LocalVerifier {
+  #inner;
+
+  constructor(inner) {
+    this.#inner = inner;
+  }
+
+  async feed(kind, data) {
+    const v = this.#inner;
+    if (!v) throw new StepscoreError('DISPOSED', 'this stream verification ended');
+    const push = { bytes: () => v.push(data), chunk: () => v.pushChunk(data), text: () => v.pushText(data), end: () => v.end(data ?? undefined), close: () => v.close() }[kind];
+    if (!push) throw new StepscoreError('INTERNAL', `verifier: unknown input kind ${JSON.stringify(kind)}`);
+    callWasm(push);
+    const events = [];
+    for (let e = await callWasmAsync(() => v.next()); e !== null; e = await callWasmAsync(() => v.next())) events.push(e);
+    return events;
+  }
+
+  dispose() {
     this.#inner?.free();
     this.#inner = null;
   }
@@ -445,6 +479,35 @@ export class StepScorer {
     const result = await abortable(this[SEARCH_WITH](problem, rest, hooks), signal, 'the search');
     if (thrown) throw thrown.error;
     return result;
+  }
+
+  /**
+   * Verifies an external generator's answer to `problem` while it is
+   * written: `source` is a fetch Response or ReadableStream of an
+   * OpenAI-compatible server's SSE body, or an async iterable of chat
+   * completion chunk objects (WebLLM, wllama) or of text. An async iterator
+   * of events: `text`, `step` (its score the moment it completes), `stopped`
+   * (a step scored below `threshold`: the head's shipped one unless given;
+   * null never stops) and `finished`. The source is cancelled on `stopped`,
+   * on abort (`signal`: rejects with 'ABORTED') and on `break`.
+   */
+  verifyStream(problem, source, options) {
+    // Every error, bad options included, rejects the first next(), as generate's do.
+    return verifyEvents(() => {
+      const [rest, signal] = splitSignal(options, 'verifyStream');
+      const [unknown, { threshold }] = takeKeys(rest ?? {}, ['threshold']);
+      const extra = Object.keys(unknown ?? {});
+      if (extra.length) throw new StepscoreError('INVALID_ARGUMENT', `verifyStream: unknown option \`${extra[0]}\` (options: threshold, signal)`);
+      if (threshold !== undefined && threshold !== null && typeof threshold !== 'number') {
+        throw new StepscoreError('INVALID_ARGUMENT', 'verifyStream: `threshold` must be a number, null or left out');
+      }
+      return { verifier: this[VERIFIER](problem, threshold), signal };
+    }, source);
+  }
+
+  /** The engine's stream verifier (the worker's; see LocalEngine.verifier). */
+  [VERIFIER](problem, threshold) {
+    return this.#live().verifier(problem, threshold);
   }
 
   /** The engine's search with its hooks (the worker's search; see LocalEngine.search). */

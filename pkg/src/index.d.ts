@@ -374,6 +374,42 @@ export interface Generation extends AsyncIterableIterator<GeneratedToken> {
 
 export type SearchMethod = 'best-of-n' | 'beam' | 'dvts';
 
+/**
+ * What `verifyStream` reads: a fetch Response or ReadableStream of an
+ * OpenAI-compatible server's SSE body (bytes, or strings of it), or an async
+ * iterable of `chat.completion.chunk` objects (WebLLM, wllama with
+ * `stream: true`) or of plain text.
+ */
+export type VerifyStreamSource =
+  | Response
+  | ReadableStream<Uint8Array | string>
+  | AsyncIterable<object | string | Uint8Array>;
+
+export interface VerifyStreamOptions {
+  /** Stop below this step score, in [0, 1]; default the head's shipped threshold (`info().threshold`); null never stops. */
+  threshold?: number | null;
+  /** Aborting rejects the next event with 'ABORTED' and cancels the source. */
+  signal?: AbortSignal;
+}
+
+/** The verifier's events; `start`/`end` are UTF-8 byte offsets of the step in the whole generated text. */
+export type VerifyEvent =
+  | { event: 'text'; text: string }
+  | { event: 'step'; step: number; text: string; start: number; end: number; score: number }
+  | { event: 'stopped'; step: number; score: number; threshold: number }
+  | {
+      event: 'finished';
+      /** The generator's last finish_reason ('stop', 'length', ...), if it sent one. */
+      finishReason: string | null;
+      /** The end was announced ([DONE], or the end of an iterable) rather than inferred. */
+      done: boolean;
+      usage: unknown | null;
+      steps: number;
+      textBytes: number;
+      /** Bytes of a reasoning channel (reasoning_content), which are not scored. */
+      reasoningBytes: number;
+    };
+
 export interface SearchOptions {
   /** Default 'best-of-n'. */
   method?: SearchMethod;
@@ -489,6 +525,14 @@ export class StepScorer {
   generate(prompt: string, options?: GenerateOptions): Generation;
   /** PRM-guided search (best-of-N, step beam search, DVTS): this scorer generates, `verifier` scores. */
   search(problem: string, options?: SearchOptions): Promise<SearchResult>;
+  /**
+   * Verifies an external generator's answer to `problem` while it is written
+   * (llama.cpp's server or vLLM through fetch, WebLLM, wllama): each step is
+   * scored the moment it completes (the blank-line rule), on one session.
+   * Ends after `finished`, or after `stopped` when a step scores below the
+   * threshold; the source is then cancelled (as on abort or `break`).
+   */
+  verifyStream(problem: string, source: VerifyStreamSource, options?: VerifyStreamOptions): AsyncGenerator<VerifyEvent, void, undefined>;
   info(): ScorerInfo;
   /** Frees the model and its sessions; later calls reject with 'DISPOSED'. */
   dispose(): void;

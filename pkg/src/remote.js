@@ -172,6 +172,7 @@ class RemoteEngine {
   #info;
   #nextSession = 1;
   #nextGeneration = 1;
+  #nextVerifier = 1;
 
   constructor(client, info) {
     this.#client = client;
@@ -208,6 +209,24 @@ class RemoteEngine {
         (error) => generation.push({ error }),
       );
     return generation;
+  }
+
+  /** The worker's stream verifier (see LocalEngine.verifier); its feeds run in order. */
+  verifier(problem, threshold) {
+    const vid = this.#nextVerifier++;
+    const client = this.#client;
+    // `undefined` does not survive a message as a value of its own.
+    const created = client.call('verifierStart', { vid, problem, threshold: threshold === undefined ? { head: true } : { value: threshold } });
+    created.catch(() => undefined);
+    return {
+      feed: async (kind, data) => {
+        await created;
+        return client.call('verifierFeed', { vid, kind, data });
+      },
+      dispose: () => {
+        client.call('verifierDispose', { vid }).catch(() => undefined);
+      },
+    };
   }
 
   search(problem, options, { onEvent, shouldStop, verifier }) {

@@ -17,6 +17,8 @@ export const SCORE_AT = Symbol('stepscore.scoreAt');
 
 /** StepScorer's search with the engine's hooks `{ onEvent, shouldStop }` (for worker-host.js; not public API). */
 export const SEARCH_WITH = Symbol('stepscore.searchWith');
+/** StepScorer's engine verifier (`feed`, `dispose`), for the worker host. */
+export const VERIFIER = Symbol('stepscore.verifier');
 
 export function setWasmExports(value) {
   exports = value;

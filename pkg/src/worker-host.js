@@ -7,7 +7,7 @@
 
 import { StepScorer } from './core.js';
 import { StepscoreError } from './errors.js';
-import { SCORE_AT, SEARCH_WITH, wasmMemoryBytes } from './runtime.js';
+import { SCORE_AT, SEARCH_WITH, VERIFIER, wasmMemoryBytes } from './runtime.js';
 
 function sessionState(session) {
   return {
@@ -24,6 +24,7 @@ export function serve(port, ready) {
   let scorer = null;
   const sessions = new Map();
   const generations = new Map();
+  const verifiers = new Map();
   const started = ready.then(
     () => null,
     (e) => new StepscoreError('INTERNAL', `the wasm engine failed to start in the worker: ${e?.message ?? e}`),
@@ -85,6 +86,20 @@ export function serve(port, ready) {
         onEvent: (event) => port.post({ id, progress: event }),
         shouldStop: () => cancel !== null && cancel !== undefined && Atomics.load(cancel, 0) === 1,
       });
+    },
+    verifierStart({ vid, problem, threshold }) {
+      verifiers.set(vid, live()[VERIFIER](problem, threshold.head ? undefined : threshold.value));
+      return null;
+    },
+    verifierFeed({ vid, kind, data }) {
+      const v = verifiers.get(vid);
+      if (!v) throw new StepscoreError('DISPOSED', 'this stream verification ended');
+      return v.feed(kind, data);
+    },
+    verifierDispose({ vid }) {
+      verifiers.get(vid)?.dispose();
+      verifiers.delete(vid);
+      return null;
     },
     sessionDispose({ sid }) {
       sessions.get(sid)?.dispose();

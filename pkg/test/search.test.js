@@ -52,9 +52,12 @@ test('events tell the whole search: forks, every token, every step score, ends; 
       const ownSteps = mine.filter((e) => e.event === 'step');
       for (const s of ownSteps) assert.equal(c.scores[s.step], s.score, `${where}: candidate ${c.index} step ${s.step}`);
       const finished = mine.find((e) => e.event === 'finished');
-      // Pruned while being written (an event), or a finished beam past the first N (marked at the end).
-      if (mine.some((e) => e.event === 'pruned')) assert.ok(c.pruned && !finished, `${where}: candidate ${c.index} pruned`);
-      else if (c.pruned) assert.ok(finished && !c.finalist, `${where}: candidate ${c.index} pruned unseen`);
+      // Every pruned candidate has its event: one pruned while being written
+      // never finishes; a finished beam past the first N is pruned after it
+      // finished (and is no finalist).
+      const prunedAt = mine.findIndex((e) => e.event === 'pruned');
+      assert.equal(prunedAt >= 0, c.pruned, `${where}: candidate ${c.index} pruned event`);
+      if (c.pruned && finished) assert.ok(mine.indexOf(finished) < prunedAt && !c.finalist, `${where}: candidate ${c.index} finished, then pruned`);
       assert.equal(finished?.stopReason ?? null, c.stopReason, `${where}: candidate ${c.index} stop reason`);
       for (const key of ['index', 'parent', 'text', 'steps', 'scores', 'score', 'answer', 'tokens', 'stopReason', 'pruned', 'finalist']) {
         assert.ok(key in c, `${where}: candidate field ${key}`);

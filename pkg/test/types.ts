@@ -144,3 +144,21 @@ export async function generateAndSearch(scorer: StepScorer): Promise<void> {
   // @ts-expect-error: methods are kebab-case
   await scorer.search('x', { method: 'best_of_n' });
 }
+
+export async function verifyStream(scorer: StepScorer, response: Response, chunks: AsyncIterable<object>) {
+  const controller = new AbortController();
+  for await (const e of scorer.verifyStream('What is 2 + 3?', response, { threshold: 0.5, signal: controller.signal })) {
+    if (e.event === 'step') {
+      const span: [number, number] = [e.start, e.end];
+      const score: number = e.score;
+    }
+    if (e.event === 'finished') {
+      const reason: string | null = e.finishReason;
+    }
+  }
+  for await (const e of scorer.verifyStream('x', chunks, { threshold: null })) {
+    if (e.event === 'stopped') controller.abort();
+  }
+  // @ts-expect-error: the threshold is a number
+  scorer.verifyStream('x', chunks, { threshold: 'high' });
+}

@@ -36,9 +36,10 @@ use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregati
 use stepscore::prm::search::DEFAULT_SEARCH_SYSTEM;
 use stepscore::prm::{
     Backend, GenerateOptions, GenerationOf, Scorer, SearchEvent, SearchOptions, SearchResult,
-    SessionOf,
+    SessionOf, StreamVerifierOf, VerifyEvent,
 };
 use stepscore::segment::Segmenter;
+use stepscore::stream::Finish;
 use wasm_bindgen::prelude::*;
 
 use crate::error::{Code, Error};
@@ -325,6 +326,40 @@ impl WasmScorer {
         }))
     }
 
+    /// Starts verifying an external generator's answer to `problem` as it
+    /// arrives ([`WasmStreamVerifier`]): stops below `threshold` (a number
+    /// in [0, 1]; `undefined`: the head's shipped threshold; `null`: never
+    /// stops). `source` names the stream in errors.
+    #[wasm_bindgen(js_name = verifyStream)]
+    pub fn verify_stream(
+        &self,
+        problem: JsValue,
+        threshold: JsValue,
+        source: String,
+    ) -> JsResult<WasmStreamVerifier> {
+        let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
+        let verifier = StreamVerifierOf::new(Rc::clone(&self.loaded.scorer), &problem, &source);
+        let verifier = if threshold.is_undefined() {
+            verifier
+        } else if threshold.is_null() {
+            verifier
+                .stop_below(None)
+                .map_err(|e| js_error(Error::from_run("verifyStream", e)))?
+        } else {
+            let t = threshold.as_f64().ok_or_else(|| {
+                js_error(Error::invalid_argument(
+                    "option `threshold` must be a number, null or left out",
+                ))
+            })?;
+            verifier
+                .stop_below(Some(t))
+                .map_err(|e| js_error(Error::from_run("verifyStream", e)))?
+        };
+        Ok(WasmStreamVerifier {
+            inner: Rc::new(RefCell::new(verifier)),
+        })
+    }
+
     /// Starts an incremental session for `problem`.
     pub fn session(&self, problem: JsValue) -> JsResult<WasmSession> {
         let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
@@ -607,6 +642,97 @@ impl WasmGeneration {
     #[wasm_bindgen(js_name = promptTokens)]
     pub fn prompt_tokens(&self) -> JsResult<usize> {
         self.with(|g| g.prompt_tokens())
+    }
+}
+
+/// A stream being verified ([`WasmScorer::verify_stream`]): the package
+/// pushes what the generator sends (SSE bytes of a response body, chunk
+/// objects as JSON text, or plain text) and pulls the core's
+/// `VerifyEvent`s (camelCase keys); on `stopped` it drops the source.
+#[wasm_bindgen]
+pub struct WasmStreamVerifier {
+    inner: Rc<RefCell<StreamVerifierOf<Rc<Scorer>>>>,
+}
+
+const VERIFIER_BUSY: &str =
+    "a next() on this verifier is still running; await it before pushing more";
+
+impl WasmStreamVerifier {
+    fn with_mut<T>(&self, f: impl FnOnce(&mut StreamVerifierOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+        let mut v = self
+            .inner
+            .try_borrow_mut()
+            .map_err(|_| js_error(Error::invalid_argument(VERIFIER_BUSY)))?;
+        Ok(f(&mut v))
+    }
+}
+
+#[wasm_bindgen]
+impl WasmStreamVerifier {
+    /// Bytes of an OpenAI-compatible streaming response body (SSE).
+    pub fn push(&self, bytes: &[u8]) -> JsResult<()> {
+        self.with_mut(|v| v.push(bytes))
+    }
+
+    /// One chunk handed over without SSE framing (WebLLM, wllama), as JSON.
+    #[wasm_bindgen(js_name = pushChunk)]
+    pub fn push_chunk(&self, data: &str) -> JsResult<()> {
+        self.with_mut(|v| v.push_chunk(data))?
+            .map_err(|e| js_error(Error::from_run("verifyStream", e)))
+    }
+
+    /// Plain generated text.
+    #[wasm_bindgen(js_name = pushText)]
+    pub fn push_text(&self, text: &str) -> JsResult<()> {
+        self.with_mut(|v| v.push_text(text))?
+            .map_err(|e| js_error(Error::from_run("verifyStream", e)))
+    }
+
+    /// The generator is done (chunks or text; `finishReason` if it said one).
+    pub fn end(&self, finish_reason: Option<String>) -> JsResult<()> {
+        self.with_mut(|v| v.end(finish_reason.as_deref()))
+    }
+
+    /// The response body has ended.
+    pub fn close(&self) -> JsResult<()> {
+        self.with_mut(|v| v.close())
+    }
+
+    /// Resolves to the next event, or `null` when more input is needed or
+    /// nothing more will come (`ended()` says which). A step is scored
+    /// before its event resolves.
+    // The RefCell stays borrowed across the GPU's await on purpose, as in
+    // WasmSession::append.
+    #[allow(clippy::await_holding_refcell_ref)]
+    pub fn next(&self) -> JsResult<js_sys::Promise> {
+        let inner = Rc::clone(&self.inner);
+        Ok(promise(async move {
+            let mut v = inner
+                .try_borrow_mut()
+                .map_err(|_| js_error(Error::invalid_argument(VERIFIER_BUSY)))?;
+            match v.next_event_async().await {
+                None => Ok(JsValue::NULL),
+                Some(Ok(event)) => {
+                    let out = camel_js(&event)?;
+                    // The server's own `usage` object keeps the server's keys.
+                    if let VerifyEvent::Finished(Finish { usage: Some(u), .. }) = &event {
+                        js_sys::Reflect::set(&out, &JsValue::from_str("usage"), &to_js(u)?)?;
+                    }
+                    Ok(out)
+                }
+                Some(Err(e)) => Err(js_error(Error::from_run("verifyStream", e))),
+            }
+        }))
+    }
+
+    /// Whether nothing more will come: stopped, finished or failed.
+    pub fn ended(&self) -> JsResult<bool> {
+        self.with_mut(|v| v.ended())
+    }
+
+    /// The threshold in force (`null`: never stops).
+    pub fn threshold(&self) -> JsResult<Option<f64>> {
+        self.with_mut(|v| v.threshold())
     }
 }
 
