@@ -1,4 +1,14 @@
 //! The WGSL sources (shaders/ at the repository root), compiled in.
+//!
+//! What the kernels keep (each file's header says how): float arithmetic
+//! in f32 only, 16-bit values being widened (exact), never computed with;
+//! the quantized and 16-bit matmuls, attention and RMSNorm take the CPU
+//! engine's float steps in its order; attention and SwiGLU take e^x from
+//! exp.wgsl (model/exp.rs's steps), not WGSL's `exp`. No kernel needs
+//! `shader-f16`, which Chromium's SwiftShader adapter lacks: the quantized
+//! kernels read f16 scales with core WGSL's `unpack2x16float`, and F16
+//! weights have a u32-word variant (`Float16Path`). tests/gpu_matmul.rs
+//! `every_kernel_runs_on_a_device_without_shader_f16` checks it.
 
 use super::act_layout as act;
 

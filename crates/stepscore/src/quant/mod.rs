@@ -10,6 +10,15 @@
 //!
 //! Exactness is checked against fixtures generated from llama.cpp's own C
 //! code (scripts/quant-reference/, tests/fixtures/quant/).
+//!
+//! Which file runs a product (`matmul.rs` chooses by [`Simd`] and the token
+//! count): `kernels.rs`, the portable kernels, whose float steps every other
+//! path and the WGSL engine follow; `x86.rs`, AVX2; `rowdot.rs`, 1 to 3
+//! tokens (generation's decode steps) on AVX2 straight from the packed
+//! blocks; `ktile.rs` with `avx512.rs`, K-quant prefill on AVX-512 VNNI;
+//! `wasm.rs`, SIMD128. All give the portable kernels' bits
+//! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
+//! `decode_shapes_give_the_portable_bits`).
 
 mod act;
 #[cfg(target_arch = "x86_64")]

@@ -19,6 +19,16 @@
 //! matmul driver guarantees by construction; the loads below stay inside
 //! those slices. Compiled only with `target_feature = "simd128"`, which wasm
 //! validates when the module loads (there is no runtime detection).
+//!
+//! Relaxed SIMD (`i32x4_relaxed_dot_i8x16_i7x16_add`, a 4-way int8 dot with
+//! one operand in 0..127, which the unsigned Q4_K/Q5_K/Q4_1/Q5_1 quants fit)
+//! is not used: a module that contains one relaxed instruction fails
+//! validation in a browser without relaxed SIMD, so it would need a second
+//! module per build, chosen in JS before instantiation: twice the package's
+//! wasm builds (one per threading mode) and twice what a page downloads and
+//! caches, for a speed-up only some browsers would see. Its result is also
+//! defined only for operands in range, which the signed formats' quants
+//! (Q4_0, Q5_0, Q8_0, Q6_K) are not.
 
 use core::arch::wasm32::*;
 
