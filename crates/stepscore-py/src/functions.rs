@@ -130,6 +130,31 @@ pub fn extract_answer(text: &str) -> Option<String> {
     stepscore::answer::extract_answer(text)
 }
 
+/// The equations `text` writes, each checked in exact rational arithmetic
+/// (the core's `recompute`: words end an expression, a result may be shown
+/// rounded): dicts with `start`, `end` (str indices of the equation),
+/// `left`, `right`, `approx` (written with ≈) and `holds`.
+///
+/// >>> [e["holds"] for e in check_arithmetic("0.2 x 50 = 12, and 3 + 4 = 7")]
+/// [False, True]
+#[pyfunction]
+pub fn check_arithmetic<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyList>> {
+    let chars = CharIndex::new(text);
+    let out = PyList::empty(py);
+    for e in stepscore::recompute::recompute(text).equations {
+        let d = PyDict::new(py);
+        let (start, end) = chars.char_span(e.start, e.end);
+        d.set_item("start", start)?;
+        d.set_item("end", end)?;
+        d.set_item("left", e.left)?;
+        d.set_item("right", e.right)?;
+        d.set_item("approx", e.approx)?;
+        d.set_item("holds", e.holds)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
 /// An answer in canonical form (fractions, decimals, separators, units of
 /// markup removed), as compared by `answers_equal`.
 #[pyfunction]

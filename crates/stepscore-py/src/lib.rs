@@ -28,6 +28,7 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::catalog_models, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::fetch, m)?)?;
     m.add_function(wrap_pyfunction!(functions::segment, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::check_arithmetic, m)?)?;
     m.add_function(wrap_pyfunction!(functions::aggregate, m)?)?;
     m.add_function(wrap_pyfunction!(functions::first_error, m)?)?;
     m.add_function(wrap_pyfunction!(functions::select_best, m)?)?;

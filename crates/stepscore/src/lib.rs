@@ -19,6 +19,8 @@ pub mod model;
 pub mod par;
 pub mod prm;
 pub mod quant;
+pub mod rational;
+pub mod recompute;
 pub mod reward;
 pub mod sample;
 pub mod segment;

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("error", 0),
     ("answer", 0),
+    ("rational", 0),
+    ("recompute", 1),
     ("trace", 1),
     ("ggml", 1),
     ("par", 1),
