@@ -361,16 +361,14 @@ impl Trained {
             "stepscore.width".to_string(),
             self.standardizer.mean.len().to_string(),
         );
-        if !layout.stats.is_empty() {
-            let names: Vec<&str> = layout.stats.iter().map(|s| s.name()).collect();
-            meta.insert("stepscore.step_stats".to_string(), names.join(","));
-        }
-        if layout.stats_only {
-            meta.insert("stepscore.stats_only".to_string(), "true".to_string());
-        }
-        if let Some(l) = layout.layer {
-            meta.insert("stepscore.layer".to_string(), l.to_string());
-        }
+        // What the engine reads (row layout, threshold): the core's own spelling.
+        let input = stepscore::prm::HeadInput {
+            layer: layout.layer,
+            stats: layout.stats.clone(),
+            stats_only: layout.stats_only,
+            threshold: self.calibration.as_ref().and_then(|c| c.threshold),
+        };
+        meta.extend(input.metadata());
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());
         meta.insert(
             "stepscore.best_epoch".to_string(),
@@ -380,9 +378,6 @@ impl Trained {
             meta.insert("stepscore.val_step_auroc".to_string(), format!("{a:.4}"));
         }
         if let Some(c) = &self.calibration {
-            if let Some(t) = c.threshold {
-                meta.insert("stepscore.threshold".to_string(), format!("{t:.6}"));
-            }
             meta.insert(
                 "stepscore.val_ece_before".to_string(),
                 format!("{:.4}", c.ece_before),

@@ -343,7 +343,7 @@ fn parse_role_prefix(line: &str) -> Option<(usize, StepRole, Option<String>)> {
 
 /// The line prefix [`Segmenter::ChatTurns`] reads back as `role` and `tool`;
 /// used to render chat transcripts.
-pub fn role_prefix(role: Option<StepRole>, tool: Option<&str>) -> String {
+pub(crate) fn role_prefix(role: Option<StepRole>, tool: Option<&str>) -> String {
     let base = match role {
         None => return String::new(),
         Some(StepRole::System) => "System",

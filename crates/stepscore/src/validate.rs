@@ -65,7 +65,7 @@ impl fmt::Display for Problem {
 }
 
 /// Why `score` is not a usable step score, or `None` when it is one.
-pub fn score_problem(score: f64) -> Option<String> {
+pub(crate) fn score_problem(score: f64) -> Option<String> {
     if !score.is_finite() {
         Some(format!(
             "score {score} is not a finite number (a step score is a probability in [0, 1])"
@@ -91,7 +91,7 @@ pub fn check_score(score: f64, field: &str) -> Result<f64, Problem> {
 /// Every step score of `trace` in [0, 1] (unscored steps pass); the first
 /// bad one named `steps[i].score`. For traces built in code: the readers
 /// check scores as they parse them.
-pub fn check_trace_scores(trace: &Trace) -> Result<(), Problem> {
+pub(crate) fn check_trace_scores(trace: &Trace) -> Result<(), Problem> {
     for (i, step) in trace.steps.iter().enumerate() {
         if let Some(s) = step.score {
             check_score(s, &format!("steps[{i}].score"))?;
@@ -119,7 +119,7 @@ pub fn is_blank(text: &str) -> bool {
 }
 
 /// The index of the first blank step text, if any.
-pub fn first_blank<'a>(steps: impl IntoIterator<Item = &'a str>) -> Option<usize> {
+pub(crate) fn first_blank<'a>(steps: impl IntoIterator<Item = &'a str>) -> Option<usize> {
     steps.into_iter().position(is_blank)
 }
 

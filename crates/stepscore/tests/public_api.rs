@@ -28,9 +28,12 @@ fn module_file(path: &[String]) -> Option<PathBuf> {
         base = base.join(p);
     }
     let last = &path[path.len() - 1];
-    [base.join(format!("{last}.rs")), base.join(last).join("mod.rs")]
-        .into_iter()
-        .find(|p| p.exists())
+    [
+        base.join(format!("{last}.rs")),
+        base.join(last).join("mod.rs"),
+    ]
+    .into_iter()
+    .find(|p| p.exists())
 }
 
 /// The features an attribute line requires, or `None` for `cfg(test)`.
@@ -130,7 +133,13 @@ fn reexported(lines: &[&str]) -> BTreeSet<String> {
             let list = decl.split_once('{').map_or(decl.as_str(), |(_, l)| l);
             for item in list.split(',') {
                 let item = item.trim().trim_end_matches('}').trim();
-                let name = item.split(" as ").next().unwrap_or("").rsplit("::").next().unwrap_or("");
+                let name = item
+                    .split(" as ")
+                    .next()
+                    .unwrap_or("")
+                    .rsplit("::")
+                    .next()
+                    .unwrap_or("");
                 if !name.is_empty() {
                     names.insert(name.to_string());
                 }
@@ -177,7 +186,11 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
             in_test_module = true;
             continue;
         }
-        if indent == 0 && !trimmed.is_empty() && !trimmed.starts_with("//") && !trimmed.starts_with('}') {
+        if indent == 0
+            && !trimmed.is_empty()
+            && !trimmed.starts_with("//")
+            && !trimmed.starts_with('}')
+        {
             let item_tag = tag.take();
             tag = Some(String::new());
             in_impl = None;
@@ -199,7 +212,10 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                 continue;
             }
             if trimmed.starts_with("pub use ") && only.is_none() {
-                out.insert(format!("{module}: {}{t}", declaration(&lines, i, Ends::Use)));
+                out.insert(format!(
+                    "{module}: {}{t}",
+                    declaration(&lines, i, Ends::Use)
+                ));
                 continue;
             }
             if trimmed.starts_with("impl") && !trimmed.contains(" for ") {
@@ -221,7 +237,13 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                 let name = decl
                     .split(['(', '<', ':', ' ', '='])
                     .filter(|w| !w.is_empty())
-                    .find(|w| !["pub", "fn", "async", "unsafe", "const", "struct", "enum", "trait", "type", "static"].contains(w))
+                    .find(|w| {
+                        ![
+                            "pub", "fn", "async", "unsafe", "const", "struct", "enum", "trait",
+                            "type", "static",
+                        ]
+                        .contains(w)
+                    })
                     .unwrap_or("");
                 if !wanted(name) {
                     continue;
@@ -253,12 +275,18 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                 if ITEM_STARTS.iter().any(|s| trimmed.starts_with(s)) {
                     if let (Some(t), Some(it)) = (item_tag, impl_tag) {
                         let t = if t.is_empty() { it.clone() } else { t };
-                        out.insert(format!("{module}: impl {ty}: {}{t}", declaration(&lines, i, Ends::Item)));
+                        out.insert(format!(
+                            "{module}: impl {ty}: {}{t}",
+                            declaration(&lines, i, Ends::Item)
+                        ));
                     }
                 }
             } else if let Some(ty) = &in_type {
                 if trimmed.starts_with("pub ") && !trimmed.starts_with("pub(") {
-                    out.insert(format!("{module}: {ty} field {}", declaration(&lines, i, Ends::Field)));
+                    out.insert(format!(
+                        "{module}: {ty} field {}",
+                        declaration(&lines, i, Ends::Field)
+                    ));
                 }
             }
         }
@@ -278,7 +306,11 @@ fn snapshot_path() -> PathBuf {
 #[test]
 fn the_public_api_is_the_snapshot() {
     let now = current();
-    assert!(now.len() > 50, "found only {} items: the reader is broken", now.len());
+    assert!(
+        now.len() > 50,
+        "found only {} items: the reader is broken",
+        now.len()
+    );
     let path = snapshot_path();
     let text: String = now.iter().map(|l| format!("{l}\n")).collect();
     if std::env::var_os("STEPSCORE_BLESS").is_some() {
@@ -300,8 +332,16 @@ fn the_public_api_is_the_snapshot() {
         added.len(),
         removed.len(),
         path.display(),
-        added.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  "),
-        removed.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n  ")
+        added
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  "),
+        removed
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join("\n  ")
     );
 }
 
@@ -312,9 +352,16 @@ fn the_reader_sees_what_is_public() {
     let now = current();
     let has = |s: &str| now.iter().any(|l| l.contains(s));
     assert!(has("stepscore::prm::scorer: impl Scorer: pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer>"));
-    assert!(has("stepscore::prm::scorer: ScorerOptions field pub max_tokens: Option<usize>"));
-    assert!(has("stepscore::recompute: pub fn recompute(text: &str) -> Recomputed"));
-    assert!(has("simulate_device_loss(&self) [gpu,testing]"), "feature tags");
+    assert!(has(
+        "stepscore::prm::scorer: ScorerOptions field pub max_tokens: Option<usize>"
+    ));
+    assert!(has(
+        "stepscore::recompute: pub fn recompute(text: &str) -> Recomputed"
+    ));
+    assert!(
+        has("simulate_device_loss(&self) [gpu,testing]"),
+        "feature tags"
+    );
     assert!(!has("fn with_spans"), "pub(crate) is not API");
     assert!(!has("arbitrary_text_never_panics"), "tests are not API");
     let _ = Path::new("");

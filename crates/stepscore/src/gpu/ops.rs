@@ -46,7 +46,7 @@ pub struct AttentionShape {
 }
 
 /// The attention kernel keeps a query and its accumulator in registers.
-pub const MAX_HEAD_DIM: usize = 256;
+pub(crate) const MAX_HEAD_DIM: usize = 256;
 
 #[cfg(any(test, feature = "testing"))]
 fn check_len(t: &GpuTensor, need: usize, what: &str) -> Result<()> {

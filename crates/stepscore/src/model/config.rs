@@ -386,7 +386,7 @@ impl ModelConfig {
     /// [`ModelConfig::validate`] for a config read from `file`, whose key for
     /// each `config.json` name is `key(name)` (a GGUF's metadata keys), so an
     /// error names what the file really holds.
-    pub fn validate_in(&self, file: &str, key: &dyn Fn(&str) -> String) -> Result<()> {
+    pub(crate) fn validate_in(&self, file: &str, key: &dyn Fn(&str) -> String) -> Result<()> {
         let err = |m: String| Error::model(file, m);
         for (name, value, max) in [
             ("hidden_size", self.hidden_size, MAX_HIDDEN),
@@ -468,7 +468,7 @@ impl ModelConfig {
     }
 
     /// Rotary inverse frequencies, one per rotated pair (`head_dim / 2`).
-    pub fn rope_inv_freq(&self) -> Vec<f64> {
+    pub(crate) fn rope_inv_freq(&self) -> Vec<f64> {
         let d = self.head_dim as f64;
         let base: Vec<f64> = (0..self.head_dim / 2)
             .map(|i| self.rope_theta.powf(-(2.0 * i as f64) / d))

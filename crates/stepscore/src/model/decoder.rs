@@ -117,7 +117,7 @@ impl<M, V> Weights<M, V> {
 /// Checks a forward's input: token ids inside the vocabulary, a layer tap
 /// that exists, and the sequence (`start` cached positions plus `tokens`)
 /// inside the context. Returns the sequence length after the forward.
-pub fn check_input(
+pub(crate) fn check_input(
     c: &ModelConfig,
     tokens: &[u32],
     start: usize,
@@ -152,7 +152,7 @@ pub fn check_input(
 /// (cos, sin) of every (token, frequency) pair for positions
 /// `start..start + n`, token-major and interleaved, computed in f64 and
 /// rounded to f32: the one table both engines rotate with.
-pub fn rope_table(inv_freq: &[f64], start: usize, n: usize) -> Vec<f32> {
+pub(crate) fn rope_table(inv_freq: &[f64], start: usize, n: usize) -> Vec<f32> {
     let mut out = Vec::with_capacity(n * inv_freq.len() * 2);
     for t in 0..n {
         let pos = (start + t) as f64;

@@ -13,9 +13,9 @@ use safetensors::tensor::{Dtype, Metadata, SafeTensors};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const CONFIG_FILE: &str = "config.json";
-pub const SINGLE_FILE: &str = "model.safetensors";
-pub const INDEX_FILE: &str = "model.safetensors.index.json";
+pub(crate) const CONFIG_FILE: &str = "config.json";
+pub(crate) const SINGLE_FILE: &str = "model.safetensors";
+pub(crate) const INDEX_FILE: &str = "model.safetensors.index.json";
 
 /// At most this many shard files: real checkpoints use tens, not thousands.
 const MAX_SHARDS: usize = 4096;

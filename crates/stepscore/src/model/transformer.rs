@@ -280,7 +280,7 @@ impl Transformer {
 
     /// Frees the vocabulary projection when the head never needs it (score
     /// and value heads): for a 1.5B Qwen2 that is ~230M parameters.
-    pub fn drop_lm_head(&mut self) {
+    pub(crate) fn drop_lm_head(&mut self) {
         if let LmHead::Separate(_) = self.w.lm_head {
             self.w.lm_head = LmHead::Absent;
         }
@@ -295,7 +295,7 @@ impl Transformer {
     /// output of the truncated model is by definition the hidden state of
     /// layer `n` (see [`Transformer::forward_tapped`]), and the later blocks
     /// are never run. Caches made before the call no longer fit.
-    pub fn truncate_layers(&mut self, n: usize) {
+    pub(crate) fn truncate_layers(&mut self, n: usize) {
         if n < self.w.layers.len() {
             self.w.layers.truncate(n);
             self.config.n_layers = n;

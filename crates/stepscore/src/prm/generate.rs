@@ -507,7 +507,7 @@ impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
 /// Where the first step of `text` ends: just past the first blank line
 /// that follows some non-blank text. The segmenter's rule
 /// ([`crate::segment::first_step_end`]), which the stream verifier cuts at too.
-pub fn step_boundary(text: &str) -> Option<usize> {
+pub(crate) fn step_boundary(text: &str) -> Option<usize> {
     crate::segment::first_step_end(text)
 }
 

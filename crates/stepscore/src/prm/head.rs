@@ -14,10 +14,10 @@ use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
 use crate::tokenizer::Tokenizer;
 
 /// Tensor names of the heads, as the reference checkpoints store them.
-pub const SCORE_0_WEIGHT: &str = "score.0.weight";
-pub const SCORE_0_BIAS: &str = "score.0.bias";
-pub const SCORE_2_WEIGHT: &str = "score.2.weight";
-pub const SCORE_2_BIAS: &str = "score.2.bias";
+pub(crate) const SCORE_0_WEIGHT: &str = "score.0.weight";
+pub(crate) const SCORE_0_BIAS: &str = "score.0.bias";
+pub(crate) const SCORE_2_WEIGHT: &str = "score.2.weight";
+pub(crate) const SCORE_2_BIAS: &str = "score.2.bias";
 pub const V_HEAD_WEIGHT: &str = "v_head.summary.weight";
 pub const V_HEAD_BIAS: &str = "v_head.summary.bias";
 /// The MLP value head, `nn.Sequential(Linear(w, k), ReLU, Linear(k, 1))`

@@ -230,6 +230,29 @@ fn parse_stats(list: &str) -> std::result::Result<Vec<StepStat>, String> {
     Ok(out)
 }
 
+impl HeadInput {
+    /// The header metadata that says this input and threshold, as
+    /// [`HeadFile::input`] reads it back: what a trainer writes (the one
+    /// spelling of the `stepscore.*` keys the engine reads).
+    pub fn metadata(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if !self.stats.is_empty() {
+            let names: Vec<&str> = self.stats.iter().map(|s| s.name()).collect();
+            out.push((META_STEP_STATS.to_string(), names.join(",")));
+        }
+        if self.stats_only {
+            out.push((META_STATS_ONLY.to_string(), "true".to_string()));
+        }
+        if let Some(l) = self.layer {
+            out.push((META_LAYER.to_string(), l.to_string()));
+        }
+        if let Some(t) = self.threshold {
+            out.push((META_THRESHOLD.to_string(), format!("{t:.6}")));
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,5 +367,28 @@ mod tests {
                 other => panic!("expected a model error, got {other:?}"),
             }
         }
+    }
+
+    /// What a trainer writes through `HeadInput::metadata` reads back the same.
+    #[test]
+    fn head_input_metadata_round_trips() {
+        let input = HeadInput {
+            layer: Some(7),
+            stats: vec![StepStat::DigitMinLogprob, StepStat::PlusMinusMinLogprob],
+            stats_only: true,
+            threshold: Some(0.602855),
+        };
+        let w = vec![0.5f32, -0.25];
+        let bytes: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let views = vec![(
+            "v_head.summary.weight",
+            safetensors::tensor::TensorView::new(safetensors::Dtype::F32, vec![1, 2], &bytes)
+                .unwrap(),
+        )];
+        let file =
+            safetensors::serialize(views, Some(input.metadata().into_iter().collect())).unwrap();
+        let head = HeadFile::from_bytes(&file, "round-trip.safetensors").unwrap();
+        assert_eq!(head.input().unwrap(), input);
+        assert!(HeadInput::default().metadata().is_empty());
     }
 }

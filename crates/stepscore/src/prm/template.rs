@@ -10,12 +10,12 @@ use crate::error::{Error, Result};
 use crate::tokenizer::Tokenizer;
 
 /// Qwen2.5-Math-PRM's system prompt.
-pub const QWEN_PRM_SYSTEM: &str =
+pub(crate) const QWEN_PRM_SYSTEM: &str =
     "Please reason step by step, and put your final answer within \\boxed{}.";
 /// Qwen2.5-Math-PRM's step separator token.
-pub const QWEN_PRM_MARKER: &str = "<extra_0>";
+pub(crate) const QWEN_PRM_MARKER: &str = "<extra_0>";
 /// Math-Shepherd's step tag.
-pub const SHEPHERD_TAG: &str = "ки";
+pub(crate) const SHEPHERD_TAG: &str = "ки";
 
 /// Everything about a checkpoint that the prompt layout depends on.
 #[derive(Debug, Clone)]
@@ -404,7 +404,7 @@ fn rlhflow(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resu
 
 /// Separator between the problem and steps, and after every step, in the
 /// confidence family's plain prompt.
-pub const CONFIDENCE_SEPARATOR: &str = "\n\n";
+pub(crate) const CONFIDENCE_SEPARATOR: &str = "\n\n";
 
 fn confidence(tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
     let mut tokens = tok.encode(&format!("{problem}{CONFIDENCE_SEPARATOR}"), true)?;

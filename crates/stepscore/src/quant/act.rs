@@ -259,7 +259,7 @@ impl QuantizedActs {
 
     /// [`QuantizedActs::new`] on up to `threads` threads (blocks are
     /// independent, so the result is the same).
-    pub fn new_threaded(
+    pub(crate) fn new_threaded(
         ty: GgmlType,
         x: &[f32],
         n_tokens: usize,
@@ -329,7 +329,7 @@ impl QuantizedActs {
     }
 
     /// [`QuantizedActs::for_weight`] on up to `threads` threads.
-    pub fn for_weight_threaded(
+    pub(crate) fn for_weight_threaded(
         weight: GgmlType,
         x: &[f32],
         n_tokens: usize,

@@ -175,7 +175,7 @@ pub fn matmul_quantized(
 }
 
 /// [`matmul_rows`] with activations already converted.
-pub fn matmul_rows_quantized(
+pub(crate) fn matmul_rows_quantized(
     w: &QMatrix,
     rows: &[usize],
     acts: &QuantizedActs,

@@ -44,7 +44,5 @@ pub use act::{
 };
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-pub use matmul::{
-    matmul, matmul_quantized, matmul_rows, matmul_rows_quantized, matmul_with, QMatrix, Simd,
-};
+pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};
