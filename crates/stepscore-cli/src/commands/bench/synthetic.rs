@@ -484,14 +484,10 @@ fn vocabulary(spec: &ShapeSpec) -> Vec<(&'static str, GgufValue)> {
     ]
 }
 
-/// Builds the random model of `shape` from `seed`, as a parsed in-memory GGUF
-/// named `synthetic-<shape>.gguf`. Allocates about [`ShapeSpec::weight_bytes`].
-pub fn generate(shape: Shape, seed: u64) -> Result<GgufModel> {
-    generate_with(shape, seed, Weights::Real)
-}
-
-/// [`generate`] with the weight formats of `weights`
-/// ([`ShapeSpec::with_weights`]).
+/// Builds the random model of `shape` from `seed` with the weight formats of
+/// `weights` ([`ShapeSpec::with_weights`]; `Weights::Real`: the real file's),
+/// as a parsed in-memory GGUF named `synthetic-<shape>.gguf`. Allocates about
+/// [`ShapeSpec::weight_bytes`].
 pub fn generate_with(shape: Shape, seed: u64, weights: Weights) -> Result<GgufModel> {
     let spec = shape.spec().with_weights(weights);
     let mut rng = Rng(seed ^ 0x9e37_79b9_7f4a_7c15 | 1);
@@ -594,16 +590,16 @@ mod tests {
         use stepscore::model::GgufModel;
         use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
 
-        let g = generate(Shape::Smollm2_135m, 3).unwrap();
+        let g = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
         let data = g.bytes.as_slice();
         assert_eq!(
             g.file.tensors.len(),
             1 + 30 * 9 + 1,
             "token_embd, 9 tensors a layer, output_norm"
         );
-        let again = generate(Shape::Smollm2_135m, 3).unwrap();
+        let again = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
         assert!(again.bytes.as_slice() == data, "same seed, same model");
-        let other = generate(Shape::Smollm2_135m, 4).unwrap();
+        let other = generate_with(Shape::Smollm2_135m, 4, Weights::Real).unwrap();
         assert!(other.bytes.as_slice() != data);
         drop((again, other));
 
