@@ -29,6 +29,8 @@ pub enum DenseMode {
 }
 
 impl DenseMode {
+    pub const ALL: [DenseMode; 2] = [DenseMode::LastToken, DenseMode::Spread];
+
     pub fn name(&self) -> &'static str {
         match self {
             DenseMode::LastToken => "last-token",

@@ -16,6 +16,7 @@ use stepscore::prm::{
     Backend, Family, GenerateOptions, ScorerOptions, SearchOptions, TraceScore, Truncation,
     QUANTIZE_NAMES,
 };
+use stepscore::reward::DenseMode;
 use stepscore::sample::Sampling;
 
 fn read(rel: &str) -> String {
@@ -180,6 +181,11 @@ fn vocabularies_match_the_core() {
     let truncations = names(Truncation::ALL);
     let quantize = set(QUANTIZE_NAMES);
     let aggregations = names(Aggregation::ALL);
+    // Python only: the npm package has no dense rewards.
+    assert_eq!(
+        py_literal(&pyi, "DenseModeName"),
+        names(DenseMode::ALL)
+    );
     // Every name the core's parsers read parses, and nothing else is listed.
     for n in &backends {
         assert!(n.parse::<Backend>().is_ok(), "{n}");

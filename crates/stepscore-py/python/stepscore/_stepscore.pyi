@@ -22,6 +22,7 @@ BackendName = Literal["auto", "gpu", "cpu", "webgpu"]
 TruncationName = Literal["error", "drop-steps"]
 QuantizeName = Literal["q8_0", "q8", "q4_0", "q4"]
 AggregationName = Literal["min", "prod", "last", "mean", "geo_mean"]
+DenseModeName = Literal["last-token", "spread"]
 
 class StepscoreError(Exception): ...
 
@@ -219,7 +220,7 @@ def clip_rewards(rewards: Sequence[float], eta: float) -> FloatArray: ...
 def delta_rewards(rewards: Sequence[float]) -> FloatArray: ...
 def papo_advantages(correct: Sequence[bool], process: Sequence[float], lam: float = 1.0) -> Dict[str, FloatArray]: ...
 def dense_token_rewards(
-    step_rewards: Sequence[float], step_token_ends: Sequence[int], n_tokens: int, mode: str = "last-token"
+    step_rewards: Sequence[float], step_token_ends: Sequence[int], n_tokens: int, mode: DenseModeName = "last-token"
 ) -> FloatArray: ...
 def dense_rewards(
     response: str,
@@ -227,7 +228,7 @@ def dense_rewards(
     step_rewards: Sequence[float],
     token_offsets: Sequence[Sequence[int]],
     *,
-    mode: str = "last-token",
+    mode: DenseModeName = "last-token",
     shaping: Optional[str] = None,
     eta: float = 0.0,
     baseline: float = 0.0,
