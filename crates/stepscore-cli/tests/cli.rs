@@ -521,6 +521,12 @@ fn default_prm_marks_the_readme_steps() {
         table.contains("least likely: \"12\""),
         "slip-1's wrong result is its least likely number: {table}"
     );
+    // And exact arithmetic says why, on that step only.
+    assert_eq!(table.matches("arithmetic: ").count(), 1, "{table}");
+    assert!(
+        table.contains("arithmetic: \"0.2 x 50 = 12\" is false: 0.2 x 50 is 10"),
+        "{table}"
+    );
 }
 
 /// `--token-logprobs` writes each scored step's tokens: byte spans that tile

@@ -133,7 +133,8 @@ pub fn extract_answer(text: &str) -> Option<String> {
 /// The equations `text` writes, each checked in exact rational arithmetic
 /// (the core's `recompute`: words end an expression, a result may be shown
 /// rounded): dicts with `start`, `end` (str indices of the equation),
-/// `left`, `right`, `approx` (written with ≈) and `holds`.
+/// `left`, `right`, `left_value` / `right_value` (the exact value of a side
+/// that computes something, else None), `approx` (written with ≈) and `holds`.
 ///
 /// >>> [e["holds"] for e in check_arithmetic("0.2 x 50 = 12, and 3 + 4 = 7")]
 /// [False, True]
@@ -148,6 +149,8 @@ pub fn check_arithmetic<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py,
         d.set_item("end", end)?;
         d.set_item("left", e.left)?;
         d.set_item("right", e.right)?;
+        d.set_item("left_value", e.left_value)?;
+        d.set_item("right_value", e.right_value)?;
         d.set_item("approx", e.approx)?;
         d.set_item("holds", e.holds)?;
         out.append(d)?;

@@ -232,3 +232,13 @@ def test_default_scorer_is_the_catalog_prm(qwen15b):
     scorer = stepscore.Scorer(threads=1)
     assert scorer.family == "value-head" and scorer.model == qwen15b
     assert 0 < scorer.threshold < 1  # shipped with the head (stepscore.threshold)
+
+
+def test_check_arithmetic_reads_the_equations_a_step_writes():
+    got = stepscore.check_arithmetic("Weng earns 0.2 x 50 = 12 dollars, and 3 + 4 = 7.")
+    assert [(e["left"], e["right"], e["holds"]) for e in got] == [("0.2 x 50", "12", False), ("3 + 4", "7", True)]
+    assert got[0]["left_value"] == "10" and got[0]["right_value"] is None
+    text = "é 2 + 2 = 5"
+    (e,) = stepscore.check_arithmetic(text)
+    assert text[e["start"] : e["end"]] == "2 + 2 = 5"  # str indices, not bytes
+    assert stepscore.check_arithmetic("20% of 50 = 10") == []

@@ -129,6 +129,38 @@ impl Rational {
         (f, if self.is_integer() { f } else { f + 1 })
     }
 
+    /// Written as a terminating decimal when it has one (`10`, `0.125`),
+    /// else as `p/q`.
+    pub fn to_decimal_string(self) -> String {
+        let mut den = self.den;
+        let (mut twos, mut fives) = (0u32, 0u32);
+        while den % 2 == 0 {
+            den /= 2;
+            twos += 1;
+        }
+        while den % 5 == 0 {
+            den /= 5;
+            fives += 1;
+        }
+        let places = twos.max(fives);
+        let scaled = 10i128
+            .checked_pow(places)
+            .and_then(|p| self.num.checked_mul(p / self.den));
+        match scaled {
+            Some(n) if den == 1 => {
+                let digits = n.unsigned_abs().to_string();
+                let sign = if n < 0 { "-" } else { "" };
+                if places == 0 {
+                    return format!("{sign}{digits}");
+                }
+                let digits = format!("{digits:0>width$}", width = places as usize + 1);
+                let (int, frac) = digits.split_at(digits.len() - places as usize);
+                format!("{sign}{int}.{frac}")
+            }
+            _ => format!("{}/{}", self.num, self.den),
+        }
+    }
+
     pub fn to_f64(self) -> f64 {
         self.num as f64 / self.den as f64
     }
@@ -170,6 +202,15 @@ mod tests {
         assert!(Rational::new(1, 0).is_none());
         assert!(Rational::integer(i128::MAX).add(r(1, 1)).is_none());
         assert!(r(1, 3) < r(1, 2));
+    }
+
+    #[test]
+    fn decimal_strings() {
+        assert_eq!(r(10, 1).to_decimal_string(), "10");
+        assert_eq!(r(1, 8).to_decimal_string(), "0.125");
+        assert_eq!(r(-21, 20).to_decimal_string(), "-1.05");
+        assert_eq!(r(1, 3).to_decimal_string(), "1/3");
+        assert_eq!(r(-7, 6).to_decimal_string(), "-7/6");
     }
 
     #[test]

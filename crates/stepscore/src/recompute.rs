@@ -30,9 +30,34 @@ pub struct Equation {
     /// The two sides as written.
     pub left: String,
     pub right: String,
+    /// The exact value of each side that computes something (`None` for a
+    /// bare number), as [`Rational::to_decimal_string`] writes it.
+    pub left_value: Option<String>,
+    pub right_value: Option<String>,
     /// Written with `≈` (or `\approx`, `~=`) rather than `=`.
     pub approx: bool,
     pub holds: bool,
+}
+
+impl Equation {
+    /// What a person reads: `"0.2 x 50 = 12" is false: 0.2 x 50 is 10`.
+    pub fn explain(&self) -> String {
+        let sign = if self.approx { "≈" } else { "=" };
+        let verdict = if self.holds { "holds" } else { "is false" };
+        let mut out = format!("\"{} {sign} {}\" {verdict}", self.left, self.right);
+        let values: Vec<String> = [
+            (&self.left, &self.left_value),
+            (&self.right, &self.right_value),
+        ]
+        .into_iter()
+        .filter_map(|(side, v)| v.as_ref().map(|v| format!("{side} is {v}")))
+        .collect();
+        if !self.holds && !values.is_empty() {
+            out.push_str(": ");
+            out.push_str(&values.join(", "));
+        }
+        out
+    }
 }
 
 /// Every equation of a step that could be checked.
@@ -415,6 +440,8 @@ fn check_run(text: &str, run: &[Token], out: &mut Vec<Equation>) {
             end: b.end,
             left: text[a.start..a.end].trim().to_string(),
             right: text[b.start..b.end].trim().to_string(),
+            left_value: a.computes.then(|| a.value.to_decimal_string()),
+            right_value: b.computes.then(|| b.value.to_decimal_string()),
             approx,
             holds: agree(a, b, approx),
         });
@@ -762,6 +789,16 @@ mod tests {
         let e = &r.equations[0];
         assert_eq!(&text[e.start..e.end], "12 + 30 = 45");
         assert!(!e.holds && !e.approx);
+        assert_eq!(e.explain(), "\"12 + 30 = 45\" is false: 12 + 30 is 42");
+        let both = &recompute("2 * 3 = 1 + 4").equations[0];
+        assert_eq!(
+            both.explain(),
+            "\"2 * 3 = 1 + 4\" is false: 2 * 3 is 6, 1 + 4 is 5"
+        );
+        assert_eq!(
+            recompute("1/3 + 1/3 = 2/3").equations[0].explain(),
+            "\"1/3 + 1/3 = 2/3\" holds"
+        );
         let frac = recompute("so \\frac{6}{4} = 1.5");
         assert_eq!(frac.equations[0].left, "\\frac{6}{4}");
     }

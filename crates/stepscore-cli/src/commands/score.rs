@@ -237,6 +237,10 @@ fn write_table(
                 .map_err(io)?;
             }
         }
+        // Arithmetic that is false in exact arithmetic, whatever the PRM says.
+        if let Some(e) = stepscore::recompute::recompute(&step.text).first_false() {
+            writeln!(out, "       arithmetic: {}", e.explain()).map_err(io)?;
+        }
     }
     let agg = aggregate(scored, args.aggregation);
     let truncated = if result.truncated_steps > 0 {
