@@ -182,10 +182,7 @@ fn vocabularies_match_the_core() {
     let quantize = set(QUANTIZE_NAMES);
     let aggregations = names(Aggregation::ALL);
     // Python only: the npm package has no dense rewards.
-    assert_eq!(
-        py_literal(&pyi, "DenseModeName"),
-        names(DenseMode::ALL)
-    );
+    assert_eq!(py_literal(&pyi, "DenseModeName"), names(DenseMode::ALL));
     // Every name the core's parsers read parses, and nothing else is listed.
     for n in &backends {
         assert!(n.parse::<Backend>().is_ok(), "{n}");
