@@ -8,6 +8,7 @@ import {
   firstError as wasmFirstError,
   selectBest as wasmSelectBest,
   extractAnswer as wasmExtractAnswer,
+  checkArithmetic as wasmCheckArithmetic,
   readTraces as wasmReadTraces,
   parseBackend as wasmParseBackend,
   isSoftwareAdapter as wasmIsSoftwareAdapter,
@@ -628,6 +629,15 @@ export function readTraces(text, options) {
 /** Best-of-N, majority and weighted vote over scored candidate responses. */
 export function selectBest(candidates, how) {
   return sync(() => wasmSelectBest(candidates, how));
+}
+
+/**
+ * The equations `text` writes, each checked in exact rational arithmetic
+ * (no model): `{ start, end, left, right, leftValue, rightValue, approx,
+ * holds, explanation }`, spans in string indices.
+ */
+export function checkArithmetic(text) {
+  return sync(() => wasmCheckArithmetic(text));
 }
 
 /** The final answer a response states, or null. */

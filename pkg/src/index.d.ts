@@ -675,6 +675,24 @@ export interface ReadResult {
 export function readTraces(text: string, options?: ReadOptions): ReadResult;
 
 /** The final answer a response states (`\boxed{...}`, "the answer is ..."), or null. */
+/** One equation a text writes, checked in exact rational arithmetic. */
+export interface Equation {
+  /** String indices: `text.slice(start, end)` is the equation. */
+  start: number;
+  end: number;
+  left: string;
+  right: string;
+  /** The exact value of a side that computes something (null for a bare number). */
+  leftValue: string | null;
+  rightValue: string | null;
+  /** Written with ≈. */
+  approx: boolean;
+  holds: boolean;
+  /** `"0.2 x 50 = 12" is false: 0.2 x 50 is 10` */
+  explanation: string;
+}
+/** The equations `text` writes, each checked exactly (no model): false ones are wrong for certain. */
+export function checkArithmetic(text: string): Equation[];
 export function extractAnswer(text: string): string | null;
 
 /** Where a catalog file can come from, in the order the native fetch tries them; the npm package uses the hub source. */

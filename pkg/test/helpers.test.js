@@ -2,7 +2,7 @@
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { aggregate, extractAnswer, firstError, segment, selectBest, StepscoreError } from 'stepscore';
+import { aggregate, checkArithmetic, extractAnswer, firstError, segment, selectBest, StepscoreError } from 'stepscore';
 
 const throwsCode = (fn, code, pattern) =>
   assert.throws(fn, (e) => {
@@ -107,4 +107,17 @@ test('extractAnswer reads the stated answer', () => {
   assert.equal(extractAnswer('so the total is \\boxed{42}.'), '42');
   assert.equal(extractAnswer('no answer here'), null);
   throwsCode(() => extractAnswer(null), 'INVALID_ARGUMENT');
+});
+
+test('checkArithmetic reads the equations a text writes, spans in string indices', () => {
+  const text = 'Weng earns 0.2 x 50 = 12 dollars; 3 + 4 = 7.';
+  const [slip, ok] = checkArithmetic(text);
+  assert.deepEqual([slip.left, slip.right, slip.holds, slip.leftValue, slip.rightValue], ['0.2 x 50', '12', false, '10', null]);
+  assert.equal(slip.explanation, '"0.2 x 50 = 12" is false: 0.2 x 50 is 10');
+  assert.equal(ok.holds, true);
+  const wide = '😀 2 + 2 = 5';
+  const [e] = checkArithmetic(wide);
+  assert.equal(wide.slice(e.start, e.end), '2 + 2 = 5');
+  assert.deepEqual(checkArithmetic('20% of 50 = 10'), []);
+  throwsCode(() => checkArithmetic(null), 'INVALID_ARGUMENT');
 });

@@ -904,6 +904,14 @@ pub fn select_best(candidates: JsValue, how: JsValue) -> JsResult<JsValue> {
     to_js(&SelectionOut::from(stepscore::select::select(&traces, how)))
 }
 
+/// The equations `text` writes, each checked in exact rational arithmetic
+/// (the core's `recompute`), with UTF-16 spans.
+#[wasm_bindgen(js_name = checkArithmetic)]
+pub fn check_arithmetic(text: JsValue) -> JsResult<JsValue> {
+    let text = string_arg(&text, "text", Code::InvalidArgument)?;
+    to_js(&crate::output::equations(&text))
+}
+
 /// The final answer a response states (`\boxed{}`, "the answer is ..."), if any.
 #[wasm_bindgen(js_name = extractAnswer)]
 pub fn extract_answer(text: JsValue) -> JsResult<Option<String>> {

@@ -167,6 +167,42 @@ pub fn step_token_spans(
     (spans, least)
 }
 
+/// One equation `checkArithmetic` read, with UTF-16 offsets.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EquationOut {
+    pub start: usize,
+    pub end: usize,
+    pub left: String,
+    pub right: String,
+    pub left_value: Option<String>,
+    pub right_value: Option<String>,
+    pub approx: bool,
+    pub holds: bool,
+    /// What a person reads (`Equation::explain`).
+    pub explanation: String,
+}
+
+/// The core's equations of `text` with UTF-16 spans.
+pub fn equations(text: &str) -> Vec<EquationOut> {
+    let units = Utf16Index::new(text);
+    stepscore::recompute::recompute(text)
+        .equations
+        .into_iter()
+        .map(|e| EquationOut {
+            start: units.floor(e.start),
+            end: units.ceil(e.end),
+            explanation: e.explain(),
+            left: e.left,
+            right: e.right,
+            left_value: e.left_value,
+            right_value: e.right_value,
+            approx: e.approx,
+            holds: e.holds,
+        })
+        .collect()
+}
+
 /// UTF-16 offsets of a text's byte offsets. A byte inside a character
 /// (a byte-level token can end mid-character) rounds down for a start and
 /// up for an end, so a span never shows half a character.
