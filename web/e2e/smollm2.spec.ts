@@ -29,6 +29,9 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   // Tokens are shaded, and the flagged wrong step (7 × 8 = 54) marks its wrong number.
   await expect(page.locator(`#steps li.step-card[data-step="${SLIP.wrongStep}"] [data-first-error]`)).toBeVisible();
   await expect(page.locator('#steps [data-least-likely]')).toHaveText('54');
+  // Exact arithmetic says why, on that step only (the model is not asked).
+  await expect(page.locator('#steps [data-arithmetic]')).toHaveCount(1);
+  await expect(page.locator(`#steps li.step-card[data-step="${SLIP.wrongStep}"] [data-arithmetic]`)).toHaveText('Exact arithmetic: "7 × 8 = 54" is false: 7 × 8 is 56');
   expect(await page.locator('#steps .tok').count()).toBeGreaterThan(20);
   console.log(`SmolLM2 confidence scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
   await shot(page, '07-smollm2-default-model');

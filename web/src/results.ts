@@ -1,6 +1,6 @@
 // The step-reward view: summary (aggregate, first error), legend, chart and
 // its table twin, one card per step. Step text goes in as text (dom.ts).
-import { aggregate, firstError, type Aggregation, type StepConfidence, type TextSpan, type TokenLogprob } from 'stepscore';
+import { aggregate, checkArithmetic, firstError, type Aggregation, type StepConfidence, type TextSpan, type TokenLogprob } from 'stepscore';
 import { drawChart } from './chart';
 import { scaleGradient, scoreColor, scoreTint } from './color';
 import { PROGRESS_BASELINE } from './config';
@@ -56,11 +56,14 @@ function stepCard(step: AppStep, i: number, score: number | null, conf: StepConf
     if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
   }
   const markLine = mark ? leastLikelyLine(step.text, mark) : null;
+  // Arithmetic that is false in exact arithmetic: wrong for certain, whatever the score.
+  const wrong = pending ? undefined : checkArithmetic(step.text).find((e) => !e.holds);
+  const arithLine = wrong ? el('p', { class: 'arith', attrs: { 'data-arithmetic': 'false' } }, `Exact arithmetic: ${wrong.explanation}`) : null;
   const confLine = conf
     ? el('p', { class: 'conf' }, `${conf.tokens} tokens · mean log-prob ${fmt(conf.meanLogprob)} (p ≈ ${fmt(Math.exp(conf.meanLogprob))}) · min log-prob ${fmt(conf.minLogprob)} · mean entropy ${fmt(conf.meanEntropy)} nats`)
     : null;
   const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs: { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'aria-label': `Step ${i + 1}, ${pending ? 'not scored yet' : `score ${fmt(score, 2)}`}${isFirst ? ', first error' : ''}` } },
-    head, bar, text, markLine, confLine);
+    head, bar, text, markLine, arithLine, confLine);
   return card;
 }
 
