@@ -20,7 +20,7 @@ pub fn core_options<T: DeserializeOwned + Default>(value: &Value, what: &str) ->
     if !value.is_object() {
         return Err(Error::invalid_argument(format!(
             "{what} must be an object, got {}",
-            json_type(value)
+            stepscore::io::json_type_name(value)
         )));
     }
     let snake = to_snake_keys(value, what, "")?;
@@ -159,17 +159,6 @@ fn camel_in_backticks(message: &str) -> String {
         }
     }
     out
-}
-
-fn json_type(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

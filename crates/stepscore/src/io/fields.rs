@@ -8,8 +8,9 @@ pub(crate) use crate::validate::Problem as RowError;
 
 pub(crate) type RowResult<T> = std::result::Result<T, RowError>;
 
-/// Names the JSON type of `v`, for "expected X, found Y" messages.
-pub(crate) fn type_name(v: &Value) -> &'static str {
+/// Names the JSON type of `v`, for "expected X, found Y" messages (the
+/// wasm bindings' option messages use it too).
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

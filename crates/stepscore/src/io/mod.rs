@@ -54,6 +54,8 @@ mod lines;
 mod rows;
 mod strict;
 
+pub use fields::type_name as json_type_name;
+
 use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Chain, Cursor, Read, Write};
