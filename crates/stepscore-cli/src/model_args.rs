@@ -100,22 +100,22 @@ impl ModelArgs {
             Some(h) => HeadSource::File(h.clone()),
             None => HeadSource::Checkpoint,
         };
-        let opened = self.open_with(head)?;
+        let (opened, seconds, fetched) = self.open_with(head)?;
+        let config = opened.scorer.model().config();
+        let what = if fetched {
+            "fetched and loaded"
+        } else {
+            "loaded"
+        };
         eprintln!(
-            "stepscore: {} ({} family, {} layers, hidden {}) {} in {:.2}s",
-            opened.0.label(),
-            opened.0.scorer.family(),
-            opened.0.scorer.model().config().n_layers,
-            opened.0.scorer.model().config().hidden_size,
-            if opened.2 {
-                "fetched and loaded"
-            } else {
-                "loaded"
-            },
-            opened.1
+            "stepscore: {} ({} family, {} layers, hidden {}) {what} in {seconds:.2}s",
+            opened.label(),
+            opened.scorer.family(),
+            config.n_layers,
+            config.hidden_size,
         );
-        eprintln!("stepscore: engine {}", opened.0.scorer.backend_report());
-        Ok(opened.0.scorer)
+        eprintln!("stepscore: engine {}", opened.scorer.backend_report());
+        Ok(opened.scorer)
     }
 
     /// Loads `--model` as a backbone for generation or feature extraction
