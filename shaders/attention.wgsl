@@ -6,8 +6,8 @@
 // window, else 0).
 //
 // One invocation per (query, head), with the CPU engine's bits
-// (model/transformer.rs `attend_one_body`): scores q . k (eight lanes,
-// lanes added in order, then the tail: `dot_inline`) times scale, their
+// (cpu/attention.rs `attend_one_body`): scores q . k (eight lanes,
+// lanes added in order, then the tail: `quant::dot`) times scale, their
 // max, e^(score - max) by exp_cpu (exp.wgsl), their sum in key order, then
 // out = sum over keys in order of (e / sum) * v, every product and sum
 // rounded on its own. The CPU keeps the exponentials; here the scores are

@@ -15,9 +15,9 @@
 // (interleaved by row, so neighbouring invocations read neighbouring
 // groups), group j of token t's activations is group t * groups + j.
 //
-// Summation order of the CPU engine's dot_f32 (quant/kernels.rs): eight
-// lane sums over the whole groups, the lanes added in order, then the
-// values past the last whole group one by one. An invocation owns 1 row x
+// Summation order of the CPU engine's one f32 dot (dot_f32,
+// quant/portable.rs): eight lane sums over the whole groups, the lanes added
+// in order, plus the sum of the values past the last whole group. An invocation owns 1 row x
 // 4 tokens, as in matmul_f32.wgsl (no workgroup memory or barriers).
 
 struct Params {
@@ -87,7 +87,8 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         a3l += wv.lo * x3.lo;
         a3h += wv.hi * x3.hi;
     }
-    var s = vec4<f32>(lane_sum(a0l, a0h), lane_sum(a1l, a1h), lane_sum(a2l, a2h), lane_sum(a3l, a3h));
+    let s = vec4<f32>(lane_sum(a0l, a0h), lane_sum(a1l, a1h), lane_sum(a2l, a2h), lane_sum(a3l, a3h));
+    var tail = vec4<f32>(0.0);
     let rest = p.cols - full * 8u;
     if (rest > 0u) {
         let wv = load_w(full * p.rows + r);
@@ -97,13 +98,14 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>) {
         let x3 = load_x(xb.w + full);
         for (var l = 0u; l < rest; l++) {
             let wl = lane(wv, l);
-            s += wl * vec4<f32>(lane(x0, l), lane(x1, l), lane(x2, l), lane(x3, l));
+            tail += wl * vec4<f32>(lane(x0, l), lane(x1, l), lane(x2, l), lane(x3, l));
         }
     }
+    let total = s + tail;
     let o = p.row_offset + r;
     for (var i = 0u; i < TT; i++) {
         if (t0 + i < p.n_tokens) {
-            y[p.y_base + (t0 + i) * p.out_stride + o] = s[i];
+            y[p.y_base + (t0 + i) * p.out_stride + o] = total[i];
         }
     }
 }

@@ -1,5 +1,5 @@
 // Shared body of the quantized matmul kernels: weights in ggml blocks times
-// 8-bit activations, with the CPU engine's bits (quant/kernels.rs, the one
+// 8-bit activations, with the CPU engine's bits (quant/portable.rs, the one
 // float order of every engine): a block's integer sums are exact (i32), and
 //   32-element formats: eight lanes per token, lane l += (d_w * d_a) * isum_l
 //     (isum_l: the block's elements 4l..4l+3), acc += m_w * s_a for the
@@ -46,7 +46,7 @@ var<private> row: u32;
 var<private> lanes: array<vec4<f32>, 8>;
 var<private> acc: vec4<f32>;
 
-// The CPU's reduction of the eight lanes (kernels.rs `lane_tree`).
+// The CPU's reduction of the eight lanes (portable.rs `lane_tree`).
 fn lane_tree() -> vec4<f32> {
     return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6]))
          + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));

@@ -1,6 +1,6 @@
 // RMSNorm per row: out[r][c] = x[r][c] * (1 / sqrt(mean_c(x[r]^2) + eps)) * w[c],
-// with the CPU engine's bits (model/transformer.rs `rms_norm` over
-// `matrix::dot`): the sum of squares in eight lanes (lane l: columns
+// with the CPU engine's bits (cpu/forward.rs `rms_norm` over
+// `quant::dot`): the sum of squares in eight lanes (lane l: columns
 // l, l + 8, ... below the last multiple of 8, in order), the lanes added in
 // order, then the tail's sum, then the division by cols; each product and
 // sum rounded on its own. One workgroup per row: invocations 0..7 own the

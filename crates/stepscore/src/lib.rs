@@ -8,6 +8,7 @@
 pub mod aggregate;
 pub mod answer;
 pub mod catalog;
+pub mod cpu;
 pub mod error;
 pub mod format;
 pub mod ggml;

@@ -36,6 +36,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("tokenizer", 4),
     ("model", 4),
     ("stream", 4),
+    ("cpu", 5),
     ("gpu", 5),
     ("sample", 5),
     ("prm", 6),

@@ -10,7 +10,7 @@
 //! The CPU engine's own product (`Matrix::matmul`: f32, or 8-bit activations
 //! with integer block sums) must meet the same bound; measured maxima are
 //! printed. For quantized weights the two engines take the same float steps
-//! in the same order (quant/kernels.rs), so on llvmpipe the GPU's outputs
+//! in the same order (quant/portable.rs), so on llvmpipe the GPU's outputs
 //! must equal the CPU's bit for bit; f32 weights differ in summation order.
 //! The device's 8-bit activations themselves equal the CPU's bit for bit.
 //! Quantized kernels run twice: with WGSL's `dot4I8Packed` and with its

@@ -151,7 +151,14 @@ fn reexported(lines: &[&str]) -> BTreeSet<String> {
 
 /// The public API lines of module `path` and, recursively, of its public
 /// submodules; `only`: for a private module, the names its parent re-exports.
-fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<String>>) {
+/// `types`: the crate's public types, whose inherent `pub` methods are API
+/// wherever their `impl` block is (the CPU engine's `impl Transformer`).
+fn listing(
+    path: &[String],
+    out: &mut BTreeSet<String>,
+    only: Option<&BTreeSet<String>>,
+    types: &BTreeSet<String>,
+) {
     let Some(file) = module_file(path) else {
         return;
     };
@@ -200,7 +207,7 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                 let name = rest.trim_end_matches(';').trim().to_string();
                 let mut sub = path.to_vec();
                 sub.push(name);
-                listing(&sub, out, None);
+                listing(&sub, out, None, types);
                 continue;
             }
             // A private module: what the file re-exports from it is API.
@@ -208,7 +215,7 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                 let name = rest.trim_end_matches(';').trim().to_string();
                 let mut sub = path.to_vec();
                 sub.push(name);
-                listing(&sub, out, Some(&exported));
+                listing(&sub, out, Some(&exported), types);
                 continue;
             }
             if trimmed.starts_with("pub use ") && only.is_none() {
@@ -228,7 +235,11 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
                     .next()
                     .unwrap_or("")
                     .to_string();
-                let t = if wanted(&ty) { Some(t) } else { None };
+                let t = if wanted(&ty) || types.contains(&ty) {
+                    Some(t)
+                } else {
+                    None
+                };
                 in_impl = Some((ty, t));
                 continue;
             }
@@ -294,8 +305,21 @@ fn listing(path: &[String], out: &mut BTreeSet<String>, only: Option<&BTreeSet<S
 }
 
 fn current() -> BTreeSet<String> {
+    // Two passes: the first finds the public types.
+    let mut first = BTreeSet::new();
+    listing(&[], &mut first, None, &BTreeSet::new());
+    let types: BTreeSet<String> = first
+        .iter()
+        .filter_map(|l| {
+            let decl = l.split_once(": ")?.1;
+            let rest = decl
+                .strip_prefix("pub struct ")
+                .or_else(|| decl.strip_prefix("pub enum "))?;
+            Some(rest.split(['<', ' ', '(', '{', ';']).next()?.to_string())
+        })
+        .collect();
     let mut out = BTreeSet::new();
-    listing(&[], &mut out, None);
+    listing(&[], &mut out, None, &types);
     out
 }
 
@@ -361,6 +385,10 @@ fn the_reader_sees_what_is_public() {
     assert!(
         has("simulate_device_loss(&self) [gpu,testing]"),
         "feature tags"
+    );
+    assert!(
+        has("stepscore::cpu::forward: impl Transformer: pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden>"),
+        "a public type's methods are API in a private module too"
     );
     assert!(!has("fn with_spans"), "pub(crate) is not API");
     assert!(!has("arbitrary_text_never_panics"), "tests are not API");

@@ -2,7 +2,7 @@
 //! (blocks, final norm, vocabulary projection) over an engine's storage,
 //! the input checks, the RoPE tables, and the order of operations of a
 //! forward pass, expressed over [`DecoderPass`]. The CPU engine
-//! (`model/transformer.rs`) implements a pass with its fused quantized
+//! (`cpu/forward.rs`) implements a pass with its fused quantized
 //! matmuls and threaded attention; the WGSL engine (`gpu/transformer.rs`)
 //! records every step of a pass into one submission.
 //!

@@ -3,7 +3,7 @@
 //! the WGSL engine (shaders/exp.wgsl, the same steps) computes the same
 //! bits: `f32::exp` (glibc, or Rust's libm on wasm) and WGSL's `exp`
 //! (whatever the driver does) are not the same function, and one ulp in an
-//! activation moves later 8-bit roundings (see quant/kernels.rs).
+//! activation moves later 8-bit roundings (see quant/portable.rs).
 //!
 //! Steps: n = round_even(x log2 e); r = (x - n ln2_hi) - n ln2_lo (Cody and
 //! Waite: n ln2_hi is exact for |n| < 256); e^r by its Taylor polynomial of

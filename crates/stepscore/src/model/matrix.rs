@@ -8,7 +8,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
-use crate::quant::{self, QMatrix, QuantizedActs};
+use crate::quant::{self, dot, dot_f32, QMatrix, QuantizedActs};
 
 /// A byte range of a shared model file: quantized weights stay where the
 /// file (or its memory map) holds them.
@@ -349,7 +349,7 @@ fn f32_rows_block(
             &x[(t + 3) * cols..(t + 4) * cols],
         ];
         for (j, r) in range.clone().enumerate() {
-            let d = dot4(&w[r * cols..(r + 1) * cols], xs);
+            let d = dot_f32::<4>(&w[r * cols..(r + 1) * cols], &xs);
             for (k, v) in d.into_iter().enumerate() {
                 out[(t + k) * out_stride + j] = v;
             }
@@ -363,52 +363,6 @@ fn f32_rows_block(
         }
         t += 1;
     }
-}
-
-const LANES: usize = 8;
-
-/// Dot product with eight independent accumulators so LLVM can keep them in
-/// one SIMD register and skip the serial dependency of a plain fold.
-pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
-    let mut acc = [0.0f32; LANES];
-    let ca = a.chunks_exact(LANES);
-    let cb = b.chunks_exact(LANES);
-    let (ra, rb) = (ca.remainder(), cb.remainder());
-    for (pa, pb) in ca.zip(cb) {
-        for i in 0..LANES {
-            acc[i] += pa[i] * pb[i];
-        }
-    }
-    let mut tail = 0.0f32;
-    for (p, q) in ra.iter().zip(rb) {
-        tail += p * q;
-    }
-    acc.iter().sum::<f32>() + tail
-}
-
-fn dot4(w: &[f32], xs: [&[f32]; 4]) -> [f32; 4] {
-    let mut acc = [[0.0f32; LANES]; 4];
-    let n = w.len() / LANES * LANES;
-    let mut i = 0;
-    while i < n {
-        let wc = &w[i..i + LANES];
-        for (k, xk) in xs.iter().enumerate() {
-            let xc = &xk[i..i + LANES];
-            for l in 0..LANES {
-                acc[k][l] += wc[l] * xc[l];
-            }
-        }
-        i += LANES;
-    }
-    let mut res = [0.0f32; 4];
-    for k in 0..4 {
-        let mut tail = 0.0f32;
-        for j in n..w.len() {
-            tail += w[j] * xs[k][j];
-        }
-        res[k] = acc[k].iter().sum::<f32>() + tail;
-    }
-    res
 }
 
 #[cfg(test)]

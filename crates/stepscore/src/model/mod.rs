@@ -1,6 +1,8 @@
-//! Decoder models on the CPU: configuration, weight storage, the forward
-//! pass, and loaders (Hugging Face safetensors here; GGUF plugs in by building
-//! the same [`Transformer`] from its own tensors).
+//! Decoder models, engine-neutral: configuration, the block sequence both
+//! engines run (`decoder.rs`), the kernel interface of the heads
+//! (`kernels.rs`), weight storage ([`Matrix`], [`Transformer`]) and the
+//! loaders (Hugging Face safetensors, GGUF). The engines are `crate::cpu`
+//! and `crate::gpu`.
 
 pub mod config;
 pub mod decoder;
@@ -17,4 +19,4 @@ pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};
 pub use kernels::{Kernels, Linear, States, TokenStat};
 pub use matrix::{Matrix, SharedBytes};
-pub use transformer::{Hidden, KvCache, Layer, LmHead, RopeStyle, Transformer};
+pub use transformer::{Hidden, Layer, LmHead, RopeStyle, Transformer};

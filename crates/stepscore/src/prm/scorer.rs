@@ -228,16 +228,14 @@ impl TokenLogprob {
 /// A loaded PRM: decoder, tokenizer, prompt protocol and head.
 #[derive(Debug)]
 pub struct Scorer {
-    model: Transformer,
     tokenizer: Tokenizer,
     protocol: Protocol,
-    /// `None` for a backbone opened for feature extraction only.
-    head: Option<Head>,
     /// The operator tokens' vocabulary rows, built at the first feature
     /// extraction with confidence statistics.
     operators: std::sync::OnceLock<OperatorRows>,
     max_tokens: usize,
     truncation: Truncation,
+    /// The engine, with the decoder's weights and the head it runs.
     engine: Engine,
     /// False when the blocks after the head's layer were dropped at load
     /// (the model can then not generate).
@@ -631,12 +629,10 @@ impl Scorer {
             }
             Some(m) => m,
         };
-        let engine = Engine::new(options.backend, &model, head.as_ref())?;
+        let engine = Engine::new(options.backend, model, head)?;
         Ok(Scorer {
-            model,
             tokenizer,
             protocol,
-            head,
             operators: std::sync::OnceLock::new(),
             max_tokens,
             truncation: options.truncation,
@@ -656,7 +652,7 @@ impl Scorer {
     /// The decoder's weights on the host (the CPU engine's, and what a GPU
     /// engine uploads).
     pub fn model(&self) -> &Transformer {
-        &self.model
+        self.engine.model()
     }
 
     pub fn max_tokens(&self) -> usize {
@@ -666,7 +662,7 @@ impl Scorer {
     /// The first-error threshold the model's head was shipped with (chosen
     /// on validation data with the head); `None` when it has none.
     pub fn threshold(&self) -> Option<f64> {
-        self.head.as_ref().and_then(Head::threshold)
+        self.engine.head().and_then(Head::threshold)
     }
 
     /// Which engine this scorer runs on, and why.
@@ -679,8 +675,7 @@ impl Scorer {
     /// engine (natively, [`ScorerOptions::backend`] does the same at load).
     /// Sessions must be started after this.
     pub async fn set_backend_async(&mut self, backend: Backend) -> Result<()> {
-        self.engine = Engine::new_async(backend, &self.model, self.head.as_ref()).await?;
-        Ok(())
+        self.engine.set_backend_async(backend).await
     }
 
     /// Device buffers of the GPU engine (None on the CPU engine, or before
@@ -701,7 +696,7 @@ impl Scorer {
 
     /// The head; an error for a backbone opened without one.
     pub(crate) fn head(&self) -> Result<&Head> {
-        self.head.as_ref().ok_or_else(|| {
+        self.engine.head().ok_or_else(|| {
             Error::InvalidArgument(format!(
                 "this {} model was opened as a backbone for feature extraction, without a head: it cannot score",
                 self.protocol.family
@@ -816,30 +811,24 @@ impl Scorer {
         steps: &[&str],
         options: &FeatureOptions,
     ) -> Result<StepFeatures> {
-        let layer = features::forward_layer(&self.model, options)?;
+        let layer = features::forward_layer(self.model(), options)?;
         self.blocking_allowed()?;
         let mut enc = self.encode(problem, steps)?;
         let truncated_steps = self.fit(&mut enc)?;
-        let hidden = block_on(self.engine.forward(
-            &self.model,
-            self.head.as_ref(),
-            &enc.tokens,
-            None,
-            layer,
-        ))?;
+        let hidden = block_on(self.engine.forward(&enc.tokens, None, layer))?;
         let operators = if options.confidence {
             if self.operators.get().is_none() {
                 // Another thread may have set it meanwhile: the same table.
                 let _ = self
                     .operators
-                    .set(OperatorRows::load(&self.model, &self.tokenizer)?);
+                    .set(OperatorRows::load(self.model(), &self.tokenizer)?);
             }
             self.operators.get()
         } else {
             None
         };
         features::collect(
-            &self.model,
+            self.model(),
             operators,
             &enc,
             &hidden,
@@ -886,10 +875,7 @@ impl Scorer {
                 }
                 None => None,
             };
-            let taps = self
-                .engine
-                .forward(&self.model, self.head.as_ref(), tokens, cache, None)
-                .await?;
+            let taps = self.engine.forward(tokens, cache, None).await?;
             Ok(taps.last)
         })
     }
@@ -902,7 +888,7 @@ impl Scorer {
     /// every block (a value-head PRM drops both when its head needs neither;
     /// open the checkpoint with [`HeadSource::Backbone`] to generate).
     pub fn can_generate(&self) -> Result<()> {
-        if !self.all_layers || self.model.weights().vocab_projection().is_none() {
+        if !self.all_layers || self.model().weights().vocab_projection().is_none() {
             return Err(Error::InvalidArgument(
                 "this model was opened without its LM head or its last blocks (its PRM head \
                  needs neither): open it as a backbone to generate"
@@ -918,9 +904,7 @@ impl Scorer {
         tokens: &[u32],
         cache: &mut EngineCache,
     ) -> Result<Vec<f32>> {
-        self.engine
-            .last_logits(&self.model, self.head.as_ref(), tokens, cache)
-            .await
+        self.engine.last_logits(tokens, cache).await
     }
 
     /// [`Scorer::last_logits`] of one token for each of several caches, in
@@ -930,22 +914,18 @@ impl Scorer {
         tokens: &[u32],
         caches: &mut [&mut EngineCache],
     ) -> Result<Vec<Vec<f32>>> {
-        self.engine
-            .last_logits_rows(&self.model, self.head.as_ref(), tokens, caches)
-            .await
+        self.engine.last_logits_rows(tokens, caches).await
     }
 
     /// An empty KV cache on this scorer's engine.
     pub fn new_cache(&self) -> EngineCache {
-        self.engine.new_cache(&self.model)
+        self.engine.new_cache()
     }
 
     /// Makes `cache` usable on the engine's current state; how many
     /// positions it still holds (0 after a device was recreated).
     pub(super) async fn cache_ready(&self, cache: &mut EngineCache) -> Result<usize> {
-        self.engine
-            .cache_ready(&self.model, self.head.as_ref(), cache)
-            .await
+        self.engine.cache_ready(cache).await
     }
 
     /// Runs `tokens` on the engine (after `cache`, when given) and, with
@@ -959,9 +939,7 @@ impl Scorer {
         if enc.is_some() {
             self.head()?;
         }
-        self.engine
-            .run(&self.model, self.head.as_ref(), tokens, cache, enc)
-            .await
+        self.engine.run(tokens, cache, enc).await
     }
 
     /// Applies the token limit: an error, or the leading steps whose tokens

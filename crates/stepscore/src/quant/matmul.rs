@@ -11,7 +11,7 @@
 use super::act::{vec_dot_type, ActData, BlockQ8, BlockQ8K, QuantizedActs};
 use super::blocks::{is_k, unpack32, unpack_k, KBlock};
 use super::dequant::dequantize_row;
-use super::kernels::{self, Row32, RowK};
+use super::portable::{self, Row32, RowK};
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 
@@ -316,7 +316,7 @@ fn run(
     Ok(())
 }
 
-/// Unpacked weight rows of one chunk, in the layouts `kernels` expects.
+/// Unpacked weight rows of one chunk, in the layouts `portable` expects.
 #[derive(Default)]
 struct Unpacked {
     n: usize,
@@ -500,7 +500,7 @@ fn tile<const T: usize>(
                     // SAFETY: every token slice is `cols` long, as the row.
                     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
                     Simd::Wasm128 => unsafe { super::wasm::dot_f32::<T>(wr, &a) },
-                    _ => kernels::dot_f32::<T>(wr, &a),
+                    _ => portable::dot_f32::<T>(wr, &a),
                 }
             }
             ActData::Q8(x) => {
@@ -567,9 +567,9 @@ fn dispatch32<const T: usize>(
         _ => {
             let _ = signed; // the portable kernels multiply signed values directly
             if min {
-                kernels::dot32::<T, true>(row, a)
+                portable::dot32::<T, true>(row, a)
             } else {
-                kernels::dot32::<T, false>(row, a)
+                portable::dot32::<T, false>(row, a)
             }
         }
     }
@@ -606,9 +606,9 @@ fn dispatch_k<const T: usize>(
         _ => {
             let _ = signed;
             if min {
-                kernels::dot_k::<T, true>(row, a)
+                portable::dot_k::<T, true>(row, a)
             } else {
-                kernels::dot_k::<T, false>(row, a)
+                portable::dot_k::<T, false>(row, a)
             }
         }
     }

@@ -12,7 +12,7 @@
 //! code (scripts/quant-reference/, tests/fixtures/quant/).
 //!
 //! Which file runs a product (`matmul.rs` chooses by [`Simd`] and the token
-//! count): `kernels.rs`, the portable kernels, whose float steps every other
+//! count): `portable.rs`, the portable kernels, whose float steps every other
 //! path and the WGSL engine follow; `x86.rs`, AVX2; `rowdot.rs`, 1 to 3
 //! tokens (generation's decode steps) on AVX2 straight from the packed
 //! blocks; `ktile.rs` with `avx512.rs`, K-quant prefill on AVX-512 VNNI;
@@ -26,7 +26,7 @@ mod avx512;
 mod blocks;
 mod dequant;
 mod fp;
-mod kernels;
+mod portable;
 #[cfg(target_arch = "x86_64")]
 mod ktile;
 mod matmul;
@@ -43,6 +43,7 @@ pub use act::{
     QuantizedActs,
 };
 pub use dequant::dequantize_row;
+pub(crate) use portable::{dot, dot_f32};
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};

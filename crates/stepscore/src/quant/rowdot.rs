@@ -7,13 +7,13 @@
 //! tiles (7 of them repeats of the one token). Here each block is expanded
 //! in registers and multiplied at once, as ggml's `vec_dot` kernels do.
 //!
-//! Results equal the portable kernels' bit for bit (`kernels.rs`): integer
+//! Results equal the portable kernels' bit for bit (`portable.rs`): integer
 //! sums are exact in any order, and the float steps are theirs. K-quants:
 //! per super-block in order, `acc += (d * d_a) * isum` then, with a min,
 //! `acc -= (dmin * d_a) * summ`. 32-element formats: eight f32 lanes, lane l
 //! taking `(d * d_a) * (sum of products 4l..4l+3)` per block, the min term
 //! `m * s_a` in its own accumulator, then the fixed lane sum of `x86::hsum`
-//! (the order `kernels::lane_tree` spells out) plus that accumulator.
+//! (the order `portable::lane_tree` spells out) plus that accumulator.
 //!
 //! Safety: callers check AVX2 and FMA are available (the matmul driver's
 //! `Simd::Avx2`/`Avx512`), and F16C ([`has_row_kernel`]), and pass a row of exactly as many blocks as the

@@ -1,5 +1,5 @@
-//! WebAssembly SIMD128 versions of the three dot shapes in `kernels.rs`,
-//! plus the f32 dot and weighted sum of attention (`model/transformer.rs`).
+//! WebAssembly SIMD128 versions of the three dot shapes in `portable.rs` and
+//! of its f32 dot (which attention's query . key also uses, `cpu/attention.rs`).
 //!
 //! int8 x int8: `i16x8_extmul_{low,high}_i8x16` give 16 exact i16 products,
 //! the two halves are added as i16 (|w| <= 128 and |a| <= 127 — ggml's
@@ -33,7 +33,7 @@
 use core::arch::wasm32::*;
 
 use super::act::{BlockQ8, BlockQ8K};
-use super::kernels::{Row32, RowK};
+use super::portable::{Row32, RowK};
 
 /// 16 exact products of `q` and `a`, halves added: i16 lane l = q[l]a[l] + q[l+8]a[l+8].
 #[inline(always)]
@@ -107,7 +107,7 @@ pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
         let mut lanes = [0.0f32; 8];
         v128_store(lanes.as_mut_ptr() as *mut v128, lo[t]);
         v128_store(lanes.as_mut_ptr().add(4) as *mut v128, hi[t]);
-        out[t] = super::kernels::lane_tree(&lanes) + accm[t];
+        out[t] = super::portable::lane_tree(&lanes) + accm[t];
     }
     out
 }
@@ -197,7 +197,7 @@ unsafe fn lanes8(w: &[f32], a: &[f32]) -> [f32; 8] {
 }
 
 /// Float rows, the portable `dot_f32`'s sums: eight lanes, summed in lane
-/// order, then the tail one by one.
+/// order, plus the tail's own sum. Also attention's query . key (`T = 1`).
 ///
 /// # Safety
 /// Every token slice is as long as `w`.
@@ -208,85 +208,13 @@ pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [
     for t in 0..T {
         let a = acts[t];
         debug_assert!(a.len() == w.len());
-        let mut s: f32 = lanes8(w, a).iter().sum();
+        let mut tail = 0.0f32;
         for j in n8..w.len() {
-            s += w.get_unchecked(j) * a.get_unchecked(j);
+            tail += w.get_unchecked(j) * a.get_unchecked(j);
         }
-        out[t] = s;
+        out[t] = lanes8(w, a).iter().sum::<f32>() + tail;
     }
     out
-}
-
-/// Attention's query . key: `matrix::dot`'s sum (eight lanes summed in lane
-/// order, plus the tail's own sum). Checks its lengths.
-#[inline(always)]
-pub(crate) fn dot_attn(a: &[f32], b: &[f32]) -> f32 {
-    let n = a.len().min(b.len());
-    let (a, b) = (&a[..n], &b[..n]);
-    // SAFETY: both slices have n values.
-    let lanes = unsafe { lanes8(a, b) };
-    let mut tail = 0.0f32;
-    for (p, q) in a[n / 8 * 8..].iter().zip(&b[n / 8 * 8..]) {
-        tail += p * q;
-    }
-    lanes.iter().sum::<f32>() + tail
-}
-
-/// Attention's weighted sum of values: `oh[i] = 0 + sum_k (scores[k] / sum) *
-/// v_{first+k}[off + i]`, keys in order, with up to 16 vectors of `oh` held
-/// in registers across the keys. The per-element operations (a product,
-/// then an add) are the portable loop's, so the bits are too. Returns false,
-/// writing nothing, when the rows are not in `values`.
-pub(crate) fn weigh_values(
-    scores: &[f32],
-    sum: f32,
-    values: &[f32],
-    kvd: usize,
-    off: usize,
-    first: usize,
-    oh: &mut [f32],
-) -> bool {
-    let hd = oh.len();
-    let end = (first + scores.len())
-        .checked_mul(kvd)
-        .filter(|&e| e <= values.len());
-    if end.is_none() || off + hd > kvd {
-        return false;
-    }
-    const BLOCK: usize = 16;
-    let mut c0 = 0;
-    while c0 < hd {
-        let n = ((hd - c0) / 4).min(BLOCK);
-        if n == 0 {
-            break;
-        }
-        let mut acc = [f32x4_splat(0.0); BLOCK];
-        for (k, &sc) in scores.iter().enumerate() {
-            let p = f32x4_splat(sc / sum);
-            // SAFETY: (first + k) * kvd + off + c0 + 4n <= (first + k + 1) * kvd
-            // <= values.len(), checked above.
-            unsafe {
-                let v = values.as_ptr().add((first + k) * kvd + off + c0);
-                for (i, a) in acc.iter_mut().enumerate().take(n) {
-                    *a = f32x4_add(*a, f32x4_mul(p, v128_load(v.add(4 * i) as *const v128)));
-                }
-            }
-        }
-        for (i, a) in acc.iter().enumerate().take(n) {
-            // SAFETY: c0 + 4i + 4 <= hd.
-            unsafe { v128_store(oh.as_mut_ptr().add(c0 + 4 * i) as *mut v128, *a) };
-        }
-        c0 += 4 * n;
-    }
-    // The tail (head sizes that are not a multiple of 4), as the portable loop.
-    for i in c0..hd {
-        let mut o = 0.0f32;
-        for (k, &sc) in scores.iter().enumerate() {
-            o += (sc / sum) * values[(first + k) * kvd + off + i];
-        }
-        oh[i] = o;
-    }
-    true
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! AVX2 versions of the three dot shapes in `kernels.rs`, with their bits:
+//! AVX2 versions of the three dot shapes in `portable.rs`, with their bits:
 //! the same float operations in the same order (no FMA).
 //!
 //! int8 x int8 products go through `maddubs` (u8 x i8 -> pairwise i16): the
@@ -15,7 +15,7 @@
 use std::arch::x86_64::*;
 
 use super::act::{BlockQ8, BlockQ8K};
-use super::kernels::{Row32, RowK};
+use super::portable::{Row32, RowK};
 
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {
@@ -156,14 +156,14 @@ pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [
     }
     let mut out = [0.0f32; T];
     for t in 0..T {
-        // The lanes summed in order, then the tail: the portable kernel's bits.
+        // The lanes summed in order, plus the tail's sum: the portable kernel's bits.
         let mut lanes = [0.0f32; 8];
         _mm256_storeu_ps(lanes.as_mut_ptr(), acc[t]);
-        let mut s: f32 = lanes.iter().sum();
+        let mut tail = 0.0f32;
         for j in n8..n {
-            s += w.get_unchecked(j) * acts[t].get_unchecked(j);
+            tail += w.get_unchecked(j) * acts[t].get_unchecked(j);
         }
-        out[t] = s;
+        out[t] = lanes.iter().sum::<f32>() + tail;
     }
     out
 }

@@ -3,7 +3,8 @@
 
 use super::need_head;
 use crate::error::Result;
-use crate::model::{Hidden, KvCache, Taps, Transformer};
+use crate::cpu::KvCache;
+use crate::model::{Hidden, Taps, Transformer};
 use crate::prm::head::{Head, HeadOutput};
 use crate::prm::template::Encoded;
 

@@ -1,8 +1,10 @@
-//! The engine a scorer runs on, chosen once when the scorer is set up
-//! ([`Backend`] says how the choice is made, `backend.rs`): the CPU engine
-//! (`cpu.rs`) or the WGSL engine on a device (`gpu.rs`, feature `gpu`).
-//! Each operation below dispatches once on that choice; the `Scorer` and its
-//! sessions only ever call these, never an engine directly.
+//! The engine a scorer runs on, chosen when the scorer is set up ([`Backend`]
+//! says how the choice is made, `backend.rs`): the CPU engine (`cpu.rs`) or
+//! the WGSL engine on a device (`gpu.rs`, feature `gpu`). The engine owns
+//! the decoder's host weights and the head (the GPU engine uploads them
+//! again after a device loss). Each operation below dispatches once on that
+//! choice; the `Scorer` and its sessions only ever call these, never an
+//! engine directly.
 //!
 //! The operations are async. Natively every GPU wait happens inside one poll
 //! (`device.poll`) and [`block_on`] runs them; in a browser a GPU readback
@@ -16,16 +18,20 @@ pub(crate) use super::blocking::block_on;
 use super::head::{Head, HeadOutput};
 use super::template::Encoded;
 use crate::error::{Error, Result};
-use crate::model::{Hidden, KvCache, Taps, Transformer};
+use crate::cpu::KvCache;
+use crate::model::{Hidden, Taps, Transformer};
 
 mod cpu;
 #[cfg(feature = "gpu")]
 mod gpu;
 
-/// The engine behind a scorer, and why it was chosen.
+/// The engine behind a scorer, why it was chosen, and what it runs.
 pub(crate) struct Engine {
     report: BackendReport,
     kind: Kind,
+    model: Transformer,
+    /// `None` for a backbone opened for feature extraction only.
+    head: Option<Head>,
 }
 
 enum Kind {
@@ -110,80 +116,60 @@ fn mismatch() -> Error {
     )
 }
 
-fn on_cpu(requested: Backend, adapter: Option<String>, reason: impl Into<String>) -> Engine {
-    Engine {
-        report: BackendReport {
-            requested,
-            chosen: Backend::Cpu,
-            adapter,
-            reason: reason.into(),
-        },
-        kind: Kind::Cpu(cpu::CpuEngine),
-    }
+fn on_cpu(
+    requested: Backend,
+    adapter: Option<String>,
+    reason: impl Into<String>,
+) -> (BackendReport, Kind) {
+    let report = BackendReport {
+        requested,
+        chosen: Backend::Cpu,
+        adapter,
+        reason: reason.into(),
+    };
+    (report, Kind::Cpu(cpu::CpuEngine))
 }
 
 impl Engine {
     /// Chooses and sets up the engine for `model` and its head, blocking.
     /// In a browser only the CPU engine can be set up this way (device
     /// creation is async there): `Auto` stays on the CPU with that reason
-    /// and `Gpu` is refused; [`Engine::new_async`] does the rest.
-    pub fn new(requested: Backend, model: &Transformer, head: Option<&Head>) -> Result<Engine> {
-        if cfg!(target_arch = "wasm32") && requested != Backend::Cpu {
+    /// and `Gpu` is refused; [`Engine::set_backend_async`] does the rest.
+    pub fn new(requested: Backend, model: Transformer, head: Option<Head>) -> Result<Engine> {
+        let (report, kind) = if cfg!(target_arch = "wasm32") && requested != Backend::Cpu {
             let why = "in a browser the WebGPU engine is set up asynchronously (Scorer::set_backend_async)";
-            return match requested {
-                Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
-                _ => Ok(on_cpu(requested, None, why)),
-            };
-        }
-        block_on(Self::new_async(requested, model, head))
+            match requested {
+                Backend::Gpu => return Err(Error::Gpu(format!("backend gpu: {why}"))),
+                _ => on_cpu(requested, None, why),
+            }
+        } else {
+            block_on(choose(requested, &model, head.as_ref()))?
+        };
+        Ok(Engine {
+            report,
+            kind,
+            model,
+            head,
+        })
     }
 
-    /// Chooses and sets up the engine (see [`Backend`]): device creation and
-    /// the upload happen now, so a model that cannot run on the GPU fails
-    /// (or, under `Auto`, falls back to the CPU with the reason) at load.
-    pub async fn new_async(
-        requested: Backend,
-        model: &Transformer,
-        head: Option<&Head>,
-    ) -> Result<Engine> {
-        if requested == Backend::Cpu {
-            return Ok(on_cpu(requested, None, "requested"));
-        }
-        #[cfg(feature = "gpu")]
-        {
-            if requested == Backend::Auto {
-                let pref = super::backend::auto_preference_async().await;
-                if pref.chosen == Backend::Cpu {
-                    return Ok(on_cpu(requested, pref.adapter, pref.reason));
-                }
-            }
-            match gpu::GpuEngine::new(model, head).await {
-                Ok((g, adapter)) => Ok(Engine {
-                    report: BackendReport {
-                        requested,
-                        chosen: Backend::Gpu,
-                        adapter: Some(adapter.name.clone()),
-                        reason: adapter.reason.clone(),
-                    },
-                    kind: Kind::Gpu(g),
-                }),
-                Err(e) if requested == Backend::Auto => Ok(on_cpu(
-                    requested,
-                    None,
-                    format!("GPU unavailable, using the CPU engine: {e}"),
-                )),
-                Err(e) => Err(e),
-            }
-        }
-        #[cfg(not(feature = "gpu"))]
-        {
-            let _ = (model, head);
-            let why = "built without the `gpu` feature";
-            match requested {
-                Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
-                _ => Ok(on_cpu(requested, None, why)),
-            }
-        }
+    /// Moves to `requested` (see [`choose`]); on failure the engine stays
+    /// as it was.
+    pub async fn set_backend_async(&mut self, requested: Backend) -> Result<()> {
+        let (report, kind) = choose(requested, &self.model, self.head.as_ref()).await?;
+        self.report = report;
+        self.kind = kind;
+        Ok(())
+    }
+
+    /// The decoder's weights on the host.
+    pub fn model(&self) -> &Transformer {
+        &self.model
+    }
+
+    /// The head; `None` for a backbone opened for feature extraction.
+    pub fn head(&self) -> Option<&Head> {
+        self.head.as_ref()
     }
 
     pub fn report(&self) -> &BackendReport {
@@ -200,9 +186,9 @@ impl Engine {
     }
 
     /// An empty cache on this engine.
-    pub fn new_cache(&self, model: &Transformer) -> EngineCache {
+    pub fn new_cache(&self) -> EngineCache {
         EngineCache(match &self.kind {
-            Kind::Cpu(e) => CacheKind::Cpu(e.new_cache(model)),
+            Kind::Cpu(e) => CacheKind::Cpu(e.new_cache(&self.model)),
             #[cfg(feature = "gpu")]
             Kind::Gpu(_) => CacheKind::Gpu(None),
         })
@@ -212,16 +198,14 @@ impl Engine {
     /// many positions it still holds (0 when the device was recreated since
     /// it was filled).
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
-    pub async fn cache_ready(
-        &self,
-        model: &Transformer,
-        head: Option<&Head>,
-        cache: &mut EngineCache,
-    ) -> Result<usize> {
+    pub async fn cache_ready(&self, cache: &mut EngineCache) -> Result<usize> {
         match &self.kind {
             Kind::Cpu(_) => Ok(cache.cpu()?.len()),
             #[cfg(feature = "gpu")]
-            Kind::Gpu(g) => g.cache_ready(model, head, cache.gpu()?).await,
+            Kind::Gpu(g) => {
+                g.cache_ready(&self.model, self.head.as_ref(), cache.gpu()?)
+                    .await
+            }
         }
     }
 
@@ -231,12 +215,11 @@ impl Engine {
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
     pub async fn forward(
         &self,
-        model: &Transformer,
-        head: Option<&Head>,
         tokens: &[u32],
         cache: Option<&mut EngineCache>,
         tap: Option<usize>,
     ) -> Result<Taps<Hidden>> {
+        let (model, head) = (&self.model, self.head.as_ref());
         match &self.kind {
             Kind::Cpu(e) => e.forward(model, tokens, cache.map(EngineCache::cpu).transpose()?, tap),
             #[cfg(feature = "gpu")]
@@ -252,23 +235,14 @@ impl Engine {
     /// engine; the vocabulary projection of that one row runs on the host's
     /// kernels for both engines (the hidden states are the same bits, so the
     /// logits are too).
-    pub async fn last_logits(
-        &self,
-        model: &Transformer,
-        head: Option<&Head>,
-        tokens: &[u32],
-        cache: &mut EngineCache,
-    ) -> Result<Vec<f32>> {
-        let hidden = self
-            .forward(model, head, tokens, Some(cache), None)
-            .await?
-            .last;
+    pub async fn last_logits(&self, tokens: &[u32], cache: &mut EngineCache) -> Result<Vec<f32>> {
+        let hidden = self.forward(tokens, Some(cache), None).await?.last;
         let row = hidden
             .n_tokens
             .checked_sub(1)
             .and_then(|t| hidden.row(t))
             .ok_or_else(|| Error::InvalidArgument("no tokens to run".into()))?;
-        model.logits_for(row, None)
+        self.model.logits_for(row, None)
     }
 
     /// [`Engine::last_logits`] of one token for each of several caches:
@@ -279,11 +253,10 @@ impl Engine {
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
     pub async fn last_logits_rows(
         &self,
-        model: &Transformer,
-        head: Option<&Head>,
         tokens: &[u32],
         caches: &mut [&mut EngineCache],
     ) -> Result<Vec<Vec<f32>>> {
+        let model = &self.model;
         match &self.kind {
             Kind::Cpu(_) => {
                 let mut cpu = Vec::with_capacity(caches.len());
@@ -303,7 +276,7 @@ impl Engine {
                 let mut out = Vec::with_capacity(tokens.len());
                 for (t, cache) in tokens.iter().zip(caches.iter_mut()) {
                     out.push(
-                        self.last_logits(model, head, std::slice::from_ref(t), cache)
+                        self.last_logits(std::slice::from_ref(t), cache)
                             .await?,
                     );
                 }
@@ -318,12 +291,11 @@ impl Engine {
     /// after a device loss.
     pub async fn run(
         &self,
-        model: &Transformer,
-        head: Option<&Head>,
         tokens: &[u32],
         cache: Option<&mut EngineCache>,
         enc: Option<&Encoded>,
     ) -> Result<Option<HeadOutput>> {
+        let (model, head) = (&self.model, self.head.as_ref());
         let tap = head.and_then(Head::layer);
         match &self.kind {
             Kind::Cpu(e) => {
@@ -353,6 +325,55 @@ impl Engine {
     pub fn destroy_device(&self) {
         if let Kind::Gpu(g) = &self.kind {
             g.destroy_device();
+        }
+    }
+}
+
+/// Chooses and sets up an engine for `model` and `head` (see [`Backend`]):
+/// device creation and the upload happen now, so a model that cannot run on
+/// the GPU fails (or, under `Auto`, falls back to the CPU with the reason)
+/// at load.
+async fn choose(
+    requested: Backend,
+    model: &Transformer,
+    head: Option<&Head>,
+) -> Result<(BackendReport, Kind)> {
+    if requested == Backend::Cpu {
+        return Ok(on_cpu(requested, None, "requested"));
+    }
+    #[cfg(feature = "gpu")]
+    {
+        if requested == Backend::Auto {
+            let pref = super::backend::auto_preference_async().await;
+            if pref.chosen == Backend::Cpu {
+                return Ok(on_cpu(requested, pref.adapter, pref.reason));
+            }
+        }
+        match gpu::GpuEngine::new(model, head).await {
+            Ok((g, adapter)) => Ok((
+                BackendReport {
+                    requested,
+                    chosen: Backend::Gpu,
+                    adapter: Some(adapter.name.clone()),
+                    reason: adapter.reason.clone(),
+                },
+                Kind::Gpu(g),
+            )),
+            Err(e) if requested == Backend::Auto => Ok(on_cpu(
+                requested,
+                None,
+                format!("GPU unavailable, using the CPU engine: {e}"),
+            )),
+            Err(e) => Err(e),
+        }
+    }
+    #[cfg(not(feature = "gpu"))]
+    {
+        let _ = (model, head);
+        let why = "built without the `gpu` feature";
+        match requested {
+            Backend::Gpu => Err(Error::Gpu(format!("backend gpu: {why}"))),
+            _ => Ok(on_cpu(requested, None, why)),
         }
     }
 }

@@ -124,24 +124,84 @@ pub(crate) fn dot_k<const T: usize, const MIN: bool>(
     acc
 }
 
-/// Float rows: eight partial sums per token so the loop vectorizes.
+/// The engine's one f32 dot product, for `T` rows of activations against one
+/// weight row: eight lane sums over the whole runs of 8 (`lanes[l] += w[l] *
+/// a[l]`), the lanes added in order, plus the tail's own sum. Every f32 dot
+/// of the CPU engine (f32 and 16-bit weight rows, RMSNorm, attention's
+/// query . key) is this sum; the SIMD twins (`x86.rs`, `wasm.rs`) and the WGSL
+/// shaders (matmul_float16.wgsl, attention.wgsl) keep its order, so its bits.
 #[inline(always)]
 pub(crate) fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [f32; T] {
-    let mut out = [0.0f32; T];
-    for t in 0..T {
-        let mut lanes = [0.0f32; 8];
-        let (wc, wr) = (w.chunks_exact(8), w.chunks_exact(8).remainder());
-        let (ac, ar) = (acts[t].chunks_exact(8), acts[t].chunks_exact(8).remainder());
-        for (wv, av) in wc.zip(ac) {
+    let n = acts.iter().fold(w.len(), |n, a| n.min(a.len()));
+    let n8 = n / 8 * 8;
+    let mut lanes = [[0.0f32; 8]; T];
+    let mut i = 0;
+    while i < n8 {
+        let wc = &w[i..i + 8];
+        for (acc, a) in lanes.iter_mut().zip(acts) {
+            let ac = &a[i..i + 8];
             for l in 0..8 {
-                lanes[l] += wv[l] * av[l];
+                acc[l] += wc[l] * ac[l];
             }
         }
-        let mut s: f32 = lanes.iter().sum();
-        for (x, y) in wr.iter().zip(ar) {
-            s += x * y;
+        i += 8;
+    }
+    let mut out = [0.0f32; T];
+    for ((o, acc), a) in out.iter_mut().zip(&lanes).zip(acts) {
+        let mut tail = 0.0f32;
+        for j in n8..n {
+            tail += w[j] * a[j];
         }
-        out[t] = s;
+        *o = acc.iter().sum::<f32>() + tail;
     }
     out
+}
+
+/// [`dot_f32`] of one pair of vectors, always inlined so it takes the
+/// caller's instruction set (the attention variants are compiled for AVX2
+/// and AVX-512).
+#[inline(always)]
+pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
+    dot_f32::<1>(a, &[b])[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{dot, dot_f32};
+
+    /// The one f32 dot, written out: lane `l` sums the products at `8k + l`
+    /// in order, the lanes are added 0..8, then the tail's own sum.
+    fn written_out(a: &[f32], b: &[f32]) -> f32 {
+        let n8 = a.len() / 8 * 8;
+        let mut lanes = [0.0f32; 8];
+        for i in 0..n8 {
+            lanes[i % 8] += a[i] * b[i];
+        }
+        let mut tail = 0.0f32;
+        for i in n8..a.len() {
+            tail += a[i] * b[i];
+        }
+        lanes.iter().sum::<f32>() + tail
+    }
+
+    #[test]
+    fn every_width_gives_the_written_out_sum_bit_for_bit() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        for n in [0, 1, 7, 8, 9, 15, 16, 17, 33, 64, 100] {
+            let w: Vec<f32> = (0..n).map(|_| next()).collect();
+            let xs: Vec<Vec<f32>> = (0..4).map(|_| (0..n).map(|_| next()).collect()).collect();
+            let four = dot_f32::<4>(&w, &[&xs[0], &xs[1], &xs[2], &xs[3]]);
+            for (x, got) in xs.iter().zip(four) {
+                let want = written_out(&w, x);
+                assert_eq!(got.to_bits(), want.to_bits(), "n {n}: 4 rows");
+                assert_eq!(dot(&w, x).to_bits(), want.to_bits(), "n {n}: 1 row");
+            }
+        }
+    }
 }

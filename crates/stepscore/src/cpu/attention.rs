@@ -1,0 +1,369 @@
+//! Causal grouped-query attention of the CPU engine over a sequence's cached
+//! keys and values: the portable loops, and the same operations compiled for
+//! AVX2 and AVX-512 (x86_64, chosen by [`Simd`]) and as SIMD128 intrinsics
+//! (wasm32, `simd128.rs`). Every variant gives the portable loops' bits:
+//! per head, scores q . k ([`dot`]) times the scale, their max, e^(score -
+//! max), their sum in key order, then the values weighted by score / sum,
+//! summed in key order. attention.wgsl follows the same order.
+
+use crate::model::exp::exp;
+use crate::model::matrix::effective_threads;
+use crate::model::ModelConfig;
+#[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+use crate::quant::dot;
+use crate::quant::Simd;
+
+/// Causal grouped-query attention of `n` new queries (absolute positions
+/// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
+/// Work is split over `threads` by interleaved blocks of query tokens,
+/// since later tokens attend to more keys.
+pub(super) fn attention(
+    c: &ModelConfig,
+    threads: usize,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    start: usize,
+    n: usize,
+    out: &mut [f32],
+) {
+    let qd = c.q_dim();
+    let all = effective_threads(threads);
+    let simd = Simd::detect();
+    if n < all && c.n_heads > 1 {
+        // Fewer queries than threads (decode): split each query's heads.
+        let threads = all.min(c.n_heads);
+        let per = c.n_heads.div_ceil(threads) * c.head_dim;
+        let mut jobs: Vec<Vec<(usize, usize, &mut [f32])>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        for (t, orow) in out.chunks_exact_mut(qd).enumerate() {
+            for (k, part) in orow.chunks_mut(per).enumerate() {
+                if let Some(list) = jobs.get_mut(k % threads) {
+                    list.push((t, k * per, part));
+                }
+            }
+        }
+        crate::par::for_each(jobs, |list| {
+            for (t, at, part) in list {
+                let qs = &q[t * qd + at..t * qd + at + part.len()];
+                let h0 = at / c.head_dim;
+                attend_one(c, simd, qs, keys, values, start + t, h0, part);
+            }
+        });
+        return;
+    }
+    let threads = all.min(n);
+    let block = n.div_ceil(threads * 4).max(1);
+    let mut jobs: Vec<Vec<(usize, &mut [f32])>> = (0..threads).map(|_| Vec::new()).collect();
+    for (bi, chunk) in out.chunks_mut(block * qd).enumerate() {
+        if let Some(list) = jobs.get_mut(bi % threads) {
+            list.push((bi * block, chunk));
+        }
+    }
+    let run = |list: Vec<(usize, &mut [f32])>| {
+        for (t0, chunk) in list {
+            for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
+                let t = t0 + dt;
+                let qs = &q[t * qd..(t + 1) * qd];
+                attend_one(c, simd, qs, keys, values, start + t, 0, orow);
+            }
+        }
+    };
+    crate::par::for_each(jobs, run);
+}
+
+/// One query token at absolute position `pos`: heads `h0..` (as many
+/// as `q` and `out` hold; every head is computed on its own).
+#[allow(clippy::too_many_arguments)]
+fn attend_one(
+    c: &ModelConfig,
+    simd: Simd,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos: usize,
+    h0: usize,
+    out: &mut [f32],
+) {
+    let first = match c.sliding_window {
+        Some(w) => (pos + 1).saturating_sub(w),
+        None => 0,
+    };
+    let shape = AttnShape {
+        hd: c.head_dim,
+        kvd: c.kv_dim(),
+        group: c.n_heads / c.n_kv_heads,
+        first,
+        pos,
+        h0,
+    };
+    match simd {
+        // SAFETY: `Simd::detect` found the features the variants are compiled for.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => unsafe { attend_one_avx512(&shape, q, keys, values, out) },
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => unsafe { attend_one_avx2(&shape, q, keys, values, out) },
+        _ => attend_one_body::<false>(&shape, q, keys, values, out),
+    }
+}
+
+/// Geometry of one query's attention (see [`attend_one_body`]).
+struct AttnShape {
+    hd: usize,
+    kvd: usize,
+    group: usize,
+    first: usize,
+    pos: usize,
+    /// Head index of the first head in the query and output slices.
+    h0: usize,
+}
+
+/// [`attend_one_body`] compiled with AVX2 (the baseline x86_64 target only
+/// has SSE2): the same operations in the same order, so the same results,
+/// with twice the vector width. Attention is the engine's largest cost
+/// outside the quantized matmuls, and this is the cheapest way to speed it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_one_avx2(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32], out: &mut [f32]) {
+    attend_one_body::<false>(s, q, keys, values, out)
+}
+
+/// [`attend_one_avx2`] with the weighted sum of values in AVX-512 registers
+/// ([`weigh_values_avx512`]): the same per-element operations, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f")]
+unsafe fn attend_one_avx512(
+    s: &AttnShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+) {
+    attend_one_body::<true>(s, q, keys, values, out)
+}
+
+/// `oh[i] = 0 + Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
+/// with `oh` held in up to 8 zmm registers per 128 values instead of being
+/// loaded and stored for every key. No fused multiply-add: each element
+/// gets exactly the portable loop's operations.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn weigh_values_avx512(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let hd = oh.len();
+    if (first + scores.len()) * kvd > values.len() || off + hd > kvd {
+        // not a cache this pass built; the portable loop checks every index
+        return weigh_values(scores, sum, values, kvd, off, first, oh);
+    }
+    let mut c0 = 0;
+    while c0 + 16 <= hd {
+        let n = ((hd - c0) / 16).min(8);
+        let mut acc = [_mm512_setzero_ps(); 8];
+        for (k, &sc) in scores.iter().enumerate() {
+            let p = _mm512_set1_ps(sc / sum);
+            let v = values.as_ptr().add((first + k) * kvd + off + c0);
+            for (i, a) in acc.iter_mut().enumerate().take(n) {
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(p, _mm512_loadu_ps(v.add(16 * i))));
+            }
+        }
+        for (i, a) in acc.iter().enumerate().take(n) {
+            _mm512_storeu_ps(oh.as_mut_ptr().add(c0 + 16 * i), *a);
+        }
+        c0 += 16 * n;
+    }
+    weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
+}
+
+/// The portable form of the values' weighted sum.
+#[inline(always)]
+fn weigh_values(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    let hd = oh.len();
+    oh.fill(0.0);
+    for (k, sc) in scores.iter().enumerate() {
+        let p = sc / sum;
+        let j = first + k;
+        let vj = &values[j * kvd + off..j * kvd + off + hd];
+        for (o, v) in oh.iter_mut().zip(vj) {
+            *o += p * v;
+        }
+    }
+}
+
+/// Softmax attention of one query row (all heads) over keys/values
+/// `first..=pos`; inlined into each instruction-set variant.
+/// `WIDE`: the weighted sum of values in AVX-512 registers (callers check
+/// the CPU has AVX-512F).
+#[inline(always)]
+fn attend_one_body<const WIDE: bool>(
+    s: &AttnShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+) {
+    let (hd, kvd) = (s.hd, s.kvd);
+    let scale = 1.0 / (hd as f32).sqrt();
+    let mut scores = vec![0.0f32; s.pos + 1 - s.first];
+    for (h, (qh, oh)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
+        let off = ((s.h0 + h) / s.group) * hd;
+        let mut max = f32::NEG_INFINITY;
+        for (sc, j) in scores.iter_mut().zip(s.first..=s.pos) {
+            let kj = &keys[j * kvd + off..j * kvd + off + hd];
+            *sc = attn_dot(qh, kj) * scale;
+            max = max.max(*sc);
+        }
+        let mut sum = 0.0f32;
+        for sc in scores.iter_mut() {
+            *sc = exp(*sc - max);
+            sum += *sc;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if WIDE {
+            // SAFETY: `WIDE` is only set by `attend_one_avx512`, whose callers
+            // checked for AVX-512F; the value rows are in bounds as below.
+            unsafe { weigh_values_avx512(&scores, sum, values, kvd, off, s.first, oh) };
+            continue;
+        }
+        // SIMD128 in registers across the keys, with the portable loop's bits.
+        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+        if super::simd128::weigh_values(&scores, sum, values, kvd, off, s.first, oh) {
+            continue;
+        }
+        weigh_values(&scores, sum, values, kvd, off, s.first, oh);
+    }
+}
+
+/// Query . key: the engine's one [`dot`], as SIMD128 intrinsics on wasm32
+/// (the same lanes summed in the same order, so the same bits).
+#[inline(always)]
+fn attn_dot(a: &[f32], b: &[f32]) -> f32 {
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    {
+        let n = a.len().min(b.len());
+        // SAFETY: both slices are cut to n values.
+        return unsafe { crate::quant::wasm::dot_f32::<1>(&a[..n], &[&b[..n]])[0] };
+    }
+    #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
+    dot(a, b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On wasm32 (wasm-bindgen-test, scripts/test-wasm-kernels.sh): the
+    /// SIMD128 attention sums against this file's portable loops, bit for bit,
+    /// for head sizes with and without a tail.
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn simd128_attention_sums_equal_the_portable_loops() {
+        use super::super::simd128;
+        use crate::quant::{dot, wasm};
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        for (hd, kv_heads, keys, first) in
+            [(64, 3, 37, 0), (72, 2, 9, 1), (6, 1, 3, 0), (130, 1, 5, 2)]
+        {
+            let kvd = hd * kv_heads;
+            let values: Vec<f32> = (0..(first + keys) * kvd).map(|_| next()).collect();
+            let scores: Vec<f32> = (0..keys).map(|_| (next() * 4.0).exp()).collect();
+            let sum: f32 = scores.iter().sum();
+            for h in 0..kv_heads {
+                let off = h * hd;
+                let mut want = vec![f32::NAN; hd];
+                let mut got = vec![f32::NAN; hd];
+                weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
+                assert!(simd128::weigh_values(
+                    &scores, sum, &values, kvd, off, first, &mut got
+                ));
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "hd {hd}, head {h}: {got:?} vs {want:?}"
+                );
+                let (q, k) = (&values[off..off + hd], &values[kvd + off..kvd + off + hd]);
+                // SAFETY: q and k are hd long.
+                let simd = unsafe { wasm::dot_f32::<1>(q, &[k])[0] };
+                assert_eq!(simd.to_bits(), dot(q, k).to_bits());
+            }
+            // Rows past the cache: refused, the portable loop takes over.
+            let mut out = vec![0.0f32; hd];
+            assert!(!simd128::weigh_values(
+                &scores,
+                sum,
+                &values[..kvd],
+                kvd,
+                0,
+                first,
+                &mut out
+            ));
+        }
+    }
+
+    /// The AVX-512 weighted sum of values keeps each element's operations
+    /// (0 + p_0 v_0 + p_1 v_1 ..., no fused multiply-add), so it must give
+    /// the portable loop's bits, for head sizes with and without a tail.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn avx512_weighted_values_equal_the_portable_loop_bit_for_bit() {
+        if !std::is_x86_feature_detected!("avx512f") {
+            eprintln!("no AVX-512F on this CPU: the wide weighted sum is not exercised");
+            return;
+        }
+        let mut s = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 2.0 - 1.0
+        };
+        for (hd, kv_heads, keys, first) in [
+            (128, 2, 37, 0),
+            (64, 3, 5, 2),
+            (72, 2, 9, 1),
+            (8, 1, 3, 0),
+            (272, 1, 4, 0),
+        ] {
+            let kvd = hd * kv_heads;
+            let values: Vec<f32> = (0..(first + keys) * kvd).map(|_| next()).collect();
+            let scores: Vec<f32> = (0..keys).map(|_| (next() * 4.0).exp()).collect();
+            let sum: f32 = scores.iter().sum();
+            for h in 0..kv_heads {
+                let off = h * hd;
+                let mut want = vec![f32::NAN; hd];
+                let mut got = vec![f32::NAN; hd];
+                weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
+                // SAFETY: AVX-512F checked above.
+                unsafe { weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got) };
+                assert!(
+                    got.iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()),
+                    "hd {hd}, head {h}: {got:?} vs {want:?}"
+                );
+            }
+        }
+    }
+}
