@@ -587,6 +587,49 @@ fn token_logprobs_come_with_spans_in_the_step_text() {
     assert!(v["metadata"]["stepscore"].get("token_logprobs").is_none());
 }
 
+/// `bench --candidates`: N candidates on a tiny PRM, timed one by one and
+/// with the shared prompt, after checking the two give the same scores; the
+/// JSON names the shape it ran.
+#[test]
+fn bench_candidates_times_both_ways_on_the_same_scores() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let out = stepscore(
+        &[
+            "bench",
+            "--candidates",
+            "3",
+            "--model",
+            dir.to_str().unwrap(),
+            "--family",
+            "value-head",
+            "--candidate-prompt",
+            "40",
+            "--candidate-tokens",
+            "30",
+            "--repeats",
+            "1",
+            "--warmup",
+            "0",
+            "--json",
+        ],
+        None,
+    );
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "stderr: {stderr}");
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["candidates"], 3, "{v}");
+    assert_eq!(v["family"], "value-head", "{v}");
+    assert!(v["prompt_tokens"].as_u64().unwrap() >= 40, "{v}");
+    let sols = v["solution_tokens"].as_array().unwrap();
+    assert_eq!(sols.len(), 3, "{v}");
+    assert!(sols.iter().all(|t| t.as_u64().unwrap() >= 30), "{v}");
+    assert_eq!(v["scores_identical"], true, "{v}");
+    assert!(v["ratio_median"].as_f64().unwrap() > 0.0, "{v}");
+
+    let zero = stepscore(&["bench", "--candidates", "0", "--model", dir.to_str().unwrap()], None);
+    assert_eq!(zero.status.code(), Some(2), "{}", text(&zero.stderr));
+}
+
 /// `bench --synthetic`: the smallest shape runs end to end on the CPU
 /// engine without any model file, says its memory up front, and reports the
 /// shape's real dimensions; bad shapes and `--model` with it are usage errors.

@@ -326,22 +326,46 @@ fn incremental_sessions_match_full_scoring() {
     }
 }
 
+/// Candidates for one problem, scored with the problem's tokens run once
+/// and each candidate's steps in one pass, give the scores of scoring each
+/// alone, bit for bit, on every family; so does a session extended by
+/// several steps at once after one appended step.
 #[test]
 fn candidates_share_the_prompt_and_match_full_scoring() {
-    let reference = reference("qwen2-prm-tiny");
-    let scorer = Scorer::open(fixture("qwen2-prm-tiny"), &ScorerOptions::default()).unwrap();
-    // Cases 0 and 1 as two candidates for case 0's problem: each must equal
-    // scoring it alone.
-    let problem = &reference.cases[0].problem;
-    let candidates: Vec<Vec<&str>> = reference.cases[..2]
-        .iter()
-        .map(|c| c.steps.iter().map(String::as_str).collect())
-        .collect();
-    let got = scorer.score_candidates(problem, &candidates).unwrap();
-    for (cand, scores) in candidates.iter().zip(&got) {
-        let alone = scorer.score_steps(problem, cand).unwrap();
-        for (a, b) in scores.iter().zip(&alone.step_scores) {
-            assert!((a - b.unwrap()).abs() < 1e-4, "{a} vs {b:?}");
+    for (name, family) in [
+        ("qwen2-prm-tiny", None),
+        ("skywork-prm-tiny", None),
+        ("math-shepherd-tiny", None),
+        ("rlhflow-tiny", Some(Family::Rlhflow)),
+        ("confidence-tiny", Some(Family::Confidence)),
+    ] {
+        let reference = reference(name);
+        let options = ScorerOptions {
+            family,
+            ..Default::default()
+        };
+        let scorer = Scorer::open(fixture(name), &options).unwrap();
+        let problem = &reference.cases[0].problem;
+        let candidates: Vec<Vec<&str>> = reference
+            .cases
+            .iter()
+            .map(|c| c.steps.iter().map(String::as_str).collect())
+            .collect();
+        let got = scorer.score_candidates(problem, &candidates).unwrap();
+        assert_eq!(got.len(), candidates.len());
+        for (k, (cand, scores)) in candidates.iter().zip(&got).enumerate() {
+            let alone = scorer.score_steps(problem, cand).unwrap();
+            let alone: Vec<u64> = alone.step_scores.iter().map(|s| s.unwrap().to_bits()).collect();
+            let bits: Vec<u64> = scores.iter().map(|s| s.to_bits()).collect();
+            assert_eq!(bits, alone, "{name} candidate {k}: shared prefix vs alone");
+            if cand.len() > 1 {
+                let mut session = scorer.session(problem);
+                session.append(cand[0]).unwrap();
+                let rest = session.extend(&cand[1..]).unwrap();
+                let rest: Vec<u64> = rest.iter().map(|s| s.to_bits()).collect();
+                assert_eq!(rest, alone[1..], "{name} candidate {k}: append then extend");
+                assert_eq!(session.steps().len(), cand.len());
+            }
         }
     }
 }

@@ -50,6 +50,7 @@ use crate::commands::fetch;
 use crate::output::Table;
 use crate::Failure;
 
+mod candidates;
 mod decode;
 mod synthetic;
 
@@ -134,6 +135,21 @@ pub struct Args {
     /// The prompt before the --decode steps, in tokens.
     #[arg(long, default_value_t = 256, requires = "decode")]
     pub decode_prompt: usize,
+
+    /// Time best-of-N scoring instead: N candidate solutions for one
+    /// problem, scored one by one and with the problem's tokens shared.
+    /// Without --model this is the default PRM with its own head (--family
+    /// is not used).
+    #[arg(long, value_name = "N", conflicts_with_all = ["decode", "synthetic"])]
+    pub candidates: Option<usize>,
+
+    /// The problem's length for --candidates (template included), in tokens (at least).
+    #[arg(long, default_value_t = 200, requires = "candidates")]
+    pub candidate_prompt: usize,
+
+    /// Each candidate's length for --candidates, in tokens (at least; whole sentences).
+    #[arg(long, default_value_t = 150, requires = "candidates")]
+    pub candidate_tokens: usize,
 }
 
 /// Timings of one measurement, in seconds.
@@ -172,6 +188,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         return Err(Failure::Usage(
             "--threads must be at least 1 (the benchmark pins a thread count)".into(),
         ));
+    }
+    if let Some(n) = args.candidates {
+        return candidates_report(&args, n);
     }
     let source = Source::new(&args)?;
     let options = ScorerOptions {
@@ -358,6 +377,32 @@ pub fn run(args: Args) -> Result<(), Failure> {
     )
     .map_err(io)?;
     Ok(())
+}
+
+/// `--candidates`: opens the model (the default PRM with its head when no
+/// --model is given, else the model with --family) and runs
+/// [`candidates::run`].
+fn candidates_report(args: &Args, n: usize) -> Result<(), Failure> {
+    let options = ScorerOptions {
+        family: args.model.as_ref().map(|_| args.family),
+        threads: args.threads,
+        backend: Backend::Cpu,
+        ..ScorerOptions::default()
+    };
+    let name = args.model.as_deref().map_or_else(
+        || "the default PRM".to_string(),
+        |p| p.display().to_string(),
+    );
+    progress(&format!("loading {name}"));
+    let mut display = fetch::FetchDisplay::default();
+    let opened = stepscore::catalog::open(
+        args.model.as_deref(),
+        HeadSource::Checkpoint,
+        &options,
+        &mut |entry, p| display.show(entry, p),
+    )
+    .map_err(|e| Failure::during(format!("cannot load {name}"), e))?;
+    candidates::run(args, &opened.scorer, &opened.path.display().to_string(), n)
 }
 
 /// `--decode`: runs [`decode::run`] and prints its table or JSON.

@@ -456,11 +456,18 @@ impl DecoderPass for CpuPass<'_, '_> {
 
     fn swiglu(&mut self) -> Result<()> {
         self.acts = None;
+        let threads = self.model.threads().max(1);
         self.with2(Act::Up, Act::Gate, |up, gate| {
-            for (g, u) in gate.iter_mut().zip(up) {
-                // SiLU(g) * u
-                *g = *g / (1.0 + crate::model::exp::exp(-*g)) * u;
-            }
+            // Element by element, so split over the threads in equal parts
+            // (an e^x each: 7% of a prefill when run on one thread).
+            let per = gate.len().div_ceil(threads).max(1);
+            let parts: Vec<(&mut [f32], &[f32])> = gate.chunks_mut(per).zip(up.chunks(per)).collect();
+            crate::par::for_each(parts, |(gate, up)| {
+                for (g, u) in gate.iter_mut().zip(up) {
+                    // SiLU(g) * u
+                    *g = *g / (1.0 + crate::model::exp::exp(-*g)) * u;
+                }
+            });
             Ok(())
         })
     }

@@ -69,34 +69,60 @@ impl Kernels for Transformer {
         tokens: &[u32],
     ) -> Result<Vec<TokenStat>> {
         let lm = self.vocab_projection()?;
+        let vocab = lm.rows().max(1);
         let mut out = Vec::with_capacity(steps.iter().map(|r| r.len()).sum());
-        // One product per step keeps the logits of one step in memory.
-        for range in steps {
-            let x = gather(hidden, range.clone().map(|j| j.wrapping_sub(1)))?;
-            let mut logits = vec![0.0f32; range.len() * lm.rows()];
-            lm.matmul(&x, range.len(), &mut logits, self.threads())?;
-            for (row, j) in logits.chunks_exact(lm.rows().max(1)).zip(range.clone()) {
-                let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
-                let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
-                let log_z = max + z.ln();
-                let target = tokens.get(j).copied().ok_or_else(|| {
-                    Error::InvalidArgument(format!("token {j} is past the prompt"))
-                })? as usize;
-                let logit = *row.get(target).ok_or_else(|| {
-                    Error::InvalidArgument(format!("token {target} outside the vocabulary"))
-                })? as f64;
-                // H = log Z - sum p * logit
-                let expect: f64 = row
-                    .iter()
-                    .map(|&v| ((v as f64 - log_z).exp()) * v as f64)
-                    .sum();
-                out.push(TokenStat {
-                    log_z,
-                    logit,
-                    entropy: log_z - expect,
-                });
+        // The steps' positions in order, in products of up to ROWS rows: few
+        // enough to bound the logits in memory (ROWS x vocab floats), many
+        // enough that the vocabulary matrix is read once per ROWS rows, not
+        // once per step. Every row's logits are the same bits either way.
+        const ROWS: usize = 64;
+        let positions: Vec<usize> = steps.iter().flat_map(|r| r.clone()).collect();
+        for chunk in positions.chunks(ROWS) {
+            let x = gather(hidden, chunk.iter().map(|&j| j.wrapping_sub(1)))?;
+            let mut logits = vec![0.0f32; chunk.len() * lm.rows()];
+            lm.matmul(&x, chunk.len(), &mut logits, self.threads())?;
+            // Each row's statistics are two passes of e^x over the whole
+            // vocabulary, independent of the other rows: the rows are split
+            // over the threads, each row summed in the same order as alone.
+            let rows: Vec<(usize, &[f32])> = chunk.iter().copied().zip(logits.chunks_exact(vocab)).collect();
+            let per = rows.len().div_ceil(self.threads().max(1)).max(1);
+            let parts = crate::par::install(|| {
+                crate::par::map(rows.chunks(per).collect(), |part: &[(usize, &[f32])]| {
+                    part.iter()
+                        .map(|&(j, row)| row_stat(row, j, tokens))
+                        .collect::<Result<Vec<_>>>()
+                })
+            });
+            for part in parts {
+                out.extend(part?);
             }
         }
         Ok(out)
     }
+}
+
+/// The statistics of one row of logits for the token at position `j`.
+fn row_stat(row: &[f32], j: usize, tokens: &[u32]) -> Result<TokenStat> {
+    let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v)) as f64;
+    let z: f64 = row.iter().map(|&v| (v as f64 - max).exp()).sum();
+    let log_z = max + z.ln();
+    let target = tokens
+        .get(j)
+        .copied()
+        .ok_or_else(|| Error::InvalidArgument(format!("token {j} is past the prompt")))?
+        as usize;
+    let logit = *row
+        .get(target)
+        .ok_or_else(|| Error::InvalidArgument(format!("token {target} outside the vocabulary")))?
+        as f64;
+    // H = log Z - sum p * logit
+    let expect: f64 = row
+        .iter()
+        .map(|&v| ((v as f64 - log_z).exp()) * v as f64)
+        .sum();
+    Ok(TokenStat {
+        log_z,
+        logit,
+        entropy: log_z - expect,
+    })
 }

@@ -67,7 +67,9 @@ impl Scorer {
     }
 
     /// Scores N candidate step lists for one problem, running the tokens
-    /// they share (system prompt and problem) once.
+    /// they share (system prompt and problem) once, then each candidate's
+    /// steps in one pass: the scores [`Scorer::score_steps`] gives each
+    /// candidate alone, bit for bit.
     pub fn score_candidates(
         &self,
         problem: &str,
@@ -77,13 +79,7 @@ impl Scorer {
         base.prime()?;
         candidates
             .iter()
-            .map(|steps| {
-                let mut s = base.clone();
-                for step in steps {
-                    s.append(step)?;
-                }
-                Ok(s.scores().to_vec())
-            })
+            .map(|steps| base.clone().extend(steps))
             .collect()
     }
 }
@@ -136,8 +132,30 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// [`SessionOf::append`], awaited: the only way to append on WebGPU in
     /// a browser. A failed append leaves the session as it was before it.
     pub async fn append_async(&mut self, step: &str) -> Result<f64> {
+        let scores = self.extend_async(&[step]).await?;
+        scores
+            .first()
+            .copied()
+            .ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))
+    }
+
+    /// Appends several steps in one pass over their tokens and returns
+    /// their scores: the scores appending them one by one gives, bit for
+    /// bit, at the cost of one forward pass instead of one per step.
+    pub fn extend(&mut self, steps: &[&str]) -> Result<Vec<f64>> {
+        self.scorer.blocking_allowed()?;
+        block_on(self.extend_async(steps))
+    }
+
+    /// [`SessionOf::extend`], awaited. A failed call leaves the session as
+    /// it was before it.
+    pub async fn extend_async(&mut self, new: &[&str]) -> Result<Vec<f64>> {
+        if new.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
-        steps.push(step);
+        let k0 = steps.len();
+        steps.extend_from_slice(new);
         let enc = self.scorer.encode(&self.problem, &steps)?;
         let limit = self.scorer.max_tokens();
         if enc.tokens.len() > limit {
@@ -147,11 +165,12 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                 truncating: false,
             });
         }
-        let k = steps.len() - 1;
-        let marker = enc.markers[k];
-        let first_needed = enc.step_tokens[k].start.saturating_sub(1).min(marker);
+        let first_needed = enc.step_tokens[k0]
+            .start
+            .saturating_sub(1)
+            .min(enc.markers[k0]);
         // Reuse the cache as far as it agrees with the new encoding and stays
-        // before every position the new step's head reads.
+        // before every position the new steps' head reads.
         // (A cache on a device that was since recreated holds nothing.)
         let valid = self.scorer.cache_ready(&mut self.cache).await?;
         let keep = self
@@ -166,42 +185,45 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         self.cached.truncate(keep);
         let local = Encoded {
             tokens: enc.tokens[keep..].to_vec(),
-            markers: vec![marker - keep],
-            #[allow(clippy::single_range_in_vec_init)]
-            step_tokens: vec![
-                enc.step_tokens[k].start.saturating_sub(keep)
-                    ..enc.step_tokens[k].end.saturating_sub(keep),
-            ],
-            step_spans: vec![enc.step_spans[k].clone()],
-            step_texts: vec![enc.step_texts[k].clone()],
+            markers: enc.markers[k0..].iter().map(|&m| m - keep).collect(),
+            step_tokens: enc.step_tokens[k0..]
+                .iter()
+                .map(|r| r.start.saturating_sub(keep)..r.end.saturating_sub(keep))
+                .collect(),
+            step_spans: enc.step_spans[k0..].to_vec(),
+            step_texts: enc.step_texts[k0..].to_vec(),
         };
         let out = self
             .scorer
             .run(&enc.tokens[keep..], Some(&mut self.cache), Some(&local))
             .await?
             .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
+        if out.scores.len() != new.len() {
+            return Err(Error::Internal(format!(
+                "the head returned {} scores for {} steps",
+                out.scores.len(),
+                new.len()
+            )));
+        }
         self.computed += enc.tokens.len() - keep;
         self.cached.extend_from_slice(&enc.tokens[keep..]);
-        let score = *out
-            .scores
-            .first()
-            .ok_or_else(|| Error::InvalidArgument("the head returned no score".into()))?;
-        // Keep the cache only through this step's marker and tokens: what
-        // follows (a turn's end) changes when the next step arrives.
-        let stable = (marker + 1).max(enc.step_tokens[k].end);
+        // Keep the cache only through the last step's marker and tokens:
+        // what follows (a turn's end) changes when the next step arrives.
+        let last = steps.len() - 1;
+        let stable = (enc.markers[last] + 1).max(enc.step_tokens[last].end);
         self.cache.truncate(stable);
         self.cached.truncate(stable);
-        self.steps.push(step.to_string());
-        self.scores.push(score);
-        if let Some(c) = out.confidence.and_then(|c| c.into_iter().next()) {
-            self.confidence.push(c);
+        self.steps.extend(new.iter().map(|s| s.to_string()));
+        self.scores.extend_from_slice(&out.scores);
+        if let Some(c) = out.confidence {
+            self.confidence.extend(c);
         }
-        if let Some(lps) = out.token_logprobs.as_ref().and_then(|t| t.first()) {
-            let spans = &local.step_spans[0];
-            self.token_logprobs
-                .push(TokenLogprob::with_spans(lps, spans));
+        if let Some(lps) = out.token_logprobs.as_ref() {
+            for (lp, spans) in lps.iter().zip(&local.step_spans) {
+                self.token_logprobs.push(TokenLogprob::with_spans(lp, spans));
+            }
         }
-        Ok(score)
+        Ok(out.scores)
     }
 
     async fn extend_cache(&mut self, tokens: &[u32]) -> Result<()> {
