@@ -277,17 +277,20 @@ fn load_time_quantization_keeps_scores_close() {
     assert!(bad.is_err());
 }
 
+/// Every tiny fixture, with the family the sessions' tests open it as.
+const FAMILIES: [(&str, Option<Family>); 5] = [
+    ("qwen2-prm-tiny", None),
+    ("skywork-prm-tiny", None),
+    ("math-shepherd-tiny", None),
+    ("rlhflow-tiny", Some(Family::Rlhflow)),
+    ("confidence-tiny", Some(Family::Confidence)),
+];
+
 /// Appending steps one at a time gives the scores of scoring the whole trace
 /// (within 1e-4), on every family, while running each token about once.
 #[test]
 fn incremental_sessions_match_full_scoring() {
-    for (name, family) in [
-        ("qwen2-prm-tiny", None),
-        ("skywork-prm-tiny", None),
-        ("math-shepherd-tiny", None),
-        ("rlhflow-tiny", Some(Family::Rlhflow)),
-        ("confidence-tiny", Some(Family::Confidence)),
-    ] {
+    for (name, family) in FAMILIES {
         let reference = reference(name);
         let scorer = Scorer::open(
             fixture(name),
@@ -332,13 +335,7 @@ fn incremental_sessions_match_full_scoring() {
 /// several steps at once after one appended step.
 #[test]
 fn candidates_share_the_prompt_and_match_full_scoring() {
-    for (name, family) in [
-        ("qwen2-prm-tiny", None),
-        ("skywork-prm-tiny", None),
-        ("math-shepherd-tiny", None),
-        ("rlhflow-tiny", Some(Family::Rlhflow)),
-        ("confidence-tiny", Some(Family::Confidence)),
-    ] {
+    for (name, family) in FAMILIES {
         let reference = reference(name);
         let options = ScorerOptions {
             family,
