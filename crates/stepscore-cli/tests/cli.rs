@@ -592,7 +592,8 @@ fn token_logprobs_come_with_spans_in_the_step_text() {
 /// JSON names the shape it ran.
 #[test]
 fn bench_candidates_times_both_ways_on_the_same_scores() {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
+    let dir =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
     let out = stepscore(
         &[
             "bench",
@@ -626,7 +627,16 @@ fn bench_candidates_times_both_ways_on_the_same_scores() {
     assert_eq!(v["scores_identical"], true, "{v}");
     assert!(v["ratio_median"].as_f64().unwrap() > 0.0, "{v}");
 
-    let zero = stepscore(&["bench", "--candidates", "0", "--model", dir.to_str().unwrap()], None);
+    let zero = stepscore(
+        &[
+            "bench",
+            "--candidates",
+            "0",
+            "--model",
+            dir.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(zero.status.code(), Some(2), "{}", text(&zero.stderr));
 }
 

@@ -352,7 +352,11 @@ fn candidates_share_the_prompt_and_match_full_scoring() {
         assert_eq!(got.len(), candidates.len());
         for (k, (cand, scores)) in candidates.iter().zip(&got).enumerate() {
             let alone = scorer.score_steps(problem, cand).unwrap();
-            let alone: Vec<u64> = alone.step_scores.iter().map(|s| s.unwrap().to_bits()).collect();
+            let alone: Vec<u64> = alone
+                .step_scores
+                .iter()
+                .map(|s| s.unwrap().to_bits())
+                .collect();
             let bits: Vec<u64> = scores.iter().map(|s| s.to_bits()).collect();
             assert_eq!(bits, alone, "{name} candidate {k}: shared prefix vs alone");
             if cand.len() > 1 {

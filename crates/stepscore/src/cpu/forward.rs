@@ -246,7 +246,10 @@ impl Transformer {
                 Ok(out)
             }
             Some(rows) => {
-                if let Some(&r) = rows.iter().find(|&&r| r as usize >= self.config().vocab_size) {
+                if let Some(&r) = rows
+                    .iter()
+                    .find(|&&r| r as usize >= self.config().vocab_size)
+                {
                     return Err(Error::InvalidArgument(format!(
                         "vocabulary row {r} is out of range for vocabulary size {}",
                         self.config().vocab_size
@@ -461,7 +464,8 @@ impl DecoderPass for CpuPass<'_, '_> {
             // Element by element, so split over the threads in equal parts
             // (an e^x each: 7% of a prefill when run on one thread).
             let per = gate.len().div_ceil(threads).max(1);
-            let parts: Vec<(&mut [f32], &[f32])> = gate.chunks_mut(per).zip(up.chunks(per)).collect();
+            let parts: Vec<(&mut [f32], &[f32])> =
+                gate.chunks_mut(per).zip(up.chunks(per)).collect();
             crate::par::for_each(parts, |(gate, up)| {
                 for (g, u) in gate.iter_mut().zip(up) {
                     // SiLU(g) * u

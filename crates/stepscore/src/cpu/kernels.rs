@@ -84,7 +84,11 @@ impl Kernels for Transformer {
             // Each row's statistics are two passes of e^x over the whole
             // vocabulary, independent of the other rows: the rows are split
             // over the threads, each row summed in the same order as alone.
-            let rows: Vec<(usize, &[f32])> = chunk.iter().copied().zip(logits.chunks_exact(vocab)).collect();
+            let rows: Vec<(usize, &[f32])> = chunk
+                .iter()
+                .copied()
+                .zip(logits.chunks_exact(vocab))
+                .collect();
             let per = rows.len().div_ceil(self.threads().max(1)).max(1);
             let parts = crate::par::install(|| {
                 crate::par::map(rows.chunks(per).collect(), |part: &[(usize, &[f32])]| {

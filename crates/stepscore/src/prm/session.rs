@@ -220,7 +220,8 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         }
         if let Some(lps) = out.token_logprobs.as_ref() {
             for (lp, spans) in lps.iter().zip(&local.step_spans) {
-                self.token_logprobs.push(TokenLogprob::with_spans(lp, spans));
+                self.token_logprobs
+                    .push(TokenLogprob::with_spans(lp, spans));
             }
         }
         Ok(out.scores)

@@ -26,10 +26,10 @@ mod avx512;
 mod blocks;
 mod dequant;
 mod fp;
-mod portable;
 #[cfg(target_arch = "x86_64")]
 mod ktile;
 mod matmul;
+mod portable;
 #[cfg(target_arch = "x86_64")]
 mod rowdot;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -43,7 +43,7 @@ pub use act::{
     QuantizedActs,
 };
 pub use dequant::dequantize_row;
-pub(crate) use portable::{dot, dot_f32};
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd};
+pub(crate) use portable::{dot, dot_f32};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};

@@ -39,7 +39,9 @@ fn build(scorer: &Scorer, n: usize, prompt: usize, solution: usize) -> Result<Ca
     let mut problem = format!("{opening}{closing}");
     while prompt_len(&problem)? < prompt {
         let (a, b) = (nums.next(90) + 10, nums.next(9) + 2);
-        days.push_str(&format!(" On day {day} there are {a} crates and {b} free shelves."));
+        days.push_str(&format!(
+            " On day {day} there are {a} crates and {b} free shelves."
+        ));
         day += 1;
         problem = format!("{opening}{days}{closing}");
         if problem.len() > 64 * prompt.max(1) {

@@ -2,8 +2,8 @@
 //! in host memory.
 
 use super::need_head;
-use crate::error::Result;
 use crate::cpu::KvCache;
+use crate::error::Result;
 use crate::model::{Hidden, Taps, Transformer};
 use crate::prm::head::{Head, HeadOutput};
 use crate::prm::template::Encoded;

@@ -17,8 +17,8 @@ use super::backend::{Backend, BackendReport};
 pub(crate) use super::blocking::block_on;
 use super::head::{Head, HeadOutput};
 use super::template::Encoded;
-use crate::error::{Error, Result};
 use crate::cpu::KvCache;
+use crate::error::{Error, Result};
 use crate::model::{Hidden, Taps, Transformer};
 
 mod cpu;
@@ -275,10 +275,7 @@ impl Engine {
             Kind::Gpu(_) => {
                 let mut out = Vec::with_capacity(tokens.len());
                 for (t, cache) in tokens.iter().zip(caches.iter_mut()) {
-                    out.push(
-                        self.last_logits(std::slice::from_ref(t), cache)
-                            .await?,
-                    );
+                    out.push(self.last_logits(std::slice::from_ref(t), cache).await?);
                 }
                 Ok(out)
             }
