@@ -5,6 +5,12 @@
 //! per head, scores q . k ([`dot`]) times the scale, their max, e^(score -
 //! max), their sum in key order, then the values weighted by score / sum,
 //! summed in key order. attention.wgsl follows the same order.
+//!
+//! A prefill computes tiles of query tokens ([`attend_tile`]): the rows of
+//! a KV head's query heads for several tokens read each block of its key
+//! and value rows while the block sits in L1, instead of every row
+//! streaming the whole cache (on a 4k-token trace the cache of a layer is
+//! megabytes). Each row still gets the one-query order above, so the bits.
 
 use crate::model::exp::exp;
 use crate::model::matrix::effective_threads;
@@ -61,15 +67,171 @@ pub(super) fn attention(
         }
     }
     let run = |list: Vec<(usize, &mut [f32])>| {
+        // The tiles' scores, reused over the job's tiles.
+        let mut scratch = Vec::new();
         for (t0, chunk) in list {
-            for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
-                let t = t0 + dt;
-                let qs = &q[t * qd..(t + 1) * qd];
-                attend_one(c, simd, qs, keys, values, start + t, 0, orow);
+            if c.sliding_window.is_some() {
+                // Rows of one tile would start at different keys: one by one.
+                for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
+                    let t = t0 + dt;
+                    let qs = &q[t * qd..(t + 1) * qd];
+                    attend_one(c, simd, qs, keys, values, start + t, 0, orow);
+                }
+                continue;
+            }
+            for (ti, orows) in chunk.chunks_mut(TILE_TOKENS * qd).enumerate() {
+                let t = t0 + ti * TILE_TOKENS;
+                let qs = &q[t * qd..t * qd + orows.len()];
+                attend_tile(c, simd, qs, keys, values, start + t, orows, &mut scratch);
             }
         }
     };
     crate::par::for_each(jobs, run);
+}
+
+/// Query tokens per tile: with a KV head's query heads, the rows that share
+/// each block of its keys and values (4 x 6 for Qwen2.5-1.5B), few enough
+/// that their scores (4k keys each) stay in L2.
+const TILE_TOKENS: usize = 4;
+
+/// Bytes of one KV head's key (or value) rows in a block: a block stays in
+/// L1 (32 KiB or more on current x86 cores) while every row of a tile reads it.
+const KEY_BLOCK_BYTES: usize = 16 * 1024;
+
+/// Attention of the query tokens at absolute positions `pos0..` (as many
+/// as `out` holds rows; no sliding window), all heads, per KV head: the
+/// scores of all its rows by blocks of keys, each row's softmax, then the
+/// weighted values by blocks of keys. Per row the operations and their
+/// order are [`attend_one_body`]'s, so the bits are too. `scratch` holds
+/// the scores (grown as needed, reused by the caller across tiles).
+#[allow(clippy::too_many_arguments)]
+fn attend_tile(
+    c: &ModelConfig,
+    simd: Simd,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos0: usize,
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    let shape = TileShape {
+        hd: c.head_dim,
+        kvd: c.kv_dim(),
+        qd: c.q_dim(),
+        group: c.n_heads / c.n_kv_heads,
+        kv_heads: c.n_kv_heads,
+        pos0,
+        key_block: (KEY_BLOCK_BYTES / (4 * c.head_dim.max(1))).max(8),
+    };
+    match simd {
+        // SAFETY: `Simd::detect` found the features the variants are compiled for.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx512 => unsafe { attend_tile_avx512(&shape, q, keys, values, out, scratch) },
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 => unsafe { attend_tile_avx2(&shape, q, keys, values, out, scratch) },
+        _ => attend_tile_body::<false>(&shape, q, keys, values, out, scratch),
+    }
+}
+
+/// Geometry of a tile (see [`attend_tile`]).
+struct TileShape {
+    hd: usize,
+    kvd: usize,
+    qd: usize,
+    group: usize,
+    kv_heads: usize,
+    pos0: usize,
+    /// Keys per block.
+    key_block: usize,
+}
+
+/// [`attend_tile_body`] compiled with AVX2 (see [`attend_one_avx2`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn attend_tile_avx2(
+    s: &TileShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    attend_tile_body::<false>(s, q, keys, values, out, scratch)
+}
+
+/// [`attend_tile_body`] with the weighted values in AVX-512 registers.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma,avx512f")]
+unsafe fn attend_tile_avx512(
+    s: &TileShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    attend_tile_body::<true>(s, q, keys, values, out, scratch)
+}
+
+#[inline(always)]
+fn attend_tile_body<const WIDE: bool>(
+    s: &TileShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    let (hd, kvd, qd, group) = (s.hd, s.kvd, s.qd, s.group);
+    let scale = 1.0 / (hd as f32).sqrt();
+    let tokens = out.len() / qd;
+    // Row r = (token t, head g * group + gh) with r = t * group + gh; the
+    // last token reads `width` keys, token t reads pos0 + t + 1.
+    let width = s.pos0 + tokens;
+    let rows = tokens * group;
+    if scratch.len() < rows * width {
+        scratch.resize(rows * width, 0.0);
+    }
+    let mut sums = vec![0.0f32; rows];
+    out.fill(0.0);
+    for g in 0..s.kv_heads {
+        let off = g * hd;
+        let head = |r: usize| (r / group, g * group + r % group);
+        for kb in (0..width).step_by(s.key_block) {
+            for r in 0..rows {
+                let (t, h) = head(r);
+                let lim = (kb + s.key_block).min(s.pos0 + t + 1);
+                let qh = &q[t * qd + h * hd..t * qd + (h + 1) * hd];
+                let row = &mut scratch[r * width..(r + 1) * width];
+                for (j, sc) in row.iter_mut().enumerate().take(lim).skip(kb) {
+                    *sc = attn_dot(qh, &keys[j * kvd + off..j * kvd + off + hd]) * scale;
+                }
+            }
+        }
+        for (r, sum) in sums.iter_mut().enumerate() {
+            let (t, _) = head(r);
+            let row = &mut scratch[r * width..r * width + s.pos0 + t + 1];
+            let max = row.iter().fold(f32::NEG_INFINITY, |m, &v| m.max(v));
+            *sum = 0.0;
+            for sc in row.iter_mut() {
+                *sc = exp(*sc - max);
+                *sum += *sc;
+            }
+        }
+        for kb in (0..width).step_by(s.key_block) {
+            for (r, &sum) in sums.iter().enumerate() {
+                let (t, h) = head(r);
+                let lim = (kb + s.key_block).min(s.pos0 + t + 1);
+                if kb >= lim {
+                    continue;
+                }
+                let scores = &scratch[r * width + kb..r * width + lim];
+                let oh = &mut out[t * qd + h * hd..t * qd + (h + 1) * hd];
+                add_weighted_values::<WIDE>(scores, sum, values, kvd, off, kb, oh);
+            }
+        }
+    }
 }
 
 /// One query token at absolute position `pos`: heads `h0..` (as many
@@ -142,7 +304,7 @@ unsafe fn attend_one_avx512(
     attend_one_body::<true>(s, q, keys, values, out)
 }
 
-/// `oh[i] = 0 + Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
+/// `oh[i] += Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
 /// with `oh` held in up to 8 zmm registers per 128 values instead of being
 /// loaded and stored for every key. No fused multiply-add: each element
 /// gets exactly the portable loop's operations.
@@ -167,6 +329,9 @@ unsafe fn weigh_values_avx512(
     while c0 + 16 <= hd {
         let n = ((hd - c0) / 16).min(8);
         let mut acc = [_mm512_setzero_ps(); 8];
+        for (i, a) in acc.iter_mut().enumerate().take(n) {
+            *a = _mm512_loadu_ps(oh.as_ptr().add(c0 + 16 * i));
+        }
         for (k, &sc) in scores.iter().enumerate() {
             let p = _mm512_set1_ps(sc / sum);
             let v = values.as_ptr().add((first + k) * kvd + off + c0);
@@ -182,7 +347,7 @@ unsafe fn weigh_values_avx512(
     weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
 }
 
-/// The portable form of the values' weighted sum.
+/// The portable form of the values' weighted sum (added to `oh`).
 #[inline(always)]
 fn weigh_values(
     scores: &[f32],
@@ -194,7 +359,6 @@ fn weigh_values(
     oh: &mut [f32],
 ) {
     let hd = oh.len();
-    oh.fill(0.0);
     for (k, sc) in scores.iter().enumerate() {
         let p = sc / sum;
         let j = first + k;
@@ -233,20 +397,36 @@ fn attend_one_body<const WIDE: bool>(
             *sc = exp(*sc - max);
             sum += *sc;
         }
-        #[cfg(target_arch = "x86_64")]
-        if WIDE {
-            // SAFETY: `WIDE` is only set by `attend_one_avx512`, whose callers
-            // checked for AVX-512F; the value rows are in bounds as below.
-            unsafe { weigh_values_avx512(&scores, sum, values, kvd, off, s.first, oh) };
-            continue;
-        }
-        // SIMD128 in registers across the keys, with the portable loop's bits.
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        if super::simd128::weigh_values(&scores, sum, values, kvd, off, s.first, oh) {
-            continue;
-        }
-        weigh_values(&scores, sum, values, kvd, off, s.first, oh);
+        oh.fill(0.0);
+        add_weighted_values::<WIDE>(&scores, sum, values, kvd, off, s.first, oh);
     }
+}
+
+/// `oh[i] += Σ_k (scores[k] / sum) * v_{first+k}[off + i]`, keys in order:
+/// in AVX-512 registers when `WIDE` (set only by the AVX-512F variants),
+/// SIMD128 ones on wasm32, else the portable loop; all with its bits.
+#[inline(always)]
+fn add_weighted_values<const WIDE: bool>(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if WIDE {
+        // SAFETY: `WIDE` is only set by the AVX-512 variants, whose callers
+        // checked for AVX-512F; it checks the value rows are in bounds.
+        unsafe { weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
+        return;
+    }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if super::simd128::weigh_values(scores, sum, values, kvd, off, first, oh) {
+        return;
+    }
+    weigh_values(scores, sum, values, kvd, off, first, oh);
 }
 
 /// Query . key: the engine's one [`dot`], as SIMD128 intrinsics on wasm32
@@ -291,8 +471,9 @@ mod tests {
             let sum: f32 = scores.iter().sum();
             for h in 0..kv_heads {
                 let off = h * hd;
-                let mut want = vec![f32::NAN; hd];
-                let mut got = vec![f32::NAN; hd];
+                // Added to what `oh` holds (a tile's earlier key blocks).
+                let mut want: Vec<f32> = (0..hd).map(|_| next()).collect();
+                let mut got = want.clone();
                 weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
                 assert!(simd128::weigh_values(
                     &scores, sum, &values, kvd, off, first, &mut got
@@ -352,8 +533,9 @@ mod tests {
             let sum: f32 = scores.iter().sum();
             for h in 0..kv_heads {
                 let off = h * hd;
-                let mut want = vec![f32::NAN; hd];
-                let mut got = vec![f32::NAN; hd];
+                // Added to what `oh` holds (a tile's earlier key blocks).
+                let mut want: Vec<f32> = (0..hd).map(|_| next()).collect();
+                let mut got = want.clone();
                 weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
                 // SAFETY: AVX-512F checked above.
                 unsafe { weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got) };
@@ -363,6 +545,79 @@ mod tests {
                         .all(|(g, w)| g.to_bits() == w.to_bits()),
                     "hd {hd}, head {h}: {got:?} vs {want:?}"
                 );
+            }
+        }
+    }
+
+    fn config(n_heads: usize, n_kv_heads: usize, head_dim: usize) -> ModelConfig {
+        ModelConfig {
+            arch: crate::model::Arch::Llama,
+            hidden_size: n_heads * head_dim,
+            intermediate_size: 8,
+            n_layers: 1,
+            n_heads,
+            n_kv_heads,
+            head_dim,
+            vocab_size: 8,
+            rms_norm_eps: 1e-5,
+            rope_theta: 10000.0,
+            rope_scaling: crate::model::RopeScaling::None,
+            max_position_embeddings: 1 << 16,
+            tie_word_embeddings: false,
+            attention_bias: false,
+            o_bias: false,
+            sliding_window: None,
+            architectures: vec![],
+        }
+    }
+
+    /// Tiles of query tokens (the prefill path, several key blocks) give
+    /// each row the one-query loops' bits, on this CPU's kernels and on the
+    /// portable ones, for head sizes with and without a SIMD tail, partial
+    /// tiles, and new tokens after cached ones.
+    #[test]
+    fn query_tiles_equal_one_query_at_a_time_bit_for_bit() {
+        let mut s = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32 * 4.0 - 2.0
+        };
+        for (heads, kv_heads, hd, start, n) in [
+            (12, 2, 128, 0, 70),
+            (9, 3, 64, 5, 11),
+            (4, 4, 72, 300, 9),
+            (2, 1, 6, 0, 3),
+            (6, 2, 130, 40, 1 + 2 * TILE_TOKENS),
+        ] {
+            let c = config(heads, kv_heads, hd);
+            let (qd, kvd) = (c.q_dim(), c.kv_dim());
+            let total = start + n;
+            let keys: Vec<f32> = (0..total * kvd).map(|_| next()).collect();
+            let values: Vec<f32> = (0..total * kvd).map(|_| next()).collect();
+            let q: Vec<f32> = (0..n * qd).map(|_| next()).collect();
+            for simd in [Simd::detect(), Simd::Portable] {
+                let mut want = vec![f32::NAN; n * qd];
+                for (t, orow) in want.chunks_exact_mut(qd).enumerate() {
+                    let qs = &q[t * qd..(t + 1) * qd];
+                    attend_one(&c, simd, qs, &keys, &values, start + t, 0, orow);
+                }
+                let mut got = vec![f32::NAN; n * qd];
+                let mut scratch = Vec::new();
+                for (ti, orows) in got.chunks_mut(TILE_TOKENS * qd).enumerate() {
+                    let t = ti * TILE_TOKENS;
+                    let qs = &q[t * qd..t * qd + orows.len()];
+                    attend_tile(&c, simd, qs, &keys, &values, start + t, orows, &mut scratch);
+                }
+                let differ = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
+                assert_eq!(differ, None, "{heads} heads / {kv_heads} kv, hd {hd}, {start}+{n} tokens, {simd:?}");
+                // The whole pass, threads and all, is the tiles' result.
+                let mut whole = vec![f32::NAN; n * qd];
+                attention(&c, 2, &q, &keys, &values, start, n, &mut whole);
+                if simd == Simd::detect() {
+                    assert!(whole.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+                }
             }
         }
     }

@@ -4,9 +4,9 @@
 
 use core::arch::wasm32::*;
 
-/// Attention's weighted sum of values: `oh[i] = 0 + sum_k (scores[k] / sum) *
-/// v_{first+k}[off + i]`, keys in order, with up to 16 vectors of `oh` held
-/// in registers across the keys. The per-element operations (a product,
+/// Attention's weighted sum of values, added to `oh`: `oh[i] += sum_k
+/// (scores[k] / sum) * v_{first+k}[off + i]`, one key after another, with up
+/// to 16 vectors of `oh` held in registers across the keys. The per-element operations (a product,
 /// then an add) are the portable loop's, so the bits are too. Returns false,
 /// writing nothing, when the rows are not in `values`.
 pub(crate) fn weigh_values(
@@ -33,6 +33,10 @@ pub(crate) fn weigh_values(
             break;
         }
         let mut acc = [f32x4_splat(0.0); BLOCK];
+        for (i, a) in acc.iter_mut().enumerate().take(n) {
+            // SAFETY: c0 + 4i + 4 <= hd.
+            *a = unsafe { v128_load(oh.as_ptr().add(c0 + 4 * i) as *const v128) };
+        }
         for (k, &sc) in scores.iter().enumerate() {
             let p = f32x4_splat(sc / sum);
             // SAFETY: (first + k) * kvd + off + c0 + 4n <= (first + k + 1) * kvd
@@ -52,7 +56,7 @@ pub(crate) fn weigh_values(
     }
     // The tail (head sizes that are not a multiple of 4), as the portable loop.
     for i in c0..hd {
-        let mut o = 0.0f32;
+        let mut o = oh[i];
         for (k, &sc) in scores.iter().enumerate() {
             o += (sc / sum) * values[(first + k) * kvd + off + i];
         }
