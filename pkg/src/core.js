@@ -222,6 +222,10 @@ class LocalEngine {
     return callWasmAsync(() => this.#inner.scoreMany(traces, options));
   }
 
+  scoreCandidates(problem, candidates) {
+    return callWasmAsync(() => this.#inner.scoreCandidates(problem, candidates));
+  }
+
   session(problem) {
     return new LocalSession(callWasm(() => this.#inner.session(problem)));
   }
@@ -413,6 +417,21 @@ export class StepScorer {
       out.push(await abortable(this.#live().score(traces[i], rest, `traces[${i}]`), signal, 'scoring'));
     }
     return out;
+  }
+
+  /**
+   * Scores N candidate step lists for one problem, running the problem's
+   * tokens once: one list of step scores per candidate, equal bit for bit to
+   * scoring each alone. All are checked before any runs; an abort rejects at once.
+   */
+  async scoreCandidates(problem, candidates, options) {
+    const [rest, signal] = splitSignal(options, 'scoreCandidates');
+    const unknown = rest && typeof rest === 'object' ? Object.keys(rest) : [];
+    if (unknown.length) {
+      throw new StepscoreError('INVALID_ARGUMENT', `scoreCandidates options: unknown option \`${unknown[0]}\` (known: signal)`);
+    }
+    throwIfAborted(signal, 'scoring');
+    return abortable(this.#live().scoreCandidates(problem, candidates), signal, 'scoring');
   }
 
   /** The engine's own score call, naming the trace `what` in errors (the worker's scoreMany). */

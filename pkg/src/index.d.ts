@@ -512,6 +512,14 @@ export class StepScorer {
   score(trace: TraceInput, options?: ScoreOptions): Promise<TraceScore>;
   /** All traces are checked before any is scored. With `signal`: one trace at a time; an abort rejects at once and no further trace starts. */
   scoreMany(traces: TraceInput[], options?: ScoreOptions): Promise<TraceScore[]>;
+  /**
+   * Scores N candidate step lists for one problem (best-of-N, search beams),
+   * running the problem's tokens once and each candidate's steps in one pass:
+   * one list of step scores per candidate, equal bit for bit to `score` on each
+   * alone. All candidates are checked before any runs ('TRACE_INVALID' names
+   * `candidates[i][j]`). With `signal`: rejects with 'ABORTED' at once.
+   */
+  scoreCandidates(problem: string, candidates: string[][], options?: { signal?: AbortSignal }): Promise<number[][]>;
   /** Index of the first step below `threshold` (default: `info().threshold`, else 0.5), or -1. */
   firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
   session(problem: string): Session;

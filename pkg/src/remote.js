@@ -187,6 +187,10 @@ class RemoteEngine {
     return this.#client.call('scoreMany', { traces, options }, { code: 'TRACE_INVALID' });
   }
 
+  scoreCandidates(problem, candidates) {
+    return this.#client.call('scoreCandidates', { problem, candidates }, { code: 'TRACE_INVALID' });
+  }
+
   session(problem) {
     if (typeof problem !== 'string') {
       throw new StepscoreError('TRACE_INVALID', `problem must be a string, got ${typeName(problem)}`);

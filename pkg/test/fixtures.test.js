@@ -66,4 +66,22 @@ for (const [name, family] of FAMILIES) {
       scorer.dispose();
     }
   });
+
+  test(`${name}: scoreCandidates equals score on each candidate, bit for bit`, async () => {
+    const ref = reference(name);
+    const scorer = await StepScorer.load({ model: checkpointFiles(name), family });
+    try {
+      const problem = ref.cases[0].problem;
+      // Whole, cut short, another case's steps under this problem, and empty.
+      const candidates = [ref.cases[0].steps, ref.cases[0].steps.slice(0, 1), ref.cases.at(-1).steps, []];
+      const got = await scorer.scoreCandidates(problem, candidates);
+      assert.equal(got.length, candidates.length);
+      for (const [i, steps] of candidates.entries()) {
+        const want = steps.length ? (await scorer.score({ problem, steps })).stepScores : [];
+        assert.deepEqual(got[i], want, `candidate ${i}`);
+      }
+    } finally {
+      scorer.dispose();
+    }
+  });
 }

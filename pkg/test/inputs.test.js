@@ -100,6 +100,14 @@ test('AbortSignal: score, scoreMany between traces (all checked first), queued a
   const many = scorer.scoreMany([trace, trace, trace], { signal: c.signal });
   setTimeout(() => c.abort(), 0);
   await rejectsWith(assert, many, 'ABORTED');
+  // Candidates: every one checked before any runs, errors name the step.
+  await rejectsWith(assert, scorer.scoreCandidates('p', [['a'], ['b', ' \u200b ']]), 'TRACE_INVALID', /candidates\[1\]\[1\] is empty/);
+  await rejectsWith(assert, scorer.scoreCandidates('p', [['a'], 'b']), 'TRACE_INVALID', /candidates\[1\] must be an array of step strings, got string/);
+  await rejectsWith(assert, scorer.scoreCandidates('p', [[3]]), 'TRACE_INVALID', /candidates\[0\]\[0\] must be a string, got number/);
+  await rejectsWith(assert, scorer.scoreCandidates(7, [['a']]), 'TRACE_INVALID', /problem must be a string/);
+  await rejectsWith(assert, scorer.scoreCandidates('p', [['a']], { singal: live.signal }), 'INVALID_ARGUMENT', /unknown option `singal`/);
+  await rejectsWith(assert, scorer.scoreCandidates('p', [['a']], { signal: AbortSignal.abort() }), 'ABORTED');
+  assert.equal((await scorer.scoreCandidates('p', [['a'], ['b']], { signal: live.signal })).length, 2);
   // A queued append whose signal fired never runs.
   const session = scorer.session('What is 2+2?');
   const q = new AbortController();

@@ -34,6 +34,8 @@ test('worker mode scores, sessions and info like the in-thread engine', async ()
     const traces = ref.cases.map((c) => ({ problem: c.problem, steps: c.steps }));
     for (const t of traces) assert.deepEqual(await remote.score(t), await local.score(t));
     assert.deepEqual(await remote.scoreMany(traces), await local.scoreMany(traces));
+    const candidates = traces.map((t) => t.steps);
+    assert.deepEqual(await remote.scoreCandidates(traces[0].problem, candidates), await local.scoreCandidates(traces[0].problem, candidates));
 
     const c = ref.cases[0];
     const full = await local.score({ problem: c.problem, steps: c.steps });

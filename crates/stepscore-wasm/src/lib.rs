@@ -114,6 +114,39 @@ fn type_name(v: &JsValue) -> String {
     }
 }
 
+/// Candidates for one problem: an array of step lists, each an array of
+/// strings none of them blank ([`stepscore::validate::is_blank`]); the error names `candidates[i]` or `candidates[i][j]`.
+fn candidates_arg(value: &JsValue) -> JsResult<Vec<Vec<String>>> {
+    let bad = |m: String| js_error(Error::new(Code::TraceInvalid, m));
+    let list = value.dyn_ref::<js_sys::Array>().ok_or_else(|| {
+        bad(format!(
+            "candidates must be an array of step lists, got {}",
+            type_name(value)
+        ))
+    })?;
+    let mut out = Vec::with_capacity(list.length() as usize);
+    for (i, c) in list.iter().enumerate() {
+        let steps = c.dyn_ref::<js_sys::Array>().ok_or_else(|| {
+            bad(format!(
+                "candidates[{i}] must be an array of step strings, got {}",
+                type_name(&c)
+            ))
+        })?;
+        let mut texts = Vec::with_capacity(steps.length() as usize);
+        for (j, step) in steps.iter().enumerate() {
+            let text = string_arg(&step, &format!("candidates[{i}][{j}]"), Code::TraceInvalid)?;
+            if stepscore::validate::is_blank(&text) {
+                return Err(bad(format!(
+                    "candidates[{i}][{j}] is empty (nothing but whitespace or invisible characters)"
+                )));
+            }
+            texts.push(text);
+        }
+        out.push(texts);
+    }
+    Ok(out)
+}
+
 /// A list of step scores; `null` / `undefined` (and NaN) entries read as
 /// NaN (an unscored step, which aggregation and first-error treat as
 /// failing). Any other value must be a probability in [0, 1]
@@ -358,6 +391,39 @@ impl WasmScorer {
         Ok(WasmStreamVerifier {
             inner: Rc::new(RefCell::new(verifier)),
         })
+    }
+
+    /// Scores N candidate step lists for one `problem`, running the tokens
+    /// they share (system prompt and problem) once and each candidate's
+    /// steps in one pass; resolves to one list of step scores per
+    /// candidate, the scores `score` gives each alone, bit for bit. Every
+    /// candidate is checked before any runs.
+    #[wasm_bindgen(js_name = scoreCandidates)]
+    pub fn score_candidates(
+        &self,
+        problem: JsValue,
+        candidates: JsValue,
+    ) -> JsResult<js_sys::Promise> {
+        let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
+        let lists = candidates_arg(&candidates)?;
+        let scorer = Rc::clone(&self.loaded.scorer);
+        Ok(promise(async move {
+            let mut base = SessionOf::new(Rc::clone(&scorer), &problem);
+            base.prime_async()
+                .await
+                .map_err(|e| js_error(Error::from_score("problem", e)))?;
+            let mut out = Vec::with_capacity(lists.len());
+            for (i, steps) in lists.iter().enumerate() {
+                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+                let scores = base
+                    .clone()
+                    .extend_async(&refs)
+                    .await
+                    .map_err(|e| js_error(Error::from_score(&format!("candidates[{i}]"), e)))?;
+                out.push(scores);
+            }
+            to_js(&out)
+        }))
     }
 
     /// Starts an incremental session for `problem`.
