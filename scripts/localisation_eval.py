@@ -25,7 +25,15 @@ see (a plan, reading or setup error). Reported:
 - wrong solutions without a slip: flagged or not;
 - the PRM and the check together (flag when either does).
 
+Another head is evaluated on the same solutions without a model run per
+head: `--write-input F` writes them as `stepscore features` input (ids
+`config/problem/candidate`), then `--features FEATURES --head HEAD` reads
+that extraction (`stepscore features --confidence`) and applies the head
+file's value head (scripts/results_table.py's reader) in place of the stored
+scores, with the head's shipped threshold unless `--threshold` is given.
+
 Usage: python3 scripts/localisation_eval.py [--threshold T] [--json]
+         [--write-input F | --features F --head H]
 (needs the `stepscore` Python package for the arithmetic check).
 """
 
@@ -34,6 +42,7 @@ import json
 from pathlib import Path
 
 import stepscore
+from results_table import read_head
 
 ROOT = Path(__file__).resolve().parent.parent
 SHIPPED = 0.602855  # stepscore.threshold of models/qwen2.5-coder-1.5b-digit-head.safetensors
@@ -54,7 +63,21 @@ def solutions(out_dir):
                     continue
                 if c.get("correct") is None or len(c["scores"]) != len(c["steps"]):
                     continue
-                yield config, row.get("id"), c["steps"], c["scores"], bool(c["correct"])
+                yield config, f'{config}/{row.get("id")}/{c["index"]}', row["problem"], c["steps"], c["scores"], bool(c["correct"])
+
+
+def head_scores(features_path, head_path):
+    """Step scores of `head_path` from a features extraction, by id; and the head's threshold."""
+    head, meta = read_head(head_path)
+    out = {}
+    for line in Path(features_path).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        rows = r["features"]
+        out[r["id"]] = [head(rows[k], r["confidence"][k], r["digit_confidence"][k]) for k in range(len(rows))]
+    threshold = meta.get("stepscore.threshold")
+    return out, float(threshold) if threshold is not None else None
 
 
 def first_slip(steps):
@@ -78,12 +101,29 @@ def auroc(pos, neg):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default=str(ROOT / "data" / "search-eval"))
-    ap.add_argument("--threshold", type=float, default=SHIPPED)
+    ap.add_argument("--threshold", type=float, default=None)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--write-input", help="write the solutions as `stepscore features` input and stop")
+    ap.add_argument("--features", help="a `stepscore features --confidence` extraction of --write-input's file")
+    ap.add_argument("--head", help="the head file to apply to --features")
     args = ap.parse_args()
-    t = args.threshold
+    if args.write_input:
+        with open(args.write_input, "w", encoding="utf-8") as f:
+            for config, sid, problem, steps, _, correct in solutions(args.out):
+                f.write(json.dumps({"id": sid, "problem": problem, "steps": steps}) + "\n")
+        return
+    if bool(args.features) != bool(args.head):
+        ap.error("--features and --head go together")
+    rescored, head_threshold = head_scores(args.features, args.head) if args.head else (None, None)
+    t = args.threshold if args.threshold is not None else head_threshold if args.head else SHIPPED
+    if t is None:
+        ap.error(f"{args.head} ships no threshold: give --threshold")
     right, wrong = [], []
-    for config, pid, steps, scores, correct in solutions(args.out):
+    for config, sid, problem, steps, scores, correct in solutions(args.out):
+        if rescored is not None:
+            if sid not in rescored:
+                raise SystemExit(f"{args.features}: no row for solution {sid} (extract --write-input's file whole)")
+            scores = rescored[sid]
         (right if correct else wrong).append((steps, scores))
     loc = {"before": 0, "at": 0, "after": 0, "none": 0}
     plain = {"flagged": 0, "missed": 0}

@@ -30,6 +30,25 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+# Each step statistic by its head-file name, from a features row's
+# `confidence` (c) and `digit_confidence` (d) entries (StepStat::value).
+STAT_VALUE = {
+    "log1p_tokens": lambda c, d: math.log1p(c["tokens"]),
+    "mean_logprob": lambda c, d: c["mean_logprob"],
+    "min_logprob": lambda c, d: c["min_logprob"],
+    "mean_entropy": lambda c, d: c["mean_entropy"],
+    "digit_log1p_tokens": lambda c, d: math.log1p(d["tokens"]),
+    "digit_min_logprob": lambda c, d: d["min_logprob"],
+    "digit_mean_logprob": lambda c, d: d["mean_logprob"],
+    "plus_minus_min_logprob": lambda c, d: d.get("plus_minus_min_logprob", 0.0),
+    "result_min_logprob": lambda c, d: d["arithmetic"]["result_min_logprob"],
+    "operand_min_logprob": lambda c, d: d["arithmetic"]["operand_min_logprob"],
+    "times_divide_min_logprob": lambda c, d: d["arithmetic"]["times_divide_min_logprob"],
+    "operation_min_logprob": lambda c, d: d["operation_min_logprob"],
+    "false_equation": lambda c, d: float(d["false_equations"] > 0),
+}
+
+
 def read_head(path):
     """The value head of a head file as a function of (hidden row, confidence,
     digit confidence) -> P(step correct), and the file's metadata."""
@@ -49,23 +68,8 @@ def read_head(path):
     if not stats and meta.get("stepscore.confidence_features") == "true":
         stats = ["log1p_tokens", "mean_logprob", "min_logprob", "mean_entropy"]
     stats_only = meta.get("stepscore.stats_only") == "true"
-    value = {
-        "log1p_tokens": lambda c, d: math.log1p(c["tokens"]),
-        "mean_logprob": lambda c, d: c["mean_logprob"],
-        "min_logprob": lambda c, d: c["min_logprob"],
-        "mean_entropy": lambda c, d: c["mean_entropy"],
-        "digit_log1p_tokens": lambda c, d: math.log1p(d["tokens"]),
-        "digit_min_logprob": lambda c, d: d["min_logprob"],
-        "digit_mean_logprob": lambda c, d: d["mean_logprob"],
-        "plus_minus_min_logprob": lambda c, d: d.get("plus_minus_min_logprob", 0.0),
-        "result_min_logprob": lambda c, d: d["arithmetic"]["result_min_logprob"],
-        "operand_min_logprob": lambda c, d: d["arithmetic"]["operand_min_logprob"],
-        "times_divide_min_logprob": lambda c, d: d["arithmetic"]["times_divide_min_logprob"],
-        "operation_min_logprob": lambda c, d: d["operation_min_logprob"],
-    }
-
     def row(h, c, d):
-        return ([] if stats_only else list(h)) + [value[s](c, d) for s in stats]
+        return ([] if stats_only else list(h)) + [STAT_VALUE[s](c, d) for s in stats]
 
     dot = lambda w, x: sum(a * b for a, b in zip(w, x))
     if "v_head.summary.weight" in header:

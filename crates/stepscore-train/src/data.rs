@@ -215,25 +215,16 @@ impl ExamplesBuilder {
         };
         per_step("confidence", confidence.map(<[_]>::len), needs(false))?;
         per_step("digit_confidence", digits.map(<[_]>::len), needs(true))?;
-        if self.layout.stats.iter().any(|s| s.reads_operations()) {
-            if let Some(i) = digits
+        for stat in &self.layout.stats {
+            let missing = digits
                 .into_iter()
                 .flatten()
-                .position(|d| d.operation_min_logprob.is_none())
-            {
+                .enumerate()
+                .find_map(|(i, d)| stat.missing_field(d).map(|f| (i, f)));
+            if let Some((i, field)) = missing {
                 return Err(format!(
-                    "`digit_confidence[{i}].operation_min_logprob` missing (features written before the operation statistic: extract again)"
-                ));
-            }
-        }
-        if self.layout.stats.iter().any(|s| s.reads_arithmetic()) {
-            if let Some(i) = digits
-                .into_iter()
-                .flatten()
-                .position(|d| d.arithmetic.is_none())
-            {
-                return Err(format!(
-                    "`digit_confidence[{i}].arithmetic` missing (features written before the result/operand statistics: extract again)"
+                    "`digit_confidence[{i}].{field}` missing (features written before `{}` existed: extract again)",
+                    stat.name()
                 ));
             }
         }
@@ -376,6 +367,38 @@ mod tests {
             .to_string();
         assert!(
             msg.contains("digit_confidence") && msg.contains("t.jsonl:1"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn optional_statistics_are_read_or_refused_by_name() {
+        let layout = RowLayout {
+            stats: vec![StepStat::FalseEquation, StepStat::OperationMinLogprob],
+            stats_only: true,
+            layer: None,
+        };
+        let row = |digits: &str| {
+            format!(
+                r#"{{"label": 1, "features": [[0],[0]], "digit_confidence": [{{"tokens": 1, "min_logprob": -1.0, "mean_logprob": -1.0, "operation_min_logprob": -0.5, "false_equations": 0}}, {digits}]}}"#
+            )
+        };
+        let both = row(
+            r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0, "false_equations": 2}"#,
+        );
+        let (ex, _) = read_examples_from(both.as_bytes(), Path::new("t.jsonl"), &layout).unwrap();
+        assert_eq!(ex.x, vec![0.0, -0.5, 1.0, -4.0]);
+        // Written before the check existed: refused, naming the step and field.
+        let old = row(
+            r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0}"#,
+        );
+        let msg = read_examples_from(old.as_bytes(), Path::new("t.jsonl"), &layout)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            msg.contains("t.jsonl:1")
+                && msg.contains("`digit_confidence[1].false_equations` missing")
+                && msg.contains("false_equation"),
             "{msg}"
         );
     }

@@ -41,7 +41,8 @@ struct Args {
     /// Step statistics to append, in order, comma-separated: log1p_tokens, mean_logprob,
     /// min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob, digit_mean_logprob,
     /// plus_minus_min_logprob, result_min_logprob, operand_min_logprob, times_divide_min_logprob,
-    /// operation_min_logprob (needs `--confidence` at extraction); recorded as `stepscore.step_stats`.
+    /// operation_min_logprob, false_equation (needs `--confidence` at extraction); recorded as
+    /// `stepscore.step_stats`.
     #[arg(long, value_delimiter = ',', value_parser = str::parse::<StepStat>)]
     stats: Vec<StepStat>,
     /// Rows are the `--stats` alone, not the hidden state (recorded as

@@ -610,13 +610,22 @@ mod tests {
                     let qs = &q[t * qd..t * qd + orows.len()];
                     attend_tile(&c, simd, qs, &keys, &values, start + t, orows, &mut scratch);
                 }
-                let differ = got.iter().zip(&want).position(|(g, w)| g.to_bits() != w.to_bits());
-                assert_eq!(differ, None, "{heads} heads / {kv_heads} kv, hd {hd}, {start}+{n} tokens, {simd:?}");
+                let differ = got
+                    .iter()
+                    .zip(&want)
+                    .position(|(g, w)| g.to_bits() != w.to_bits());
+                assert_eq!(
+                    differ, None,
+                    "{heads} heads / {kv_heads} kv, hd {hd}, {start}+{n} tokens, {simd:?}"
+                );
                 // The whole pass, threads and all, is the tiles' result.
                 let mut whole = vec![f32::NAN; n * qd];
                 attention(&c, 2, &q, &keys, &values, start, n, &mut whole);
                 if simd == Simd::detect() {
-                    assert!(whole.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits()));
+                    assert!(whole
+                        .iter()
+                        .zip(&want)
+                        .all(|(g, w)| g.to_bits() == w.to_bits()));
                 }
             }
         }

@@ -43,6 +43,11 @@ pub struct DigitConfidence {
     /// read it, feature files written before it existed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub operation_min_logprob: Option<f64>,
+    /// How many equations of the step's text are false in exact arithmetic
+    /// ([`crate::recompute`]); `None` in feature files written before it
+    /// existed (a head that reads it refuses those).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub false_equations: Option<usize>,
 }
 
 /// The digit tokens of a step split by what their number is, and its
@@ -242,6 +247,7 @@ impl DigitConfidence {
             arithmetic: Some(a),
             operation_min_logprob: operations
                 .map(|o| o.iter().flatten().fold(0.0f64, |m, &v| m.min(v))),
+            false_equations: Some(crate::recompute::recompute(text).false_count()),
         }
     }
 }

@@ -52,10 +52,13 @@ pub enum StepStat {
     /// The least likely operation of the step's operators, in any notation
     /// (see [`DigitConfidence::operation_min_logprob`]).
     OperationMinLogprob,
+    /// 1 when exact arithmetic finds an equation of the step's text false
+    /// (see [`DigitConfidence::false_equations`]), else 0: no model involved.
+    FalseEquation,
 }
 
 impl StepStat {
-    pub const ALL: [StepStat; 12] = [
+    pub const ALL: [StepStat; 13] = [
         StepStat::Log1pTokens,
         StepStat::MeanLogprob,
         StepStat::MinLogprob,
@@ -68,6 +71,7 @@ impl StepStat {
         StepStat::OperandMinLogprob,
         StepStat::TimesDivideMinLogprob,
         StepStat::OperationMinLogprob,
+        StepStat::FalseEquation,
     ];
     /// The layout `stepscore.confidence_features = true` means (the first
     /// heads over hidden state + statistics were trained on these four).
@@ -93,6 +97,7 @@ impl StepStat {
             StepStat::OperandMinLogprob => "operand_min_logprob",
             StepStat::TimesDivideMinLogprob => "times_divide_min_logprob",
             StepStat::OperationMinLogprob => "operation_min_logprob",
+            StepStat::FalseEquation => "false_equation",
         }
     }
 
@@ -111,14 +116,23 @@ impl StepStat {
         self == StepStat::OperationMinLogprob
     }
 
-    /// Whether it is one of [`DigitConfidence::arithmetic`]'s.
-    pub fn reads_arithmetic(self) -> bool {
-        matches!(
-            self,
+    /// The optional field of `d` it reads when that field is absent (feature
+    /// files written before the field existed), else `None`.
+    pub fn missing_field(self, d: &DigitConfidence) -> Option<&'static str> {
+        match self {
             StepStat::ResultMinLogprob
-                | StepStat::OperandMinLogprob
-                | StepStat::TimesDivideMinLogprob
-        )
+            | StepStat::OperandMinLogprob
+            | StepStat::TimesDivideMinLogprob
+                if d.arithmetic.is_none() =>
+            {
+                Some("arithmetic")
+            }
+            StepStat::OperationMinLogprob if d.operation_min_logprob.is_none() => {
+                Some("operation_min_logprob")
+            }
+            StepStat::FalseEquation if d.false_equations.is_none() => Some("false_equations"),
+            _ => None,
+        }
     }
 
     /// Its value for one step.
@@ -140,6 +154,7 @@ impl StepStat {
                 d.arithmetic.map_or(0.0, |a| a.times_divide_min_logprob)
             }
             StepStat::OperationMinLogprob => d.operation_min_logprob.unwrap_or(0.0),
+            StepStat::FalseEquation => f64::from(u8::from(d.false_equations.unwrap_or(0) > 0)),
         };
         v as f32
     }
@@ -833,6 +848,7 @@ mod tests {
                 times_divide_min_logprob: -4.75,
             }),
             operation_min_logprob: Some(-0.625),
+            false_equations: Some(2),
         };
         let row: Vec<f32> = StepStat::ALL.iter().map(|st| st.value(&s, &d)).collect();
         assert_eq!(
@@ -849,7 +865,8 @@ mod tests {
                 -6.5,
                 -1.5,
                 -4.75,
-                -0.625
+                -0.625,
+                1.0
             ]
         );
     }
