@@ -226,6 +226,10 @@ class LocalEngine {
     return callWasmAsync(() => this.#inner.scoreCandidates(problem, candidates));
   }
 
+  async countTokens(trace) {
+    return callWasm(() => this.#inner.countTokens(trace));
+  }
+
   session(problem) {
     return new LocalSession(callWasm(() => this.#inner.session(problem)));
   }
@@ -432,6 +436,14 @@ export class StepScorer {
     }
     throwIfAborted(signal, 'scoring');
     return abortable(this.#live().scoreCandidates(problem, candidates), signal, 'scoring');
+  }
+
+  /**
+   * The tokens scoring `trace` runs (the family's template included), without
+   * running the model: times a measured seconds-per-token, how long it will take.
+   */
+  async countTokens(trace) {
+    return this.#live().countTokens(trace);
   }
 
   /** The engine's own score call, naming the trace `what` in errors (the worker's scoreMany). */

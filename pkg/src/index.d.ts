@@ -520,6 +520,12 @@ export class StepScorer {
    * `candidates[i][j]`). With `signal`: rejects with 'ABORTED' at once.
    */
   scoreCandidates(problem: string, candidates: string[][], options?: { signal?: AbortSignal }): Promise<number[][]>;
+  /**
+   * The tokens scoring `trace` runs (the family's template included; it may
+   * exceed the model's limit, which `score` refuses), without running the
+   * model: times a measured time per token, how long a trace will take.
+   */
+  countTokens(trace: TraceInput): Promise<number>;
   /** Index of the first step below `threshold` (default: `info().threshold`, else 0.5), or -1. */
   firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
   session(problem: string): Session;

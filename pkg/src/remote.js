@@ -187,6 +187,10 @@ class RemoteEngine {
     return this.#client.call('scoreMany', { traces, options }, { code: 'TRACE_INVALID' });
   }
 
+  countTokens(trace) {
+    return this.#client.call('countTokens', { trace }, { code: 'TRACE_INVALID' });
+  }
+
   scoreCandidates(problem, candidates) {
     return this.#client.call('scoreCandidates', { problem, candidates }, { code: 'TRACE_INVALID' });
   }

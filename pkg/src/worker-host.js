@@ -53,6 +53,7 @@ export function serve(port, ready) {
     score: ({ trace, options, what }) => live()[SCORE_AT](trace, options, what ?? undefined),
     scoreMany: ({ traces, options }) => live().scoreMany(traces, options),
     scoreCandidates: ({ problem, candidates }) => live().scoreCandidates(problem, candidates),
+    countTokens: ({ trace }) => live().countTokens(trace),
     session({ sid, problem }) {
       sessions.set(sid, live().session(problem));
       return null;

@@ -48,6 +48,7 @@ for (const [name, family] of FAMILIES) {
       for (const [k, c] of ref.cases.entries()) {
         const full = await scorer.score({ problem: c.problem, steps: c.steps });
         assert.deepEqual(many[k], full, `case ${k}: scoreMany vs score`);
+        assert.equal(await scorer.countTokens({ problem: c.problem, steps: c.steps }), c.input_ids.length, `case ${k}: countTokens`);
         const session = scorer.session(c.problem);
         for (const [i, step] of c.steps.entries()) {
           const got = await session.append(step);

@@ -37,6 +37,7 @@ export async function usage(bytes: Uint8Array, file: File): Promise<void> {
   await scorer.score(read.records[0].trace);
   const first: number | null = r.stepScores[0];
   const many: TraceScore[] = await scorer.scoreMany([{ problem: 'p', steps: ['a'] }], { tokenLogprobs: false });
+  const tokens: number = await scorer.countTokens({ problem: 'p', steps: ['a'] });
   const candidates: number[][] = await scorer.scoreCandidates('p', [['a', 'b'], ['c']], { signal: new AbortController().signal });
   const withTokens = await scorer.score({ problem: 'p', steps: ['a'] }, { tokenLogprobs: true });
   const token: TokenLogprob | undefined = withTokens.tokenLogprobs?.[0][0];

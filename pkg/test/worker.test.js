@@ -33,6 +33,8 @@ test('worker mode scores, sessions and info like the in-thread engine', async ()
 
     const traces = ref.cases.map((c) => ({ problem: c.problem, steps: c.steps }));
     for (const t of traces) assert.deepEqual(await remote.score(t), await local.score(t));
+    for (const t of traces) assert.equal(await remote.countTokens(t), await local.countTokens(t));
+    await rejectsWith(assert, remote.countTokens({ problem: 'p' }), 'TRACE_INVALID');
     assert.deepEqual(await remote.scoreMany(traces), await local.scoreMany(traces));
     const candidates = traces.map((t) => t.steps);
     assert.deepEqual(await remote.scoreCandidates(traces[0].problem, candidates), await local.scoreCandidates(traces[0].problem, candidates));

@@ -27,7 +27,10 @@ test('a trace with a known wrong step: score, first-error marker, threshold, agg
   await paste(page, SLIP.problem, SLIP.response);
   await expect(page.locator('#preview li')).toHaveCount(4);
   await expect(page.locator('#preview-summary')).toContainText('4 steps');
+  // The exact token count before any scoring; a time once this device's speed is measured.
+  await expect(page.locator('#estimate')).toContainText(/^\d+ tokens; the first scoring measures/);
   await score(page);
+  await expect(page.locator('#estimate')).toContainText(/^\d+ tokens: about [\d.]+ s on this device \(\d+ tokens\/s/);
   const cards = page.locator('#steps li.step-card');
   await expect(cards).toHaveCount(4);
   const scores = await cardScores(page);

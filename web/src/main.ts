@@ -30,6 +30,8 @@ let scorer: StepScorer | null = null;
 let modelName: string | null = null;
 let loading: AbortController | null = null;
 let busy = false;
+/** Seconds per token of the last whole-trace scoring with the loaded model on this device. */
+let secondsPerToken: number | null = null;
 let liveStop = false;
 let current: Scored | null = null;
 let bon: BestOfN | null = null;
@@ -111,6 +113,7 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
     scorer?.dispose();
     scorer = next;
     modelName = name;
+    secondsPerToken = null;
     progress.value = 1;
     const info = next.info();
     setStatus('load-status', `Loaded ${name}: ${info.family} family on the ${info.backend === 'webgpu' ? 'GPU (WebGPU)' : 'CPU (WebAssembly)'}.`);
@@ -121,6 +124,7 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
       input('threshold').value = String(entry?.threshold ?? info.threshold ?? DEFAULT_THRESHOLD);
       renderResults();
     }
+    void showEstimate(draftSteps().steps);
     document.body.dataset.modelReady = 'true';
   } catch (e) {
     progress.value = 0;
@@ -200,6 +204,28 @@ function renderPreview(): void {
   }
   summary.textContent = `Segmentation preview: ${steps.length} step${steps.length === 1 ? '' : 's'}${fileSteps ? ' (as given in the file; edit the response to re-split)' : ''}`;
   replace(list, ...steps.map((s) => el('li', {}, s.role ? `[${s.role}${s.tool ? ` ${s.tool}` : ''}] ${s.text}` : s.text)));
+  void showEstimate(steps);
+}
+
+/** How long scoring the draft will take: its exact token count times this device's measured time per token. */
+async function estimateText(problem: string, steps: string[]): Promise<string> {
+  if (!scorer || steps.length === 0) return '';
+  const tokens = await scorer.countTokens({ problem, steps });
+  if (secondsPerToken === null) return `${tokens} tokens; the first scoring measures this device's speed.`;
+  const s = tokens * secondsPerToken;
+  return `${tokens} tokens: about ${s < 10 ? s.toFixed(1) : Math.round(s)} s on this device (${Math.round(1 / secondsPerToken)} tokens/s on the last trace).`;
+}
+
+let estimateSeq = 0;
+async function showEstimate(steps: AppStep[]): Promise<void> {
+  const seq = ++estimateSeq;
+  let text = '';
+  try {
+    text = await estimateText(textarea('problem').value, steps.map((s) => s.text));
+  } catch {
+    text = ''; // a draft the model cannot encode: scoring reports why
+  }
+  if (seq === estimateSeq) $('estimate').textContent = text;
 }
 
 let previewTimer = 0;
@@ -300,6 +326,8 @@ function useFileTrace(index: number): void {
 }
 
 function setupInput(): void {
+  // The problem is part of the tokens scoring runs: it changes the estimate.
+  textarea('problem').addEventListener('input', () => void showEstimate(draftSteps().steps));
   textarea('response').addEventListener('input', () => {
     fileSteps = null;
     schedulePreview();
@@ -356,7 +384,8 @@ async function scoreDraft(): Promise<void> {
   busy = true;
   refreshButtons();
   const onGpu = scorer.info().backend === 'webgpu';
-  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…`);
+  const estimate = await estimateText(draft.problem, draft.steps.map((s) => s.text)).catch(() => '');
+  setStatus('score-status', `Scoring ${draft.steps.length} steps on the ${onGpu ? 'GPU' : 'CPU'}…${estimate ? ` ${estimate}` : ''}`);
   const t0 = performance.now();
   try {
     const res = await scorer.score({ problem: draft.problem, steps: draft.steps.map((s) => s.text) }, { tokenLogprobs: true });
@@ -372,6 +401,8 @@ async function scoreDraft(): Promise<void> {
       model: modelName,
     };
     const ms = performance.now() - t0;
+    if (res.tokens > 0) secondsPerToken = ms / 1000 / res.tokens;
+    void showEstimate(draft.steps);
     setStatus('score-status', `Scored ${draft.steps.length} steps (${res.tokens} tokens) in ${(ms / 1000).toFixed(2)} s${res.truncatedSteps ? `; ${res.truncatedSteps} steps did not fit the token limit` : ''}.`);
     renderResults();
     saveHash();
@@ -559,8 +590,9 @@ async function scoreCandidates(): Promise<void> {
   refreshButtons();
   setStatus('score-status', `Scoring ${responses.length} candidates…`);
   try {
-    const results = await scorer.scoreMany(steps.map((s) => ({ problem, steps: s })));
-    bon = { problem, responses, steps, scores: results.map((r) => r.stepScores), selection: selectBest([], aggregation()) };
+    // The problem's tokens run once for all candidates.
+    const scores = await scorer.scoreCandidates(problem, steps);
+    bon = { problem, responses, steps, scores, selection: selectBest([], aggregation()) };
     rankCandidates();
     setStatus('score-status', `Scored ${responses.length} candidates.`);
     saveHash();

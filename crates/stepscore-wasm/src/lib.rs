@@ -334,6 +334,21 @@ impl WasmScorer {
         }))
     }
 
+    /// The number of tokens scoring `trace` runs (the family's template
+    /// included; may exceed the model's limit, which scoring refuses): what
+    /// a page multiplies by its measured time per token to say how long a
+    /// trace will take before it starts.
+    #[wasm_bindgen(js_name = countTokens)]
+    pub fn count_tokens(&self, trace: JsValue) -> JsResult<usize> {
+        let trace = trace_arg(from_js(trace, "trace", Code::TraceInvalid)?, "trace", Purpose::Score)
+            .map_err(js_error)?;
+        self.loaded
+            .scorer
+            .encode(&trace.problem, &step_texts(&trace))
+            .map(|enc| enc.tokens.len())
+            .map_err(|e| js_error(Error::from_score("trace", e)))
+    }
+
     /// Scores several traces, one after another; all are checked before
     /// any is scored.
     #[wasm_bindgen(js_name = scoreMany)]
