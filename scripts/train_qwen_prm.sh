@@ -4,7 +4,9 @@
 # the frozen backbone (`stepscore features --confidence`), a value head over
 # them fitted with burn (crates/stepscore-train: class-balanced BCE, early
 # stopping on validation step AUROC, then Platt calibration and the
-# first-error threshold on validation), metrics by `stepscore eval/select`.
+# first-error threshold on validation), the exact arithmetic check added as
+# one more input (scripts/add_check_weight.py), metrics by `stepscore eval/select`.
+# Needs numpy for the check's weight.
 #
 #   scripts/train_qwen_prm.sh [WORKDIR]     (default WORKDIR: .cache/qwen-prm)
 #
@@ -25,7 +27,10 @@ for split in train val test bon8; do
   "$BIN" features --model "$M" --family value-head --confidence --threads 0 \
     --out "$WORK/$split.jsonl" "$WORK/$split.in.jsonl"
 done
-target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$OUT" \
+target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$WORK/surprise-head.safetensors" \
   --stats "$STATS" --stats-only --epochs 200 --lr 0.05 --batch-size 64 --weight-decay 0 --patience 30
+# The exact arithmetic check joins as a fifth input with its own weight, fitted on train with
+# the surprise head's logit held fixed (unflagged steps keep their scores and the threshold).
+python3 scripts/add_check_weight.py --head "$WORK/surprise-head.safetensors" --train "$WORK/train.jsonl" --out "$OUT"
 python3 scripts/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN" \
   --backbone qwen2.5-coder-1.5b

@@ -340,8 +340,12 @@ impl WasmScorer {
     /// trace will take before it starts.
     #[wasm_bindgen(js_name = countTokens)]
     pub fn count_tokens(&self, trace: JsValue) -> JsResult<usize> {
-        let trace = trace_arg(from_js(trace, "trace", Code::TraceInvalid)?, "trace", Purpose::Score)
-            .map_err(js_error)?;
+        let trace = trace_arg(
+            from_js(trace, "trace", Code::TraceInvalid)?,
+            "trace",
+            Purpose::Score,
+        )
+        .map_err(js_error)?;
         self.loaded
             .scorer
             .encode(&trace.problem, &step_texts(&trace))

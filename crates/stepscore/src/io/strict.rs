@@ -333,7 +333,11 @@ mod tests {
     fn every_float_written_exactly_is_read() {
         let mut s = 0x2545_f491_4f6c_dd1du64;
         // Found by the results-table script: one ulp off without float_roundtrip.
-        let mut xs = vec![0.9428695374378335f64, 0.050610957904528284, 0.9401233615839523];
+        let mut xs = vec![
+            0.9428695374378335f64,
+            0.050610957904528284,
+            0.9401233615839523,
+        ];
         for _ in 0..20_000 {
             s ^= s << 13;
             s ^= s >> 7;
