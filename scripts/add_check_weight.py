@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from results_table import read_head
+from results_table import labelled_traces, read_head
 
 STAT = "false_equation"
 
@@ -69,14 +69,7 @@ def main():
         raise SystemExit(f"{args.head}: needs a linear stats-only head that does not read {STAT} yet")
     head, _ = read_head(args.head)
     z, flag, y = [], [], []
-    for line in Path(args.train).read_text(encoding="utf-8").splitlines():
-        if not line.strip():
-            continue
-        r = json.loads(line)
-        label = r.get("label")
-        if label is None:
-            continue
-        n = len(r["features"]) if label < 0 else min(len(r["features"]), label + 1)
+    for r, label, n in labelled_traces(args.train):
         for k in range(n):
             d = r["digit_confidence"][k]
             if "false_equations" not in d:

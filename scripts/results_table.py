@@ -98,6 +98,16 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def labelled_traces(path):
+    """Each labelled trace of a features file, its label, and how many of its
+    steps are labelled (ProcessBench's cut: through the first wrong one)."""
+    for r in read_jsonl(path):
+        label = r.get("label")
+        if label is None:
+            continue
+        yield r, label, len(r["features"]) if label < 0 else min(len(r["features"]), label + 1)
+
+
 def scorers(head, seed):
     rng = random.Random(seed)
     return {

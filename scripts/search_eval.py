@@ -15,6 +15,9 @@ OUT/<config>.jsonl as it finishes (and the full `--keep-all` output, every
 candidate with its answer checked, to OUT/<config>.candidates.jsonl); a rerun
 skips the problems already there.
 `--report` prints the table from what is there (and writes OUT/report.json).
+`--split train|val` runs the same on the verifier's training or validation
+generators instead: model-written solutions with checked answers to train
+and calibrate on (issue 26), never to evaluate.
 
     python3 scripts/search_eval.py [--out data/search-eval] [--per-generator 5]
     python3 scripts/search_eval.py --report
@@ -42,9 +45,9 @@ CONFIGS = {
 }
 
 
-def problems(per_generator: int) -> list[dict]:
+def problems(per_generator: int, split: str = "test") -> list[dict]:
     seen, count, out = set(), defaultdict(int), []
-    with gzip.open(ROOT / "data/prm_v2_test.jsonl.gz", "rt") as f:
+    with gzip.open(ROOT / f"data/prm_v2_{split}.jsonl.gz", "rt") as f:
         for line in f:
             r = json.loads(line)
             g = r["generator"]
@@ -161,6 +164,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "data/search-eval")
     ap.add_argument("--per-generator", type=int, default=5)
+    ap.add_argument("--split", choices=["train", "val", "test"], default="test",
+                    help="whose problems: test evaluates; train/val write model-written training and "
+                         "calibration data (solutions with checked answers, --keep-all), never evaluation")
     ap.add_argument("--configs", nargs="+", default=["greedy", "best-of-4", "beam-4x2"], choices=list(CONFIGS))
     ap.add_argument("--cli", type=Path, default=ROOT / "target/release/stepscore")
     ap.add_argument("--model", help="the verifier (default: the default PRM)")
@@ -169,7 +175,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, help="only the first LIMIT problems (a quick look)")
     ap.add_argument("--report", action="store_true")
     args = ap.parse_args()
-    rows = problems(args.per_generator)[: args.limit]
+    rows = problems(args.per_generator, args.split)[: args.limit]
     if args.report:
         report(args, rows)
     else:

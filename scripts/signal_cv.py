@@ -22,26 +22,17 @@ usage: signal_cv.py FEATURES.jsonl... --sets "a,b;a,b,c;..."
   scripts/results_table.py's STAT_VALUE).
 """
 import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
-from results_table import STAT_VALUE
+from results_table import STAT_VALUE, labelled_traces
 
 
 def read(paths, stats):
     """Per labelled trace: (generator, label, [stat rows of its labelled steps])."""
     traces = []
     for path in paths:
-        for line in Path(path).read_text(encoding="utf-8").splitlines():
-            if not line.strip():
-                continue
-            r = json.loads(line)
-            label = r.get("label")
-            if label is None:
-                continue
-            n = len(r["features"]) if label < 0 else min(len(r["features"]), label + 1)
+        for r, label, n in labelled_traces(path):
             rows = [[STAT_VALUE[s](r["confidence"][k], r["digit_confidence"][k]) for s in stats] for k in range(n)]
             traces.append((r["generator"], label, rows))
     return traces
