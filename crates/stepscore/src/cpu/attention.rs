@@ -574,8 +574,13 @@ mod tests {
     /// Tiles of query tokens (the prefill path, several key blocks) give
     /// each row the one-query loops' bits, on this CPU's kernels and on the
     /// portable ones, for head sizes with and without a SIMD tail, partial
-    /// tiles, and new tokens after cached ones.
-    #[test]
+    /// tiles, and new tokens after cached ones; natively and on wasm32
+    /// (SIMD128, scripts/test-wasm-kernels.sh).
+    #[cfg_attr(not(target_arch = "wasm32"), test)]
+    #[cfg_attr(
+        all(target_arch = "wasm32", target_feature = "simd128"),
+        wasm_bindgen_test::wasm_bindgen_test
+    )]
     fn query_tiles_equal_one_query_at_a_time_bit_for_bit() {
         let mut s = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
