@@ -213,7 +213,8 @@ async function estimateText(problem: string, steps: string[]): Promise<string> {
   const tokens = await scorer.countTokens({ problem, steps });
   if (secondsPerToken === null) return `${tokens} tokens; the first scoring measures this device's speed.`;
   const s = tokens * secondsPerToken;
-  return `${tokens} tokens: about ${s < 10 ? s.toFixed(1) : Math.round(s)} s on this device (${Math.round(1 / secondsPerToken)} tokens/s on the last trace).`;
+  const time = s < 0.1 ? 'under 0.1 s' : `about ${s < 10 ? s.toFixed(1) : Math.round(s)} s`;
+  return `${tokens} tokens: ${time} on this device (${Math.round(1 / secondsPerToken)} tokens/s on the last trace).`;
 }
 
 let estimateSeq = 0;
