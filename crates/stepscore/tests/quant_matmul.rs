@@ -461,19 +461,28 @@ fn decode_shapes_give_the_portable_bits() {
     }
 }
 
-/// The AVX-512 K-quant tiles (4 rows x 4 tokens, rows unpacked to unsigned
-/// quants) compute every integer sum exactly and accumulate in the portable
-/// kernel's f32 order, so they must equal it bit for bit: shapes cover
-/// partial row groups and token tiles, panels of several groups, thread
-/// splits inside a group and row selections.
+/// The AVX-512 tiles (K-quants: 16 rows x 8 tokens; 32-element formats: 8
+/// rows, two per register, x 4 tokens; quants stored unsigned) compute every
+/// integer sum exactly and accumulate in the portable kernel's f32 order, so
+/// they must equal it bit for bit: shapes cover partial row groups and token
+/// tiles, several groups, thread splits inside a group and row selections.
 #[test]
-fn avx512_k_tiles_equal_the_portable_kernel_bit_for_bit() {
+fn avx512_tiles_equal_the_portable_kernel_bit_for_bit() {
     if !Simd::Avx512.is_available() {
-        eprintln!("no AVX-512 VNNI on this CPU: the tiled K-quant kernel is not exercised");
+        eprintln!("no AVX-512 VNNI on this CPU: the tiled kernels are not exercised");
         return;
     }
     let mut rng = Rng(2024);
-    for ty in [GgmlType::Q4K, GgmlType::Q5K, GgmlType::Q6K] {
+    for ty in [
+        GgmlType::Q4K,
+        GgmlType::Q5K,
+        GgmlType::Q6K,
+        GgmlType::Q4_0,
+        GgmlType::Q4_1,
+        GgmlType::Q5_0,
+        GgmlType::Q5_1,
+        GgmlType::Q8_0,
+    ] {
         for (rows, n_tokens, blocks) in [
             (1, 1, 1),
             (3, 5, 2),

@@ -90,7 +90,7 @@ pub enum Simd {
     Portable,
     /// x86_64 AVX2 + FMA intrinsics.
     Avx2,
-    /// AVX2 + FMA, and AVX-512 BW + VNNI for the K-quant prefill tiles.
+    /// AVX2 + FMA, and AVX-512 BW + VNNI for the prefill tiles (K-quant and 32-element formats).
     Avx512,
     /// WebAssembly SIMD128 intrinsics (`wasm.rs`): wasm32 builds with the
     /// `simd128` target feature, which the module's validation checks at load.
@@ -404,6 +404,23 @@ fn worker(
             let row_of = |i| sel.row(i);
             super::ktile::worker(
                 w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
+            );
+            return;
+        }
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let (Simd::Avx512, ActData::Q8(x)) = (backend, &acts.data) {
+        if super::tile32::has_tiles(w.ty) {
+            let (min, signed) = flavour(w.ty);
+            let kernel: super::tile32::TileKernel = match (min, signed) {
+                (true, false) => super::avx512::tile32::<true, false>,
+                (true, true) => super::avx512::tile32::<true, true>,
+                (false, false) => super::avx512::tile32::<false, false>,
+                (false, true) => super::avx512::tile32::<false, true>,
+            };
+            let row_of = |i| sel.row(i);
+            super::tile32::worker(
+                w.ty, w.data, w.cols, signed, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
             );
             return;
         }

@@ -15,7 +15,8 @@
 //! count): `portable.rs`, the portable kernels, whose float steps every other
 //! path and the WGSL engine follow; `x86.rs`, AVX2; `rowdot.rs`, 1 to 3
 //! tokens (generation's decode steps) on AVX2 straight from the packed
-//! blocks; `ktile.rs` with `avx512.rs`, K-quant prefill on AVX-512 VNNI;
+//! blocks; `ktile.rs` and `tile32.rs` with `avx512.rs`, K-quant and
+//! 32-element-format prefill on AVX-512 VNNI;
 //! `wasm.rs`, SIMD128. All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
@@ -32,6 +33,8 @@ mod matmul;
 mod portable;
 #[cfg(target_arch = "x86_64")]
 mod rowdot;
+#[cfg(target_arch = "x86_64")]
+mod tile32;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub(crate) mod wasm;
 mod weights;

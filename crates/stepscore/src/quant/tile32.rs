@@ -1,0 +1,125 @@
+//! The prefill path of the 32-element formats (Q4_0, Q4_1, Q5_0, Q5_1,
+//! Q8_0) x Q8_0/Q8_1 activations on AVX-512 VNNI: weight rows unpacked once
+//! into groups of 8 rows, two rows per 512-bit register, then multiplied by
+//! tiles of 4 tokens.
+//!
+//! Why this layout: the shared float order (`portable::dot32`) keeps eight
+//! f32 lanes per row and token, lane l taking the block's elements 4l..4l+3.
+//! With a row's 32 quants in half a register and the token's 32 activation
+//! bytes broadcast to both halves, one `dpbusd` leaves exactly those eight
+//! 4-element sums for two rows, so the lanes' float steps run lane-wise with
+//! no shuffles, 16 at a time (AVX2 needs `maddubs` + `madd` for one row's 8).
+//! `dpbusd` multiplies unsigned by signed bytes: signed weights are stored
+//! plus 128, and 128 x the activation's 4-byte sums is subtracted (exact).
+//!
+//! Results equal the portable kernels' bit for bit: integer sums are exact,
+//! each lane's `acc += (d_w * d_a) * isum` is the portable one, the `m * s`
+//! term has its own accumulator, and the final reduction is `lane_tree`.
+
+use super::act::BlockQ8;
+use super::blocks::unpack32;
+use crate::ggml::GgmlType;
+
+/// Rows per group: two per 512-bit register, four registers.
+pub(crate) const ROWS: usize = 8;
+/// Tokens per kernel call.
+pub(crate) const TOKENS: usize = 4;
+
+/// One 32-element block of 8 weight rows.
+#[repr(C, align(64))]
+#[derive(Clone, Copy)]
+pub(crate) struct Rows32 {
+    /// `q[p]`: row 2p's 32 quants, then row 2p + 1's, as unsigned bytes
+    /// (the signed formats' quants plus 128).
+    pub q: [[u8; 64]; 4],
+    pub d: [f32; ROWS],
+    /// The min term's weight (`m`, zero for formats without one).
+    pub m: [f32; ROWS],
+}
+
+const ZERO_ROWS: Rows32 = Rows32 {
+    q: [[0; 64]; 4],
+    d: [0.0; ROWS],
+    m: [0.0; ROWS],
+};
+
+/// Whether `ty` has this path: the weight formats with 32-element blocks.
+pub(crate) fn has_tiles(ty: GgmlType) -> bool {
+    matches!(
+        ty,
+        GgmlType::Q4_0 | GgmlType::Q4_1 | GgmlType::Q5_0 | GgmlType::Q5_1 | GgmlType::Q8_0
+    )
+}
+
+/// `out[t][r]` = row r of the group . token t, over all blocks.
+pub(crate) type TileKernel = unsafe fn(&[Rows32], &[&[BlockQ8]; TOKENS]) -> [[f32; ROWS]; TOKENS];
+
+/// Unpacks `rows` (at most 8; missing rows give values that are dropped)
+/// into `nb` blocks. `signed`: the format's quants can be negative.
+fn fill(ty: GgmlType, data: &[u8], rows: &[usize], signed: bool, out: &mut [Rows32]) {
+    let bb = ty.block_bytes();
+    let row_bytes = out.len() * bb;
+    if rows.len() < ROWS {
+        out.fill(ZERO_ROWS);
+    }
+    let mut q32 = [0i8; 32];
+    for (r, &row) in rows.iter().enumerate() {
+        let src = &data[row * row_bytes..(row + 1) * row_bytes];
+        let half = 32 * (r % 2);
+        for (g, b) in out.iter_mut().zip(src.chunks_exact(bb)) {
+            let (d, m) = unpack32(ty, b, &mut q32);
+            let dst = &mut g.q[r / 2][half..half + 32];
+            for (o, &x) in dst.iter_mut().zip(&q32) {
+                // x + 128 for signed quants (flipping the top bit), x itself otherwise.
+                *o = if signed { (x as u8) ^ 0x80 } else { x as u8 };
+            }
+            g.d[r] = d;
+            g.m[r] = m;
+        }
+    }
+}
+
+/// The matmul driver's worker for this path: selection indices `lo..hi`
+/// (`row_of` maps them to matrix rows), `outs[t][i - lo]` receives token t.
+/// Only for CPUs with AVX-512 F/BW/VNNI (`kernel` is one of `avx512::tile32`).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn worker(
+    ty: GgmlType,
+    data: &[u8],
+    cols: usize,
+    signed: bool,
+    row_of: impl Fn(usize) -> usize,
+    lo: usize,
+    hi: usize,
+    acts: &[BlockQ8],
+    n_tokens: usize,
+    outs: &mut [&mut [f32]],
+    kernel: TileKernel,
+) {
+    let nb = cols / 32;
+    let mut group = vec![ZERO_ROWS; nb];
+    let mut rows = Vec::with_capacity(ROWS);
+    let mut r0 = lo;
+    while r0 < hi {
+        let r1 = (r0 + ROWS).min(hi);
+        rows.clear();
+        rows.extend((r0..r1).map(&row_of));
+        fill(ty, data, &rows, signed, &mut group);
+        let mut t0 = 0;
+        while t0 < n_tokens {
+            // A short last tile repeats its last token; those lanes are dropped.
+            let a: [&[BlockQ8]; TOKENS] = std::array::from_fn(|k| {
+                let t = (t0 + k).min(n_tokens - 1);
+                &acts[t * nb..(t + 1) * nb]
+            });
+            // SAFETY: the caller chose `kernel` for features this CPU has;
+            // every slice holds exactly `nb` blocks.
+            let res = unsafe { kernel(&group, &a) };
+            for (t, row) in res.iter().enumerate().take(n_tokens - t0) {
+                outs[t0 + t][r0 - lo..r1 - lo].copy_from_slice(&row[..r1 - r0]);
+            }
+            t0 += TOKENS;
+        }
+        r0 = r1;
+    }
+}
