@@ -262,7 +262,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Some(append_bench(&args, &scorer, gpu.as_ref().ok())?)
     };
 
-    let backend = format!("{:?}", Simd::detect()).to_lowercase();
+    let backend = Simd::detect().name().to_string();
     let cfg = model.config();
     if args.json {
         let value = serde_json::json!({
@@ -423,7 +423,7 @@ fn decode_report(
         std::fs::write(file, dump.to_string())
             .map_err(|e| Failure::Io(format!("{}: {e}", file.display())))?;
     }
-    let simd = format!("{:?}", Simd::detect()).to_lowercase();
+    let simd = Simd::detect().name().to_string();
     let model = scorer.model();
     if args.json {
         let mut value = d.json();

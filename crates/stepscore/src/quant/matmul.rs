@@ -97,9 +97,63 @@ pub enum Simd {
     Wasm128,
 }
 
+/// Environment variable that caps the instruction set (`portable`, `avx2`,
+/// `avx512`): to measure or reproduce on this machine what an older CPU
+/// runs. The results are the same bits whatever it says.
+pub const SIMD_ENV: &str = "STEPSCORE_SIMD";
+
 impl Simd {
-    /// The fastest backend this CPU supports.
+    /// The backend every product runs: the fastest this CPU supports, capped
+    /// by [`SIMD_ENV`] when it is set (read once per process).
     pub fn detect() -> Simd {
+        static CHOSEN: std::sync::OnceLock<Simd> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| {
+            let best = Simd::hardware();
+            match std::env::var(SIMD_ENV)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+            {
+                None => best,
+                Some(v) => Simd::capped(best, &v).unwrap_or_else(|e| {
+                    eprintln!("stepscore: {e}; using {}", best.name());
+                    best
+                }),
+            }
+        })
+    }
+
+    /// `best` limited to the instruction set `cap` names (case-insensitive).
+    fn capped(best: Simd, cap: &str) -> std::result::Result<Simd, String> {
+        let rank = |s: Simd| match s {
+            Simd::Portable => 0,
+            Simd::Avx2 | Simd::Wasm128 => 1,
+            Simd::Avx512 => 2,
+        };
+        let want = match cap.trim().to_ascii_lowercase().as_str() {
+            "portable" => Simd::Portable,
+            "avx2" => Simd::Avx2,
+            "avx512" => Simd::Avx512,
+            _ => {
+                return Err(format!(
+                    "{SIMD_ENV}={cap:?} is not one of portable, avx2, avx512"
+                ))
+            }
+        };
+        Ok(if rank(want) < rank(best) { want } else { best })
+    }
+
+    /// The name [`SIMD_ENV`] and `bench` use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Simd::Portable => "portable",
+            Simd::Avx2 => "avx2",
+            Simd::Avx512 => "avx512",
+            Simd::Wasm128 => "wasm128",
+        }
+    }
+
+    /// The fastest backend this CPU supports.
+    fn hardware() -> Simd {
         #[cfg(target_arch = "x86_64")]
         {
             if is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma") {
@@ -118,12 +172,15 @@ impl Simd {
         Simd::Portable
     }
 
+    /// Whether this CPU can run the backend's kernels ([`SIMD_ENV`] aside:
+    /// an explicit choice, as in [`matmul_with`], is not capped).
     pub fn is_available(self) -> bool {
+        let hw = Simd::hardware();
         match self {
             Simd::Portable => true,
-            Simd::Avx2 => matches!(Simd::detect(), Simd::Avx2 | Simd::Avx512),
-            Simd::Avx512 => Simd::detect() == Simd::Avx512,
-            Simd::Wasm128 => Simd::detect() == Simd::Wasm128,
+            Simd::Avx2 => matches!(hw, Simd::Avx2 | Simd::Avx512),
+            Simd::Avx512 => hw == Simd::Avx512,
+            Simd::Wasm128 => hw == Simd::Wasm128,
         }
     }
 
@@ -628,5 +685,20 @@ fn dispatch_k<const T: usize>(
                 portable::dot_k::<T, false>(row, a)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Simd;
+
+    #[test]
+    fn the_simd_cap_lowers_never_raises_and_names_bad_values() {
+        assert_eq!(Simd::capped(Simd::Avx512, "avx2"), Ok(Simd::Avx2));
+        assert_eq!(Simd::capped(Simd::Avx512, " Portable "), Ok(Simd::Portable));
+        assert_eq!(Simd::capped(Simd::Avx2, "avx512"), Ok(Simd::Avx2));
+        assert_eq!(Simd::capped(Simd::Wasm128, "avx2"), Ok(Simd::Wasm128));
+        let e = Simd::capped(Simd::Avx2, "sse4").unwrap_err();
+        assert!(e.contains("STEPSCORE_SIMD") && e.contains("sse4"), "{e}");
     }
 }

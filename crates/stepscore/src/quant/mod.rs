@@ -47,6 +47,6 @@ pub use act::{
 };
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd};
+pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd, SIMD_ENV};
 pub(crate) use portable::{dot, dot_f32};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};
