@@ -157,7 +157,50 @@ def report(args, rows: list[dict]) -> None:
         cells = "  ".join(f"{n}: " + "/".join(f"{v:.2f}" for k, v in d.items() if k != "n") + f" (n={d['n']})"
                           for n, d in by_gen[kind].items())
         print(f"{kind:<18} {cells}")
-    (args.out / "report.json").write_text(json.dumps({"overall": table, "by_kind": by_gen}, indent=1))
+    verifier = {name: verifier_figures(args.out / f"{name}.candidates.jsonl", gen_of, args.threshold)
+                for name in CONFIGS if (args.out / f"{name}.candidates.jsonl").exists()}
+    for name, v in verifier.items():
+        if v:
+            print(f"\n{name}: the verifier on every candidate solution ({v['solutions']}: {v['right']} right, "
+                  f"{v['wrong']} wrong by the answer check): solution AUROC of the trace score "
+                  f"{v['auroc']:.3f}; at threshold {args.threshold}: wrong flagged {v['wrong_flagged']} of "
+                  f"{v['wrong']}, right flagged {v['right_flagged']} of {v['right']}; median trace score "
+                  f"right {v['median_right']:.3f}, wrong {v['median_wrong']:.3f}")
+    (args.out / "report.json").write_text(
+        json.dumps({"overall": table, "by_kind": by_gen, "verifier": verifier}, indent=1))
+
+
+def auroc(pos: list[float], neg: list[float]) -> float:
+    """P(a random positive scores above a random negative), ties counted half."""
+    if not pos or not neg:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def verifier_figures(path: Path, gen_of: dict, threshold: float) -> dict:
+    """The verifier's trace scores (its aggregation, `score`) against the answer check, over every
+    candidate of the problems in `gen_of`: a solution is flagged when its score is below the
+    threshold (for min aggregation: some step is)."""
+    right, wrong = [], []
+    for line in path.read_text().splitlines():
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("id") not in gen_of:
+            continue
+        for c in r.get("candidates", []):
+            if c.get("score") is None or c.get("correct") is None:
+                continue
+            (right if c["correct"] else wrong).append(c["score"])
+    if not right and not wrong:
+        return {}
+    med = lambda v: sorted(v)[len(v) // 2] if v else float("nan")
+    return {"solutions": len(right) + len(wrong), "right": len(right), "wrong": len(wrong),
+            "auroc": auroc(right, wrong), "threshold": threshold,
+            "wrong_flagged": sum(s < threshold for s in wrong),
+            "right_flagged": sum(s < threshold for s in right),
+            "median_right": med(right), "median_wrong": med(wrong)}
 
 
 def main() -> None:
@@ -174,6 +217,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="only the first LIMIT problems (a quick look)")
     ap.add_argument("--report", action="store_true")
+    ap.add_argument("--threshold", type=float, default=0.602855,
+                    help="--report: the verifier's flag threshold (default: the default PRM's shipped one)")
     args = ap.parse_args()
     rows = problems(args.per_generator, args.split)[: args.limit]
     if args.report:
