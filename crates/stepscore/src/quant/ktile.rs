@@ -1,7 +1,7 @@
 //! The prefill path of K-quant weights (Q4_K, Q5_K, Q6_K) x Q8_K
 //! activations: weight rows unpacked once into groups of 16 rows whose
 //! quants are interleaved 4 bytes per row, then multiplied by tiles of 8
-//! tokens.
+//! tokens (`avx512::tile` with VNNI, `x86::tile_k` on AVX2).
 //!
 //! Why this layout: with one row per 32-bit lane, a u8 x i8 dot of 4 bytes
 //! (`dpbusd`) against 4 broadcast activation bytes adds into 16 rows' sums
@@ -117,10 +117,21 @@ fn quant_words(ty: GgmlType, b: &[u8]) -> [u32; 64] {
 /// [`fill`] compiled for the CPUs this path runs on (the crate's baseline
 /// target has SSE2 only).
 ///
-/// Safety: the CPU has AVX2 and AVX-512 F/BW (every caller of [`worker`]
-/// chose an AVX-512 kernel).
+/// Safety: the CPU has AVX2 and AVX-512 F/BW.
 #[target_feature(enable = "avx2,avx512f,avx512bw")]
 unsafe fn fill_wide(
+    ty: GgmlType,
+    data: &[u8],
+    row_bytes: usize,
+    rows: &[usize],
+    out: &mut [KRows],
+) {
+    fill(ty, data, row_bytes, rows, out)
+}
+
+/// [`fill`] for AVX2 CPUs. Safety: the CPU has AVX2 and FMA.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn fill_avx2(
     ty: GgmlType,
     data: &[u8],
     row_bytes: usize,
@@ -196,7 +207,8 @@ fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [
 
 /// The matmul driver's worker for this path: selection indices `lo..hi`
 /// (`row_of` maps them to matrix rows), `outs[t][i - lo]` receives token t.
-/// Only for CPUs with AVX-512 F/BW/VNNI (`kernel` is `avx512::tile`).
+/// Only for CPUs with AVX2 and FMA (`kernel` is `x86::tile_k`, or
+/// `avx512::tile` where AVX-512 F/BW/VNNI are there too).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn worker(
     ty: GgmlType,
@@ -219,8 +231,15 @@ pub(crate) fn worker(
         let r1 = (r0 + ROWS).min(hi);
         rows.clear();
         rows.extend((r0..r1).map(&row_of));
-        // SAFETY: `kernel` is an AVX-512 kernel, so the CPU has what `fill_wide` needs.
-        unsafe { fill_wide(ty, data, row_bytes, &rows, &mut group) };
+        // SAFETY: every kernel of this path needs AVX2 + FMA, which `fill_avx2`
+        // needs; `fill_wide` runs only where AVX-512 F/BW are detected.
+        unsafe {
+            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
+                fill_wide(ty, data, row_bytes, &rows, &mut group)
+            } else {
+                fill_avx2(ty, data, row_bytes, &rows, &mut group)
+            }
+        };
         let mut t0 = 0;
         while t0 < n_tokens {
             // A short last tile repeats its last token; those lanes are dropped.

@@ -455,9 +455,13 @@ fn worker(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Simd::Avx512, ActData::Q8K(x)) = (backend, &acts.data) {
+    if let (Simd::Avx512 | Simd::Avx2, ActData::Q8K(x)) = (backend, &acts.data) {
         if super::ktile::has_tiles(w.ty) {
-            let kernel: super::ktile::TileKernel = super::avx512::tile;
+            let kernel: super::ktile::TileKernel = if backend == Simd::Avx512 {
+                super::avx512::tile
+            } else {
+                super::x86::tile_k
+            };
             let row_of = |i| sel.row(i);
             super::ktile::worker(
                 w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel,

@@ -15,7 +15,9 @@
 use std::arch::x86_64::*;
 
 use super::act::{BlockQ8, BlockQ8K};
+use super::ktile::{KRows, ROWS, TOKENS};
 use super::portable::{Row32, RowK};
+use crate::ggml::GgmlType;
 
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {
@@ -166,4 +168,94 @@ pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [
         out[t] = lanes.iter().sum::<f32>() + tail;
     }
     out
+}
+
+/// The K-quant tiles of `ktile.rs` (16 rows x 8 tokens) on AVX2: each half
+/// of the group (8 rows, one per 32-bit lane) against 4 tokens at a time.
+/// Per 4 quants of every row: `maddubs` of the rows' unsigned quants with the
+/// token's 4 activation bytes broadcast, then `madd` with the rows' scales
+/// as i16 pairs, so a lane gains scale x (its 4-product sum) in two
+/// instructions, with no horizontal sums. Integers are exact (a `maddubs`
+/// pair is at most 2 x 63 x 127), and the f32 steps are the portable
+/// kernel's, lane by lane: the same bits as `avx512::tile`.
+///
+/// Safety: the CPU has AVX2 and FMA; group and token slices have the same length.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile_k(
+    ty: GgmlType,
+    g: &[KRows],
+    a: &[&[BlockQ8K]; TOKENS],
+) -> [[f32; ROWS]; TOKENS] {
+    let mut out = [[0.0f32; ROWS]; TOKENS];
+    for h in 0..2 {
+        for quad in 0..TOKENS / 4 {
+            let toks: [&[BlockQ8K]; 4] = std::array::from_fn(|k| a[4 * quad + k]);
+            let acc = if ty == GgmlType::Q6K {
+                tile_k_half::<4, true>(g, &toks, h)
+            } else {
+                tile_k_half::<8, false>(g, &toks, h)
+            };
+            for (k, v) in acc.iter().enumerate() {
+                _mm256_storeu_ps(out[4 * quad + k].as_mut_ptr().add(8 * h), *v);
+            }
+        }
+    }
+    out
+}
+
+/// Rows 8h..8h + 8 of the group x 4 tokens. `STEPS`: 4-quant steps per scale
+/// group; `INT_MIN`: the mins sum is an integer correction (Q6_K).
+#[inline(always)]
+unsafe fn tile_k_half<const STEPS: usize, const INT_MIN: bool>(
+    g: &[KRows],
+    a: &[&[BlockQ8K]; 4],
+    h: usize,
+) -> [__m256; 4] {
+    let lo16 = _mm256_set1_epi32(0xFFFF);
+    let mut acc = [_mm256_setzero_ps(); 4];
+    for (b, kr) in g.iter().enumerate() {
+        let blk: [&BlockQ8K; 4] = std::array::from_fn(|t| a[t].get_unchecked(b));
+        let mut isum = [_mm256_setzero_si256(); 4];
+        for grp in 0..64 / STEPS {
+            let sc = _mm256_loadu_si256(kr.sc[grp].as_ptr().add(8 * h) as *const __m256i);
+            // Each lane's scale in both i16 halves: madd then multiplies both products' pairs by it.
+            let sc2 = _mm256_or_si256(_mm256_and_si256(sc, lo16), _mm256_slli_epi32::<16>(sc));
+            for s in 0..STEPS {
+                let j = grp * STEPS + s;
+                let w = _mm256_loadu_si256(kr.q[j].as_ptr().add(32 * h) as *const __m256i);
+                for t in 0..4 {
+                    let x = (blk[t].qs.as_ptr().add(4 * j) as *const i32).read_unaligned();
+                    let p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(x));
+                    isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, sc2));
+                }
+            }
+        }
+        let mut msum = [_mm256_setzero_si256(); 4];
+        for p in 0..8 {
+            let mn = _mm256_loadu_si256(kr.mn[p].as_ptr().add(8 * h) as *const __m256i);
+            for t in 0..4 {
+                let bs = (blk[t].bsums.as_ptr().add(2 * p) as *const i32).read_unaligned();
+                msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(bs)));
+            }
+        }
+        let d = _mm256_loadu_ps(kr.d.as_ptr().add(8 * h));
+        let dmin = _mm256_loadu_ps(kr.dmin.as_ptr().add(8 * h));
+        for t in 0..4 {
+            let da = _mm256_set1_ps(blk[t].d);
+            let i = if INT_MIN {
+                _mm256_sub_epi32(isum[t], msum[t])
+            } else {
+                isum[t]
+            };
+            acc[t] = _mm256_add_ps(
+                acc[t],
+                _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(i)),
+            );
+            if !INT_MIN {
+                let m = _mm256_cvtepi32_ps(msum[t]);
+                acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), m));
+            }
+        }
+    }
+    acc
 }
