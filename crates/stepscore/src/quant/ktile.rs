@@ -224,37 +224,22 @@ pub(crate) fn worker(
 ) {
     let nb = cols / 256;
     let row_bytes = nb * ty.block_bytes();
-    let mut group = vec![ZERO_ROWS; nb];
-    let mut rows = Vec::with_capacity(ROWS);
-    let mut r0 = lo;
-    while r0 < hi {
-        let r1 = (r0 + ROWS).min(hi);
-        rows.clear();
-        rows.extend((r0..r1).map(&row_of));
+    let wide = is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw");
+    let fill = |rows: &[usize], group: &mut [KRows]| {
         // SAFETY: every kernel of this path needs AVX2 + FMA, which `fill_avx2`
         // needs; `fill_wide` runs only where AVX-512 F/BW are detected.
         unsafe {
-            if is_x86_feature_detected!("avx512f") && is_x86_feature_detected!("avx512bw") {
-                fill_wide(ty, data, row_bytes, &rows, &mut group)
+            if wide {
+                fill_wide(ty, data, row_bytes, rows, group)
             } else {
-                fill_avx2(ty, data, row_bytes, &rows, &mut group)
+                fill_avx2(ty, data, row_bytes, rows, group)
             }
-        };
-        let mut t0 = 0;
-        while t0 < n_tokens {
-            // A short last tile repeats its last token; those lanes are dropped.
-            let a: [&[BlockQ8K]; TOKENS] = std::array::from_fn(|k| {
-                let t = (t0 + k).min(n_tokens - 1);
-                &acts[t * nb..(t + 1) * nb]
-            });
-            // SAFETY: the caller chose `kernel` for features this CPU has;
-            // every slice holds exactly `nb` super-blocks.
-            let res = unsafe { kernel(ty, &group, &a) };
-            for (t, row) in res.iter().enumerate().take(n_tokens - t0) {
-                outs[t0 + t][r0 - lo..r1 - lo].copy_from_slice(&row[..r1 - r0]);
-            }
-            t0 += TOKENS;
         }
-        r0 = r1;
-    }
+    };
+    // SAFETY: the caller chose `kernel` for features this CPU has; every
+    // slice holds exactly `nb` super-blocks.
+    let tile = |g: &[KRows], a: &[&[BlockQ8K]; TOKENS]| unsafe { kernel(ty, g, a) };
+    super::groups::run(
+        ZERO_ROWS, nb, row_of, lo, hi, acts, n_tokens, outs, fill, tile,
+    );
 }

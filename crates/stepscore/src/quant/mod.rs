@@ -28,6 +28,8 @@ mod blocks;
 mod dequant;
 mod fp;
 #[cfg(target_arch = "x86_64")]
+mod groups;
+#[cfg(target_arch = "x86_64")]
 mod ktile;
 mod matmul;
 mod portable;

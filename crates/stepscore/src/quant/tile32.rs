@@ -97,29 +97,11 @@ pub(crate) fn worker(
     kernel: TileKernel,
 ) {
     let nb = cols / 32;
-    let mut group = vec![ZERO_ROWS; nb];
-    let mut rows = Vec::with_capacity(ROWS);
-    let mut r0 = lo;
-    while r0 < hi {
-        let r1 = (r0 + ROWS).min(hi);
-        rows.clear();
-        rows.extend((r0..r1).map(&row_of));
-        fill(ty, data, &rows, signed, &mut group);
-        let mut t0 = 0;
-        while t0 < n_tokens {
-            // A short last tile repeats its last token; those lanes are dropped.
-            let a: [&[BlockQ8]; TOKENS] = std::array::from_fn(|k| {
-                let t = (t0 + k).min(n_tokens - 1);
-                &acts[t * nb..(t + 1) * nb]
-            });
-            // SAFETY: the caller chose `kernel` for features this CPU has;
-            // every slice holds exactly `nb` blocks.
-            let res = unsafe { kernel(&group, &a) };
-            for (t, row) in res.iter().enumerate().take(n_tokens - t0) {
-                outs[t0 + t][r0 - lo..r1 - lo].copy_from_slice(&row[..r1 - r0]);
-            }
-            t0 += TOKENS;
-        }
-        r0 = r1;
-    }
+    let fill = |rows: &[usize], group: &mut [Rows32]| fill(ty, data, rows, signed, group);
+    // SAFETY: the caller chose `kernel` for features this CPU has; every
+    // slice holds exactly `nb` blocks.
+    let tile = |g: &[Rows32], a: &[&[BlockQ8]; TOKENS]| unsafe { kernel(g, a) };
+    super::groups::run(
+        ZERO_ROWS, nb, row_of, lo, hi, acts, n_tokens, outs, fill, tile,
+    );
 }
