@@ -15,9 +15,10 @@
 //! count): `portable.rs`, the portable kernels, whose float steps every other
 //! path and the WGSL engine follow; `x86.rs`, AVX2; `rowdot.rs`, 1 to 3
 //! tokens (generation's decode steps) on AVX2 straight from the packed
-//! blocks; `ktile.rs` and `tile32.rs` with `avx512.rs`, K-quant and
-//! 32-element-format prefill on AVX-512 VNNI;
-//! `wasm.rs`, SIMD128. All give the portable kernels' bits
+//! blocks; the prefill tiles, weight rows unpacked a group at a time
+//! (`groups.rs`, the loop): `ktile.rs`, K-quants, with `avx512::tile` (VNNI)
+//! or `x86::tile_k` (AVX2), and `tile32.rs`, the 32-element formats, with
+//! `avx512::tile32` (VNNI); `wasm.rs`, SIMD128. All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
 
