@@ -486,6 +486,15 @@ fn worker(
             return;
         }
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if let (Simd::Wasm128, ActData::Q8K(x)) = (backend, &acts.data) {
+        let row_of = |i| sel.row(i);
+        let (min, _) = flavour(w.ty);
+        super::wasm_ktile::worker(
+            w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
+        );
+        return;
+    }
     let mut c0 = lo;
     while c0 < hi {
         let c1 = (c0 + chunk).min(hi);
@@ -670,15 +679,6 @@ fn dispatch_k<const T: usize>(
                 (true, true) => super::x86::dot_k::<T, true, true>(row, a),
                 (false, false) => super::x86::dot_k::<T, false, false>(row, a),
                 (false, true) => super::x86::dot_k::<T, false, true>(row, a),
-            }
-        },
-        // SAFETY: as in dispatch32.
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Simd::Wasm128 => unsafe {
-            if min {
-                super::wasm::dot_k::<T, true>(row, a)
-            } else {
-                super::wasm::dot_k::<T, false>(row, a)
             }
         },
         _ => {

@@ -18,7 +18,8 @@
 //! blocks; the prefill tiles, weight rows unpacked a group at a time
 //! (`groups.rs`, the loop): `ktile.rs`, K-quants, with `avx512::tile` (VNNI)
 //! or `x86::tile_k` (AVX2), and `tile32.rs`, the 32-element formats, with
-//! `avx512::tile32` (VNNI); `wasm.rs`, SIMD128. All give the portable kernels' bits
+//! `avx512::tile32` (VNNI); `wasm.rs`, SIMD128, and `wasm_ktile.rs`, its
+//! K-quant tiles (the same group loop). All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
 
@@ -28,7 +29,10 @@ mod avx512;
 mod blocks;
 mod dequant;
 mod fp;
-#[cfg(target_arch = "x86_64")]
+#[cfg(any(
+    target_arch = "x86_64",
+    all(target_arch = "wasm32", target_feature = "simd128")
+))]
 mod groups;
 #[cfg(target_arch = "x86_64")]
 mod ktile;
@@ -40,6 +44,8 @@ mod rowdot;
 mod tile32;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub(crate) mod wasm;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_ktile;
 mod weights;
 #[cfg(target_arch = "x86_64")]
 mod x86;

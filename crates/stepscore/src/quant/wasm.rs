@@ -1,21 +1,20 @@
-//! WebAssembly SIMD128 versions of the three dot shapes in `portable.rs` and
-//! of its f32 dot (which attention's query . key also uses, `cpu/attention.rs`).
+//! WebAssembly SIMD128 versions of the 32-element dot shape in `portable.rs`
+//! and of its f32 dot (which attention's query . key also uses,
+//! `cpu/attention.rs`); the K-quants have their own tiles (`wasm_ktile.rs`).
 //!
 //! int8 x int8: `i16x8_extmul_{low,high}_i8x16` give 16 exact i16 products,
-//! the two halves are added as i16 (|w| <= 128 and |a| <= 127 — ggml's
-//! activation quantizers never emit -128 — so a pair is at most 2*128*127 <
-//! 2^15), then widened pairwise into i32 lanes (`i32x4_extadd_pairwise`), or,
-//! for a K-quant group, multiplied by the group's scale and added pairwise in
-//! one `i32x4_dot_i16x8`. Integer sums are exact, so their order is free.
+//! widened pairwise into i32 lanes (`i32x4_extadd_pairwise`) and added into
+//! the portable kernel's 4-element lane sums. Integer sums are exact, so
+//! their order is free.
 //!
 //! Every float step is the portable kernel's, in the portable order: one f32
-//! accumulator per token and block, scaled by the same products (wasm has no
+//! accumulator per token and lane, scaled by the same products (wasm has no
 //! fused multiply-add, and this code uses none), so results equal the
 //! portable kernels bit for bit; `tests` (run on wasm32, see
 //! docs/ARCHITECTURE.md) compare them.
 //!
-//! Safety: callers pass rows whose slice lengths agree (`q` is 32 (or 256)
-//! times the block count, every token slice has that block count), which the
+//! Safety: callers pass rows whose slice lengths agree (`q` is 32 times the
+//! block count, every token slice has that block count), which the
 //! matmul driver guarantees by construction; the loads below stay inside
 //! those slices. Compiled only with `target_feature = "simd128"`, which wasm
 //! validates when the module loads (there is no runtime detection).
@@ -32,22 +31,8 @@
 
 use core::arch::wasm32::*;
 
-use super::act::{BlockQ8, BlockQ8K};
-use super::portable::{Row32, RowK};
-
-/// 16 exact products of `q` and `a`, halves added: i16 lane l = q[l]a[l] + q[l+8]a[l+8].
-#[inline(always)]
-fn pair_products(q: v128, a: v128) -> v128 {
-    i16x8_add(i16x8_extmul_low_i8x16(q, a), i16x8_extmul_high_i8x16(q, a))
-}
-
-#[inline(always)]
-fn hsum_i32(v: v128) -> i32 {
-    i32x4_extract_lane::<0>(v)
-        .wrapping_add(i32x4_extract_lane::<1>(v))
-        .wrapping_add(i32x4_extract_lane::<2>(v))
-        .wrapping_add(i32x4_extract_lane::<3>(v))
-}
+use super::act::BlockQ8;
+use super::portable::Row32;
 
 /// # Safety
 /// `p` points at 16 readable bytes.
@@ -110,60 +95,6 @@ pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
         out[t] = super::portable::lane_tree(&lanes) + accm[t];
     }
     out
-}
-
-/// K-quant super-blocks: (d_w * d_a) * sum_g sc[g] * isum_g
-/// - (dmin_w * d_a) * sum_g mn[g] * bsums[g].
-///
-/// # Safety
-/// See the module comment.
-#[inline(always)]
-pub(crate) unsafe fn dot_k<const T: usize, const MIN: bool>(
-    w: &RowK,
-    acts: &[&[BlockQ8K]; T],
-) -> [f32; T] {
-    let nb = w.d.len();
-    debug_assert!(
-        w.q.len() == nb * 256
-            && w.sc.len() == nb * 16
-            && w.mn.len() == nb * 16
-            && acts.iter().all(|a| a.len() == nb)
-    );
-    let mut acc = [0.0f32; T];
-    let qp = w.q.as_ptr();
-    for b in 0..nb {
-        let sc = w.sc.as_ptr().add(16 * b);
-        // Groups outer, tokens inner: one group's weights and scale stay in
-        // registers beside the T integer sums (exact, so the order is free).
-        // |sc| <= 128 and a group's pair sums are below 2^14 (K-quant
-        // weights are within -32..31), so every i32 lane is exact.
-        let mut isum = [i32x4_splat(0); T];
-        for g in 0..16 {
-            let wv = load(qp.add(256 * b + 16 * g));
-            let sv = i16x8_splat(*sc.add(g));
-            for t in 0..T {
-                let ap = acts[t].get_unchecked(b).qs.as_ptr();
-                let p = pair_products(wv, load(ap.add(16 * g)));
-                isum[t] = i32x4_add(isum[t], i32x4_dot_i16x8(p, sv));
-            }
-        }
-        let mnp = w.mn.as_ptr().add(16 * b) as *const v128;
-        let (d, dmin) = (*w.d.get_unchecked(b), *w.dmin.get_unchecked(b));
-        for t in 0..T {
-            let blk = acts[t].get_unchecked(b);
-            let a = acc.get_unchecked_mut(t);
-            *a += (d * blk.d) * hsum_i32(isum[t]) as f32;
-            if MIN {
-                let bs = blk.bsums.as_ptr() as *const v128;
-                let m = i32x4_add(
-                    i32x4_dot_i16x8(v128_load(mnp), v128_load(bs)),
-                    i32x4_dot_i16x8(v128_load(mnp.add(1)), v128_load(bs.add(1))),
-                );
-                *a -= (dmin * blk.d) * hsum_i32(m) as f32;
-            }
-        }
-    }
-    acc
 }
 
 /// Eight f32 lanes as two vectors: `lanes[l] += w[l] * a[l]` over whole
@@ -246,6 +177,8 @@ mod tests {
             GgmlType::Q4_0 | GgmlType::Q5_0 | GgmlType::Q8_0 => &[0],
             GgmlType::Q4_1 | GgmlType::Q5_1 | GgmlType::Q4K | GgmlType::Q5K => &[0, 2],
             GgmlType::Q6K => &[208],
+            GgmlType::Q2K => &[80, 82],
+            GgmlType::Q3K => &[108],
             _ => &[],
         };
         for blk in w.chunks_exact_mut(ty.block_bytes()) {
@@ -261,9 +194,10 @@ mod tests {
     fn simd128_matmul_equals_the_portable_kernels_bit_for_bit() {
         assert_eq!(Simd::detect(), Simd::Wasm128);
         let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-        // 9 tokens: one 8-token tile and a single-token remainder.
-        let (rows, n_tokens) = (5, 9);
-        for ty in [
+        // 9 tokens: whole tiles and a short one; 1 token: the decode shape.
+        // 5 rows: a K-quant group of 4 and a short one.
+        let rows = 5;
+        for (ty, n_tokens) in [
             GgmlType::Q4_0,
             GgmlType::Q4_1,
             GgmlType::Q5_0,
@@ -272,8 +206,13 @@ mod tests {
             GgmlType::Q4K,
             GgmlType::Q5K,
             GgmlType::Q6K,
+            GgmlType::Q2K,
+            GgmlType::Q3K,
             GgmlType::F32,
-        ] {
+        ]
+        .into_iter()
+        .flat_map(|ty| [(ty, 9), (ty, 1)])
+        {
             // F32: 107 columns, a tail after the runs of 8.
             let cols = match ty.block_elems() {
                 256 => 512,
@@ -301,7 +240,7 @@ mod tests {
                 got.iter()
                     .zip(&want)
                     .all(|(g, w)| g.to_bits() == w.to_bits()),
-                "{ty:?}: {got:?} vs {want:?}"
+                "{ty:?} x {n_tokens} tokens: {got:?} vs {want:?}"
             );
         }
     }
