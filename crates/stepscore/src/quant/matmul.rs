@@ -495,6 +495,15 @@ fn worker(
         );
         return;
     }
+    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+    if let (Simd::Wasm128, ActData::Q8(x)) = (backend, &acts.data) {
+        let row_of = |i| sel.row(i);
+        let (min, _) = flavour(w.ty);
+        super::wasm_tile32::worker(
+            w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
+        );
+        return;
+    }
     let mut c0 = lo;
     while c0 < hi {
         let c1 = (c0 + chunk).min(hi);
@@ -639,16 +648,6 @@ fn dispatch32<const T: usize>(
                 (true, true) => super::x86::dot32::<T, true, true>(row, a),
                 (false, false) => super::x86::dot32::<T, false, false>(row, a),
                 (false, true) => super::x86::dot32::<T, false, true>(row, a),
-            }
-        },
-        // SAFETY: Wasm128 is only detected in simd128 builds, and `tile` slices
-        // every row and token to `nb` blocks.
-        #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-        Simd::Wasm128 => unsafe {
-            if min {
-                super::wasm::dot32::<T, true>(row, a)
-            } else {
-                super::wasm::dot32::<T, false>(row, a)
             }
         },
         _ => {

@@ -18,8 +18,9 @@
 //! blocks; the prefill tiles, weight rows unpacked a group at a time
 //! (`groups.rs`, the loop): `ktile.rs`, K-quants, with `avx512::tile` (VNNI)
 //! or `x86::tile_k` (AVX2), and `tile32.rs`, the 32-element formats, with
-//! `avx512::tile32` (VNNI); `wasm.rs`, SIMD128, and `wasm_ktile.rs`, its
-//! K-quant tiles (the same group loop). All give the portable kernels' bits
+//! `avx512::tile32` (VNNI); on wasm32, SIMD128 through the same group loop,
+//! `wasm_ktile.rs` (K-quants) and `wasm_tile32.rs` (32-element formats), and
+//! `wasm.rs` (f32 rows). All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
 
@@ -46,6 +47,8 @@ mod tile32;
 pub(crate) mod wasm;
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 mod wasm_ktile;
+#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
+mod wasm_tile32;
 mod weights;
 #[cfg(target_arch = "x86_64")]
 mod x86;

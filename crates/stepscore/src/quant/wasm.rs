@@ -1,101 +1,30 @@
-//! WebAssembly SIMD128 versions of the 32-element dot shape in `portable.rs`
-//! and of its f32 dot (which attention's query . key also uses,
-//! `cpu/attention.rs`); the K-quants have their own tiles (`wasm_ktile.rs`).
+//! WebAssembly SIMD128: the portable f32 dot (`portable::dot_f32`, which
+//! attention's query . key also uses, `cpu/attention.rs`) with its bits, and
+//! the tests of every wasm32 product path. The quantized rows have their own
+//! tiles: `wasm_ktile.rs` (K-quants) and `wasm_tile32.rs` (32-element
+//! formats), whose integer sums are exact and whose float steps are the
+//! portable kernels' (wasm has no fused multiply-add, and none is used), so
+//! results equal the portable kernels bit for bit; `tests` (run on wasm32,
+//! see docs/ARCHITECTURE.md) compare them.
 //!
-//! int8 x int8: `i16x8_extmul_{low,high}_i8x16` give 16 exact i16 products,
-//! widened pairwise into i32 lanes (`i32x4_extadd_pairwise`) and added into
-//! the portable kernel's 4-element lane sums. Integer sums are exact, so
-//! their order is free.
+//! Compiled only with `target_feature = "simd128"`, which wasm validates
+//! when the module loads (there is no runtime detection).
 //!
-//! Every float step is the portable kernel's, in the portable order: one f32
-//! accumulator per token and lane, scaled by the same products (wasm has no
-//! fused multiply-add, and this code uses none), so results equal the
-//! portable kernels bit for bit; `tests` (run on wasm32, see
-//! docs/ARCHITECTURE.md) compare them.
-//!
-//! Safety: callers pass rows whose slice lengths agree (`q` is 32 times the
-//! block count, every token slice has that block count), which the
-//! matmul driver guarantees by construction; the loads below stay inside
-//! those slices. Compiled only with `target_feature = "simd128"`, which wasm
-//! validates when the module loads (there is no runtime detection).
-//!
-//! Relaxed SIMD (`i32x4_relaxed_dot_i8x16_i7x16_add`, a 4-way int8 dot with
-//! one operand in 0..127, which the unsigned Q4_K/Q5_K/Q4_1/Q5_1 quants fit)
-//! is not used: a module that contains one relaxed instruction fails
-//! validation in a browser without relaxed SIMD, so it would need a second
-//! module per build, chosen in JS before instantiation: twice the package's
-//! wasm builds (one per threading mode) and twice what a page downloads and
-//! caches, for a speed-up only some browsers would see. Its result is also
-//! defined only for operands in range, which the signed formats' quants
-//! (Q4_0, Q5_0, Q8_0, Q6_K) are not.
+//! Relaxed SIMD (`i16x8_relaxed_dot_i8x16_i7x16`, 16 int8 products with one
+//! operand in 0..127, which unsigned K-quant weights fit) is not used: a
+//! module that contains one relaxed instruction fails validation in a
+//! browser without relaxed SIMD, so it would need a second module per build,
+//! chosen in JS before instantiation: twice the package's wasm builds (one
+//! per threading mode) and twice what a page downloads and caches. For the
+//! K-quants it would buy little: their tiles (`wasm_ktile.rs`) already take
+//! 8 products per `i32x4_dot_i16x8` (x86 `pmaddwd`) on weights stored as
+//! i16 times their scale, i.e. 4 instructions per 16 products with the
+//! adds; the relaxed dot is `pmaddubsw` on x86 without AVX-VNNI, and the
+//! group scale still needs a `pmaddwd`, so 3 per 16: at most 4/3 of the
+//! kernel. Its result is also defined only for operands in range, which the
+//! signed formats' quants (Q4_0, Q5_0, Q8_0, Q6_K) are not without an offset.
 
 use core::arch::wasm32::*;
-
-use super::act::BlockQ8;
-use super::portable::Row32;
-
-/// # Safety
-/// `p` points at 16 readable bytes.
-#[inline(always)]
-unsafe fn load(p: *const i8) -> v128 {
-    v128_load(p as *const v128)
-}
-
-/// Exact i32 sums of the four groups of four products of 16 quants:
-/// lane l = q[4l..4l+4] . a[4l..4l+4] (the portable kernel's lanes).
-#[inline(always)]
-fn quad_sums(q: v128, a: v128) -> v128 {
-    let lo = i32x4_extadd_pairwise_i16x8(i16x8_extmul_low_i8x16(q, a));
-    let hi = i32x4_extadd_pairwise_i16x8(i16x8_extmul_high_i8x16(q, a));
-    i32x4_add(
-        i32x4_shuffle::<0, 2, 4, 6>(lo, hi),
-        i32x4_shuffle::<1, 3, 5, 7>(lo, hi),
-    )
-}
-
-/// The portable `dot32`'s sums: its eight lanes in two vectors (lanes 0..3
-/// from the block's first 16 quants, 4..7 from the rest), products rounded
-/// before the sums, the `MIN` term on its own, lanes reduced by `lane_tree`.
-///
-/// # Safety
-/// See the module comment.
-#[inline(always)]
-pub(crate) unsafe fn dot32<const T: usize, const MIN: bool>(
-    w: &Row32,
-    acts: &[&[BlockQ8]; T],
-) -> [f32; T] {
-    let nb = w.d.len();
-    debug_assert!(w.q.len() == nb * 32 && w.m.len() == nb && acts.iter().all(|a| a.len() == nb));
-    let mut lo = [f32x4_splat(0.0); T];
-    let mut hi = [f32x4_splat(0.0); T];
-    let mut accm = [0.0f32; T];
-    let qp = w.q.as_ptr();
-    for b in 0..nb {
-        let q0 = load(qp.add(32 * b));
-        let q1 = load(qp.add(32 * b + 16));
-        let d = *w.d.get_unchecked(b);
-        for t in 0..T {
-            let blk = acts[t].get_unchecked(b);
-            let ap = blk.qs.as_ptr();
-            let dd = f32x4_splat(d * blk.d);
-            let s0 = f32x4_convert_i32x4(quad_sums(q0, load(ap)));
-            let s1 = f32x4_convert_i32x4(quad_sums(q1, load(ap.add(16))));
-            lo[t] = f32x4_add(lo[t], f32x4_mul(dd, s0));
-            hi[t] = f32x4_add(hi[t], f32x4_mul(dd, s1));
-            if MIN {
-                accm[t] += *w.m.get_unchecked(b) * blk.s;
-            }
-        }
-    }
-    let mut out = [0.0f32; T];
-    for t in 0..T {
-        let mut lanes = [0.0f32; 8];
-        v128_store(lanes.as_mut_ptr() as *mut v128, lo[t]);
-        v128_store(lanes.as_mut_ptr().add(4) as *mut v128, hi[t]);
-        out[t] = super::portable::lane_tree(&lanes) + accm[t];
-    }
-    out
-}
 
 /// Eight f32 lanes as two vectors: `lanes[l] += w[l] * a[l]` over whole
 /// runs of 8, returned as the portable kernels' `[f32; 8]`.
