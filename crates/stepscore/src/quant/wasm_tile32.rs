@@ -129,31 +129,25 @@ pub(crate) fn worker(
     let fill = |rows: &[usize], group: &mut [Rows32]| fill(ty, data, row_bytes, rows, group);
     // SAFETY (both): `groups::run` hands the kernel `nb` blocks of rows and
     // of the token.
+    macro_rules! run {
+        ($min:literal) => {
+            super::groups::run(
+                ZERO_ROWS,
+                nb,
+                row_of,
+                lo,
+                hi,
+                acts,
+                n_tokens,
+                outs,
+                fill,
+                |g: &[Rows32], a: &[&[BlockQ8]; 1]| unsafe { tile::<$min>(g, a) },
+            )
+        };
+    }
     if min {
-        super::groups::run(
-            ZERO_ROWS,
-            nb,
-            row_of,
-            lo,
-            hi,
-            acts,
-            n_tokens,
-            outs,
-            fill,
-            |g: &[Rows32], a: &[&[BlockQ8]; 1]| unsafe { tile::<true>(g, a) },
-        )
+        run!(true)
     } else {
-        super::groups::run(
-            ZERO_ROWS,
-            nb,
-            row_of,
-            lo,
-            hi,
-            acts,
-            n_tokens,
-            outs,
-            fill,
-            |g: &[Rows32], a: &[&[BlockQ8]; 1]| unsafe { tile::<false>(g, a) },
-        )
+        run!(false)
     }
 }
