@@ -487,22 +487,22 @@ fn worker(
         }
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if let (Simd::Wasm128, ActData::Q8K(x)) = (backend, &acts.data) {
+    if backend == Simd::Wasm128 {
         let row_of = |i| sel.row(i);
         let (min, _) = flavour(w.ty);
-        super::wasm_ktile::worker(
-            w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
-        );
-        return;
-    }
-    #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if let (Simd::Wasm128, ActData::Q8(x)) = (backend, &acts.data) {
-        let row_of = |i| sel.row(i);
-        let (min, _) = flavour(w.ty);
-        super::wasm_tile32::worker(
-            w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
-        );
-        return;
+        match &acts.data {
+            ActData::Q8K(x) => {
+                return super::wasm_ktile::worker(
+                    w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
+                )
+            }
+            ActData::Q8(x) => {
+                return super::wasm_tile32::worker(
+                    w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
+                )
+            }
+            ActData::F32(_) => {}
+        }
     }
     let mut c0 = lo;
     while c0 < hi {
