@@ -7,6 +7,8 @@
 //!   give `0.75`; `4/2` gives `2`) and as `p/q` otherwise (`\frac{2}{6}` gives
 //!   `1/3`). Two exact numbers are therefore equal iff their canonical strings
 //!   are equal.
+//! - Currency signs are dropped like `$` (`€34`, `£1,200`, `\pounds 5`,
+//!   `¥`, `₹`): money answers compare as numbers.
 //! - A percent sign is dropped: `75%` and `75\%` normalize to `75`, as in the
 //!   MATH grader. `75%` does *not* equal `0.75`: accepting both `75` and `0.75`
 //!   would make equality non-transitive (`0.75 != 75`), and selection groups
@@ -68,7 +70,7 @@ pub fn normalized_equal(a: &str, b: &str) -> bool {
 }
 
 /// The canonical form of an answer, for comparison and grouping. Strips
-/// `\boxed{}`, math delimiters (`$`, `\(`, `\[`), `\text{}`-style wrappers and
+/// `\boxed{}`, math delimiters (`$`, `\(`, `\[`), currency signs, `\text{}`-style wrappers and
 /// trailing units, `\left`/`\right`, LaTeX spacing, whitespace, a trailing
 /// period, percent and degree signs, one leading `x =` assignment and
 /// thousands separators; rewrites `\dfrac`/`\tfrac`, `\frac12`, `\sqrt2`;
@@ -219,6 +221,14 @@ const REWRITES: &[(&str, &str)] = &[
     ("\u{2212}", "-"),
     ("\\$", ""),
     ("$", ""),
+    // Currency signs go as the dollar does: "€34" is the answer 34.
+    ("\\textsterling", ""),
+    ("\\pounds", ""),
+    ("\\euro", ""),
+    ("\u{20ac}", ""),
+    ("\u{00a3}", ""),
+    ("\u{00a5}", ""),
+    ("\u{20b9}", ""),
     ("\\(", ""),
     ("\\)", ""),
     ("\\[", ""),

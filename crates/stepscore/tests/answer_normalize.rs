@@ -186,6 +186,22 @@ fn units_percent_degrees() {
 }
 
 #[test]
+fn currency_signs() {
+    norm("\u{20ac}34", "34");
+    norm("\u{00a3}1,200", "1200");
+    norm("-\u{20ac}5", "-5");
+    norm("\u{00a5}7.50", "7.5");
+    norm("\u{20b9}12", "12");
+    norm("\\pounds 85", "85");
+    norm("\\textsterling85", "85");
+    norm("\\euro 3", "3");
+    norm("\\boxed{\u{20ac}34}", "34");
+    same("\u{20ac}34", "34");
+    same("\u{00a3}85", "$85");
+    differ("\u{20ac}34", "35");
+}
+
+#[test]
 fn assignments_and_periods() {
     norm("x = 5", "5");
     norm("y=-\\frac{1}{2}", "-0.5");
