@@ -587,6 +587,36 @@ fn token_logprobs_come_with_spans_in_the_step_text() {
     assert!(v["metadata"]["stepscore"].get("token_logprobs").is_none());
 }
 
+/// `--verdict` on a model that cannot give one (no chat template): the
+/// scores are still written, the missing verdict is named on stderr, and the
+/// run exits 1 as for any failed record. (The verdict's values are checked
+/// against llama.cpp in the core's tests/verdict.rs.)
+#[test]
+fn score_verdict_without_a_chat_template_keeps_the_scores() {
+    let dir = fixture("prm/confidence-tiny");
+    let row = r#"{"id": "t", "problem": "What is 2 + 3?", "steps": ["2 + 3 = 5.", "So the answer is 5."]}"#;
+    let out = stepscore(
+        &[
+            "score",
+            "--model",
+            dir.to_str().unwrap(),
+            "--output",
+            "jsonl",
+            "--verdict",
+        ],
+        Some(row.as_bytes()),
+    );
+    assert_eq!(out.status.code(), Some(1), "stderr: {}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("verdict") && err.contains("chat template"),
+        "{err}"
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["steps"][1]["score"].is_number(), "{v}");
+    assert!(v["metadata"]["stepscore"].get("verdict").is_none(), "{v}");
+}
+
 /// `bench --candidates`: N candidates on a tiny PRM, timed one by one and
 /// with the shared prompt, after checking the two give the same scores; the
 /// JSON names the shape it ran.

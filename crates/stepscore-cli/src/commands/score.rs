@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::prm::{Family, TraceScore};
+use stepscore::prm::{Family, TraceScore, Verdict};
 use stepscore::Trace;
 
 use crate::input::{finish, for_each_record, report_error, InputArgs};
@@ -48,6 +48,13 @@ pub struct Args {
     #[arg(long)]
     pub token_logprobs: bool,
 
+    /// Also ask the model, in a second pass over about as many tokens as the trace, whether the
+    /// whole solution is correct: `metadata.stepscore.verdict` = {p_yes, tokens}, P(Yes) of its
+    /// answer (a signal for errors in the plan, which step scores miss; docs/TRAINING.md). Needs a
+    /// chat model opened with its LM head, as the default PRM is.
+    #[arg(long)]
+    pub verdict: bool,
+
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.
     #[arg(long, value_enum, default_value = "auto")]
     pub output: OutputMode,
@@ -77,9 +84,36 @@ pub fn run(args: Args) -> Result<(), Failure> {
             Ok(result) => {
                 tokens += result.tokens;
                 attach(&mut trace, &result, scorer.family(), args.token_logprobs);
+                let verdict = if args.verdict {
+                    let steps: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
+                    match scorer.verdict(&trace.problem, &steps) {
+                        Ok(v) => {
+                            tokens += v.tokens;
+                            Some(v)
+                        }
+                        // The scores stand; the missing verdict is reported
+                        // and counts as a failed record.
+                        Err(e) => {
+                            failed += 1;
+                            let e = stepscore::Error::input_at(at.clone(), format!("verdict: {e}"));
+                            progress.suspend(|| report_error(&e));
+                            None
+                        }
+                    }
+                } else {
+                    None
+                };
+                if let (Some(v), Some(info)) = (&verdict, trace.metadata.get_mut("stepscore")) {
+                    info["verdict"] = serde_json::to_value(v).unwrap_or_default();
+                }
                 if as_table {
-                    progress
-                        .suspend(|| write_table(&mut out, &name, &trace, &result, &args, threshold))
+                    let table = Table {
+                        name: &name,
+                        trace: &trace,
+                        result: &result,
+                        verdict: verdict.as_ref(),
+                    };
+                    progress.suspend(|| write_table(&mut out, &table, &args, threshold))
                 } else {
                     jsonl(&mut out, &trace)
                 }
@@ -196,14 +230,26 @@ fn bar(score: f64) -> String {
     s
 }
 
+/// One scored trace as the table shows it.
+struct Table<'a> {
+    name: &'a str,
+    trace: &'a Trace,
+    result: &'a TraceScore,
+    verdict: Option<&'a Verdict>,
+}
+
 fn write_table(
     out: &mut impl Write,
-    name: &str,
-    trace: &Trace,
-    result: &TraceScore,
+    table: &Table<'_>,
     args: &Args,
     threshold: f64,
 ) -> Result<(), Failure> {
+    let Table {
+        name,
+        trace,
+        result,
+        verdict,
+    } = *table;
     let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
     let scores: Vec<f64> = result
@@ -253,11 +299,20 @@ fn write_table(
     };
     writeln!(
         out,
-        "  {} = {}, {} tokens{truncated}\n",
+        "  {} = {}, {} tokens{truncated}",
         args.aggregation,
         num(agg, 3),
         result.tokens
     )
     .map_err(io)?;
+    if let Some(v) = verdict {
+        writeln!(
+            out,
+            "  verdict: the model reads the whole solution as correct with P = {:.3} ({} tokens)",
+            v.p_yes, v.tokens
+        )
+        .map_err(io)?;
+    }
+    writeln!(out).map_err(io)?;
     Ok(())
 }

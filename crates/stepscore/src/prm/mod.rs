@@ -16,6 +16,7 @@ pub mod scorer;
 pub mod search;
 pub mod session;
 pub mod template;
+pub mod verdict;
 pub mod verify;
 
 pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
@@ -37,4 +38,5 @@ pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
 pub use session::{Session, SessionOf};
+pub use verdict::Verdict;
 pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};
