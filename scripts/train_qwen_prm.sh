@@ -5,7 +5,8 @@
 # them fitted with burn (crates/stepscore-train: class-balanced BCE, early
 # stopping on validation step AUROC, then Platt calibration and the
 # first-error threshold on validation), the exact arithmetic check added as
-# one more input (scripts/add_check_weight.py), metrics by `stepscore eval/select`.
+# one more input (scripts/add_check_weight.py), the solution threshold for use with the model's
+# verdict (scripts/add_solution_threshold.py), metrics by `stepscore eval/select`.
 # Needs numpy for the check's weight.
 #
 #   scripts/train_qwen_prm.sh [WORKDIR]     (default WORKDIR: .cache/qwen-prm)
@@ -32,5 +33,10 @@ target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.json
 # The exact arithmetic check joins as a fifth input with its own weight, fitted on train with
 # the surprise head's logit held fixed (unflagged steps keep their scores and the threshold).
 python3 scripts/add_check_weight.py --head "$WORK/surprise-head.safetensors" --train "$WORK/train.jsonl" --out "$OUT"
+# The solution threshold, for the step scores with the model's verdict (`score --verdict`), is
+# fitted on the model-written validation solutions (data/model-written/val).
+python3 scripts/verdict_signal.py --set mw-val --write-input "$WORK/mw-val.in.jsonl"
+"$BIN" score --model "$M" --head "$OUT" --verdict --threads 0 --output jsonl "$WORK/mw-val.in.jsonl" > "$WORK/mw-val.scored.jsonl"
+python3 scripts/add_solution_threshold.py "$WORK/mw-val.scored.jsonl" --head "$OUT"
 python3 scripts/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN" \
   --backbone qwen2.5-coder-1.5b

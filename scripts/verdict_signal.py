@@ -256,8 +256,10 @@ def report(out):
     (Path(out) / "report.json").write_text(json.dumps(rows, indent=1) + "\n")
 
 
-def engine_report(path, sets, per_generator):
-    """The engine's own figures: its step scores and verdict per solution."""
+def engine_report(path, sets, per_generator, threshold=None):
+    """The engine's own figures: its step scores and verdict per solution,
+    and with `threshold` the F1 of the solution score
+    (`stepscore::prm::verdict::solution_score`) flagged below it."""
     got = {}
     for line in Path(path).read_text().splitlines():
         r = json.loads(line)
@@ -271,6 +273,12 @@ def engine_report(path, sets, per_generator):
         for label, f in [("min step", lambda g: g[0]), ("verdict", lambda g: g[1]),
                          ("min step + verdict (logits)", lambda g: lg(g[0]) + lg(g[1]))]:
             res[label] = auroc([f(g) for r, g in recs if r["correct"]], [f(g) for r, g in recs if not r["correct"]])
+        if threshold is not None:
+            score = lambda g: lg(g[0]) + lg(g[1])
+            acc_wrong = sum(score(g) < threshold for r, g in recs if not r["correct"]) / max(1, len(recs) - res["right"])
+            acc_right = sum(score(g) >= threshold for r, g in recs if r["correct"]) / max(1, res["right"])
+            res["at threshold"] = {"threshold": threshold, "acc_wrong": acc_wrong, "acc_right": acc_right,
+                                   "f1": 2 * acc_wrong * acc_right / max(1e-12, acc_wrong + acc_right)}
         print(name, json.dumps(res))
 
 
@@ -287,6 +295,8 @@ def main():
                     help="write the --set solutions as `stepscore score` input (ids = their keys) and stop")
     ap.add_argument("--engine", metavar="FILE",
                     help="with --set: solution AUROCs from `stepscore score --verdict` output on --write-input's file")
+    ap.add_argument("--solution-threshold", type=float, default=None,
+                    help="with --engine: also the F1 of the solution score flagged below this")
     ap.add_argument("--reference", metavar="GGUF",
                     help="write the engine test's reference (REFERENCE_CASES through GGUF) as JSON to stdout")
     ap.add_argument("--prompt", choices=["per-step", "appended"], default="per-step",
@@ -304,7 +314,7 @@ def main():
                     f.write(json.dumps({"id": key(r), "problem": r["problem"], "steps": r["steps"]}) + "\n")
         return
     if args.engine:
-        engine_report(args.engine, args.set, args.per_generator)
+        engine_report(args.engine, args.set, args.per_generator, args.solution_threshold)
         return
     if args.reference:
         model = Verdicts(args.threads, args.reference)

@@ -367,6 +367,8 @@ impl Trained {
             stats: layout.stats.clone(),
             stats_only: layout.stats_only,
             threshold: self.calibration.as_ref().and_then(|c| c.threshold),
+            // Fitted later, on the verdict over model-written solutions.
+            solution_threshold: None,
         };
         meta.extend(input.metadata());
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::prm::verdict::solution_score;
 use stepscore::prm::{Family, TraceScore, Verdict};
 use stepscore::Trace;
 
@@ -50,8 +51,10 @@ pub struct Args {
 
     /// Also ask the model, in a second pass over about as many tokens as the trace, whether the
     /// whole solution is correct: `metadata.stepscore.verdict` = {p_yes, tokens}, P(Yes) of its
-    /// answer (a signal for errors in the plan, which step scores miss; docs/TRAINING.md). Needs a
-    /// chat model opened with its LM head, as the default PRM is.
+    /// answer (a signal for errors in the plan, which step scores miss; docs/TRAINING.md), and
+    /// `solution_score`, the log-odds of the lowest step score plus those of P(Yes), flagged below
+    /// the head's shipped `solution_threshold` when it has one (the default PRM does). Needs a chat
+    /// model opened with its LM head, as the default PRM is.
     #[arg(long)]
     pub verdict: bool,
 
@@ -103,8 +106,28 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 } else {
                     None
                 };
+                let solution = verdict.as_ref().and_then(|v| {
+                    let lowest = result
+                        .step_scores
+                        .iter()
+                        .flatten()
+                        .copied()
+                        .reduce(f64::min)?;
+                    Some(Solution {
+                        score: solution_score(lowest, v.p_yes),
+                        threshold: scorer.solution_threshold(),
+                    })
+                });
                 if let (Some(v), Some(info)) = (&verdict, trace.metadata.get_mut("stepscore")) {
-                    info["verdict"] = serde_json::to_value(v).unwrap_or_default();
+                    let mut j = serde_json::to_value(v).unwrap_or_default();
+                    if let Some(s) = &solution {
+                        j["solution_score"] = s.score.into();
+                        if let Some(t) = s.threshold {
+                            j["solution_threshold"] = t.into();
+                            j["solution_flagged"] = (s.score < t).into();
+                        }
+                    }
+                    info["verdict"] = j;
                 }
                 if as_table {
                     let table = Table {
@@ -112,6 +135,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         trace: &trace,
                         result: &result,
                         verdict: verdict.as_ref(),
+                        solution: solution.as_ref(),
                     };
                     progress.suspend(|| write_table(&mut out, &table, &args, threshold))
                 } else {
@@ -236,6 +260,14 @@ struct Table<'a> {
     trace: &'a Trace,
     result: &'a TraceScore,
     verdict: Option<&'a Verdict>,
+    solution: Option<&'a Solution>,
+}
+
+/// The step scores and the verdict as one solution score, and the head's
+/// threshold for it.
+struct Solution {
+    score: f64,
+    threshold: Option<f64>,
 }
 
 fn write_table(
@@ -249,6 +281,7 @@ fn write_table(
         trace,
         result,
         verdict,
+        solution,
     } = *table;
     let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
@@ -306,9 +339,20 @@ fn write_table(
     )
     .map_err(io)?;
     if let Some(v) = verdict {
+        let judged = match solution {
+            Some(Solution {
+                score,
+                threshold: Some(t),
+            }) if score < t => format!("\n  solution score (lowest step + verdict, log-odds) {score:.2} < {t:.2}: flagged as wrong"),
+            Some(Solution {
+                score,
+                threshold: Some(t),
+            }) => format!("\n  solution score (lowest step + verdict, log-odds) {score:.2} >= {t:.2}"),
+            _ => String::new(),
+        };
         writeln!(
             out,
-            "  verdict: the model reads the whole solution as correct with P = {:.3} ({} tokens)",
+            "  verdict: the model reads the whole solution as correct with P = {:.3} ({} tokens){judged}",
             v.p_yes, v.tokens
         )
         .map_err(io)?;

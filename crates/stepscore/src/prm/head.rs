@@ -187,6 +187,9 @@ pub struct HeadInput {
     /// The first-error threshold chosen with the head on validation data
     /// (a step scored below it is flagged); `None`: the head has none.
     pub threshold: Option<f64>,
+    /// The solution threshold for use with the model's verdict
+    /// ([`crate::prm::verdict::solution_score`]); `None`: the head has none.
+    pub solution_threshold: Option<f64>,
 }
 
 /// A head and its weights, `W` being the engine's weight storage.
@@ -195,6 +198,7 @@ pub struct Head<W = Matrix> {
     kind: Kind<W>,
     layer: Option<usize>,
     threshold: Option<f64>,
+    solution_threshold: Option<f64>,
 }
 
 #[derive(Debug, Clone)]
@@ -482,6 +486,7 @@ impl Head {
             kind,
             layer: input.layer.filter(|&l| l < n_layers),
             threshold: input.threshold,
+            solution_threshold: input.solution_threshold,
         })
     }
 
@@ -506,6 +511,7 @@ impl Head {
             kind,
             layer: self.layer,
             threshold: self.threshold,
+            solution_threshold: self.solution_threshold,
         })
     }
 }
@@ -520,6 +526,11 @@ impl<W> Head<W> {
     /// The first-error threshold the head ships with, if any.
     pub fn threshold(&self) -> Option<f64> {
         self.threshold
+    }
+
+    /// The solution threshold the head ships with, if any.
+    pub fn solution_threshold(&self) -> Option<f64> {
+        self.solution_threshold
     }
 
     /// Whether the head reads the LM's token statistics (which need the

@@ -33,6 +33,11 @@ pub const META_STATS_ONLY: &str = "stepscore.stats_only";
 /// Header metadata: the first-error threshold shipped with the head (a
 /// step whose score is below it is flagged), chosen on validation data.
 pub const META_THRESHOLD: &str = "stepscore.threshold";
+/// Header metadata: the solution threshold shipped with the head, for use
+/// with the model's verdict ([`crate::prm::verdict::solution_score`]: a
+/// solution scoring below it is flagged), chosen on model-written
+/// validation solutions; any finite number (log-odds units).
+pub const META_SOLUTION_THRESHOLD: &str = "stepscore.solution_threshold";
 
 /// Heads are small (a value head is `hidden + 1` floats, a 2-class score
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
@@ -157,7 +162,23 @@ impl HeadFile {
             stats,
             stats_only: self.flag(META_STATS_ONLY)?,
             threshold: self.threshold()?,
+            solution_threshold: self.solution_threshold()?,
         })
+    }
+
+    /// The solution threshold the head ships with
+    /// ([`META_SOLUTION_THRESHOLD`]), when it has one: a finite number.
+    pub fn solution_threshold(&self) -> Result<Option<f64>> {
+        match self.metadata(META_SOLUTION_THRESHOLD) {
+            None => Ok(None),
+            Some(v) => match v.trim().parse::<f64>() {
+                Ok(t) if t.is_finite() => Ok(Some(t)),
+                _ => Err(Error::model(
+                    &self.name,
+                    format!("metadata `{META_SOLUTION_THRESHOLD}` is `{v}`, not a finite number"),
+                )),
+            },
+        }
     }
 
     /// A `true`/`false` metadata value (absent: false).
@@ -248,6 +269,9 @@ impl HeadInput {
         }
         if let Some(t) = self.threshold {
             out.push((META_THRESHOLD.to_string(), format!("{t:.6}")));
+        }
+        if let Some(t) = self.solution_threshold {
+            out.push((META_SOLUTION_THRESHOLD.to_string(), format!("{t:.6}")));
         }
         out
     }
@@ -354,6 +378,34 @@ mod tests {
         }
     }
 
+    /// The default PRM's head ships its step threshold and the solution
+    /// threshold fitted with the verdict (scripts/add_solution_threshold.py).
+    #[test]
+    fn the_default_head_ships_both_thresholds() {
+        let head = HeadFile::embedded(QWEN15B_HEAD_NAME).unwrap();
+        let input = head.input().unwrap();
+        assert_eq!(input.threshold, Some(0.602855));
+        let t = input.solution_threshold.expect("a solution threshold");
+        assert!((t - 4.217337).abs() < 1e-9, "{t}");
+    }
+
+    #[test]
+    fn the_solution_threshold_must_be_finite() {
+        assert_eq!(with_metadata(&[]).solution_threshold().unwrap(), None);
+        assert_eq!(
+            with_metadata(&[(META_SOLUTION_THRESHOLD, "-1.5")])
+                .solution_threshold()
+                .unwrap(),
+            Some(-1.5)
+        );
+        for bad in ["inf", "nan", "x", ""] {
+            let err = with_metadata(&[(META_SOLUTION_THRESHOLD, bad)])
+                .solution_threshold()
+                .unwrap_err();
+            assert!(err.to_string().contains(META_SOLUTION_THRESHOLD), "{err}");
+        }
+    }
+
     #[test]
     fn truncated_and_garbage_bytes_are_model_errors() {
         let bytes = file(&[(V_HEAD_WEIGHT, vec![1, 2], vec![1.0, 2.0])]);
@@ -377,6 +429,7 @@ mod tests {
             stats: vec![StepStat::DigitMinLogprob, StepStat::PlusMinusMinLogprob],
             stats_only: true,
             threshold: Some(0.602855),
+            solution_threshold: Some(4.25),
         };
         let w = vec![0.5f32, -0.25];
         let bytes: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();

@@ -665,6 +665,12 @@ impl Scorer {
         self.engine.head().and_then(Head::threshold)
     }
 
+    /// The solution threshold the model's head was shipped with, for use with
+    /// its verdict (see [`crate::prm::verdict::solution_score`]).
+    pub fn solution_threshold(&self) -> Option<f64> {
+        self.engine.head().and_then(Head::solution_threshold)
+    }
+
     /// Which engine this scorer runs on, and why.
     pub fn backend_report(&self) -> &BackendReport {
         self.engine.report()

@@ -45,6 +45,19 @@ pub fn verdict_prompt(scorer: &Scorer, problem: &str, steps: &[&str]) -> Option<
     Some(chat.render(&messages) + chat.generation_prompt())
 }
 
+/// One score per solution from its step scores and the verdict: the sum of
+/// the log-odds of its lowest step score and of P(Yes), each probability
+/// kept within [1e-9, 1 - 1e-9]. The two signals err on different solutions
+/// (docs/TRAINING.md); compare with the head's shipped
+/// [`Scorer::solution_threshold`].
+pub fn solution_score(lowest_step: f64, p_yes: f64) -> f64 {
+    let logit = |p: f64| {
+        let p = p.clamp(1e-9, 1.0 - 1e-9);
+        (p / (1.0 - p)).ln()
+    };
+    logit(lowest_step) + logit(p_yes)
+}
+
 /// The verdict on a solution and what the pass cost.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Verdict {
