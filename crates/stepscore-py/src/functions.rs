@@ -165,6 +165,14 @@ pub fn normalize_answer(text: &str) -> String {
     stepscore::answer::normalize_answer(text)
 }
 
+/// One score per solution from its lowest step score and the model's
+/// verdict (`Scorer.verdict`): the sum of their log-odds, compared with
+/// `Scorer.solution_threshold`.
+#[pyfunction]
+pub fn solution_score(lowest_step: f64, p_yes: f64) -> f64 {
+    stepscore::prm::verdict::solution_score(lowest_step, p_yes)
+}
+
 /// Whether two answers are the same after normalization (`"1/2"` equals `"0.5"`).
 #[pyfunction]
 pub fn answers_equal(a: &str, b: &str) -> bool {

@@ -35,6 +35,7 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::extract_answer, m)?)?;
     m.add_function(wrap_pyfunction!(functions::normalize_answer, m)?)?;
     m.add_function(wrap_pyfunction!(functions::answers_equal, m)?)?;
+    m.add_function(wrap_pyfunction!(functions::solution_score, m)?)?;
     m.add_function(wrap_pyfunction!(functions::progress_rewards, m)?)?;
     m.add_function(wrap_pyfunction!(functions::clip_rewards, m)?)?;
     m.add_function(wrap_pyfunction!(functions::delta_rewards, m)?)?;

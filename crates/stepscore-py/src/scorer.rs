@@ -478,6 +478,40 @@ impl Scorer {
         self.inner.threshold()
     }
 
+    /// The solution threshold the model's head was shipped with, for
+    /// `solution_score(lowest step score, verdict p_yes)`: a solution scoring
+    /// below it is flagged; None when the head has none.
+    #[getter]
+    fn solution_threshold(&self) -> Option<f64> {
+        self.inner.solution_threshold()
+    }
+
+    /// The model's own verdict on the whole solution: a second pass in which
+    /// it reads the problem and the steps as a student's solution and is
+    /// asked whether the last step is correct. Returns
+    /// `{"p_yes": P(Yes) / (P(Yes) + P(No)), "tokens": the pass's tokens}`.
+    /// Needs a chat model opened with its LM head (the default PRM is one).
+    fn verdict<'py>(
+        &self,
+        py: Python<'py>,
+        problem: &str,
+        steps: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let steps = steps_arg(steps, "steps")?;
+        let scorer = Arc::clone(&self.inner);
+        let problem = problem.to_string();
+        let v = py
+            .detach(move || {
+                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+                scorer.verdict(&problem, &refs)
+            })
+            .py_err(py)?;
+        let d = PyDict::new(py);
+        d.set_item("p_yes", v.p_yes)?;
+        d.set_item("tokens", v.tokens)?;
+        Ok(d)
+    }
+
     /// The token limit per trace.
     #[getter]
     fn max_tokens(&self) -> usize {

@@ -57,6 +57,7 @@ from ._stepscore import (  # noqa: F401
     progress_rewards,
     segment,
     select_best,
+    solution_score,
 )
 
 __all__ = [
@@ -92,6 +93,7 @@ __all__ = [
     "progress_rewards",
     "segment",
     "select_best",
+    "solution_score",
     "verify_stream",
 ]
 
