@@ -282,6 +282,48 @@ def engine_report(path, sets, per_generator, threshold=None):
         print(name, json.dumps(res))
 
 
+def best_of_n(path, per_generator):
+    """Best-of-4 on the search evaluation's problems from `stepscore score
+    --verdict` output: the accuracy of each choice among a problem's
+    finalists (needs the stepscore Python package for answer grouping)."""
+    import collections
+    import stepscore
+    got = {}
+    for line in Path(path).read_text().splitlines():
+        r = json.loads(line)
+        v = r.get("metadata", {}).get("stepscore", {}).get("verdict")
+        if v is not None:
+            got[r["id"]] = (min(s["score"] for s in r["steps"]), v["p_yes"])
+    res, n = collections.Counter(), 0
+    for line in (ROOT / "data/search-eval/best-of-4.candidates.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if per_generator and int(row["id"].rsplit("/", 1)[1]) > per_generator:
+            continue
+        cands = []
+        for c in row["candidates"]:
+            if c.get("pruned") or not c.get("finalist", True) or c.get("correct") is None or not c["steps"]:
+                continue
+            g = got.get(key({"problem": row["problem"], "steps": c["steps"]}))
+            if g is not None:
+                cands.append((bool(c["correct"]), g[0], g[1], stepscore.solution_score(*g),
+                              stepscore.normalize_answer(str(c.get("answer")))))
+        if not cands:
+            continue
+        n += 1
+        res["oracle"] += any(c[0] for c in cands)
+        for name, i in [("best lowest step", 1), ("best verdict", 2), ("best solution score", 3)]:
+            res[name] += max(cands, key=lambda c: c[i])[0]
+        # Votes: a tie goes to the answer met first in the file.
+        for name, weight in [("majority", lambda c: 1.0), ("weighted by lowest step", lambda c: c[1]),
+                             ("weighted by solution score", lambda c: 1 / (1 + math.exp(-c[3])))]:
+            w = collections.defaultdict(float)
+            for c in cands:
+                w[c[4]] += weight(c)
+            top = max(w.values())
+            res[name] += next(c for c in cands if w[c[4]] == top)[0]
+    print("best-of-4", json.dumps({"problems": n, **{k: round(v / n, 3) for k, v in res.items()}}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", action="append", default=[])
@@ -315,6 +357,8 @@ def main():
         return
     if args.engine:
         engine_report(args.engine, args.set, args.per_generator, args.solution_threshold)
+        if "mw-test" in args.set:
+            best_of_n(args.engine, args.per_generator)
         return
     if args.reference:
         model = Verdicts(args.threads, args.reference)
