@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Step labels for model-written solutions by Monte-Carlo completion
+(issue 26; Math-Shepherd's hard estimate): a step is good when at least one
+of N completions written from the solution up to and including it reaches
+the reference answer, and bad otherwise.
+
+Only solutions with a wrong final answer need completions: for a right one
+the solution itself is a completion that reaches the answer from every
+prefix, so all its steps are good by this definition. For a wrong one the
+last step is bad by the same definition (the only completion of the whole
+solution is itself), and the first bad step is found by binary search over
+prefixes, assuming (as OmegaPRM does) that once a prefix cannot reach the
+answer no longer one can: a prefix of k steps is tried only between the
+last good and the first bad one known, N completions each, stopping at the
+first that reaches the answer. The problem alone is tried first (once per
+problem, shared by its solutions); when no
+completion from it reaches the answer the solution gets no label
+(`first_bad: null`, `unsolved: true`), since nothing can be said of its
+steps.
+
+Completions are written by the same model that wrote the solutions
+(Qwen2.5-Coder-1.5B-Instruct Q4_K_M through the stepscore Python package,
+CPU engine), in its chat format: the problem in a user turn, then the
+assistant's turn holding the prefix's steps joined by blank lines (the
+steps came from cutting the text at blank lines), continued raw. Sampling:
+temperature 0.8, top-k 40, top-p 0.95, min-p 0.05 (search's defaults), at
+most 320 new tokens, seed = the completion's index. The answer check is
+`stepscore.extract_answer` + `answers_equal`.
+
+Resumable: one JSON line per solution in OUT/mc_labels.jsonl, keyed as
+scripts/verdict_signal.py keys them; a rerun skips the ones there.
+
+usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [--limit K]
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from verdict_signal import ROOT, key, load_set  # noqa: E402
+
+MODEL = Path.home() / ".cache/stepscore/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
+# The template's default system message, as `stepscore search` renders it.
+PROMPT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
+          "<|im_start|>user\n{problem}<|im_end|>\n<|im_start|>assistant\n")
+
+
+def references(name):
+    """problem -> reference answer, from the candidates files of `name`."""
+    paths = {"mw-test": [ROOT / "data/search-eval/greedy.candidates.jsonl",
+                         ROOT / "data/search-eval/best-of-4.candidates.jsonl"]}.get(
+        name, [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"])
+    out = {}
+    for p in paths:
+        for line in p.read_text().splitlines():
+            row = json.loads(line)
+            out[row["problem"]] = row["reference"]
+    return out
+
+
+def reaches(scorer, stepscore, problem, steps, k, reference, n):
+    """(reached, completions tried) from the prefix of the first k steps."""
+    prefix = "\n\n".join(s.strip() for s in steps[:k])
+    prompt = PROMPT.format(problem=problem) + (prefix + "\n\n" if prefix else "")
+    for i in range(n):
+        g = scorer.generate(prompt, chat=False, max_new_tokens=320, temperature=0.8, top_k=40, top_p=0.95,
+                            min_p=0.05, seed=i)
+        text = prefix + "\n\n" + g.finish()
+        answer = stepscore.extract_answer(text)
+        if answer is not None and stepscore.answers_equal(answer, reference):
+            return True, i + 1
+    return False, n
+
+
+def label(scorer, stepscore, r, reference, n, solvable):
+    """`solvable`: problem -> the problem-alone probe already made (shared by
+    the problem's solutions)."""
+    probes = []
+
+    def probe(k):
+        if k == 0 and r["problem"] in solvable:
+            probes.append(dict(solvable[r["problem"]], shared=True))
+            return probes[-1]["reached"]
+        ok, tried = reaches(scorer, stepscore, r["problem"], r["steps"], k, reference, n)
+        probes.append({"prefix_steps": k, "reached": ok, "completions": tried})
+        if k == 0:
+            solvable[r["problem"]] = probes[-1]
+        return ok
+
+    if not probe(0):
+        return {"first_bad": None, "unsolved": True, "probes": probes}
+    good, bad = 0, len(r["steps"])  # prefix lengths known to reach / not to reach the answer
+    while bad - good > 1:
+        mid = (good + bad) // 2
+        if probe(mid):
+            good = mid
+        else:
+            bad = mid
+    # The first bad step is the one whose prefix (it included) is the first that cannot reach.
+    return {"first_bad": bad - 1, "unsolved": False, "probes": probes}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test"])
+    ap.add_argument("--per-generator", type=int, default=None)
+    ap.add_argument("--n", type=int, default=4)
+    ap.add_argument("--limit", type=int, default=None)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--out", default=str(ROOT / "data/verdict-signal"))
+    args = ap.parse_args()
+    import stepscore
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    path = Path(args.out) / "mc_labels.jsonl"
+    done, solvable = set(), {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+                done.add(rec["key"])
+                first = rec["probes"][0]
+                if first["prefix_steps"] == 0 and not first.get("shared"):
+                    solvable[rec["problem"]] = first
+            except (json.JSONDecodeError, KeyError, IndexError):
+                pass  # a line cut by an interrupted run: labelled again
+    refs = references(args.set)
+    wrong = [r for r in load_set(args.set, args.per_generator) if not r["correct"]][: args.limit]
+    scorer = stepscore.Scorer(str(MODEL), threads=args.threads, backend="cpu")
+    with path.open("a") as f:
+        for i, r in enumerate(wrong):
+            k = key(r)
+            if k in done:
+                continue
+            out = {"key": k, "id": r["id"], "set": args.set, "problem": r["problem"], "steps": len(r["steps"]),
+                   "n": args.n, **label(scorer, stepscore, r, refs[r["problem"]], args.n, solvable)}
+            f.write(json.dumps(out) + "\n")
+            f.flush()
+            print(f"{args.set} {i + 1}/{len(wrong)} {r['id']} steps={len(r['steps'])} first_bad={out['first_bad']} "
+                  f"probes={[(p['prefix_steps'], p['reached']) for p in out['probes']]}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
