@@ -31,6 +31,7 @@ Resumable: one JSON line per solution in OUT/mc_labels.jsonl, keyed as
 scripts/verdict_signal.py keys them; a rerun skips the ones there.
 
 usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [--limit K]
+       python3 scripts/mc_step_labels.py --set mw-val --report SCORED.jsonl [--threshold T]
 """
 import argparse
 import json
@@ -101,6 +102,49 @@ def label(scorer, stepscore, r, reference, n, solvable):
     return {"first_bad": bad - 1, "unsolved": False, "probes": probes}
 
 
+def report(out, name, scored_path, threshold):
+    """Step-level figures on `name` where labels exist: right solutions (all
+    steps good) and labelled wrong ones (steps before the first bad one good,
+    it bad, later ones left out, as ProcessBench counts). Scores are the
+    step scores of `stepscore score` output on the file verdict_signal.py
+    --write-input wrote for `name`."""
+    from verdict_signal import auroc
+    labels = {}
+    for line in (Path(out) / "mc_labels.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        if rec["set"] == name and rec["first_bad"] is not None:
+            labels[rec["key"]] = rec["first_bad"]
+    scores = {}
+    for line in Path(scored_path).read_text().splitlines():
+        r = json.loads(line)
+        scores[r["id"]] = [s["score"] for s in r["steps"]]
+    good, bad, where = [], [], {"before": 0, "at": 0, "after": 0, "none": 0}
+    right_ok = right_n = wrong_ok = 0
+    for r in load_set(name):
+        k = key(r)
+        if k not in scores or (not r["correct"] and k not in labels):
+            continue
+        sc = scores[k]
+        flag = next((i for i, x in enumerate(sc) if x < threshold), None)
+        if r["correct"]:
+            good.extend(sc)
+            right_n += 1
+            right_ok += flag is None
+            continue
+        fb = labels[k]
+        good.extend(sc[:fb])
+        bad.append(sc[fb])
+        pos = "none" if flag is None else "before" if flag < fb else "at" if flag == fb else "after"
+        where[pos] += 1
+        wrong_ok += pos == "at"
+    acc_w = wrong_ok / max(1, len(bad))
+    acc_r = right_ok / max(1, right_n)
+    print(json.dumps({"set": name, "labelled_wrong": len(bad), "right": right_n, "step_auroc": auroc(good, bad),
+                      "threshold": threshold, "first_flag_vs_first_bad": where,
+                      "processbench": {"acc_wrong": acc_w, "acc_right": acc_r,
+                                       "f1": 2 * acc_w * acc_r / max(1e-12, acc_w + acc_r)}}))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test"])
@@ -109,7 +153,13 @@ def main():
     ap.add_argument("--limit", type=int, default=None)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default=str(ROOT / "data/verdict-signal"))
+    ap.add_argument("--report", metavar="SCORED",
+                    help="step-level figures from `stepscore score` output on --set's solutions, and stop")
+    ap.add_argument("--threshold", type=float, default=0.602855, help="with --report: the step threshold")
     args = ap.parse_args()
+    if args.report:
+        report(args.out, args.set, args.report, args.threshold)
+        return
     import stepscore
     Path(args.out).mkdir(parents=True, exist_ok=True)
     path = Path(args.out) / "mc_labels.jsonl"
