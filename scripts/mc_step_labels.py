@@ -4,6 +4,8 @@
 of N completions written from the solution up to and including it reaches
 the reference answer, and bad otherwise.
 
+Solutions cut at the token limit (`stop_reason` other than end-of-turn) are
+left out: they are wrong for having no answer, with no error to find.
 Only solutions with a wrong final answer need completions: for a right one
 the solution itself is a completion that reaches the answer from every
 prefix, so all its steps are good by this definition. For a wrong one the
@@ -47,16 +49,32 @@ PROMPT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a
           "<|im_start|>user\n{problem}<|im_end|>\n<|im_start|>assistant\n")
 
 
+def candidates_files(name):
+    return {"mw-test": [ROOT / "data/search-eval/greedy.candidates.jsonl",
+                        ROOT / "data/search-eval/best-of-4.candidates.jsonl"]}.get(
+        name, [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"])
+
+
 def references(name):
     """problem -> reference answer, from the candidates files of `name`."""
-    paths = {"mw-test": [ROOT / "data/search-eval/greedy.candidates.jsonl",
-                         ROOT / "data/search-eval/best-of-4.candidates.jsonl"]}.get(
-        name, [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"])
     out = {}
-    for p in paths:
+    for p in candidates_files(name):
         for line in p.read_text().splitlines():
             row = json.loads(line)
             out[row["problem"]] = row["reference"]
+    return out
+
+
+def unfinished(name):
+    """Keys of the solutions of `name` cut at the token limit: wrong for
+    having no answer, with no error to label."""
+    out = set()
+    for p in candidates_files(name):
+        for line in p.read_text().splitlines():
+            row = json.loads(line)
+            for c in row["candidates"]:
+                if c.get("stop_reason") != "end-of-turn" and c["steps"]:
+                    out.add(key({"problem": row["problem"], "steps": c["steps"]}))
     return out
 
 
@@ -110,9 +128,10 @@ def report(out, name, scored_path, threshold):
     --write-input wrote for `name`."""
     from verdict_signal import auroc
     labels = {}
+    cut = unfinished(name)
     for line in (Path(out) / "mc_labels.jsonl").read_text().splitlines():
         rec = json.loads(line)
-        if rec["set"] == name and rec["first_bad"] is not None:
+        if rec["set"] == name and rec["first_bad"] is not None and rec["key"] not in cut:
             labels[rec["key"]] = rec["first_bad"]
     scores = {}
     for line in Path(scored_path).read_text().splitlines():
@@ -122,7 +141,7 @@ def report(out, name, scored_path, threshold):
     right_ok = right_n = wrong_ok = 0
     for r in load_set(name):
         k = key(r)
-        if k not in scores or (not r["correct"] and k not in labels):
+        if k not in scores or k in cut or (not r["correct"] and k not in labels):
             continue
         sc = scores[k]
         flag = next((i for i, x in enumerate(sc) if x < threshold), None)
@@ -175,7 +194,9 @@ def main():
             except (json.JSONDecodeError, KeyError, IndexError):
                 pass  # a line cut by an interrupted run: labelled again
     refs = references(args.set)
-    wrong = [r for r in load_set(args.set, args.per_generator) if not r["correct"]][: args.limit]
+    cut = unfinished(args.set)
+    wrong = [r for r in load_set(args.set, args.per_generator) if not r["correct"] and key(r) not in cut]
+    wrong = wrong[: args.limit]
     scorer = stepscore.Scorer(str(MODEL), threads=args.threads, backend="cpu")
     with path.open("a") as f:
         for i, r in enumerate(wrong):
