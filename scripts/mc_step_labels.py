@@ -13,9 +13,14 @@ last step is bad by the same definition (the only completion of the whole
 solution is itself), and the first bad step is found by binary search over
 prefixes, assuming (as OmegaPRM does) that once a prefix cannot reach the
 answer no longer one can: a prefix of k steps is tried only between the
-last good and the first bad one known, N completions each, stopping at the
-first that reaches the answer. The problem alone is tried first (once per
-problem, shared by its solutions); when no
+last good and the first bad one known, stopping at the first completion
+that reaches the answer. The problem alone is tried first (once per problem,
+shared by its solutions, 2N completions all run); its success rate sets how
+many completions each later prefix gets (`per_prefix`: enough that a prefix
+as good as the problem alone fails them all with probability <= 5%, between
+N and 16), so a step is not called bad after a few failures on a problem the
+completer rarely solves (mw-val's first run, with N for every prefix, did
+that on 2 of 10 hand-read labels; its records have no `per_prefix`). When no
 completion from it reaches the answer the solution gets no label
 (`first_bad: null`, `unsolved: true`), since nothing can be said of its
 steps.
@@ -37,6 +42,7 @@ usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [-
 """
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -78,18 +84,33 @@ def unfinished(name):
     return out
 
 
-def reaches(scorer, stepscore, problem, steps, k, reference, n):
-    """(reached, completions tried) from the prefix of the first k steps."""
+def reaches(scorer, stepscore, problem, steps, k, reference, n, count=False):
+    """(completions that reached the answer, completions tried) from the
+    prefix of the first k steps; stops at the first that reaches it unless
+    `count`."""
     prefix = "\n\n".join(s.strip() for s in steps[:k])
     prompt = PROMPT.format(problem=problem) + (prefix + "\n\n" if prefix else "")
+    hits = 0
     for i in range(n):
         g = scorer.generate(prompt, chat=False, max_new_tokens=320, temperature=0.8, top_k=40, top_p=0.95,
                             min_p=0.05, seed=i)
         text = prefix + "\n\n" + g.finish()
         answer = stepscore.extract_answer(text)
         if answer is not None and stepscore.answers_equal(answer, reference):
-            return True, i + 1
-    return False, n
+            hits += 1
+            if not count:
+                return hits, i + 1
+    return hits, n
+
+
+def per_prefix(n, rate, miss=0.05, cap=16):
+    """Completions per prefix so that a prefix as good as the problem alone
+    (success rate `rate`) fails them all with probability <= `miss`: a hard
+    problem needs more tries before a step is called bad; at least n, at
+    most `cap`."""
+    if rate >= 1.0:
+        return n
+    return max(n, min(cap, math.ceil(math.log(miss) / math.log(1.0 - rate))))
 
 
 def label(scorer, stepscore, r, reference, n, solvable):
@@ -97,18 +118,26 @@ def label(scorer, stepscore, r, reference, n, solvable):
     the problem's solutions)."""
     probes = []
 
+    tries = n
+
     def probe(k):
         if k == 0 and r["problem"] in solvable:
             probes.append(dict(solvable[r["problem"]], shared=True))
             return probes[-1]["reached"]
-        ok, tried = reaches(scorer, stepscore, r["problem"], r["steps"], k, reference, n)
-        probes.append({"prefix_steps": k, "reached": ok, "completions": tried})
+        # The problem alone: 2n completions, all run, to estimate how often
+        # the completer solves it; later prefixes get per_prefix(n, rate).
+        hits, tried = reaches(scorer, stepscore, r["problem"], r["steps"], k, reference,
+                              2 * n if k == 0 else tries, count=k == 0)
+        probes.append({"prefix_steps": k, "reached": hits > 0, "completions": tried, "hits": hits})
         if k == 0:
             solvable[r["problem"]] = probes[-1]
-        return ok
+        return hits > 0
 
     if not probe(0):
         return {"first_bad": None, "unsolved": True, "probes": probes}
+    base = probes[0]
+    if "hits" in base:
+        tries = per_prefix(n, base["hits"] / base["completions"])
     good, bad = 0, len(r["steps"])  # prefix lengths known to reach / not to reach the answer
     while bad - good > 1:
         mid = (good + bad) // 2
@@ -117,7 +146,7 @@ def label(scorer, stepscore, r, reference, n, solvable):
         else:
             bad = mid
     # The first bad step is the one whose prefix (it included) is the first that cannot reach.
-    return {"first_bad": bad - 1, "unsolved": False, "probes": probes}
+    return {"first_bad": bad - 1, "unsolved": False, "per_prefix": tries, "probes": probes}
 
 
 def report(out, name, scored_path, threshold):
