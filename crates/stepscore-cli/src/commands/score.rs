@@ -51,7 +51,7 @@ pub struct Args {
 
     /// Also ask the model, in a second pass over about as many tokens as the trace, whether the
     /// whole solution is correct: `metadata.stepscore.verdict` = {p_yes, tokens}, P(Yes) of its
-    /// answer (a signal for errors in the plan, which step scores miss; docs/TRAINING.md), and
+    /// answer (docs/TRAINING.md has what it adds to the step scores), and
     /// `solution_score`, the log-odds of the lowest step score plus those of P(Yes), flagged below
     /// the head's shipped `solution_threshold` when it has one (the default PRM does). Needs a chat
     /// model opened with its LM head, as the default PRM is.
@@ -340,14 +340,17 @@ fn write_table(
     .map_err(io)?;
     if let Some(v) = verdict {
         let judged = match solution {
-            Some(Solution {
+            Some(&Solution {
                 score,
                 threshold: Some(t),
-            }) if score < t => format!("\n  solution score (lowest step + verdict, log-odds) {score:.2} < {t:.2}: flagged as wrong"),
-            Some(Solution {
-                score,
-                threshold: Some(t),
-            }) => format!("\n  solution score (lowest step + verdict, log-odds) {score:.2} >= {t:.2}"),
+            }) => {
+                let (cmp, flag) = if score < t {
+                    ("<", ": flagged as wrong")
+                } else {
+                    (">=", "")
+                };
+                format!("\n  solution score (lowest step + verdict, log-odds) {score:.2} {cmp} {t:.2}{flag}")
+            }
             _ => String::new(),
         };
         writeln!(

@@ -1,7 +1,8 @@
 //! The instruct model's own verdict on a whole solution: a second signal
-//! beside the step scores, for the errors in a solution's plan that the
-//! surprise statistics cannot see (docs/TRAINING.md, "Signals for plan
-//! errors").
+//! beside the step scores (docs/TRAINING.md, "Signals for plan errors":
+//! measured, it adds most on solutions cut short, ranks finished ones no
+//! better than the step scores, and makes a solution flag whose threshold
+//! transfers better than theirs).
 //!
 //! The model reads the problem and the steps as a student's solution in a
 //! fresh user turn and is asked whether the last step is correct; the
