@@ -427,20 +427,19 @@ impl WasmScorer {
         let lists = candidates_arg(&candidates)?;
         let scorer = Rc::clone(&self.loaded.scorer);
         Ok(promise(async move {
-            let mut base = SessionOf::new(Rc::clone(&scorer), &problem);
-            base.prime_async()
+            let refs: Vec<Vec<&str>> = lists
+                .iter()
+                .map(|l| l.iter().map(String::as_str).collect())
+                .collect();
+            let out = scorer
+                .score_candidates_async(&problem, &refs)
                 .await
-                .map_err(|e| js_error(Error::from_score("problem", e)))?;
-            let mut out = Vec::with_capacity(lists.len());
-            for (i, steps) in lists.iter().enumerate() {
-                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
-                let scores = base
-                    .clone()
-                    .extend_async(&refs)
-                    .await
-                    .map_err(|e| js_error(Error::from_score(&format!("candidates[{i}]"), e)))?;
-                out.push(scores);
-            }
+                .map_err(|e| {
+                    let what = e
+                        .index
+                        .map_or_else(|| "candidates".to_string(), |i| format!("candidates[{i}]"));
+                    js_error(Error::from_score(&what, e.error))
+                })?;
             to_js(&out)
         }))
     }

@@ -368,5 +368,58 @@ fn candidates_share_the_prompt_and_match_full_scoring() {
                 assert_eq!(session.steps().len(), cand.len());
             }
         }
+        // Enough candidates that their rows exceed one forward pass's cap
+        // (2,048): the groups still give each candidate's own scores.
+        let alone: Vec<Vec<u64>> = got
+            .iter()
+            .map(|s| s.iter().map(|x| x.to_bits()).collect())
+            .collect();
+        let prompt = scorer.encode(problem, &["0"]).unwrap().step_tokens[0].start;
+        let rows: usize = candidates
+            .iter()
+            .map(|c| scorer.encode(problem, c).unwrap().tokens.len() - prompt)
+            .sum();
+        let copies = 2100 / rows + 1;
+        let many: Vec<Vec<&str>> = (0..copies).flat_map(|_| candidates.clone()).collect();
+        let got_many = scorer.score_candidates(problem, &many).unwrap();
+        for (k, scores) in got_many.iter().enumerate() {
+            let bits: Vec<u64> = scores.iter().map(|s| s.to_bits()).collect();
+            assert_eq!(
+                bits,
+                alone[k % alone.len()],
+                "{name} candidate {k} of {}",
+                many.len()
+            );
+        }
     }
+}
+
+/// A candidate that cannot be scored is named by its position, and no
+/// candidate runs: the error comes before any forward pass.
+#[test]
+fn a_bad_candidate_is_named_by_its_position() {
+    use std::future::Future;
+    let (name, family) = FAMILIES[0];
+    let options = ScorerOptions {
+        family,
+        ..Default::default()
+    };
+    let scorer = Scorer::open(fixture(name), &options).unwrap();
+    let candidates = vec![vec!["2 + 3 = 5."], vec!["2 + 3 = 5.", "   "]];
+    // The CPU engine's futures are ready on their first poll.
+    let mut fut = std::pin::pin!(scorer.score_candidates_async("What is 2 + 3?", &candidates));
+    let waker = std::task::Waker::noop();
+    let std::task::Poll::Ready(result) = fut
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(waker))
+    else {
+        panic!("the CPU engine's future was not ready");
+    };
+    let err = result.unwrap_err();
+    assert_eq!(err.index, Some(1), "{err}");
+    assert!(
+        matches!(err.error, stepscore::Error::InvalidArgument(_)),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("candidates[1]: "), "{err}");
 }

@@ -103,29 +103,67 @@ impl Transformer {
     /// row's attention reads its own cache. Every row's result has the same
     /// bits as [`Transformer::forward`] of that token alone on its cache.
     pub fn forward_rows(&self, tokens: &[u32], caches: &mut [&mut KvCache]) -> Result<Hidden> {
-        if tokens.len() != caches.len() {
+        let parts: Vec<&[u32]> = tokens.iter().map(std::slice::from_ref).collect();
+        Ok(self.forward_joined(&parts, caches, None)?.last)
+    }
+
+    /// Several sequences' new tokens in one pass: `parts[i]` continues
+    /// `caches[i]` (N candidates after a shared prompt, each on a copy of
+    /// its cache). The matmuls run once over all parts' rows, so each
+    /// weight matrix is read and unpacked once instead of N times; each
+    /// part's attention reads its own cache. Returns each part's states,
+    /// the bits [`Transformer::forward_tapped`] gives that part alone.
+    pub fn forward_batch(
+        &self,
+        parts: &[&[u32]],
+        caches: &mut [&mut KvCache],
+        tap: Option<usize>,
+    ) -> Result<Vec<Taps<Hidden>>> {
+        let joined = self.forward_joined(parts, caches, tap)?;
+        let rows: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        let mut layer = joined.layer.map(|h| h.split(&rows).into_iter());
+        Ok(joined
+            .last
+            .split(&rows)
+            .into_iter()
+            .map(|last| Taps {
+                last,
+                layer: layer.as_mut().and_then(Iterator::next),
+            })
+            .collect())
+    }
+
+    /// [`Transformer::forward_batch`] with every part's rows left joined, in order.
+    fn forward_joined(
+        &self,
+        parts: &[&[u32]],
+        caches: &mut [&mut KvCache],
+        tap: Option<usize>,
+    ) -> Result<Taps<Hidden>> {
+        if parts.len() != caches.len() {
             return Err(Error::InvalidArgument(format!(
-                "{} tokens for {} caches: one token per cache",
-                tokens.len(),
+                "{} token sequences for {} caches: one per cache",
+                parts.len(),
                 caches.len()
             )));
         }
         let mut segs = Vec::with_capacity(caches.len());
-        for (t, cache) in tokens.iter().zip(caches.iter_mut()) {
+        for (part, cache) in parts.iter().zip(caches.iter_mut()) {
             if cache.k.len() != self.config().n_layers || cache.kv_dim != self.config().kv_dim() {
                 return Err(Error::InvalidArgument(
                     "KV cache was made for a different model".into(),
                 ));
             }
             let start = cache.len;
-            decoder::check_input(self.config(), std::slice::from_ref(t), start, None)?;
+            decoder::check_input(self.config(), part, start, tap)?;
             segs.push(Seg {
                 cache: &mut **cache,
                 start,
-                rows: 1,
+                rows: part.len(),
             });
         }
-        Ok(self.forward_segments(tokens, segs, None)?.last)
+        let tokens: Vec<u32> = parts.concat();
+        self.forward_segments(&tokens, segs, tap)
     }
 
     /// Runs the segments' token rows (consecutive in `tokens`) in one pass;

@@ -41,6 +41,24 @@ impl Hidden {
             .then(|| self.data.get(t * self.width..(t + 1) * self.width))
             .flatten()
     }
+
+    /// Consecutive runs of `rows[i]` rows each, in order (rows past the
+    /// sum are left out; a run past the end is cut at it).
+    pub fn split(&self, rows: &[usize]) -> Vec<Hidden> {
+        let mut at = 0;
+        rows.iter()
+            .map(|&n| {
+                let n = n.min(self.n_tokens - at);
+                let data = self.data[at * self.width..(at + n) * self.width].to_vec();
+                at += n;
+                Hidden {
+                    n_tokens: n,
+                    width: self.width,
+                    data,
+                }
+            })
+            .collect()
+    }
 }
 
 /// A loaded decoder, ready to run.

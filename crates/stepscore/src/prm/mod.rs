@@ -37,6 +37,6 @@ pub use scorer::{
 pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
-pub use session::{Session, SessionOf};
+pub use session::{CandidateError, Session, SessionOf};
 pub use verdict::Verdict;
 pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};

@@ -948,6 +948,16 @@ impl Scorer {
         self.engine.run(tokens, cache, enc).await
     }
 
+    /// [`Scorer::run`] of several sequences in one pass where the engine
+    /// can (see [`Engine::run_batch`](super::engine::Engine::run_batch)).
+    pub(super) async fn run_batch(
+        &self,
+        parts: &mut [super::engine::BatchPart<'_>],
+    ) -> Result<Vec<HeadOutput>> {
+        self.head()?;
+        self.engine.run_batch(parts).await
+    }
+
     /// Applies the token limit: an error, or the leading steps whose tokens
     /// all fit. Returns how many steps were dropped.
     fn fit(&self, enc: &mut Encoded) -> Result<usize> {

@@ -21,8 +21,8 @@
 
 use std::ops::Deref;
 
-use super::engine::{block_on, EngineCache};
-use super::head::StepConfidence;
+use super::engine::{block_on, BatchPart, EngineCache};
+use super::head::{HeadOutput, StepConfidence};
 use super::scorer::{Scorer, TokenLogprob};
 use super::template::Encoded;
 use crate::error::{Error, Result};
@@ -48,6 +48,21 @@ pub struct SessionOf<S> {
 /// A session borrowing its scorer.
 pub type Session<'a> = SessionOf<&'a Scorer>;
 
+/// An extension encoded and its cache trimmed, waiting for its forward pass.
+struct Pending {
+    new: Vec<String>,
+    /// The whole trace's encoding with the new steps.
+    enc: Encoded,
+    /// Positions of `enc` the cache still holds.
+    keep: usize,
+    /// The layout of `enc.tokens[keep..]` the head reads.
+    local: Encoded,
+}
+
+/// Candidates whose rows together stay under this run in one forward
+/// pass, so N long candidates never make activations of N traces at once.
+const BATCH_ROWS: usize = 2048;
+
 impl Scorer {
     /// Starts scoring a trace step by step (see [`Session::append`]).
     ///
@@ -67,20 +82,115 @@ impl Scorer {
     }
 
     /// Scores N candidate step lists for one problem, running the tokens
-    /// they share (system prompt and problem) once, then each candidate's
-    /// steps in one pass: the scores [`Scorer::score_steps`] gives each
-    /// candidate alone, bit for bit.
+    /// they share (system prompt and problem) once, then all candidates'
+    /// steps together (one forward pass on the CPU engine): the scores
+    /// [`Scorer::score_steps`] gives each candidate alone, bit for bit.
     pub fn score_candidates(
         &self,
         problem: &str,
         candidates: &[Vec<&str>],
     ) -> Result<Vec<Vec<f64>>> {
+        self.blocking_allowed()?;
+        block_on(async {
+            self.score_candidates_async(problem, candidates)
+                .await
+                .map_err(|e| e.error)
+        })
+    }
+
+    /// [`Scorer::score_candidates`], awaited; a failure says which
+    /// candidate it came from. Every candidate is encoded and checked
+    /// before any runs.
+    pub async fn score_candidates_async(
+        &self,
+        problem: &str,
+        candidates: &[Vec<&str>],
+    ) -> std::result::Result<Vec<Vec<f64>>, CandidateError> {
+        let shared = |error| CandidateError { index: None, error };
         let mut base = self.session(problem);
-        base.prime()?;
-        candidates
-            .iter()
-            .map(|steps| base.clone().extend(steps))
-            .collect()
+        base.prime_async().await.map_err(shared)?;
+        let mut sessions = Vec::with_capacity(candidates.len());
+        let mut pending = Vec::with_capacity(candidates.len());
+        for (index, steps) in candidates.iter().enumerate() {
+            let mut s = base.clone();
+            let p = s.prepare(steps).await.map_err(|error| CandidateError {
+                index: Some(index),
+                error,
+            })?;
+            sessions.push(s);
+            pending.push(p);
+        }
+        let mut scores = vec![Vec::new(); candidates.len()];
+        let mut first = 0;
+        while first < candidates.len() {
+            // The next group: candidates while their rows stay under the cap
+            // (always at least one).
+            let mut rows = 0;
+            let mut end = first;
+            while end < candidates.len() {
+                let r = pending[end]
+                    .as_ref()
+                    .map_or(0, |p| p.enc.tokens.len() - p.keep);
+                if end > first && rows + r > BATCH_ROWS {
+                    break;
+                }
+                rows += r;
+                end += 1;
+            }
+            let mut parts = Vec::new();
+            let mut members = Vec::new();
+            for (i, (s, p)) in sessions[first..end]
+                .iter_mut()
+                .zip(&pending[first..end])
+                .enumerate()
+            {
+                if let Some(p) = p {
+                    parts.push(BatchPart {
+                        tokens: &p.enc.tokens[p.keep..],
+                        cache: &mut s.cache,
+                        enc: &p.local,
+                    });
+                    members.push(first + i);
+                }
+            }
+            let outs = self.run_batch(&mut parts).await.map_err(shared)?;
+            drop(parts);
+            for (i, out) in members.into_iter().zip(outs) {
+                let p = pending[i]
+                    .take()
+                    .ok_or_else(|| shared(Error::Internal("a candidate ran twice".into())))?;
+                scores[i] = sessions[i].commit(p, out).map_err(|error| CandidateError {
+                    index: Some(i),
+                    error,
+                })?;
+            }
+            first = end;
+        }
+        Ok(scores)
+    }
+}
+
+/// Why [`Scorer::score_candidates_async`] failed: the error, and the
+/// position of the candidate it came from (`None`: the shared prompt's
+/// pass or a batch's forward pass).
+#[derive(Debug)]
+pub struct CandidateError {
+    pub index: Option<usize>,
+    pub error: Error,
+}
+
+impl std::fmt::Display for CandidateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "candidates[{i}]: {}", self.error),
+            None => self.error.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for CandidateError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
     }
 }
 
@@ -150,8 +260,27 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// [`SessionOf::extend`], awaited. A failed call leaves the session as
     /// it was before it.
     pub async fn extend_async(&mut self, new: &[&str]) -> Result<Vec<f64>> {
-        if new.is_empty() {
+        let Some(pending) = self.prepare(new).await? else {
             return Ok(Vec::new());
+        };
+        let out = self
+            .scorer
+            .run(
+                &pending.enc.tokens[pending.keep..],
+                Some(&mut self.cache),
+                Some(&pending.local),
+            )
+            .await?
+            .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
+        self.commit(pending, out)
+    }
+
+    /// Encodes the session's steps plus `new` and trims the cache to what
+    /// the new encoding can reuse: what is left to run is the tokens past
+    /// `keep`, read by the head through `local`. `None` when `new` is empty.
+    async fn prepare(&mut self, new: &[&str]) -> Result<Option<Pending>> {
+        if new.is_empty() {
+            return Ok(None);
         }
         let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
         let k0 = steps.len();
@@ -193,11 +322,23 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             step_spans: enc.step_spans[k0..].to_vec(),
             step_texts: enc.step_texts[k0..].to_vec(),
         };
-        let out = self
-            .scorer
-            .run(&enc.tokens[keep..], Some(&mut self.cache), Some(&local))
-            .await?
-            .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
+        Ok(Some(Pending {
+            new: new.iter().map(|s| s.to_string()).collect(),
+            enc,
+            keep,
+            local,
+        }))
+    }
+
+    /// Records the head's output for a prepared extension whose tokens
+    /// the cache now holds.
+    fn commit(&mut self, pending: Pending, out: HeadOutput) -> Result<Vec<f64>> {
+        let Pending {
+            new,
+            enc,
+            keep,
+            local,
+        } = pending;
         if out.scores.len() != new.len() {
             return Err(Error::Internal(format!(
                 "the head returned {} scores for {} steps",
@@ -209,11 +350,11 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         self.cached.extend_from_slice(&enc.tokens[keep..]);
         // Keep the cache only through the last step's marker and tokens:
         // what follows (a turn's end) changes when the next step arrives.
-        let last = steps.len() - 1;
+        let last = enc.markers.len() - 1;
         let stable = (enc.markers[last] + 1).max(enc.step_tokens[last].end);
         self.cache.truncate(stable);
         self.cached.truncate(stable);
-        self.steps.extend(new.iter().map(|s| s.to_string()));
+        self.steps.extend(new);
         self.scores.extend_from_slice(&out.scores);
         if let Some(c) = out.confidence {
             self.confidence.extend(c);

@@ -40,4 +40,23 @@ impl CpuEngine {
             None => Ok(None),
         }
     }
+
+    /// Every part's rows in one forward pass, then the head over each
+    /// part's own states.
+    pub async fn run_batch(
+        &self,
+        model: &Transformer,
+        head: &Head,
+        tokens: &[&[u32]],
+        caches: &mut [&mut KvCache],
+        encs: &[&Encoded],
+        tap: Option<usize>,
+    ) -> Result<Vec<HeadOutput>> {
+        let states = model.forward_batch(tokens, caches, tap)?;
+        let mut out = Vec::with_capacity(states.len());
+        for (s, enc) in states.iter().zip(encs) {
+            out.push(head.apply(model, s, enc).await?);
+        }
+        Ok(out)
+    }
 }

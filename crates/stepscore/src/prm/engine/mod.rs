@@ -48,6 +48,14 @@ impl fmt::Debug for Engine {
     }
 }
 
+/// One sequence of [`Engine::run_batch`]: its new tokens, the cache they
+/// continue, and the head's layout over them (positions relative to `tokens`).
+pub(crate) struct BatchPart<'a> {
+    pub tokens: &'a [u32],
+    pub cache: &'a mut EngineCache,
+    pub enc: &'a Encoded,
+}
+
 /// A KV cache on whichever engine made it: what a [`Session`] keeps
 /// between appends, and what [`Scorer::forward`] continues.
 ///
@@ -303,6 +311,43 @@ impl Engine {
             Kind::Gpu(g) => {
                 let cache = cache.map(EngineCache::gpu).transpose()?;
                 g.run(model, head, tokens, cache, enc, tap).await
+            }
+        }
+    }
+
+    /// [`Engine::run`] of several token sequences, each after its own
+    /// cache and read by the head through its own layout: `parts[i]`'s
+    /// output is what `run(tokens, Some(cache), Some(enc))` gives it, bit
+    /// for bit. The CPU engine runs all parts' rows in one forward pass
+    /// (each weight matrix read once for N candidates); the GPU engine runs
+    /// them one after another.
+    pub async fn run_batch(&self, parts: &mut [BatchPart<'_>]) -> Result<Vec<HeadOutput>> {
+        let (model, head) = (&self.model, self.head.as_ref());
+        let tap = head.and_then(Head::layer);
+        match &self.kind {
+            Kind::Cpu(e) => {
+                let tokens: Vec<&[u32]> = parts.iter().map(|p| p.tokens).collect();
+                let encs: Vec<&Encoded> = parts.iter().map(|p| p.enc).collect();
+                let mut caches = Vec::with_capacity(parts.len());
+                for p in parts.iter_mut() {
+                    caches.push(p.cache.cpu()?);
+                }
+                e.run_batch(model, need_head(head)?, &tokens, &mut caches, &encs, tap)
+                    .await
+            }
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(g) => {
+                let mut out = Vec::with_capacity(parts.len());
+                for p in parts.iter_mut() {
+                    let cache = p.cache.gpu()?;
+                    let o = g
+                        .run(model, head, p.tokens, Some(cache), Some(p.enc), tap)
+                        .await?;
+                    out.push(o.ok_or_else(|| {
+                        Error::Internal("the head returned no output for a layout".into())
+                    })?);
+                }
+                Ok(out)
             }
         }
     }
