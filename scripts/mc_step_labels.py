@@ -32,7 +32,11 @@ assistant's turn holding the prefix's steps joined by blank lines (the
 steps came from cutting the text at blank lines), continued raw. Sampling:
 temperature 0.8, top-k 40, top-p 0.95, min-p 0.05 (search's defaults), at
 most 320 new tokens, seed = the completion's index. The answer check is
-`stepscore.extract_answer` + `answers_equal`.
+`stepscore.extract_answer` + `answers_equal`. Completions run in batches
+of 4 (`Scorer.generate_many`); a prefix's probe stops after the first batch
+with a hit, so `completions` counts whole batches (records written before
+the batching count up to the first hit; the labels are the same either way,
+completion i being the same text).
 
 Resumable: one JSON line per solution in OUT/mc_labels.jsonl, keyed as
 scripts/verdict_signal.py keys them; a rerun skips the ones there.
@@ -50,6 +54,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from verdict_signal import ROOT, key, load_set  # noqa: E402
 
 MODEL = Path.home() / ".cache/stepscore/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
+BATCH = 4  # completions run together per generate_many call
+
 # The template's default system message, as `stepscore search` renders it.
 PROMPT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
           "<|im_start|>user\n{problem}<|im_end|>\n<|im_start|>assistant\n")
@@ -86,21 +92,25 @@ def unfinished(name):
 
 def reaches(scorer, stepscore, problem, steps, k, reference, n, count=False):
     """(completions that reached the answer, completions tried) from the
-    prefix of the first k steps; stops at the first that reaches it unless
-    `count`."""
+    prefix of the first k steps; unless `count`, stops after the first batch
+    of BATCH that reaches it. Completion i samples with seed i, in batches
+    run together (`generate_many`: the prompt once, decode steps batched),
+    so the completions are those of one-by-one `generate` with seed i."""
     prefix = "\n\n".join(s.strip() for s in steps[:k])
     prompt = PROMPT.format(problem=problem) + (prefix + "\n\n" if prefix else "")
-    hits = 0
-    for i in range(n):
-        g = scorer.generate(prompt, chat=False, max_new_tokens=320, temperature=0.8, top_k=40, top_p=0.95,
-                            min_p=0.05, seed=i)
-        text = prefix + "\n\n" + g.finish()
-        answer = stepscore.extract_answer(text)
-        if answer is not None and stepscore.answers_equal(answer, reference):
-            hits += 1
-            if not count:
-                return hits, i + 1
-    return hits, n
+    hits = tried = 0
+    while tried < n:
+        m = min(BATCH, n - tried)
+        for g in scorer.generate_many(prompt, m, chat=False, max_new_tokens=320, temperature=0.8,
+                                      top_k=40, top_p=0.95, min_p=0.05, seed=tried):
+            text = prefix + "\n\n" + g["text"]
+            answer = stepscore.extract_answer(text)
+            if answer is not None and stepscore.answers_equal(answer, reference):
+                hits += 1
+        tried += m
+        if hits and not count:
+            break
+    return hits, tried
 
 
 def per_prefix(n, rate, miss=0.05, cap=16):

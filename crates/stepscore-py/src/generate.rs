@@ -61,6 +61,31 @@ pub fn start(
     Ok(Generation { inner })
 }
 
+/// `Scorer.generate_many`: the core's `generate_many`, detached from the
+/// interpreter; each finished generation as a dict.
+pub fn many<'py>(
+    py: Python<'py>,
+    scorer: &Arc<CoreScorer>,
+    prompt: &str,
+    options: &GenerateOptions,
+    n: usize,
+) -> PyResult<Vec<Bound<'py, PyDict>>> {
+    let scorer = Arc::clone(scorer);
+    let prompt = prompt.to_string();
+    let gens = py
+        .detach(move || stepscore::prm::generate_many(scorer, &prompt, options, n))
+        .py_err(py)?;
+    gens.iter()
+        .map(|g| {
+            let d = PyDict::new(py);
+            d.set_item("text", g.text())?;
+            d.set_item("tokens", g.tokens().to_vec())?;
+            d.set_item("stop_reason", stop_name(g.stop_reason()))?;
+            Ok(d)
+        })
+        .collect()
+}
+
 /// Text being generated (from `Scorer.generate`): iterate it for tokens,
 /// dicts with `id`, `text` (what the token completed) and `logprob`.
 #[pyclass(module = "stepscore._stepscore")]
@@ -120,11 +145,15 @@ impl Generation {
     /// "max-tokens", "context", "cancelled"), or None while running.
     #[getter]
     fn stop_reason(&self) -> Option<String> {
-        self.inner
-            .stop_reason()
-            .and_then(|r| serde_json::to_value(r).ok())
-            .and_then(|v| v.as_str().map(str::to_string))
+        stop_name(self.inner.stop_reason())
     }
+}
+
+/// A stop reason's name as the JSON output spells it.
+fn stop_name(reason: Option<&stepscore::prm::StopReason>) -> Option<String> {
+    reason
+        .and_then(|r| serde_json::to_value(r).ok())
+        .and_then(|v| v.as_str().map(str::to_string))
 }
 
 /// `Scorer.search`: runs the core's PRM-guided search detached from the

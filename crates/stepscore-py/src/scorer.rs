@@ -693,6 +693,48 @@ impl Scorer {
         crate::generate::start(py, &self.inner, prompt, options)
     }
 
+    /// Runs `n` generations after one `prompt` to their ends and returns
+    /// a list of dicts (`text`, `tokens`, `stop_reason`): the prompt runs
+    /// once and the generations' decode steps run together, and
+    /// generation i is what `generate(..., seed=seed + i).finish()` writes.
+    /// Keywords are `generate`'s.
+    #[pyo3(signature = (prompt, n, *, max_new_tokens=512, temperature=None, top_k=None,
+        top_p=None, min_p=None, repetition_penalty=None, seed=0, stop=None, stop_at_step=false,
+        chat=true, system=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn generate_many<'py>(
+        &self,
+        py: Python<'py>,
+        prompt: &str,
+        n: usize,
+        max_new_tokens: usize,
+        temperature: Option<f64>,
+        top_k: Option<usize>,
+        top_p: Option<f64>,
+        min_p: Option<f64>,
+        repetition_penalty: Option<f64>,
+        seed: u64,
+        stop: Option<Vec<String>>,
+        stop_at_step: bool,
+        chat: bool,
+        system: Option<String>,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let options = crate::generate::options(
+            max_new_tokens,
+            temperature,
+            top_k,
+            top_p,
+            min_p,
+            repetition_penalty,
+            seed,
+            stop,
+            stop_at_step,
+            chat,
+            system,
+        );
+        crate::generate::many(py, &self.inner, prompt, &options, n)
+    }
+
     /// Starts verifying a streamed answer to `problem` (see
     /// `StreamVerifier`): each step is scored the moment it completes, and
     /// the verifier says stop when one scores below `stop_below` (default:

@@ -55,3 +55,15 @@ def test_bad_options_are_typed_errors(smol):
         smol.generate("hi", max_new_tokens=0)
     with pytest.raises(stepscore.TraceTooLongError):
         smol.generate("word " * 9000, max_new_tokens=4)
+
+
+def test_generate_many_equals_generate_with_consecutive_seeds(smol):
+    many = smol.generate_many("Name a colour.", 3, max_new_tokens=12, seed=5, temperature=0.8)
+    assert len(many) == 3
+    for i, row in enumerate(many):
+        g = smol.generate("Name a colour.", max_new_tokens=12, seed=5 + i, temperature=0.8)
+        assert row["text"] == g.finish()
+        assert row["tokens"] == g.tokens and row["stop_reason"] == g.stop_reason
+    assert smol.generate_many("hi", 0) == []
+    with pytest.raises(stepscore.InvalidArgumentError, match="top_p"):
+        smol.generate_many("hi", 2, top_p=1.5)

@@ -320,3 +320,39 @@ fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
         Poll::Pending => panic!("a CPU engine future was pending"),
     }
 }
+
+/// `generate_many` runs the prompt once and steps N generations together,
+/// and generation i writes what `generate` with seed + i writes alone.
+#[test]
+fn generate_many_equals_one_by_one_with_consecutive_seeds() {
+    let Some(scorer) = open("smollm2-135m", Backend::Cpu) else {
+        return;
+    };
+    let options = GenerateOptions {
+        sampling: Sampling {
+            seed: 7,
+            temperature: 0.8,
+            ..Sampling::default()
+        },
+        max_new_tokens: 10,
+        ..GenerateOptions::default()
+    };
+    let gens = stepscore::prm::generate_many(&scorer, "Name a fruit.", &options, 3).unwrap();
+    assert_eq!(gens.len(), 3);
+    let mut texts = Vec::new();
+    for (i, g) in gens.iter().enumerate() {
+        let mut one = options.clone();
+        one.sampling.seed = 7 + i as u64;
+        let mut alone = scorer.generate("Name a fruit.", &one).unwrap();
+        alone.finish().unwrap();
+        assert_eq!(g.tokens(), alone.tokens(), "generation {i}");
+        assert_eq!(g.text(), alone.text(), "generation {i}");
+        assert_eq!(g.stop_reason(), alone.stop_reason(), "generation {i}");
+        texts.push(g.text().to_string());
+    }
+    // Different seeds sample different texts (at T=0.8 over 10 tokens).
+    assert!(texts[0] != texts[1] || texts[1] != texts[2], "{texts:?}");
+    assert!(stepscore::prm::generate_many(&scorer, "x", &options, 0)
+        .unwrap()
+        .is_empty());
+}

@@ -175,6 +175,23 @@ class Scorer:
         chat: bool = True,
         system: Optional[str] = None,
     ) -> Generation: ...
+    def generate_many(
+        self,
+        prompt: str,
+        n: int,
+        *,
+        max_new_tokens: int = 512,
+        temperature: Optional[float] = None,
+        top_k: Optional[int] = None,
+        top_p: Optional[float] = None,
+        min_p: Optional[float] = None,
+        repetition_penalty: Optional[float] = None,
+        seed: int = 0,
+        stop: Optional[Sequence[str]] = None,
+        stop_at_step: bool = False,
+        chat: bool = True,
+        system: Optional[str] = None,
+    ) -> List[Dict[str, Any]]: ...
     def verify_stream(
         self,
         problem: str,

@@ -493,6 +493,46 @@ pub async fn next_tokens<S: Deref<Target = Scorer>>(
     Ok(out)
 }
 
+/// `n` generations after one prompt, run to their ends: the prompt runs
+/// once (each generation continues a copy of its cache) and their decode
+/// steps run together ([`next_tokens`]). Generation `i` samples with seed
+/// `options.sampling.seed + i` and writes what [`Scorer::generate`] with
+/// that seed writes, token for token. For best-of-N sampling and for
+/// Monte-Carlo completions from a solution's prefix.
+pub fn generate_many<S: Deref<Target = Scorer> + Clone>(
+    scorer: S,
+    prompt: &str,
+    options: &GenerateOptions,
+    n: usize,
+) -> Result<Vec<GenerationOf<S>>> {
+    scorer.blocking_allowed()?;
+    block_on(generate_many_async(scorer, prompt, options, n))
+}
+
+/// [`generate_many`], awaited.
+pub async fn generate_many_async<S: Deref<Target = Scorer> + Clone>(
+    scorer: S,
+    prompt: &str,
+    options: &GenerateOptions,
+    n: usize,
+) -> Result<Vec<GenerationOf<S>>> {
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let base = GenerationOf::new_async(scorer, prompt, options).await?;
+    let seed = options.sampling.seed;
+    let mut gens = (0..n as u64)
+        .map(|i| base.fork(seed.wrapping_add(i)))
+        .collect::<Result<Vec<_>>>()?;
+    drop(base);
+    loop {
+        let mut refs: Vec<&mut GenerationOf<S>> = gens.iter_mut().collect();
+        if next_tokens(&mut refs).await?.iter().all(Option::is_none) {
+            return Ok(gens);
+        }
+    }
+}
+
 impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
     type Item = Result<GeneratedToken>;
 

@@ -26,7 +26,10 @@ pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendRe
 pub use engine::EngineCache;
 pub use family::Family;
 pub use features::{FeatureOptions, StepFeatures};
-pub use generate::{GenerateOptions, GeneratedToken, Generation, GenerationOf, StopReason};
+pub use generate::{
+    generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, GenerationOf,
+    StopReason,
+};
 pub use head::{HeadInput, StepConfidence, StepStat};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
