@@ -423,3 +423,60 @@ fn a_bad_candidate_is_named_by_its_position() {
     );
     assert!(err.to_string().starts_with("candidates[1]: "), "{err}");
 }
+
+/// Sessions extended together give each the scores it gets alone; one
+/// whose step cannot be scored gets its error and is left as it was.
+#[test]
+fn sessions_extended_together_match_alone() {
+    use std::future::Future;
+    let (name, family) = FAMILIES[0];
+    let options = ScorerOptions {
+        family,
+        ..Default::default()
+    };
+    let scorer = Scorer::open(fixture(name), &options).unwrap();
+    let problem = "What is 2 + 3?";
+    let mut a = scorer.session(problem);
+    a.append("2 + 3 = 5.").unwrap();
+    let mut b = scorer.session(problem);
+    let mut c = scorer.session(problem);
+    c.append("2 + 3 = 6.").unwrap();
+    let (a0, c0) = (a.clone(), c.clone());
+    let news = vec![
+        vec!["The answer is 5."],
+        vec!["2 + 3 = 5.", "So 5."],
+        vec!["  "],
+    ];
+    let got = {
+        let mut refs = vec![&mut a, &mut b, &mut c];
+        let mut fut = std::pin::pin!(stepscore::prm::SessionOf::extend_together(&mut refs, &news));
+        let std::task::Poll::Ready(result) = fut
+            .as_mut()
+            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
+        else {
+            panic!("the CPU engine's future was not ready");
+        };
+        result.unwrap()
+    };
+    let mut alone_a = a0.clone();
+    let want_a = alone_a.extend(&news[0]).unwrap();
+    let want_b = scorer.session(problem).extend(&news[1]).unwrap();
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(got[0].as_ref().unwrap()), bits(&want_a));
+    assert_eq!(bits(got[1].as_ref().unwrap()), bits(&want_b));
+    assert!(
+        matches!(got[2], Err(stepscore::Error::InvalidArgument(_))),
+        "{:?}",
+        got[2]
+    );
+    assert_eq!(a.steps().len(), 2);
+    assert_eq!(b.scores().len(), 2);
+    assert_eq!(c.steps(), c0.steps());
+    assert_eq!(bits(c.scores()), bits(c0.scores()));
+    // The failed session still extends as if nothing happened.
+    let mut c1 = c0.clone();
+    assert_eq!(
+        bits(&c.extend(&["So 6."]).unwrap()),
+        bits(&c1.extend(&["So 6."]).unwrap())
+    );
+}

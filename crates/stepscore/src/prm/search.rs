@@ -452,45 +452,102 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
                 }
             }
         }
+        self.score_steps(active).await
+    }
+
+    /// Scores what each candidate in `active` wrote since its last step
+    /// (the step it completed, or the rest of its text when its generation
+    /// ended), all candidates' steps run together by the verifier
+    /// (`SessionOf::extend_together`), then records each in `active`'s order.
+    async fn score_steps(&mut self, active: &[usize]) -> Result<()> {
+        let mut wrote = Vec::with_capacity(active.len());
         for &i in active {
-            self.score_step(i).await?;
+            let live = self.live(i)?;
+            let stop = live.gen.stop_reason().cloned();
+            let step = match (&stop, live.gen.completed_step()) {
+                (Some(StopReason::StepEnd), Some(step)) => Some(step.to_string()),
+                _ => Some(live.gen.current_step().trim().to_string()).filter(|s| !s.is_empty()),
+            };
+            // After a step the verifier could not take, none fits.
+            let record = &self.nodes[i].record;
+            let scorable = record.steps.len() == record.scores.len();
+            wrote.push((i, stop, step, scorable));
+        }
+        let to_score: Vec<(usize, &str)> = wrote
+            .iter()
+            .filter_map(|(i, _, step, scorable)| {
+                step.as_deref().filter(|_| *scorable).map(|s| (*i, s))
+            })
+            .collect();
+        let mut slots: Vec<Option<&mut SessionOf<S>>> = self
+            .nodes
+            .iter_mut()
+            .map(|n| n.live.as_mut().map(|l| &mut l.session))
+            .collect();
+        let mut sessions = Vec::with_capacity(to_score.len());
+        for &(i, _) in &to_score {
+            sessions.push(
+                slots[i]
+                    .take()
+                    .ok_or_else(|| Error::Internal(format!("search: candidate {i} is not live")))?,
+            );
+        }
+        let before: Vec<usize> = sessions.iter().map(|s| s.computed_tokens()).collect();
+        let news: Vec<Vec<&str>> = to_score.iter().map(|&(_, s)| vec![s]).collect();
+        let results = SessionOf::extend_together(&mut sessions, &news).await?;
+        let computed: Vec<usize> = sessions
+            .iter()
+            .zip(&before)
+            .map(|(s, b)| s.computed_tokens() - b)
+            .collect();
+        drop(sessions);
+        let ids: Vec<usize> = to_score.iter().map(|&(i, _)| i).collect();
+        drop((to_score, news));
+        let mut results = ids.into_iter().zip(results.into_iter().zip(computed));
+        let mut next = results.next();
+        for (i, stop, step, _) in wrote {
+            let mut scored = None;
+            if next.as_ref().is_some_and(|(j, _)| *j == i) {
+                scored = next.map(|(_, r)| r);
+                next = results.next();
+            }
+            self.record_step(i, stop, step, scored)?;
         }
         Ok(())
     }
 
-    /// Scores what candidate `i` wrote since its last step: the step it
-    /// completed, or the rest of its text when its generation ended.
-    async fn score_step(&mut self, i: usize) -> Result<()> {
+    /// Records what candidate `i` wrote (`step`, with the verifier's result
+    /// and the tokens it ran, when it scored it) and ends the candidate
+    /// unless it paused at a step's end.
+    fn record_step(
+        &mut self,
+        i: usize,
+        stop: Option<StopReason>,
+        step: Option<String>,
+        scored: Option<(Result<Vec<f64>>, usize)>,
+    ) -> Result<()> {
         let live = self.live(i)?;
-        let stop = live.gen.stop_reason().cloned();
-        let step = match (&stop, live.gen.completed_step()) {
-            (Some(StopReason::StepEnd), Some(step)) => Some(step.to_string()),
-            _ => Some(live.gen.current_step().trim().to_string()).filter(|s| !s.is_empty()),
-        };
         let text = live.gen.text().to_string();
         let tokens = live.gen.tokens().len();
-        let unscored = self.nodes[i].record.steps.len() > self.nodes[i].record.scores.len();
         if let Some(step) = step {
             let record_step = self.nodes[i].record.steps.len();
             self.nodes[i].record.steps.push(step.clone());
-            // After a step the verifier could not take, none fits.
-            if !unscored {
-                let live = self.live(i)?;
-                let before = live.session.computed_tokens();
-                match live.session.append_async(&step).await {
-                    Ok(score) => {
-                        self.scored += live.session.computed_tokens() - before;
-                        self.nodes[i].record.scores.push(score);
-                        self.emit(SearchEvent::Step {
-                            candidate: i,
-                            step: record_step,
-                            text: step,
-                            score,
-                        });
-                    }
-                    Err(Error::TraceTooLong { .. }) => {}
-                    Err(e) => return Err(e),
+            match scored {
+                Some((Ok(scores), computed)) => {
+                    let score = scores.first().copied().ok_or_else(|| {
+                        Error::Internal("search: the verifier returned no score".into())
+                    })?;
+                    self.scored += computed;
+                    self.nodes[i].record.scores.push(score);
+                    self.emit(SearchEvent::Step {
+                        candidate: i,
+                        step: record_step,
+                        text: step,
+                        score,
+                    });
                 }
+                Some((Err(Error::TraceTooLong { .. }), _)) | None => {}
+                Some((Err(e), _)) => return Err(e),
             }
         }
         let record = &mut self.nodes[i].record;

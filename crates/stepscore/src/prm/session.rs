@@ -120,54 +120,73 @@ impl Scorer {
             sessions.push(s);
             pending.push(p);
         }
-        let mut scores = vec![Vec::new(); candidates.len()];
-        let mut first = 0;
-        while first < candidates.len() {
-            // The next group: candidates while their rows stay under the cap
-            // (always at least one).
-            let mut rows = 0;
-            let mut end = first;
-            while end < candidates.len() {
-                let r = pending[end]
-                    .as_ref()
-                    .map_or(0, |p| p.enc.tokens.len() - p.keep);
-                if end > first && rows + r > BATCH_ROWS {
-                    break;
-                }
-                rows += r;
-                end += 1;
-            }
-            let mut parts = Vec::new();
-            let mut members = Vec::new();
-            for (i, (s, p)) in sessions[first..end]
-                .iter_mut()
-                .zip(&pending[first..end])
-                .enumerate()
-            {
-                if let Some(p) = p {
-                    parts.push(BatchPart {
-                        tokens: &p.enc.tokens[p.keep..],
-                        cache: &mut s.cache,
-                        enc: &p.local,
-                    });
-                    members.push(first + i);
-                }
-            }
-            let outs = self.run_batch(&mut parts).await.map_err(shared)?;
-            drop(parts);
-            for (i, out) in members.into_iter().zip(outs) {
-                let p = pending[i]
-                    .take()
-                    .ok_or_else(|| shared(Error::Internal("a candidate ran twice".into())))?;
-                scores[i] = sessions[i].commit(p, out).map_err(|error| CandidateError {
-                    index: Some(i),
-                    error,
-                })?;
-            }
-            first = end;
-        }
-        Ok(scores)
+        let mut refs: Vec<&mut Session<'_>> = sessions.iter_mut().collect();
+        run_prepared(&mut refs, pending).await.map_err(shared)
     }
+}
+
+/// Runs each session's prepared extension (`None`: nothing to run) with
+/// their new tokens as the rows of shared forward passes of at most
+/// [`BATCH_ROWS`] rows, and commits each: entry i is session i's new
+/// scores. On an error the sessions of the failed pass keep their
+/// caches as they were before it. The sessions share one scorer.
+async fn run_prepared<S: Deref<Target = Scorer>>(
+    sessions: &mut [&mut SessionOf<S>],
+    mut pending: Vec<Option<Pending>>,
+) -> Result<Vec<Vec<f64>>> {
+    let mut scores = vec![Vec::new(); sessions.len()];
+    let mut first = 0;
+    while first < sessions.len() {
+        // The next group: sessions while their rows stay under the cap
+        // (always at least one).
+        let mut rows = 0;
+        let mut end = first;
+        while end < sessions.len() {
+            let r = pending[end]
+                .as_ref()
+                .map_or(0, |p| p.enc.tokens.len() - p.keep);
+            if end > first && rows + r > BATCH_ROWS {
+                break;
+            }
+            rows += r;
+            end += 1;
+        }
+        let mut parts = Vec::new();
+        let mut members = Vec::new();
+        let mut scorer: Option<&Scorer> = None;
+        for (i, (s, p)) in sessions[first..end]
+            .iter_mut()
+            .zip(&pending[first..end])
+            .enumerate()
+        {
+            if let Some(p) = p {
+                // Disjoint fields: the scorer read, the cache written.
+                let SessionOf {
+                    scorer: sc, cache, ..
+                } = &mut **s;
+                scorer.get_or_insert(&**sc);
+                parts.push(BatchPart {
+                    tokens: &p.enc.tokens[p.keep..],
+                    cache,
+                    enc: &p.local,
+                });
+                members.push(first + i);
+            }
+        }
+        let outs = match scorer {
+            Some(scorer) => scorer.run_batch(&mut parts).await?,
+            None => Vec::new(),
+        };
+        drop(parts);
+        for (i, out) in members.into_iter().zip(outs) {
+            let p = pending[i]
+                .take()
+                .ok_or_else(|| Error::Internal("a session's extension ran twice".into()))?;
+            scores[i] = sessions[i].commit(p, out)?;
+        }
+        first = end;
+    }
+    Ok(scores)
 }
 
 /// Why [`Scorer::score_candidates_async`] failed: the error, and the
@@ -273,6 +292,59 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             .await?
             .ok_or_else(|| Error::InvalidArgument("the head returned no output".into()))?;
         self.commit(pending, out)
+    }
+
+    /// Extends several sessions on one scorer, each by its own steps, with
+    /// their new tokens run together (one forward pass on the CPU engine,
+    /// as [`Scorer::score_candidates`] does): entry i is what
+    /// `sessions[i].extend_async(&news[i])` gives, bit for bit. A session
+    /// whose steps cannot be scored (too long, a bad step) gets its error
+    /// in its entry and is left as it was; the others still run. The outer
+    /// error is the forward pass's.
+    pub async fn extend_together(
+        sessions: &mut [&mut SessionOf<S>],
+        news: &[Vec<&str>],
+    ) -> Result<Vec<Result<Vec<f64>>>> {
+        if sessions.len() != news.len() {
+            return Err(Error::InvalidArgument(format!(
+                "{} step lists for {} sessions: one per session",
+                news.len(),
+                sessions.len()
+            )));
+        }
+        let Some(first) = sessions.first() else {
+            return Ok(Vec::new());
+        };
+        let scorer: &Scorer = &first.scorer;
+        if sessions
+            .iter()
+            .any(|s| !std::ptr::eq::<Scorer>(&*s.scorer, scorer))
+        {
+            return Err(Error::InvalidArgument(
+                "extend_together: every session must run on the same scorer".into(),
+            ));
+        }
+        let mut out: Vec<Result<Vec<f64>>> = Vec::with_capacity(sessions.len());
+        let mut pending = Vec::with_capacity(sessions.len());
+        for (s, new) in sessions.iter_mut().zip(news) {
+            match s.prepare(new).await {
+                Ok(p) => {
+                    out.push(Ok(Vec::new()));
+                    pending.push(p);
+                }
+                Err(e) => {
+                    out.push(Err(e));
+                    pending.push(None);
+                }
+            }
+        }
+        let scores = run_prepared(sessions, pending).await?;
+        for (o, s) in out.iter_mut().zip(scores) {
+            if o.is_ok() {
+                *o = Ok(s);
+            }
+        }
+        Ok(out)
     }
 
     /// Encodes the session's steps plus `new` and trims the cache to what
