@@ -398,7 +398,6 @@ fn candidates_share_the_prompt_and_match_full_scoring() {
 /// candidate runs: the error comes before any forward pass.
 #[test]
 fn a_bad_candidate_is_named_by_its_position() {
-    use std::future::Future;
     let (name, family) = FAMILIES[0];
     let options = ScorerOptions {
         family,
@@ -406,16 +405,7 @@ fn a_bad_candidate_is_named_by_its_position() {
     };
     let scorer = Scorer::open(fixture(name), &options).unwrap();
     let candidates = vec![vec!["2 + 3 = 5."], vec!["2 + 3 = 5.", "   "]];
-    // The CPU engine's futures are ready on their first poll.
-    let mut fut = std::pin::pin!(scorer.score_candidates_async("What is 2 + 3?", &candidates));
-    let waker = std::task::Waker::noop();
-    let std::task::Poll::Ready(result) = fut
-        .as_mut()
-        .poll(&mut std::task::Context::from_waker(waker))
-    else {
-        panic!("the CPU engine's future was not ready");
-    };
-    let err = result.unwrap_err();
+    let err = ready(scorer.score_candidates_async("What is 2 + 3?", &candidates)).unwrap_err();
     assert_eq!(err.index, Some(1), "{err}");
     assert!(
         matches!(err.error, stepscore::Error::InvalidArgument(_)),
@@ -428,7 +418,6 @@ fn a_bad_candidate_is_named_by_its_position() {
 /// whose step cannot be scored gets its error and is left as it was.
 #[test]
 fn sessions_extended_together_match_alone() {
-    use std::future::Future;
     let (name, family) = FAMILIES[0];
     let options = ScorerOptions {
         family,
@@ -449,14 +438,7 @@ fn sessions_extended_together_match_alone() {
     ];
     let got = {
         let mut refs = vec![&mut a, &mut b, &mut c];
-        let mut fut = std::pin::pin!(stepscore::prm::SessionOf::extend_together(&mut refs, &news));
-        let std::task::Poll::Ready(result) = fut
-            .as_mut()
-            .poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
-        else {
-            panic!("the CPU engine's future was not ready");
-        };
-        result.unwrap()
+        ready(stepscore::prm::SessionOf::extend_together(&mut refs, &news)).unwrap()
     };
     let mut alone_a = a0.clone();
     let want_a = alone_a.extend(&news[0]).unwrap();
@@ -479,4 +461,14 @@ fn sessions_extended_together_match_alone() {
         bits(&c.extend(&["So 6."]).unwrap()),
         bits(&c1.extend(&["So 6."]).unwrap())
     );
+}
+
+/// The value of a CPU engine future, which is ready on its first poll.
+fn ready<T>(f: impl std::future::Future<Output = T>) -> T {
+    use std::task::{Context, Poll, Waker};
+    let mut f = std::pin::pin!(f);
+    match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(v) => v,
+        Poll::Pending => panic!("a CPU engine future was pending"),
+    }
 }

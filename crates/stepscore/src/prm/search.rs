@@ -429,17 +429,7 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
             if turn.is_empty() {
                 break;
             }
-            let mut slots: Vec<Option<&mut GenerationOf<S>>> = self
-                .nodes
-                .iter_mut()
-                .map(|n| n.live.as_mut().map(|l| &mut l.gen))
-                .collect();
-            let mut gens = Vec::with_capacity(turn.len());
-            for &i in &turn {
-                gens.push(slots[i].take().ok_or_else(|| {
-                    Error::Internal(format!("search: candidate {i} is not live"))
-                })?);
-            }
+            let mut gens = live_parts(&mut self.nodes, &turn, |l| &mut l.gen)?;
             let tokens = next_tokens(&mut gens).await?;
             drop(gens);
             for (&i, token) in turn.iter().zip(tokens) {
@@ -479,19 +469,8 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
                 step.as_deref().filter(|_| *scorable).map(|s| (*i, s))
             })
             .collect();
-        let mut slots: Vec<Option<&mut SessionOf<S>>> = self
-            .nodes
-            .iter_mut()
-            .map(|n| n.live.as_mut().map(|l| &mut l.session))
-            .collect();
-        let mut sessions = Vec::with_capacity(to_score.len());
-        for &(i, _) in &to_score {
-            sessions.push(
-                slots[i]
-                    .take()
-                    .ok_or_else(|| Error::Internal(format!("search: candidate {i} is not live")))?,
-            );
-        }
+        let ids: Vec<usize> = to_score.iter().map(|&(i, _)| i).collect();
+        let mut sessions = live_parts(&mut self.nodes, &ids, |l| &mut l.session)?;
         let before: Vec<usize> = sessions.iter().map(|s| s.computed_tokens()).collect();
         let news: Vec<Vec<&str>> = to_score.iter().map(|&(_, s)| vec![s]).collect();
         let results = SessionOf::extend_together(&mut sessions, &news).await?;
@@ -501,7 +480,6 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
             .map(|(s, b)| s.computed_tokens() - b)
             .collect();
         drop(sessions);
-        let ids: Vec<usize> = to_score.iter().map(|&(i, _)| i).collect();
         drop((to_score, news));
         let mut results = ids.into_iter().zip(results.into_iter().zip(computed));
         let mut next = results.next();
@@ -800,6 +778,26 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
             cancelled: self.cancelled,
         }
     }
+}
+
+/// One part (`part`) of each live candidate in `ids`, borrowed at once
+/// (disjoint nodes), in `ids`' order.
+fn live_parts<'a, S, T>(
+    nodes: &'a mut [Node<S>],
+    ids: &[usize],
+    part: impl Fn(&'a mut Live<S>) -> &'a mut T,
+) -> Result<Vec<&'a mut T>> {
+    let mut slots: Vec<Option<&'a mut Live<S>>> =
+        nodes.iter_mut().map(|n| n.live.as_mut()).collect();
+    ids.iter()
+        .map(|&i| {
+            slots
+                .get_mut(i)
+                .and_then(Option::take)
+                .map(&part)
+                .ok_or_else(|| Error::Internal(format!("search: candidate {i} is not live")))
+        })
+        .collect()
 }
 
 /// Candidate `index`'s sampling seed: the options' seed and the index mixed
