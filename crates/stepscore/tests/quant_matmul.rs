@@ -461,15 +461,21 @@ fn decode_shapes_give_the_portable_bits() {
     }
 }
 
-/// The AVX-512 tiles (K-quants: 16 rows x 8 tokens; 32-element formats: 8
-/// rows, two per register, x 4 tokens; quants stored unsigned) compute every
-/// integer sum exactly and accumulate in the portable kernel's f32 order, so
-/// they must equal it bit for bit: shapes cover partial row groups and token
-/// tiles, several groups, thread splits inside a group and row selections.
+/// The prefill tiles on AVX-512 and AVX2 (K-quants: 16 rows x 8 tokens;
+/// 32-element formats: 8 rows x 4 tokens, two rows per register and quants
+/// stored unsigned on AVX-512, one row per lane and signed on AVX2) compute
+/// every integer sum exactly and accumulate in the portable kernel's f32
+/// order, so they must equal it bit for bit: shapes cover partial row
+/// groups and token tiles, several groups, thread splits inside a group,
+/// row selections, and rows longer than one AVX2 pass of 32 blocks (33, 70).
 #[test]
-fn avx512_tiles_equal_the_portable_kernel_bit_for_bit() {
-    if !Simd::Avx512.is_available() {
-        eprintln!("no AVX-512 VNNI on this CPU: the tiled kernels are not exercised");
+fn prefill_tiles_equal_the_portable_kernel_bit_for_bit() {
+    let tiled: Vec<Simd> = [Simd::Avx2, Simd::Avx512]
+        .into_iter()
+        .filter(|b| b.is_available())
+        .collect();
+    if tiled.is_empty() {
+        eprintln!("no AVX2 on this CPU: the tiled kernels are not exercised");
         return;
     }
     let mut rng = Rng(2024);
@@ -490,6 +496,8 @@ fn avx512_tiles_equal_the_portable_kernel_bit_for_bit() {
             (5, 3, 3),
             (21, 9, 2),
             (37, 13, 1),
+            (9, 6, 33),
+            (17, 7, 70),
         ] {
             let cols = cols_for(ty, blocks);
             let w = random_weights(ty, rows, cols, &mut rng);
@@ -500,30 +508,33 @@ fn avx512_tiles_equal_the_portable_kernel_bit_for_bit() {
             let acts = QuantizedActs::for_weight(ty, &x, n_tokens, cols).unwrap();
             let mut want = vec![f32::NAN; n_tokens * rows];
             matmul_with(&m, None, &acts, &mut want, 1, Simd::Portable).unwrap();
-            for threads in [1, 2, 3] {
-                let mut got = vec![f32::NAN; n_tokens * rows];
-                matmul_with(&m, None, &acts, &mut got, threads, Simd::Avx512).unwrap();
-                for (i, (g, e)) in got.iter().zip(&want).enumerate() {
-                    assert_eq!(
-                        g.to_bits(),
-                        e.to_bits(),
-                        "{} {rows}x{cols}, {n_tokens} tokens, {threads} threads: output {i}: {g} vs {e}",
-                        ty.name()
-                    );
-                }
-            }
             let sel: Vec<usize> = (0..rows).rev().step_by(2).collect();
-            let mut want = vec![0.0f32; n_tokens * sel.len()];
-            let mut got = want.clone();
-            matmul_with(&m, Some(&sel), &acts, &mut want, 1, Simd::Portable).unwrap();
-            matmul_with(&m, Some(&sel), &acts, &mut got, 2, Simd::Avx512).unwrap();
-            assert!(
-                got.iter()
-                    .zip(&want)
-                    .all(|(g, e)| g.to_bits() == e.to_bits()),
-                "{} row selection",
-                ty.name()
-            );
+            let mut want_sel = vec![0.0f32; n_tokens * sel.len()];
+            matmul_with(&m, Some(&sel), &acts, &mut want_sel, 1, Simd::Portable).unwrap();
+            for &backend in &tiled {
+                for threads in [1, 2, 3] {
+                    let mut got = vec![f32::NAN; n_tokens * rows];
+                    matmul_with(&m, None, &acts, &mut got, threads, backend).unwrap();
+                    for (i, (g, e)) in got.iter().zip(&want).enumerate() {
+                        assert_eq!(
+                            g.to_bits(),
+                            e.to_bits(),
+                            "{} {rows}x{cols}, {n_tokens} tokens, {backend:?}, {threads} threads: \
+                             output {i}: {g} vs {e}",
+                            ty.name()
+                        );
+                    }
+                }
+                let mut got = vec![0.0f32; n_tokens * sel.len()];
+                matmul_with(&m, Some(&sel), &acts, &mut got, 2, backend).unwrap();
+                assert!(
+                    got.iter()
+                        .zip(&want_sel)
+                        .all(|(g, e)| g.to_bits() == e.to_bits()),
+                    "{} row selection on {backend:?}",
+                    ty.name()
+                );
+            }
         }
     }
 }

@@ -89,6 +89,13 @@ pub(super) fn attention(
     crate::par::for_each(jobs, run);
 }
 
+/// Where [`add_weighted_values`] holds a head's output row (the `V`
+/// parameter of the bodies): memory (the portable loop), AVX2 or AVX-512
+/// registers.
+const PORTABLE: u8 = 0;
+const YMM: u8 = 1;
+const ZMM: u8 = 2;
+
 /// Query tokens per tile: with a KV head's query heads, the rows that share
 /// each block of its keys and values (4 x 6 for Qwen2.5-1.5B), few enough
 /// that their scores (4k keys each) stay in L2.
@@ -130,7 +137,7 @@ fn attend_tile(
         Simd::Avx512 => unsafe { attend_tile_avx512(&shape, q, keys, values, out, scratch) },
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 => unsafe { attend_tile_avx2(&shape, q, keys, values, out, scratch) },
-        _ => attend_tile_body::<false>(&shape, q, keys, values, out, scratch),
+        _ => attend_tile_body::<PORTABLE>(&shape, q, keys, values, out, scratch),
     }
 }
 
@@ -157,7 +164,7 @@ unsafe fn attend_tile_avx2(
     out: &mut [f32],
     scratch: &mut Vec<f32>,
 ) {
-    attend_tile_body::<false>(s, q, keys, values, out, scratch)
+    attend_tile_body::<YMM>(s, q, keys, values, out, scratch)
 }
 
 /// [`attend_tile_body`] with the weighted values in AVX-512 registers.
@@ -171,11 +178,11 @@ unsafe fn attend_tile_avx512(
     out: &mut [f32],
     scratch: &mut Vec<f32>,
 ) {
-    attend_tile_body::<true>(s, q, keys, values, out, scratch)
+    attend_tile_body::<ZMM>(s, q, keys, values, out, scratch)
 }
 
 #[inline(always)]
-fn attend_tile_body<const WIDE: bool>(
+fn attend_tile_body<const V: u8>(
     s: &TileShape,
     q: &[f32],
     keys: &[f32],
@@ -228,7 +235,7 @@ fn attend_tile_body<const WIDE: bool>(
                 }
                 let scores = &scratch[r * width + kb..r * width + lim];
                 let oh = &mut out[t * qd + h * hd..t * qd + (h + 1) * hd];
-                add_weighted_values::<WIDE>(scores, sum, values, kvd, off, kb, oh);
+                add_weighted_values::<V>(scores, sum, values, kvd, off, kb, oh);
             }
         }
     }
@@ -265,7 +272,7 @@ fn attend_one(
         Simd::Avx512 => unsafe { attend_one_avx512(&shape, q, keys, values, out) },
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 => unsafe { attend_one_avx2(&shape, q, keys, values, out) },
-        _ => attend_one_body::<false>(&shape, q, keys, values, out),
+        _ => attend_one_body::<PORTABLE>(&shape, q, keys, values, out),
     }
 }
 
@@ -287,7 +294,7 @@ struct AttnShape {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn attend_one_avx2(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32], out: &mut [f32]) {
-    attend_one_body::<false>(s, q, keys, values, out)
+    attend_one_body::<YMM>(s, q, keys, values, out)
 }
 
 /// [`attend_one_avx2`] with the weighted sum of values in AVX-512 registers
@@ -301,7 +308,7 @@ unsafe fn attend_one_avx512(
     values: &[f32],
     out: &mut [f32],
 ) {
-    attend_one_body::<true>(s, q, keys, values, out)
+    attend_one_body::<ZMM>(s, q, keys, values, out)
 }
 
 /// `oh[i] += Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
@@ -347,6 +354,48 @@ unsafe fn weigh_values_avx512(
     weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
 }
 
+/// [`weigh_values_avx512`] in AVX2 registers: up to 8 ymm per 64 values
+/// (a 64-value head in one pass), each element with the portable loop's
+/// operations.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn weigh_values_avx2(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    use std::arch::x86_64::*;
+    let hd = oh.len();
+    if (first + scores.len()) * kvd > values.len() || off + hd > kvd {
+        // not a cache this pass built; the portable loop checks every index
+        return weigh_values(scores, sum, values, kvd, off, first, oh);
+    }
+    let mut c0 = 0;
+    while c0 + 8 <= hd {
+        let n = ((hd - c0) / 8).min(8);
+        let mut acc = [_mm256_setzero_ps(); 8];
+        for (i, a) in acc.iter_mut().enumerate().take(n) {
+            *a = _mm256_loadu_ps(oh.as_ptr().add(c0 + 8 * i));
+        }
+        for (k, &sc) in scores.iter().enumerate() {
+            let p = _mm256_set1_ps(sc / sum);
+            let v = values.as_ptr().add((first + k) * kvd + off + c0);
+            for (i, a) in acc.iter_mut().enumerate().take(n) {
+                *a = _mm256_add_ps(*a, _mm256_mul_ps(p, _mm256_loadu_ps(v.add(8 * i))));
+            }
+        }
+        for (i, a) in acc.iter().enumerate().take(n) {
+            _mm256_storeu_ps(oh.as_mut_ptr().add(c0 + 8 * i), *a);
+        }
+        c0 += 8 * n;
+    }
+    weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
+}
+
 /// The portable form of the values' weighted sum (added to `oh`).
 #[inline(always)]
 fn weigh_values(
@@ -371,10 +420,9 @@ fn weigh_values(
 
 /// Softmax attention of one query row (all heads) over keys/values
 /// `first..=pos`; inlined into each instruction-set variant.
-/// `WIDE`: the weighted sum of values in AVX-512 registers (callers check
-/// the CPU has AVX-512F).
+/// `V`: where the weighted sum of values is held ([`add_weighted_values`]).
 #[inline(always)]
-fn attend_one_body<const WIDE: bool>(
+fn attend_one_body<const V: u8>(
     s: &AttnShape,
     q: &[f32],
     keys: &[f32],
@@ -398,15 +446,16 @@ fn attend_one_body<const WIDE: bool>(
             sum += *sc;
         }
         oh.fill(0.0);
-        add_weighted_values::<WIDE>(&scores, sum, values, kvd, off, s.first, oh);
+        add_weighted_values::<V>(&scores, sum, values, kvd, off, s.first, oh);
     }
 }
 
 /// `oh[i] += Σ_k (scores[k] / sum) * v_{first+k}[off + i]`, keys in order:
-/// in AVX-512 registers when `WIDE` (set only by the AVX-512F variants),
-/// SIMD128 ones on wasm32, else the portable loop; all with its bits.
+/// in registers when `V` is [`YMM`] or [`ZMM`] (set only by the AVX2 and
+/// AVX-512F variants), SIMD128 ones on wasm32, else the portable loop; all
+/// with its bits.
 #[inline(always)]
-fn add_weighted_values<const WIDE: bool>(
+fn add_weighted_values<const V: u8>(
     scores: &[f32],
     sum: f32,
     values: &[f32],
@@ -416,8 +465,15 @@ fn add_weighted_values<const WIDE: bool>(
     oh: &mut [f32],
 ) {
     #[cfg(target_arch = "x86_64")]
-    if WIDE {
-        // SAFETY: `WIDE` is only set by the AVX-512 variants, whose callers
+    if V == YMM {
+        // SAFETY: `YMM` is only set by the AVX2 variants, whose callers
+        // checked for AVX2; it checks the value rows are in bounds.
+        unsafe { weigh_values_avx2(scores, sum, values, kvd, off, first, oh) };
+        return;
+    }
+    #[cfg(target_arch = "x86_64")]
+    if V == ZMM {
+        // SAFETY: `ZMM` is only set by the AVX-512 variants, whose callers
         // checked for AVX-512F; it checks the value rows are in bounds.
         unsafe { weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
         return;
@@ -503,14 +559,17 @@ mod tests {
         }
     }
 
-    /// The AVX-512 weighted sum of values keeps each element's operations
-    /// (0 + p_0 v_0 + p_1 v_1 ..., no fused multiply-add), so it must give
-    /// the portable loop's bits, for head sizes with and without a tail.
+    /// The AVX2 and AVX-512 weighted sums of values keep each element's
+    /// operations (0 + p_0 v_0 + p_1 v_1 ..., no fused multiply-add), so they
+    /// must give the portable loop's bits, for head sizes with and without
+    /// a tail (of 16 and of 8 values).
     #[cfg(target_arch = "x86_64")]
     #[test]
-    fn avx512_weighted_values_equal_the_portable_loop_bit_for_bit() {
-        if !std::is_x86_feature_detected!("avx512f") {
-            eprintln!("no AVX-512F on this CPU: the wide weighted sum is not exercised");
+    fn x86_weighted_values_equal_the_portable_loop_bit_for_bit() {
+        let avx2 = std::is_x86_feature_detected!("avx2");
+        let avx512 = std::is_x86_feature_detected!("avx512f");
+        if !avx2 {
+            eprintln!("no AVX2 on this CPU: the register weighted sums are not exercised");
             return;
         }
         let mut s = 0x2545_f491_4f6c_dd1du64;
@@ -526,6 +585,8 @@ mod tests {
             (72, 2, 9, 1),
             (8, 1, 3, 0),
             (272, 1, 4, 0),
+            (70, 2, 6, 1),
+            (6, 1, 3, 0),
         ] {
             let kvd = hd * kv_heads;
             let values: Vec<f32> = (0..(first + keys) * kvd).map(|_| next()).collect();
@@ -534,17 +595,25 @@ mod tests {
             for h in 0..kv_heads {
                 let off = h * hd;
                 // Added to what `oh` holds (a tile's earlier key blocks).
-                let mut want: Vec<f32> = (0..hd).map(|_| next()).collect();
-                let mut got = want.clone();
+                let start: Vec<f32> = (0..hd).map(|_| next()).collect();
+                let mut want = start.clone();
                 weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
-                // SAFETY: AVX-512F checked above.
-                unsafe { weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got) };
-                assert!(
-                    got.iter()
-                        .zip(&want)
-                        .all(|(g, w)| g.to_bits() == w.to_bits()),
-                    "hd {hd}, head {h}: {got:?} vs {want:?}"
-                );
+                let mut got = start.clone();
+                // SAFETY: AVX2 checked above.
+                unsafe { weigh_values_avx2(&scores, sum, &values, kvd, off, first, &mut got) };
+                let same = |g: &[f32]| g.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
+                assert!(same(&got), "AVX2, hd {hd}, head {h}: {got:?} vs {want:?}");
+                if avx512 {
+                    let mut got = start.clone();
+                    // SAFETY: AVX-512F checked above.
+                    unsafe {
+                        weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got)
+                    };
+                    assert!(
+                        same(&got),
+                        "AVX-512, hd {hd}, head {h}: {got:?} vs {want:?}"
+                    );
+                }
             }
         }
     }

@@ -36,7 +36,13 @@ pub(crate) fn run<G: Clone, A, const ROWS: usize, const TOKENS: usize>(
             });
             let res = kernel(&group, &a);
             for (t, row) in res.iter().enumerate().take(n_tokens - t0) {
-                outs[t0 + t][r0 - lo..r1 - lo].copy_from_slice(&row[..r1 - r0]);
+                let dst = &mut outs[t0 + t][r0 - lo..r1 - lo];
+                if let Ok(full) = <&mut [f32; ROWS]>::try_from(&mut *dst) {
+                    // A fixed-size copy is inlined (the general one calls memcpy).
+                    *full = *row;
+                } else {
+                    dst.copy_from_slice(&row[..r1 - r0]);
+                }
             }
             t0 += TOKENS;
         }

@@ -470,18 +470,30 @@ fn worker(
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Simd::Avx512, ActData::Q8(x)) = (backend, &acts.data) {
+    if let (Simd::Avx512 | Simd::Avx2, ActData::Q8(x)) = (backend, &acts.data) {
         if super::tile32::has_tiles(w.ty) {
+            use super::tile32::Layout;
             let (min, signed) = flavour(w.ty);
-            let kernel: super::tile32::TileKernel = match (min, signed) {
-                (true, false) => super::avx512::tile32::<true, false>,
-                (true, true) => super::avx512::tile32::<true, true>,
-                (false, false) => super::avx512::tile32::<false, false>,
-                (false, true) => super::avx512::tile32::<false, true>,
+            let (kernel, layout): (super::tile32::TileKernel, _) = match (backend, min, signed) {
+                (Simd::Avx512, true, false) => {
+                    (super::avx512::tile32::<true, false>, Layout::Pairs)
+                }
+                (Simd::Avx512, true, true) => (super::avx512::tile32::<true, true>, Layout::Pairs),
+                (Simd::Avx512, false, false) => {
+                    (super::avx512::tile32::<false, false>, Layout::Pairs)
+                }
+                (Simd::Avx512, false, true) => {
+                    (super::avx512::tile32::<false, true>, Layout::Pairs)
+                }
+                (_, true, false) => (super::x86::tile32::<true, false>, Layout::Lanes),
+                (_, true, true) => (super::x86::tile32::<true, true>, Layout::Lanes),
+                (_, false, false) => (super::x86::tile32::<false, false>, Layout::Lanes),
+                (_, false, true) => (super::x86::tile32::<false, true>, Layout::Lanes),
             };
             let row_of = |i| sel.row(i);
             super::tile32::worker(
-                w.ty, w.data, w.cols, signed, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
+                w.ty, w.data, w.cols, signed, layout, row_of, lo, hi, x, n_tokens, &mut outs,
+                kernel,
             );
             return;
         }

@@ -13,10 +13,12 @@
 //! which the matmul driver guarantees by construction.
 
 use std::arch::x86_64::*;
+use std::mem::MaybeUninit;
 
 use super::act::{BlockQ8, BlockQ8K};
 use super::ktile::{KRows, ROWS, TOKENS};
 use super::portable::{Row32, RowK};
+use super::tile32::{self, Rows32};
 use crate::ggml::GgmlType;
 
 #[inline(always)]
@@ -258,4 +260,89 @@ unsafe fn tile_k_half<const STEPS: usize, const INT_MIN: bool>(
         }
     }
     acc
+}
+
+/// Blocks per pass of [`tile32`]: their `d_w * d_a` products (8 rows x 4
+/// tokens each, 4 KiB) stay in L1 while the 8 lanes are run over them.
+const PASS_BLOCKS: usize = 32;
+
+/// The 32-element formats' tile of `tile32.rs` on AVX2 ([`tile32::Layout::Lanes`]:
+/// one row per 32-bit lane) x 4 tokens. Per pass of blocks: first each
+/// block's `d_w * d_a` (8 rows) and `m * s` term per token, then lane l of
+/// all 8 rows for every block (`maddubs` + `madd` against the token's bytes
+/// 4l..4l+3 broadcast), one lane at a time so the 4 tokens' accumulators
+/// stay in registers. Each (row, token, lane) value gets the portable
+/// float steps in block order; the lanes are summed by `lane_tree` lane-wise
+/// across the 8 registers. `MIN`: the format has an `m * s` term; `SIGNED`:
+/// quants can be negative (their sign goes onto the activation).
+///
+/// Safety: the CPU has AVX2 and FMA; group and token slices have the same length.
+#[target_feature(enable = "avx2,fma")]
+pub(crate) unsafe fn tile32<const MIN: bool, const SIGNED: bool>(
+    g: &[Rows32],
+    a: &[&[BlockQ8]; tile32::TOKENS],
+) -> [[f32; tile32::ROWS]; tile32::TOKENS] {
+    const T: usize = tile32::TOKENS;
+    debug_assert!(a.iter().all(|t| t.len() == g.len()));
+    let ones = _mm256_set1_epi16(1);
+    // Lane l's accumulators between passes (the first pass starts from zero).
+    let mut acc = [const { MaybeUninit::<[__m256; T]>::uninit() }; 8];
+    let mut accm = [_mm256_setzero_ps(); T];
+    // Written before it is read, pass by pass (zeroing it on every call cost ~5% of prefill).
+    let mut dd = [const { MaybeUninit::<[__m256; T]>::uninit() }; PASS_BLOCKS];
+    let mut b0 = 0;
+    // At least one pass, so that `acc` is written even with no blocks.
+    loop {
+        let n = (g.len() - b0).min(PASS_BLOCKS);
+        for (j, ddj) in dd.iter_mut().enumerate().take(n) {
+            let kr = g.get_unchecked(b0 + j);
+            let dw = _mm256_load_ps(kr.d.as_ptr());
+            let m = _mm256_load_ps(kr.m.as_ptr());
+            let mut v = [_mm256_setzero_ps(); T];
+            for t in 0..T {
+                let blk = a[t].get_unchecked(b0 + j);
+                v[t] = _mm256_mul_ps(dw, _mm256_set1_ps(blk.d));
+                if MIN {
+                    accm[t] = _mm256_add_ps(accm[t], _mm256_mul_ps(m, _mm256_set1_ps(blk.s)));
+                }
+            }
+            ddj.write(v);
+        }
+        for (l, acc_l) in acc.iter_mut().enumerate() {
+            let mut s = if b0 == 0 {
+                [_mm256_setzero_ps(); T]
+            } else {
+                acc_l.assume_init()
+            };
+            for (j, ddj) in dd.iter().enumerate().take(n) {
+                let ddj = ddj.assume_init_ref();
+                let kr = g.get_unchecked(b0 + j);
+                let w =
+                    _mm256_load_si256((kr.q.as_ptr() as *const u8).add(32 * l) as *const __m256i);
+                let aw = if SIGNED { _mm256_sign_epi8(w, w) } else { w };
+                for t in 0..T {
+                    let qs = a[t].get_unchecked(b0 + j).qs.as_ptr().add(4 * l);
+                    let x = _mm256_set1_epi32((qs as *const i32).read_unaligned());
+                    let p = _mm256_madd_epi16(mul_pairs::<SIGNED>(aw, w, x), ones);
+                    // Rounded product, then the sum: the portable kernel's bits (no FMA).
+                    s[t] = _mm256_add_ps(s[t], _mm256_mul_ps(ddj[t], _mm256_cvtepi32_ps(p)));
+                }
+            }
+            acc_l.write(s);
+        }
+        b0 += n;
+        if b0 >= g.len() {
+            break;
+        }
+    }
+    let mut out = [[0.0f32; tile32::ROWS]; T];
+    for t in 0..T {
+        let v = |l: usize| acc[l].assume_init_ref()[t];
+        // lane_tree, 8 rows at once: ((0+4)+(2+6)) + ((1+5)+(3+7)).
+        let even = _mm256_add_ps(_mm256_add_ps(v(0), v(4)), _mm256_add_ps(v(2), v(6)));
+        let odd = _mm256_add_ps(_mm256_add_ps(v(1), v(5)), _mm256_add_ps(v(3), v(7)));
+        let r = _mm256_add_ps(_mm256_add_ps(even, odd), accm[t]);
+        _mm256_storeu_ps(out[t].as_mut_ptr(), r);
+    }
+    out
 }
