@@ -9,6 +9,7 @@ use pyo3::types::{PyDict, PyList, PyString};
 use stepscore::aggregate::{
     aggregate as core_aggregate, first_error as core_first_error, Aggregation,
 };
+use stepscore::prm::verdict::first_error_with_verdict;
 use stepscore::reward::{self, DenseMode};
 use stepscore::segment::Segmenter;
 use stepscore::Span;
@@ -87,14 +88,31 @@ pub fn aggregate(py: Python<'_>, scores: &Bound<'_, PyAny>, how: &str) -> PyResu
 }
 
 /// The index of the first step scoring below `threshold` (None and NaN
-/// count as failing), or None when every step passes.
+/// count as failing), or None when every step passes. With the verdict's
+/// `solution_score` and `solution_threshold` (`Scorer.solution_threshold`),
+/// a solution flagged by its score with no step below the threshold gets
+/// its lowest step, as the CLI's `--verdict` marks it.
 ///
 /// >>> first_error([0.9, 0.3, 0.8])
 /// 1
+/// >>> first_error([0.94, 0.91, 0.93], 0.6, solution_score=2.0, solution_threshold=4.2)
+/// 1
 #[pyfunction]
-#[pyo3(signature = (scores, threshold = 0.5))]
-pub fn first_error(scores: &Bound<'_, PyAny>, threshold: f64) -> PyResult<Option<usize>> {
-    Ok(core_first_error(&scores_arg(scores, "scores")?, threshold))
+#[pyo3(signature = (scores, threshold = 0.5, solution_score = None, solution_threshold = None))]
+pub fn first_error(
+    scores: &Bound<'_, PyAny>,
+    threshold: f64,
+    solution_score: Option<f64>,
+    solution_threshold: Option<f64>,
+) -> PyResult<Option<usize>> {
+    let scores = scores_arg(scores, "scores")?;
+    match (solution_score, solution_threshold) {
+        (None, None) => Ok(core_first_error(&scores, threshold)),
+        (Some(s), Some(t)) => Ok(first_error_with_verdict(&scores, threshold, s, t)),
+        _ => Err(PyValueError::new_err(
+            "first_error: give both solution_score and solution_threshold, or neither",
+        )),
+    }
 }
 
 /// Picks among N scored candidates to one problem: best-of-N, majority and

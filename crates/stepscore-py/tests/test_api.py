@@ -145,6 +145,14 @@ def test_aggregate_and_first_error_hand_values():
     assert stepscore.first_error([0.9, None]) == 1
     assert stepscore.first_error([0.9, 0.8], threshold=0.85) == 1
     assert stepscore.first_error(np.array([0.9, 0.8])) is None
+    # With the verdict: a flagged solution with no step below the threshold
+    # gets its lowest step; an unflagged one none; a low step wins either way.
+    s = [0.94, 0.91, 0.93, 0.91]
+    assert stepscore.first_error(s, 0.6, solution_score=2.0, solution_threshold=4.2) == 1
+    assert stepscore.first_error(s, 0.6, solution_score=5.0, solution_threshold=4.2) is None
+    assert stepscore.first_error([0.9, 0.5], 0.6, solution_score=9.0, solution_threshold=4.2) == 1
+    with pytest.raises(ValueError, match="solution_threshold"):
+        stepscore.first_error(s, 0.6, solution_score=2.0)
 
 
 def test_answers():

@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
 use stepscore::aggregate::{aggregate, first_error, Aggregation};
-use stepscore::prm::verdict::solution_score;
+use stepscore::prm::verdict::{first_error_with_verdict, solution_score};
 use stepscore::prm::{Family, TraceScore, Verdict};
 use stepscore::Trace;
 
@@ -53,8 +53,10 @@ pub struct Args {
     /// whole solution is correct: `metadata.stepscore.verdict` = {p_yes, tokens}, P(Yes) of its
     /// answer (docs/TRAINING.md has what it adds to the step scores), and
     /// `solution_score`, the log-odds of the lowest step score plus those of P(Yes), flagged below
-    /// the head's shipped `solution_threshold` when it has one (the default PRM does). Needs a chat
-    /// model opened with its LM head, as the default PRM is.
+    /// the head's shipped `solution_threshold` when it has one (the default PRM does), with
+    /// `first_error`: the first step below the step threshold, else the lowest step of a flagged
+    /// solution (the table marks it). Needs a chat model opened with its LM head, as the default
+    /// PRM is.
     #[arg(long)]
     pub verdict: bool,
 
@@ -125,6 +127,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         if let Some(t) = s.threshold {
                             j["solution_threshold"] = t.into();
                             j["solution_flagged"] = (s.score < t).into();
+                            j["first_error"] = s.first_error(&result, threshold).into();
                         }
                     }
                     info["verdict"] = j;
@@ -270,6 +273,27 @@ struct Solution {
     threshold: Option<f64>,
 }
 
+impl Solution {
+    /// The first error by the step scores and the verdict together (`None`
+    /// without a solution threshold): what the table marks and the JSONL's
+    /// `verdict.first_error` holds.
+    fn first_error(&self, result: &TraceScore, threshold: f64) -> Option<usize> {
+        let t = self.threshold?;
+        first_error_with_verdict(&scored(result), threshold, self.score, t)
+    }
+}
+
+/// The scores of the steps within the token limit (NaN where a step has none).
+fn scored(result: &TraceScore) -> Vec<f64> {
+    let mut scores: Vec<f64> = result
+        .step_scores
+        .iter()
+        .map(|s| s.unwrap_or(f64::NAN))
+        .collect();
+    scores.truncate(scores.len() - result.truncated_steps);
+    scores
+}
+
 fn write_table(
     out: &mut impl Write,
     table: &Table<'_>,
@@ -285,19 +309,17 @@ fn write_table(
     } = *table;
     let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
-    let scores: Vec<f64> = result
-        .step_scores
-        .iter()
-        .map(|s| s.unwrap_or(f64::NAN))
-        .collect();
-    let scored = &scores[..scores.len() - result.truncated_steps];
-    let first = first_error(scored, threshold);
+    let scored = scored(result);
+    let by_steps = first_error(&scored, threshold);
+    // With the verdict a flagged solution marks its lowest step when no step
+    // is below the threshold.
+    let first = by_steps.or_else(|| solution.and_then(|s| s.first_error(result, threshold)));
     for (i, step) in trace.steps.iter().enumerate() {
         let s = result.step_scores.get(i).copied().flatten();
-        let mark = if first == Some(i) {
-            "  <- first error"
-        } else {
-            ""
+        let mark = match first {
+            Some(f) if f == i && by_steps.is_some() => "  <- first error",
+            Some(f) if f == i => "  <- first error (lowest step of a flagged solution)",
+            _ => "",
         };
         writeln!(
             out,
@@ -321,7 +343,7 @@ fn write_table(
             writeln!(out, "       arithmetic: {}", e.explain()).map_err(io)?;
         }
     }
-    let agg = aggregate(scored, args.aggregation);
+    let agg = aggregate(&scored, args.aggregation);
     let truncated = if result.truncated_steps > 0 {
         format!(
             ", {} steps past the token limit unscored",

@@ -14,6 +14,7 @@
 
 use super::chat::Message;
 use super::scorer::Scorer;
+use crate::aggregate::first_error;
 use crate::error::{Error, Result};
 
 const SYSTEM: &str =
@@ -57,6 +58,28 @@ pub fn solution_score(lowest_step: f64, p_yes: f64) -> f64 {
         (p / (1.0 - p)).ln()
     };
     logit(lowest_step) + logit(p_yes)
+}
+
+/// The step to mark as the first error when the verdict is known: the first
+/// step scoring below the step `threshold` ([`first_error`]); when no step
+/// does but the solution score is below `solution_threshold`, the step the
+/// step scores doubt most (the lowest, the earliest of equal ones), since
+/// the solution is judged wrong somewhere. On model-written solutions with
+/// step labels this is where most of the verdict's gain in ProcessBench F1
+/// comes from, and nearly all of it on one-step solutions (docs/TRAINING.md).
+pub fn first_error_with_verdict(
+    scores: &[f64],
+    threshold: f64,
+    solution_score: f64,
+    solution_threshold: f64,
+) -> Option<usize> {
+    first_error(scores, threshold).or_else(|| {
+        if solution_score < solution_threshold {
+            (0..scores.len()).reduce(|low, i| if scores[i] < scores[low] { i } else { low })
+        } else {
+            None
+        }
+    })
 }
 
 /// The verdict on a solution and what the pass cost.
@@ -160,5 +183,23 @@ mod tests {
         let (y, n) = (2f64.exp() + 0.5f64.exp(), 1f64.exp() + (-1f64).exp());
         assert!((got - y / (y + n)).abs() < 1e-12, "{got}");
         assert!(yes_share(&logits, &[9], &[3]).is_err());
+    }
+
+    #[test]
+    fn the_verdict_marks_the_lowest_step_only_when_no_step_is_below_the_threshold() {
+        let s = [0.94, 0.91, 0.93, 0.91];
+        // No step below 0.6: a flagged solution gets its lowest step, the earlier of two.
+        assert_eq!(first_error_with_verdict(&s, 0.6, 2.0, 4.2), Some(1));
+        assert_eq!(first_error_with_verdict(&s, 0.6, 4.2, 4.2), None);
+        // A step below the threshold is the first error whatever the verdict says.
+        assert_eq!(
+            first_error_with_verdict(&[0.9, 0.5, 0.1], 0.6, 9.0, 4.2),
+            Some(1)
+        );
+        assert_eq!(
+            first_error_with_verdict(&[0.9, 0.5, 0.1], 0.6, 0.0, 4.2),
+            Some(1)
+        );
+        assert_eq!(first_error_with_verdict(&[], 0.6, 0.0, 4.2), None);
     }
 }
