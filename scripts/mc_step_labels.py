@@ -41,8 +41,18 @@ completion i being the same text).
 Resumable: one JSON line per solution in OUT/mc_labels.jsonl, keyed as
 scripts/verdict_signal.py keys them; a rerun skips the ones there.
 
+Report (`--report`): step AUROC, step ECE and ProcessBench F1 of `stepscore
+score [--verdict]` output, by the step threshold alone and with the
+verdict's rule for the first error (`first_error_with_verdict`), per part
+(gsm_symbolic generators, the others, multi-step solutions); `--hand`
+replaces the labels a person checked (OUT/mc_hand_check.jsonl: 50 read,
+the right label and why where it differs); `--curve` adds F1 against the
+step threshold. synthetic-val/test report on their generators' labels.
+The engine's output for mw-val and mw-test is kept in OUT/engine/.
+
 usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [--limit K]
-       python3 scripts/mc_step_labels.py --set mw-val --report SCORED.jsonl [--threshold T]
+       python3 scripts/mc_step_labels.py --set mw-test --report data/verdict-signal/engine/mw-test.jsonl
+           [--threshold T] [--solution-threshold S] [--hand] [--curve]
 """
 import argparse
 import json
@@ -159,53 +169,135 @@ def label(scorer, stepscore, r, reference, n, solvable):
     return {"first_bad": bad - 1, "unsolved": False, "per_prefix": tries, "probes": probes}
 
 
-def report(out, name, scored_path, threshold):
-    """Step-level figures on `name` where labels exist: right solutions (all
-    steps good) and labelled wrong ones (steps before the first bad one good,
-    it bad, later ones left out, as ProcessBench counts). Scores are the
-    step scores of `stepscore score` output on the file verdict_signal.py
-    --write-input wrote for `name`."""
-    from verdict_signal import auroc
-    labels = {}
+def step_labels(out, name, hand):
+    """key -> first bad step (0-based) of the labelled wrong solutions of
+    `name`, and the keys the hand check (OUT/mc_hand_check.jsonl) found to be
+    right solutions. With `hand`, the hand check's label replaces the
+    Monte-Carlo one where it read the solution."""
+    labels, right = {}, set()
     cut = unfinished(name)
     for line in (Path(out) / "mc_labels.jsonl").read_text().splitlines():
         rec = json.loads(line)
         if rec["set"] == name and rec["first_bad"] is not None and rec["key"] not in cut:
             labels[rec["key"]] = rec["first_bad"]
-    scores = {}
+    if hand:
+        for line in (Path(out) / "mc_hand_check.jsonl").read_text().splitlines():
+            rec = json.loads(line)
+            if rec["set"] != name:
+                continue
+            if rec["hand_first_bad"] is None:
+                labels.pop(rec["key"], None)
+                right.add(rec["key"])
+            else:
+                labels[rec["key"]] = rec["hand_first_bad"]
+    return labels, right
+
+
+def first_flag(scores, threshold, solution=None):
+    """The step a scorer marks as the first error: the first one below the
+    step threshold. `solution` = (solution score, its threshold) adds the
+    verdict's rule (`stepscore score --verdict`): a solution flagged by its
+    score and by no step gets its lowest-scoring step marked."""
+    flag = next((i for i, x in enumerate(scores) if x < threshold), None)
+    if flag is None and solution is not None and solution[0] < solution[1]:
+        flag = min(range(len(scores)), key=lambda i: (scores[i], i))
+    return flag
+
+
+def figures(rows, threshold, solution_threshold):
+    """Step AUROC, step ECE and ProcessBench figures of `rows` (dicts with
+    `scores`, `first_bad` (None when right) and `solution_score`)."""
+    from verdict_signal import auroc
+    good, bad = [], []
+    for r in rows:
+        fb = r["first_bad"]
+        good.extend(r["scores"] if fb is None else r["scores"][:fb])
+        if fb is not None:
+            bad.append(r["scores"][fb])
+    # ECE of the step score read as P(step correct): 10 equal-width bins,
+    # |mean score - fraction correct| weighted by the bin's share of steps.
+    bins = [[] for _ in range(10)]
+    for x, ok in [(x, 1) for x in good] + [(x, 0) for x in bad]:
+        bins[min(9, int(x * 10))].append((x, ok))
+    n = len(good) + len(bad)
+    ece = sum(len(b) / n * abs(sum(x for x, _ in b) / len(b) - sum(o for _, o in b) / len(b)) for b in bins if b)
+
+    def processbench(solution):
+        wrong = [r for r in rows if r["first_bad"] is not None]
+        right = [r for r in rows if r["first_bad"] is None]
+        where = {"before": 0, "at": 0, "after": 0, "none": 0}
+        for r in wrong:
+            f = first_flag(r["scores"], threshold, (r["solution_score"], solution_threshold) if solution else None)
+            where["none" if f is None else "before" if f < r["first_bad"] else "at" if f == r["first_bad"]
+                  else "after"] += 1
+        ok_right = sum(first_flag(r["scores"], threshold,
+                                  (r["solution_score"], solution_threshold) if solution else None) is None
+                       for r in right)
+        acc_w, acc_r = where["at"] / max(1, len(wrong)), ok_right / max(1, len(right))
+        return {"acc_wrong": round(acc_w, 3), "acc_right": round(acc_r, 3),
+                "f1": round(2 * acc_w * acc_r / max(1e-12, acc_w + acc_r), 3), "first_flag_vs_first_bad": where}
+
+    res = {"wrong": len(bad), "right": len(rows) - len(bad), "steps": n,
+           "step_auroc": None if not bad or not good else round(auroc(good, bad), 3), "step_ece": round(ece, 3),
+           "steps_only": processbench(False)}
+    if solution_threshold is not None and all(r["solution_score"] is not None for r in rows):
+        res["with_verdict"] = processbench(True)
+    return res
+
+
+def logit(p):
+    p = min(max(p, 1e-9), 1.0 - 1e-9)
+    return math.log(p / (1.0 - p))
+
+
+def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
+    """Step-level figures on `name` where labels exist: right solutions (all
+    steps good) and labelled wrong ones (steps before the first bad one good,
+    it bad, later ones left out, as ProcessBench counts), over all of them,
+    the gsm_symbolic generators, the other generators and the multi-step
+    solutions. Scores are `stepscore score [--verdict]` output on the file
+    verdict_signal.py --write-input wrote for `name`."""
+    if name.startswith("synthetic-"):
+        # The generators' own step labels; no solution is cut.
+        rows = load_set(name)
+        labels, right, cut = {key(r): r["first_wrong"] for r in rows if not r["correct"]}, set(), set()
+    else:
+        labels, right = step_labels(out, name, hand)
+        cut = unfinished(name)
+    scored = {}
     for line in Path(scored_path).read_text().splitlines():
         r = json.loads(line)
-        scores[r["id"]] = [s["score"] for s in r["steps"]]
-    good, bad, where = [], [], {"before": 0, "at": 0, "after": 0, "none": 0}
-    right_ok = right_n = wrong_ok = 0
+        scores = [s["score"] for s in r["steps"]]
+        v = r["metadata"]["stepscore"].get("verdict")
+        # The solution score as `stepscore::prm::verdict::solution_score`
+        # computes it (older output carries only P(Yes)).
+        scored[r["id"]] = (scores, None if v is None else logit(min(scores)) + logit(v["p_yes"]))
+    rows = []
     for r in load_set(name):
         k = key(r)
-        if k not in scores or k in cut or (not r["correct"] and k not in labels):
+        correct = r["correct"] or k in right
+        if k not in scored or k in cut or (not correct and k not in labels):
             continue
-        sc = scores[k]
-        flag = next((i for i, x in enumerate(sc) if x < threshold), None)
-        if r["correct"]:
-            good.extend(sc)
-            right_n += 1
-            right_ok += flag is None
-            continue
-        fb = labels[k]
-        good.extend(sc[:fb])
-        bad.append(sc[fb])
-        pos = "none" if flag is None else "before" if flag < fb else "at" if flag == fb else "after"
-        where[pos] += 1
-        wrong_ok += pos == "at"
-    acc_w = wrong_ok / max(1, len(bad))
-    acc_r = right_ok / max(1, right_n)
-    print(json.dumps({"set": name, "labelled_wrong": len(bad), "right": right_n, "step_auroc": auroc(good, bad),
-                      "threshold": threshold, "first_flag_vs_first_bad": where,
-                      "processbench": {"acc_wrong": acc_w, "acc_right": acc_r,
-                                       "f1": 2 * acc_w * acc_r / max(1e-12, acc_w + acc_r)}}))
+        scores, solution = scored[k]
+        rows.append({"generator": r["generator"], "scores": scores, "solution_score": solution,
+                     "first_bad": None if correct else labels[k]})
+    parts = {"all": rows,
+             "gsm_symbolic": [r for r in rows if r["generator"].startswith("gsm_symbolic")],
+             "other generators": [r for r in rows if not r["generator"].startswith("gsm_symbolic")],
+             "multi-step": [r for r in rows if len(r["scores"]) > 1]}
+    res = {"set": name, "labels": "hand-checked" if hand else "monte-carlo", "threshold": threshold,
+           "solution_threshold": solution_threshold,
+           "parts": {p: figures(rs, threshold, solution_threshold) for p, rs in parts.items()}}
+    if curve:
+        res["f1_vs_threshold"] = {f"{t:.2f}": figures(rows, t, None)["steps_only"]["f1"]
+                                  for t in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0.93, 0.94]}
+    print(json.dumps(res))
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test"])
+    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test", "synthetic-val", "synthetic-test"],
+                    help="with --report, synthetic-val/test report on the generators' step labels")
     ap.add_argument("--per-generator", type=int, default=None)
     ap.add_argument("--n", type=int, default=4)
     ap.add_argument("--limit", type=int, default=None)
@@ -214,9 +306,14 @@ def main():
     ap.add_argument("--report", metavar="SCORED",
                     help="step-level figures from `stepscore score` output on --set's solutions, and stop")
     ap.add_argument("--threshold", type=float, default=0.602855, help="with --report: the step threshold")
+    ap.add_argument("--solution-threshold", type=float, default=4.217337,
+                    help="with --report: the solution score's threshold (the default head's shipped one)")
+    ap.add_argument("--hand", action="store_true",
+                    help="with --report: the hand check's labels where it read a solution (OUT/mc_hand_check.jsonl)")
+    ap.add_argument("--curve", action="store_true", help="with --report: also ProcessBench F1 against the step threshold")
     args = ap.parse_args()
     if args.report:
-        report(args.out, args.set, args.report, args.threshold)
+        report(args.out, args.set, args.report, args.threshold, args.solution_threshold, args.hand, args.curve)
         return
     import stepscore
     Path(args.out).mkdir(parents=True, exist_ok=True)
