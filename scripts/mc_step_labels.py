@@ -73,7 +73,9 @@ PROMPT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a
 
 def candidates_files(name):
     return {"mw-test": [ROOT / "data/search-eval/greedy.candidates.jsonl",
-                        ROOT / "data/search-eval/best-of-4.candidates.jsonl"]}.get(
+                        ROOT / "data/search-eval/best-of-4.candidates.jsonl"],
+            "mw-hard": [ROOT / "data/search-eval-hard/greedy.candidates.jsonl",
+                        ROOT / "data/search-eval-hard/best-of-4.candidates.jsonl"]}.get(
         name, [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"])
 
 
@@ -287,7 +289,7 @@ def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
              "multi-step": [r for r in rows if len(r["scores"]) > 1]}
     res = {"set": name, "labels": "hand-checked" if hand else "monte-carlo", "threshold": threshold,
            "solution_threshold": solution_threshold,
-           "parts": {p: figures(rs, threshold, solution_threshold) for p, rs in parts.items()}}
+           "parts": {p: figures(rs, threshold, solution_threshold) for p, rs in parts.items() if rs}}
     if curve:
         res["f1_vs_threshold"] = {f"{t:.2f}": figures(rows, t, None)["steps_only"]["f1"]
                                   for t in [0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.92, 0.93, 0.94]}
@@ -296,7 +298,7 @@ def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test", "synthetic-val", "synthetic-test"],
+    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test", "mw-hard", "synthetic-val", "synthetic-test"],
                     help="with --report, synthetic-val/test report on the generators' step labels")
     ap.add_argument("--per-generator", type=int, default=None)
     ap.add_argument("--n", type=int, default=4)

@@ -17,7 +17,9 @@ skips the problems already there.
 `--report` prints the table from what is there (and writes OUT/report.json).
 `--split train|val` runs the same on the verifier's training or validation
 generators instead: model-written solutions with checked answers to train
-and calibrate on (issue 26), never to evaluate.
+and calibrate on (issue 26), never to evaluate. `--split hard` runs it on
+data/search-eval-hard/problems.jsonl (scripts/hard_problems.py: reasoning-gym's
+harder generators, held out like the test split).
 
     python3 scripts/search_eval.py [--out data/search-eval] [--per-generator 5]
     python3 scripts/search_eval.py --report
@@ -35,19 +37,20 @@ ROOT = Path(__file__).resolve().parent.parent
 # name -> `stepscore search` flags. Every sampled configuration gets the same
 # per-problem budget (N x max_new_tokens); greedy writes one solution.
 N = 4
-MAX_NEW = 256
-BUDGET = N * MAX_NEW
+MAX_NEW = 256  # the harder problems' solutions need more: --max-new-tokens
 CONFIGS = {
     "greedy": ["--method", "best-of-n", "--n", "1", "--temperature", "0"],
-    "best-of-4": ["--method", "best-of-n", "--n", str(N), "--token-budget", str(BUDGET)],
-    "beam-4x2": ["--method", "beam", "--n", str(N), "--beam-width", "2", "--token-budget", str(BUDGET)],
-    "dvts-4x2": ["--method", "dvts", "--n", str(N), "--beam-width", "2", "--token-budget", str(BUDGET)],
+    "best-of-4": ["--method", "best-of-n", "--n", str(N)],
+    "beam-4x2": ["--method", "beam", "--n", str(N), "--beam-width", "2"],
+    "dvts-4x2": ["--method", "dvts", "--n", str(N), "--beam-width", "2"],
 }
 
 
 def problems(per_generator: int, split: str = "test") -> list[dict]:
     seen, count, out = set(), defaultdict(int), []
-    with gzip.open(ROOT / f"data/prm_v2_{split}.jsonl.gz", "rt") as f:
+    source = (ROOT / "data/search-eval-hard/problems.jsonl" if split == "hard"
+              else ROOT / f"data/prm_v2_{split}.jsonl.gz")
+    with (open(source) if split == "hard" else gzip.open(source, "rt")) as f:
         for line in f:
             r = json.loads(line)
             g = r["generator"]
@@ -91,7 +94,9 @@ def run_config(args, name: str, rows: list[dict]) -> None:
     if not todo:
         return
     cmd = [str(args.cli), "search", "--backend", "cpu", "--threads", str(args.threads),
-           "--max-new-tokens", str(MAX_NEW), "--seed", "1", "--keep-all", *CONFIGS[name]]
+           "--max-new-tokens", str(args.max_new_tokens), "--seed", "1", "--keep-all", *CONFIGS[name]]
+    if name != "greedy":
+        cmd += ["--token-budget", str(N * args.max_new_tokens)]
     if args.model:
         cmd += ["--model", args.model]
     if args.generator:
@@ -207,7 +212,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "data/search-eval")
     ap.add_argument("--per-generator", type=int, default=5)
-    ap.add_argument("--split", choices=["train", "val", "test"], default="test",
+    ap.add_argument("--max-new-tokens", type=int, default=MAX_NEW,
+                    help="per solution; the sampled configurations get N times it as their budget")
+    ap.add_argument("--split", choices=["train", "val", "test", "hard"], default="test",
                     help="whose problems: test evaluates; train/val write model-written training and "
                          "calibration data (solutions with checked answers, --keep-all), never evaluation")
     ap.add_argument("--configs", nargs="+", default=["greedy", "best-of-4", "beam-4x2"], choices=list(CONFIGS))

@@ -23,7 +23,9 @@ Data (`--set`):
       answer labels only;
   mw-test: data/search-eval greedy + best-of-4 whole solutions (problems of
       the held-out test generators), answer labels only; `--per-generator K`
-      keeps the first K problems of each generator.
+      keeps the first K problems of each generator;
+  mw-hard: the same for data/search-eval-hard (reasoning-gym's harder
+      generators, scripts/hard_problems.py), held out as mw-test is.
 
 `--report` prints, per set: step AUROC of the verdict where step labels
 exist (steps up to and including the first wrong one), and the solution
@@ -95,8 +97,8 @@ def model_written(paths, per_generator=None):
 def load_set(name, per_generator=None):
     if name.startswith("synthetic-"):
         return list(synthetic(name.split("-", 1)[1]))
-    if name == "mw-test":
-        d = ROOT / "data/search-eval"
+    if name in ("mw-test", "mw-hard"):
+        d = ROOT / ("data/search-eval" if name == "mw-test" else "data/search-eval-hard")
         return list(model_written([d / "greedy.candidates.jsonl", d / "best-of-4.candidates.jsonl"], per_generator))
     split = name.split("-", 1)[1]
     return list(model_written([ROOT / f"data/model-written/{split}/best-of-4.candidates.jsonl"]))
