@@ -14,7 +14,8 @@
 //! the exact value rounded to the places it shows (either rounding), a whole
 //! number next to a non-whole value (150 / 7 = 21 buses), or a percentage
 //! read either way (0.25 x 100 = 25%). `≈` allows 1% too. Equations with
-//! "remainder" after them are skipped.
+//! "remainder" after them are skipped, and a markdown bullet (`- `, `* `,
+//! `+ ` first on its line) is not read as an operator.
 
 use serde::Serialize;
 
@@ -206,6 +207,9 @@ fn lex_into(text: &str, from: usize, to: usize, out: &mut Vec<Token>, depth: usi
             '.' if bytes.get(i + 1).is_some_and(u8::is_ascii_digit) => {
                 i = lex_number(text, i, to, out)
             }
+            // A markdown list marker (`- `, `* `, `+ ` first on its line) is not
+            // an operator: `- 14 - 3 = 11` reads `14 - 3 = 11`.
+            '-' | '*' | '+' if is_list_marker(text, i) => i += len,
             '+' | '-' | '−' | '*' | '×' | '·' | '⋅' | '/' | '÷' | '^' => {
                 let op = match c {
                     // `1/2` written tight between digits is a fraction: it binds
@@ -264,6 +268,14 @@ fn lex_into(text: &str, from: usize, to: usize, out: &mut Vec<Token>, depth: usi
             }
         }
     }
+}
+
+/// The ASCII `-`, `*` or `+` at `i` is first on its line (indentation
+/// aside) and followed by a space or tab: a markdown bullet.
+fn is_list_marker(text: &str, i: usize) -> bool {
+    let line_start = text[..i].rfind('\n').map_or(0, |n| n + 1);
+    text[line_start..i].chars().all(|c| c == ' ' || c == '\t')
+        && matches!(text.as_bytes().get(i + 1), Some(b' ' | b'\t'))
 }
 
 /// `x` is a times sign between a number (or `)`) and a number (or `(`),
@@ -680,6 +692,15 @@ mod tests {
         assert_eq!(holds("10÷2/5=25"), [true]);
         assert_eq!(holds("10 ÷ 2 / 5 = 1"), [true]);
         assert_eq!(holds("3/4 = 0.6"), [false]);
+        // Markdown bullets are list markers, not minus signs or products.
+        assert_eq!(
+            holds("Differences:\n- 14 - 3 = 11\n- 36 - 14 = 22"),
+            [true, true]
+        );
+        assert_eq!(holds("  * 12 + 4 = 16\n+ 3 x 5 = 15"), [true, true]);
+        assert_eq!(holds("- 14 - 3 = 12"), [false]);
+        // A minus sign written tight is still one.
+        assert_eq!(holds("-3 + 5 = 2"), [true]);
         // A chain: each adjacent pair that computes something.
         assert_eq!(
             verdicts("3 + 4 = 7 = 2 * 4"),
