@@ -93,7 +93,10 @@ pub(super) fn attention(
 /// parameter of the bodies): memory (the portable loop), AVX2 or AVX-512
 /// registers.
 const PORTABLE: u8 = 0;
+// Only the x86 bodies use the register variants.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const YMM: u8 = 1;
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const ZMM: u8 = 2;
 
 /// Query tokens per tile: with a KV head's query heads, the rows that share
