@@ -23,7 +23,10 @@ completer rarely solves (mw-val's first run, with N for every prefix, did
 that on 2 of 10 hand-read labels; its records have no `per_prefix`). When no
 completion from it reaches the answer the solution gets no label
 (`first_bad: null`, `unsolved: true`), since nothing can be said of its
-steps.
+steps. A one-step solution needs no completions: its only step holds the
+wrong answer, so it is the first error (`one_step: true`; records of mw-val
+and mw-test, written before this rule, probed those too, and left those of
+unsolved problems unlabelled: the hand check labels them).
 
 Completions are written by the same model that wrote the solutions
 (Qwen2.5-Coder-1.5B-Instruct Q4_K_M through the stepscore Python package,
@@ -138,6 +141,11 @@ def per_prefix(n, rate, miss=0.05, cap=16):
 def label(scorer, stepscore, r, reference, n, solvable):
     """`solvable`: problem -> the problem-alone probe already made (shared by
     the problem's solutions)."""
+    if len(r["steps"]) == 1:
+        # Its only step holds the wrong answer: it is the first error whatever
+        # completions could reach, so no completions are needed (and a problem
+        # the completer never solves does not leave it unlabelled).
+        return {"first_bad": 0, "unsolved": False, "one_step": True, "probes": []}
     probes = []
 
     tries = n
@@ -326,8 +334,8 @@ def main():
             try:
                 rec = json.loads(line)
                 done.add(rec["key"])
-                first = rec["probes"][0]
-                if first["prefix_steps"] == 0 and not first.get("shared"):
+                first = rec["probes"][0] if rec["probes"] else {}
+                if first.get("prefix_steps") == 0 and not first.get("shared"):
                     solvable[rec["problem"]] = first
             except (json.JSONDecodeError, KeyError, IndexError):
                 pass  # a line cut by an interrupted run: labelled again
