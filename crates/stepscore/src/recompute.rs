@@ -14,8 +14,9 @@
 //! the exact value rounded to the places it shows (either rounding), a whole
 //! number next to a non-whole value (150 / 7 = 21 buses), or a percentage
 //! read either way (0.25 x 100 = 25%). `≈` allows 1% too. Equations with
-//! "remainder" after them are skipped, and a markdown bullet (`- `, `* `,
-//! `+ ` first on its line) is not read as an operator.
+//! "remainder" after them are skipped, a markdown bullet (`- `, `* `,
+//! `+ ` first on its line) is not read as an operator, and a degree sign
+//! on a number (`°`, `^\circ`) is read as a unit.
 
 use serde::Serialize;
 
@@ -199,6 +200,10 @@ fn lex_into(text: &str, from: usize, to: usize, out: &mut Vec<Token>, depth: usi
     let bytes = text.as_bytes();
     let mut i = from;
     while i < to {
+        if let Some(n) = degree_sign(text, i, out) {
+            i += n;
+            continue;
+        }
         let c = text[i..].chars().next().unwrap_or(' ');
         let len = c.len_utf8();
         match c {
@@ -258,6 +263,15 @@ fn lex_into(text: &str, from: usize, to: usize, out: &mut Vec<Token>, depth: usi
                 i += 2;
             }
             '\\' => i = lex_command(text, i, to, out, depth),
+            '_' => {
+                // A subscript (`a_1`, `\theta_{3}`) is part of the name
+                // before it, not a number.
+                let end = subscript_end(text, i + 1, to);
+                if out.last().is_none_or(|t| t.kind != Kind::Break) {
+                    push(out, text, Kind::Break, i, end);
+                }
+                i = end;
+            }
             _ => {
                 // A word (or any other sign) ends the expression.
                 let end = i + len;
@@ -268,6 +282,33 @@ fn lex_into(text: &str, from: usize, to: usize, out: &mut Vec<Token>, depth: usi
             }
         }
     }
+}
+
+/// Where the subscript starting at `j` ends: after its `{...}` group, or
+/// after its run of letters and digits.
+fn subscript_end(text: &str, j: usize, to: usize) -> usize {
+    if text[j..to].starts_with('{') {
+        return closing_brace(text, j).map_or(to, |c| (c + 1).min(to));
+    }
+    text[j..to]
+        .char_indices()
+        .find(|(_, c)| !c.is_ascii_alphanumeric())
+        .map_or(to, |(k, _)| j + k)
+}
+
+/// The byte length of a degree sign (`°`, `^\circ`, `^{\circ}`) at `i`
+/// right after a number: a unit, read as nothing (`155° + 26° = 181°`).
+fn degree_sign(text: &str, i: usize, out: &[Token]) -> Option<usize> {
+    let rest = &text[i..];
+    let n = ["°", "^\\circ", "^{\\circ}"]
+        .iter()
+        .find(|sign| rest.starts_with(**sign))?
+        .len();
+    let after_number = out
+        .last()
+        .is_some_and(|t| matches!(t.kind, Kind::Num { .. }) && text[t.end..i].trim().is_empty());
+    let word_goes_on = rest[n..].chars().next().is_some_and(char::is_alphabetic);
+    (after_number && !word_goes_on).then_some(n)
 }
 
 /// The ASCII `-`, `*` or `+` at `i` is first on its line (indentation
@@ -701,6 +742,14 @@ mod tests {
         assert_eq!(holds("- 14 - 3 = 12"), [false]);
         // A minus sign written tight is still one.
         assert_eq!(holds("-3 + 5 = 2"), [true]);
+        // Degrees are a unit on a number.
+        assert_eq!(holds("155.0° + 26.0° + 75.0° = 306.0°"), [false]);
+        assert_eq!(holds("$155^\\circ + 26^\\circ = 181^\\circ$"), [true]);
+        assert_eq!(
+            holds("\\[ 360^{\\circ} - 256^{\\circ} = 94^{\\circ} \\]"),
+            [false]
+        );
+        assert_eq!(holds("2^3 = 8"), [true]);
         // A chain: each adjacent pair that computes something.
         assert_eq!(
             verdicts("3 + 4 = 7 = 2 * 4"),
@@ -745,6 +794,9 @@ mod tests {
             "which is 228 pages x 3 / 4 = 171 pages",
             "half of 10 / 2 = 2.5",
             "The date 2023-10-05 is a Thursday.",
+            "a_1 = 2 + 3",
+            "x_{12} = 5 \\times 2",
+            "\\theta_3 = \\frac{(3-2) \\times 180^\\circ}{3}",
         ] {
             let r = recompute(text);
             assert_eq!(r.false_count(), 0, "{text}: {:?}", r.equations);
