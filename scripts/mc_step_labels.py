@@ -343,6 +343,8 @@ def main():
     cut = unfinished(args.set)
     wrong = [r for r in load_set(args.set, args.per_generator) if not r["correct"] and key(r) not in cut]
     wrong = wrong[: args.limit]
+    # One-step solutions need no completions: label them first, so a short run leaves most labels.
+    wrong.sort(key=lambda r: len(r["steps"]) > 1)
     scorer = stepscore.Scorer(str(MODEL), threads=args.threads, backend="cpu")
     with path.open("a") as f:
         for i, r in enumerate(wrong):
