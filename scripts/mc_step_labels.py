@@ -48,10 +48,11 @@ Report (`--report`): step AUROC, step ECE and ProcessBench F1 of `stepscore
 score [--verdict]` output, by the step threshold alone and with the
 verdict's rule for the first error (`first_error_with_verdict`), per part
 (gsm_symbolic generators, the others, multi-step solutions); `--hand`
-replaces the labels a person checked (OUT/mc_hand_check.jsonl: 50 read,
-the right label and why where it differs); `--curve` adds F1 against the
-step threshold. synthetic-val/test report on their generators' labels.
-The engine's output for mw-val and mw-test is kept in OUT/engine/.
+replaces or adds the labels a person gave (OUT/mc_hand_check.jsonl: the
+Monte-Carlo labels read, and solutions it left unlabelled, each with its
+reason); `--curve` adds F1 against the step threshold. synthetic-val/test
+report on their generators' labels. The engine's output for the sets
+reported in docs/TRAINING.md is kept in OUT/engine/.
 
 usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [--limit K]
        python3 scripts/mc_step_labels.py --set mw-test --report data/verdict-signal/engine/mw-test.jsonl
@@ -64,6 +65,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from solution_calibration import logit  # noqa: E402
 from verdict_signal import ROOT, key, load_set  # noqa: E402
 
 MODEL = Path.home() / ".cache/stepscore/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
@@ -253,11 +255,6 @@ def figures(rows, threshold, solution_threshold):
     if solution_threshold is not None and all(r["solution_score"] is not None for r in rows):
         res["with_verdict"] = processbench(True)
     return res
-
-
-def logit(p):
-    p = min(max(p, 1e-9), 1.0 - 1e-9)
-    return math.log(p / (1.0 - p))
 
 
 def report(out, name, scored_path, threshold, solution_threshold, hand, curve):

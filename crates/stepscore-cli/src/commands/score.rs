@@ -127,7 +127,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         if let Some(t) = s.threshold {
                             j["solution_threshold"] = t.into();
                             j["solution_flagged"] = (s.score < t).into();
-                            j["first_error"] = s.first_error(&result, threshold).into();
+                            j["first_error"] = s.first_error(&scored(&result), threshold).into();
                         }
                     }
                     info["verdict"] = j;
@@ -274,12 +274,12 @@ struct Solution {
 }
 
 impl Solution {
-    /// The first error by the step scores and the verdict together (`None`
-    /// without a solution threshold): what the table marks and the JSONL's
-    /// `verdict.first_error` holds.
-    fn first_error(&self, result: &TraceScore, threshold: f64) -> Option<usize> {
+    /// The first error by the step scores `scored` and the verdict together
+    /// (`None` without a solution threshold): what the table marks and the
+    /// JSONL's `verdict.first_error` holds.
+    fn first_error(&self, scored: &[f64], threshold: f64) -> Option<usize> {
         let t = self.threshold?;
-        first_error_with_verdict(&scored(result), threshold, self.score, t)
+        first_error_with_verdict(scored, threshold, self.score, t)
     }
 }
 
@@ -313,7 +313,7 @@ fn write_table(
     let by_steps = first_error(&scored, threshold);
     // With the verdict a flagged solution marks its lowest step when no step
     // is below the threshold.
-    let first = by_steps.or_else(|| solution.and_then(|s| s.first_error(result, threshold)));
+    let first = by_steps.or_else(|| solution.and_then(|s| s.first_error(&scored, threshold)));
     for (i, step) in trace.steps.iter().enumerate() {
         let s = result.step_scores.get(i).copied().flatten();
         let mark = match first {
