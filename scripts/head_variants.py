@@ -25,15 +25,17 @@ Variants:
                 on both train sets, then Platt-scaled on both validation sets;
   fluency       the shipped logit plus c * (mean token log-prob of the steps
                 so far) + b, (c, b) on a grid maximising the train sets'
-                mean F1 at the shipped threshold (a linear fit of the two
-                moves the bias, not the F1);
+                mean F1 at the shipped threshold;
   hidden        the shipped logit plus a logistic probe over the first 32
                 principal components of the hidden states (fitted on train).
 
-usage: python3 scripts/head_variants.py --write-inputs DIR
-       (for each set S in DIR: stepscore features --model qwen2.5-coder-1.5b --family value-head
-        --confidence --out DIR/S.feat.jsonl DIR/S.in.jsonl)
-       target/pyenv/bin/python scripts/head_variants.py --features DIR
+usage (needs numpy; target/pyenv/bin/python has it):
+  python scripts/head_variants.py --write-inputs DIR
+  for S in synthetic-train mw-train synthetic-val mw-val synthetic-test mw-test mw-hard; do
+    stepscore features --model qwen2.5-coder-1.5b --family value-head --confidence
+      --out DIR/$S.feat.jsonl DIR/$S.in.jsonl; done
+  (resumable: --out skips traces already written; ~40 min on 2 cores)
+  python scripts/head_variants.py --features DIR
 """
 import argparse
 import json
