@@ -66,7 +66,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from solution_calibration import logit  # noqa: E402
-from verdict_signal import ROOT, key, load_set  # noqa: E402
+from verdict_signal import ROOT, candidates_files, key, load_set  # noqa: E402
 
 MODEL = Path.home() / ".cache/stepscore/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
 BATCH = 4  # completions run together per generate_many call
@@ -74,14 +74,6 @@ BATCH = 4  # completions run together per generate_many call
 # The template's default system message, as `stepscore search` renders it.
 PROMPT = ("<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n"
           "<|im_start|>user\n{problem}<|im_end|>\n<|im_start|>assistant\n")
-
-
-def candidates_files(name):
-    return {"mw-test": [ROOT / "data/search-eval/greedy.candidates.jsonl",
-                        ROOT / "data/search-eval/best-of-4.candidates.jsonl"],
-            "mw-hard": [ROOT / "data/search-eval-hard/greedy.candidates.jsonl",
-                        ROOT / "data/search-eval-hard/best-of-4.candidates.jsonl"]}.get(
-        name, [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"])
 
 
 def references(name):
@@ -303,7 +295,7 @@ def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test", "mw-hard", "synthetic-val", "synthetic-test"],
+    ap.add_argument("--set", required=True, choices=["mw-train", "mw-val", "mw-test", "mw-hard", "mw-test-0.5b", "synthetic-val", "synthetic-test"],
                     help="with --report, synthetic-val/test report on the generators' step labels")
     ap.add_argument("--per-generator", type=int, default=None)
     ap.add_argument("--n", type=int, default=4)

@@ -25,7 +25,9 @@ Data (`--set`):
       the held-out test generators), answer labels only; `--per-generator K`
       keeps the first K problems of each generator;
   mw-hard: the same for data/search-eval-hard (reasoning-gym's harder
-      generators, scripts/hard_problems.py), held out as mw-test is.
+      generators, scripts/hard_problems.py), held out as mw-test is;
+  mw-test-0.5b: the same for data/search-eval-0.5b (mw-test's problems,
+      solutions written by Qwen2.5-Coder-0.5B, another model than the PRM's).
 
 `--report` prints, per set: step AUROC of the verdict where step labels
 exist (steps up to and including the first wrong one), and the solution
@@ -94,14 +96,23 @@ def model_written(paths, per_generator=None):
                        "correct": bool(c["correct"]), "prm": c["scores"]}
 
 
+# The held-out sets written by `search_eval.py` (greedy + best-of-4 solutions).
+SEARCH_EVAL = {"mw-test": "data/search-eval", "mw-hard": "data/search-eval-hard",
+               "mw-test-0.5b": "data/search-eval-0.5b"}
+
+
+def candidates_files(name):
+    """The candidates files a model-written set reads."""
+    if name in SEARCH_EVAL:
+        d = ROOT / SEARCH_EVAL[name]
+        return [d / "greedy.candidates.jsonl", d / "best-of-4.candidates.jsonl"]
+    return [ROOT / f"data/model-written/{name.split('-', 1)[1]}/best-of-4.candidates.jsonl"]
+
+
 def load_set(name, per_generator=None):
     if name.startswith("synthetic-"):
         return list(synthetic(name.split("-", 1)[1]))
-    if name in ("mw-test", "mw-hard"):
-        d = ROOT / ("data/search-eval" if name == "mw-test" else "data/search-eval-hard")
-        return list(model_written([d / "greedy.candidates.jsonl", d / "best-of-4.candidates.jsonl"], per_generator))
-    split = name.split("-", 1)[1]
-    return list(model_written([ROOT / f"data/model-written/{split}/best-of-4.candidates.jsonl"]))
+    return list(model_written(candidates_files(name), per_generator if name in SEARCH_EVAL else None))
 
 
 def key(r):
