@@ -16,7 +16,7 @@ threshold a variant is reported at is its own, chosen on the two
 validation sets (synthetic-val; mw-val with the hand labels): the one
 maximising the mean of their ProcessBench F1s. Figures (step AUROC, F1,
 first flags at the labelled step) are `mc_step_labels.figures`'; mw-val,
-mw-test and mw-hard use the hand labels, as docs/TRAINING.md's tables do.
+mw-test, mw-hard and mw-test-0.5b use the hand labels, as docs/TRAINING.md's tables do.
 
 Variants:
   shipped       the head as shipped (threshold 0.603), and at the threshold
@@ -31,7 +31,7 @@ Variants:
 
 usage (needs numpy; target/pyenv/bin/python has it):
   python scripts/head_variants.py --write-inputs DIR
-  for S in synthetic-train mw-train synthetic-val mw-val synthetic-test mw-test mw-hard; do
+  for S in synthetic-train mw-train synthetic-val mw-val synthetic-test mw-test mw-hard mw-test-0.5b; do
     stepscore features --model qwen2.5-coder-1.5b --family value-head --confidence
       --out DIR/$S.feat.jsonl DIR/$S.in.jsonl; done
   (resumable: --out skips traces already written; ~40 min on 2 cores)
@@ -55,7 +55,7 @@ HEAD = ROOT / "models/qwen2.5-coder-1.5b-digit-head.safetensors"
 LABELS = ROOT / "data/verdict-signal"
 TRAIN = ["synthetic-train", "mw-train"]
 VAL = ["synthetic-val", "mw-val"]
-TEST = ["synthetic-test", "mw-test", "mw-hard"]
+TEST = ["synthetic-test", "mw-test", "mw-hard", "mw-test-0.5b"]
 SETS = TRAIN + VAL + TEST
 # mw-test as docs/TRAINING.md reports it: the first 2 problems of each generator.
 PER_GENERATOR = {"mw-test": 2}
