@@ -86,11 +86,14 @@ def labelled_rows(name, features):
         for line in f:
             r = json.loads(line)
             feats[r["id"]] = r
-    out = []
+    out, missing = [], 0
     for r in load_set(name, PER_GENERATOR.get(name)):
         k = key(r)
         correct = r["correct"] or k in right
-        if k not in feats or k in cut or (not correct and k not in labels):
+        if k in cut or (not correct and k not in labels):
+            continue
+        if k not in feats:
+            missing += 1
             continue
         f = feats[k]
         tokens = np.cumsum([c["tokens"] for c in f["confidence"]])
@@ -103,6 +106,10 @@ def labelled_rows(name, features):
         })
     if not out:
         raise SystemExit(f"{features / (name + '.feat.jsonl')}: no labelled solution of {name}")
+    if missing:
+        # An interrupted extraction: the figures are over fewer solutions than the set has.
+        print(f"{features / (name + '.feat.jsonl')}: {missing} labelled solutions of {name} have no "
+              f"features (extract again to finish it); measured without them", file=sys.stderr)
     return out
 
 
