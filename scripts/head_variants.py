@@ -39,15 +39,15 @@ usage (needs numpy; target/pyenv/bin/python has it):
 """
 import argparse
 import json
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from mc_step_labels import figures, step_labels, unfinished  # noqa: E402
-from results_table import STAT_VALUE, read_head  # noqa: E402
+from add_check_weight import read_safetensors  # noqa: E402
+from mc_step_labels import figures, labelled  # noqa: E402
+from results_table import STAT_VALUE  # noqa: E402
 from verdict_signal import key, load_set  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,23 +75,14 @@ def labelled_rows(name, features):
     """Solutions of `name` with a label (right, or wrong with a first bad
     step), each with its per-step inputs: `stats` (statistic name -> values),
     `lp` (mean token log-prob of the steps so far) and `hidden`."""
-    if name.startswith("synthetic-"):
-        rows = load_set(name)
-        labels, right, cut = {key(r): r["first_wrong"] for r in rows if not r["correct"]}, set(), set()
-    else:
-        labels, right = step_labels(LABELS, name, hand=name != "mw-train")
-        cut = unfinished(name)
     feats = {}
     with open(features / f"{name}.feat.jsonl") as f:
         for line in f:
             r = json.loads(line)
             feats[r["id"]] = r
     out, missing = [], 0
-    for r in load_set(name, PER_GENERATOR.get(name)):
+    for r, first_bad in labelled(LABELS, name, hand=name != "mw-train", per_generator=PER_GENERATOR.get(name)):
         k = key(r)
-        correct = r["correct"] or k in right
-        if k in cut or (not correct and k not in labels):
-            continue
         if k not in feats:
             missing += 1
             continue
@@ -99,7 +90,7 @@ def labelled_rows(name, features):
         tokens = np.cumsum([c["tokens"] for c in f["confidence"]])
         lp_sum = np.cumsum([c["mean_logprob"] * c["tokens"] for c in f["confidence"]])
         out.append({
-            "generator": r["generator"], "first_bad": None if correct else labels[k],
+            "generator": r["generator"], "first_bad": first_bad,
             "stats": {s: np.array([v(c, d) for c, d in zip(f["confidence"], f["digit_confidence"])])
                       for s, v in STAT_VALUE.items()},
             "lp": lp_sum / tokens, "hidden": np.array(f["features"], dtype=np.float64),
@@ -163,20 +154,15 @@ def f1(rows, logits, t):
 def val_threshold(data, logits):
     """The threshold maximising the mean F1 of the validation sets."""
     means = [np.mean([f1(data[n], logits(data[n]), t) for n in VAL]) for t in THRESHOLDS]
-    return float(THRESHOLDS[int(np.argmax(means))]), means
+    return float(THRESHOLDS[int(np.argmax(means))])
 
 
 def read_linear_head():
     """The shipped head's weights, bias, statistics and threshold."""
-    _, meta = read_head(HEAD)
-    blob = HEAD.read_bytes()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    def tensor(name):
-        s, e = header[name]["data_offsets"]
-        return np.frombuffer(blob[8 + n + s:8 + n + e], dtype="<f4").astype(np.float64)
-    stats = meta["stepscore.step_stats"].split(",")
-    return tensor("v_head.summary.weight"), float(tensor("v_head.summary.bias")[0]), stats, float(meta["stepscore.threshold"])
+    tensors, meta = read_safetensors(HEAD)
+    weights = np.array(tensors["v_head.summary.weight"][1])
+    bias = float(tensors["v_head.summary.bias"][1][0])
+    return weights, bias, meta["stepscore.step_stats"].split(","), float(meta["stepscore.threshold"])
 
 
 def main():
@@ -197,7 +183,7 @@ def main():
     weights, bias, stats, shipped_t = read_linear_head()
     base = head_logit(weights, bias, stats)
     variants = [("shipped", base, shipped_t)]
-    variants.append(("shipped, threshold on both validation kinds", base, val_threshold(data, base)[0]))
+    variants.append(("shipped, threshold on both validation kinds", base, val_threshold(data, base)))
 
     # refit: the same statistics, weights from both train sets, Platt on both validation sets.
     def design(rows):
@@ -207,10 +193,10 @@ def main():
         st = steps_of(data[n])
         y = np.array([l for _, _, l in st])
         xs.append(design(data[n])), ys.append(y), ws.append(balanced(y))
-    x, y, w_ = map(np.concatenate, (xs, ys, ws))
+    x, y_train, w_train = map(np.concatenate, (xs, ys, ws))
     mu, sd = x[:, :-1].mean(0), x[:, :-1].std(0) + 1e-9
     xz = np.hstack([(x[:, :-1] - mu) / sd, x[:, -1:]])
-    w = logistic(xz, y, w_)
+    w = logistic(xz, y_train, w_train)
     coef, b = w[:-1] / sd, w[-1] - (mu / sd) @ w[:-1]
     z_val = np.concatenate([design(data[n])[:, :-1] @ coef + b for n in VAL])
     y_val = np.concatenate([[l for _, _, l in steps_of(data[n])] for n in VAL])
@@ -218,7 +204,7 @@ def main():
     refit = head_logit(a * coef, a * b + c, stats)
     weights_text = ", ".join(f"{s} {w:.3f}" for s, w in zip(stats, a * coef))
     variants.append((f"refit on synthetic + model-written train ({weights_text}, bias {a * b + c:.3f})",
-                     refit, val_threshold(data, refit)[0]))
+                     refit, val_threshold(data, refit)))
 
     # fluency: grid over (c, b) for the train sets' mean F1 at the shipped threshold.
     def fluency(c, b):
@@ -235,9 +221,9 @@ def main():
     def proj(h):
         return np.hstack([((h - h_mu) / h_sd) @ basis, np.ones((len(h), 1))])
     offset = np.concatenate([np.array([base([data[n][i]])[0][k] for i, k, _ in steps_of(data[n])]) for n in TRAIN])
-    wh = logistic(proj(h_train), y, w_, offset=offset, l2=1.0)
+    wh = logistic(proj(h_train), y_train, w_train, offset=offset, l2=1.0)
     hidden = lambda rows: [z + proj(r["hidden"]) @ wh for z, r in zip(base(rows), rows)]
-    variants.append(("hidden-state probe (PCA-32) beside the statistics", hidden, val_threshold(data, hidden)[0]))
+    variants.append(("hidden-state probe (PCA-32) beside the statistics", hidden, val_threshold(data, hidden)))
 
     for name, logits, t in variants:
         print(f"\n{name} (threshold {t:.3f})")

@@ -249,13 +249,12 @@ def figures(rows, threshold, solution_threshold):
     return res
 
 
-def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
-    """Step-level figures on `name` where labels exist: right solutions (all
-    steps good) and labelled wrong ones (steps before the first bad one good,
-    it bad, later ones left out, as ProcessBench counts), over all of them,
-    the gsm_symbolic generators, the other generators and the multi-step
-    solutions. Scores are `stepscore score [--verdict]` output on the file
-    verdict_signal.py --write-input wrote for `name`."""
+def labelled(out, name, hand, per_generator=None):
+    """The solutions of `name` that have a step label, each with its first
+    bad step (None for a right one): the generators' labels for
+    synthetic-*, else the Monte-Carlo ones (with `hand`, the hand check's
+    where it read the solution); solutions cut at the token limit are left
+    out."""
     if name.startswith("synthetic-"):
         # The generators' own step labels; no solution is cut.
         rows = load_set(name)
@@ -263,6 +262,21 @@ def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
     else:
         labels, right = step_labels(out, name, hand)
         cut = unfinished(name)
+    for r in load_set(name, per_generator):
+        k = key(r)
+        correct = r["correct"] or k in right
+        if k in cut or (not correct and k not in labels):
+            continue
+        yield r, None if correct else labels[k]
+
+
+def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
+    """Step-level figures on `name` where labels exist: right solutions (all
+    steps good) and labelled wrong ones (steps before the first bad one good,
+    it bad, later ones left out, as ProcessBench counts), over all of them,
+    the gsm_symbolic generators, the other generators and the multi-step
+    solutions. Scores are `stepscore score [--verdict]` output on the file
+    verdict_signal.py --write-input wrote for `name`."""
     scored = {}
     for line in Path(scored_path).read_text().splitlines():
         r = json.loads(line)
@@ -272,14 +286,12 @@ def report(out, name, scored_path, threshold, solution_threshold, hand, curve):
         # computes it (older output carries only P(Yes)).
         scored[r["id"]] = (scores, None if v is None else logit(min(scores)) + logit(v["p_yes"]))
     rows = []
-    for r in load_set(name):
-        k = key(r)
-        correct = r["correct"] or k in right
-        if k not in scored or k in cut or (not correct and k not in labels):
+    for r, first_bad in labelled(out, name, hand):
+        if key(r) not in scored:
             continue
-        scores, solution = scored[k]
+        scores, solution = scored[key(r)]
         rows.append({"generator": r["generator"], "scores": scores, "solution_score": solution,
-                     "first_bad": None if correct else labels[k]})
+                     "first_bad": first_bad})
     parts = {"all": rows,
              "gsm_symbolic": [r for r in rows if r["generator"].startswith("gsm_symbolic")],
              "other generators": [r for r in rows if not r["generator"].startswith("gsm_symbolic")],
