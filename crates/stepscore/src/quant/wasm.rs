@@ -23,6 +23,11 @@
 //! group scale still needs a `pmaddwd`, so 3 per 16: at most 4/3 of the
 //! kernel. Its result is also defined only for operands in range, which the
 //! signed formats' quants (Q4_0, Q5_0, Q8_0, Q6_K) are not without an offset.
+//! Where the CPU has AVX-VNNI, V8 emits one `vpdpbusd` for it instead; a
+//! relaxed K-quant tile built on that (unsigned quants, offsets taken off
+//! through the activations' group sums) was measured in Chromium on such an
+//! Intel CPU at 5-8% faster end to end than these tiles (docs/BENCHMARKS.md,
+//! "Relaxed SIMD, measured"): not worth a third module.
 
 use core::arch::wasm32::*;
 
