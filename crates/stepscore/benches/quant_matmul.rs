@@ -41,7 +41,7 @@ fn bench_k(c: &mut Criterion) {
     g.sample_size(10)
         .warm_up_time(std::time::Duration::from_millis(500))
         .measurement_time(std::time::Duration::from_secs(2));
-    let backends: Vec<Simd> = [Simd::Avx2, Simd::Avx512]
+    let backends: Vec<Simd> = [Simd::Avx2, Simd::AvxVnni, Simd::Avx512]
         .into_iter()
         .filter(|b| b.is_available())
         .collect();

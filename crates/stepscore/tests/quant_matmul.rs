@@ -193,10 +193,16 @@ fn check_against_reference(
 }
 
 fn backends() -> Vec<Simd> {
-    [Simd::Portable, Simd::Avx2, Simd::Avx512, Simd::Wasm128]
-        .into_iter()
-        .filter(|b| b.is_available())
-        .collect()
+    [
+        Simd::Portable,
+        Simd::Avx2,
+        Simd::AvxVnni,
+        Simd::Avx512,
+        Simd::Wasm128,
+    ]
+    .into_iter()
+    .filter(|b| b.is_available())
+    .collect()
 }
 
 #[test]
@@ -470,7 +476,7 @@ fn decode_shapes_give_the_portable_bits() {
 /// row selections, and rows longer than one AVX2 pass of 32 blocks (33, 70).
 #[test]
 fn prefill_tiles_equal_the_portable_kernel_bit_for_bit() {
-    let tiled: Vec<Simd> = [Simd::Avx2, Simd::Avx512]
+    let tiled: Vec<Simd> = [Simd::Avx2, Simd::AvxVnni, Simd::Avx512]
         .into_iter()
         .filter(|b| b.is_available())
         .collect();

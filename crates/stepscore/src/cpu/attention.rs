@@ -139,7 +139,9 @@ fn attend_tile(
         #[cfg(target_arch = "x86_64")]
         Simd::Avx512 => unsafe { attend_tile_avx512(&shape, q, keys, values, out, scratch) },
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe { attend_tile_avx2(&shape, q, keys, values, out, scratch) },
+        Simd::Avx2 | Simd::AvxVnni => unsafe {
+            attend_tile_avx2(&shape, q, keys, values, out, scratch)
+        },
         _ => attend_tile_body::<PORTABLE>(&shape, q, keys, values, out, scratch),
     }
 }
@@ -274,7 +276,7 @@ fn attend_one(
         #[cfg(target_arch = "x86_64")]
         Simd::Avx512 => unsafe { attend_one_avx512(&shape, q, keys, values, out) },
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 => unsafe { attend_one_avx2(&shape, q, keys, values, out) },
+        Simd::Avx2 | Simd::AvxVnni => unsafe { attend_one_avx2(&shape, q, keys, values, out) },
         _ => attend_one_body::<PORTABLE>(&shape, q, keys, values, out),
     }
 }

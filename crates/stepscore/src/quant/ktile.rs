@@ -1,7 +1,7 @@
 //! The prefill path of K-quant weights (Q4_K, Q5_K, Q6_K) x Q8_K
 //! activations: weight rows unpacked once into groups of 16 rows whose
 //! quants are interleaved 4 bytes per row, then multiplied by tiles of 8
-//! tokens (`avx512::tile` with VNNI, `x86::tile_k` on AVX2).
+//! tokens (`avx512::tile` with VNNI, `x86::tile_k_vnni` with AVX-VNNI, `x86::tile_k` on AVX2).
 //!
 //! Why this layout: with one row per 32-bit lane, a u8 x i8 dot of 4 bytes
 //! (`dpbusd`) against 4 broadcast activation bytes adds into 16 rows' sums
@@ -207,7 +207,7 @@ fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [
 
 /// The matmul driver's worker for this path: selection indices `lo..hi`
 /// (`row_of` maps them to matrix rows), `outs[t][i - lo]` receives token t.
-/// Only for CPUs with AVX2 and FMA (`kernel` is `x86::tile_k`, or
+/// Only for CPUs with AVX2 and FMA (`kernel` is `x86::tile_k`, `x86::tile_k_vnni` with AVX-VNNI, or
 /// `avx512::tile` where AVX-512 F/BW/VNNI are there too).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn worker(

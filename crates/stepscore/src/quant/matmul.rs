@@ -90,6 +90,10 @@ pub enum Simd {
     Portable,
     /// x86_64 AVX2 + FMA intrinsics.
     Avx2,
+    /// AVX2 + FMA, and AVX-VNNI (`vpdpbusd` on 256 bits) for the K-quant
+    /// prefill tile: Intel's client cores since Alder Lake, which have it
+    /// without AVX-512.
+    AvxVnni,
     /// AVX2 + FMA, and AVX-512 BW + VNNI for the prefill tiles (K-quant and 32-element formats).
     Avx512,
     /// WebAssembly SIMD128 intrinsics (`wasm.rs`): wasm32 builds with the
@@ -98,7 +102,7 @@ pub enum Simd {
 }
 
 /// Environment variable that caps the instruction set (`portable`, `avx2`,
-/// `avx512`): to measure or reproduce on this machine what an older CPU
+/// `avxvnni`, `avx512`): to measure or reproduce on this machine what an older CPU
 /// runs. The results are the same bits whatever it says.
 pub const SIMD_ENV: &str = "STEPSCORE_SIMD";
 
@@ -127,19 +131,28 @@ impl Simd {
         let rank = |s: Simd| match s {
             Simd::Portable => 0,
             Simd::Avx2 | Simd::Wasm128 => 1,
-            Simd::Avx512 => 2,
+            Simd::AvxVnni => 2,
+            Simd::Avx512 => 3,
         };
         let want = match cap.trim().to_ascii_lowercase().as_str() {
             "portable" => Simd::Portable,
             "avx2" => Simd::Avx2,
+            "avxvnni" => Simd::AvxVnni,
             "avx512" => Simd::Avx512,
             _ => {
                 return Err(format!(
-                    "{SIMD_ENV}={cap:?} is not one of portable, avx2, avx512"
+                    "{SIMD_ENV}={cap:?} is not one of portable, avx2, avxvnni, avx512"
                 ))
             }
         };
-        Ok(if rank(want) < rank(best) { want } else { best })
+        Ok(if rank(want) >= rank(best) {
+            best
+        } else if want == Simd::AvxVnni && !Simd::has_avx_vnni() {
+            // An AVX-512 CPU without AVX-VNNI (AMD Zen 4): the next set down.
+            Simd::Avx2
+        } else {
+            want
+        })
     }
 
     /// The name [`SIMD_ENV`] and `bench` use.
@@ -147,6 +160,7 @@ impl Simd {
         match self {
             Simd::Portable => "portable",
             Simd::Avx2 => "avx2",
+            Simd::AvxVnni => "avxvnni",
             Simd::Avx512 => "avx512",
             Simd::Wasm128 => "wasm128",
         }
@@ -163,6 +177,9 @@ impl Simd {
                 {
                     return Simd::Avx512;
                 }
+                if Simd::has_avx_vnni() {
+                    return Simd::AvxVnni;
+                }
                 return Simd::Avx2;
             }
         }
@@ -178,17 +195,32 @@ impl Simd {
         let hw = Simd::hardware();
         match self {
             Simd::Portable => true,
-            Simd::Avx2 => matches!(hw, Simd::Avx2 | Simd::Avx512),
+            Simd::Avx2 => matches!(hw, Simd::Avx2 | Simd::AvxVnni | Simd::Avx512),
+            Simd::AvxVnni => matches!(hw, Simd::AvxVnni | Simd::Avx512) && Simd::has_avx_vnni(),
             Simd::Avx512 => hw == Simd::Avx512,
             Simd::Wasm128 => hw == Simd::Wasm128,
         }
     }
 
-    /// Whether the AVX2 kernels may run (Avx512 implies them).
+    /// Whether the AVX2 kernels may run (AvxVnni and Avx512 imply them).
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     fn avx2(self) -> bool {
-        matches!(self, Simd::Avx2 | Simd::Avx512)
+        matches!(self, Simd::Avx2 | Simd::AvxVnni | Simd::Avx512)
+    }
+
+    /// Whether the CPU has AVX-VNNI (the VEX-encoded `vpdpbusd`) beside AVX2 and FMA.
+    fn has_avx_vnni() -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            is_x86_feature_detected!("avx2")
+                && is_x86_feature_detected!("fma")
+                && is_x86_feature_detected!("avxvnni")
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            false
+        }
     }
 }
 
@@ -455,12 +487,12 @@ fn worker(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Simd::Avx512 | Simd::Avx2, ActData::Q8K(x)) = (backend, &acts.data) {
+    if let (Simd::Avx512 | Simd::AvxVnni | Simd::Avx2, ActData::Q8K(x)) = (backend, &acts.data) {
         if super::ktile::has_tiles(w.ty) {
-            let kernel: super::ktile::TileKernel = if backend == Simd::Avx512 {
-                super::avx512::tile
-            } else {
-                super::x86::tile_k
+            let kernel: super::ktile::TileKernel = match backend {
+                Simd::Avx512 => super::avx512::tile,
+                Simd::AvxVnni => super::x86::tile_k_vnni,
+                _ => super::x86::tile_k,
             };
             let row_of = |i| sel.row(i);
             super::ktile::worker(
@@ -470,7 +502,7 @@ fn worker(
         }
     }
     #[cfg(target_arch = "x86_64")]
-    if let (Simd::Avx512 | Simd::Avx2, ActData::Q8(x)) = (backend, &acts.data) {
+    if let (Simd::Avx512 | Simd::AvxVnni | Simd::Avx2, ActData::Q8(x)) = (backend, &acts.data) {
         if super::tile32::has_tiles(w.ty) {
             use super::tile32::Layout;
             let (min, signed) = flavour(w.ty);
@@ -712,6 +744,15 @@ mod tests {
         assert_eq!(Simd::capped(Simd::Avx512, "avx2"), Ok(Simd::Avx2));
         assert_eq!(Simd::capped(Simd::Avx512, " Portable "), Ok(Simd::Portable));
         assert_eq!(Simd::capped(Simd::Avx2, "avx512"), Ok(Simd::Avx2));
+        assert_eq!(Simd::capped(Simd::AvxVnni, "avx512"), Ok(Simd::AvxVnni));
+        assert_eq!(Simd::capped(Simd::AvxVnni, "AVX2"), Ok(Simd::Avx2));
+        // Capping an AVX-512 CPU to AVX-VNNI gives it only where the CPU has AVX-VNNI.
+        let want = if Simd::has_avx_vnni() {
+            Simd::AvxVnni
+        } else {
+            Simd::Avx2
+        };
+        assert_eq!(Simd::capped(Simd::Avx512, "avxvnni"), Ok(want));
         assert_eq!(Simd::capped(Simd::Wasm128, "avx2"), Ok(Simd::Wasm128));
         let e = Simd::capped(Simd::Avx2, "sse4").unwrap_err();
         assert!(e.contains("STEPSCORE_SIMD") && e.contains("sse4"), "{e}");

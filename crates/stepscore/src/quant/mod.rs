@@ -17,7 +17,7 @@
 //! tokens (generation's decode steps) on AVX2 straight from the packed
 //! blocks; the prefill tiles, weight rows unpacked a group at a time
 //! (`groups.rs`, the loop): `ktile.rs`, K-quants, with `avx512::tile` (VNNI)
-//! or `x86::tile_k` (AVX2), and `tile32.rs`, the 32-element formats, with
+//! or `x86::tile_k` (AVX2) / `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats, with
 //! `avx512::tile32` (VNNI) or `x86::tile32` (AVX2); on wasm32, SIMD128 through the same group loop,
 //! `wasm_ktile.rs` (K-quants) and `wasm_tile32.rs` (32-element formats), and
 //! `wasm.rs` (f32 rows). All give the portable kernels' bits

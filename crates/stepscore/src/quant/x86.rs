@@ -262,6 +262,95 @@ unsafe fn tile_k_half<const STEPS: usize, const INT_MIN: bool>(
     acc
 }
 
+/// [`tile_k`] on AVX-VNNI: the AVX-512 tile's steps (`avx512.rs`) on 8
+/// rows a register. Per 4 quants of the 8 rows, one `vpdpbusd` against the
+/// token's 4 activation bytes broadcast (where `tile_k` needs `maddubs` +
+/// `madd`); a scale group's sum is then multiplied by the rows' scales, the
+/// mins term is a `madd` of the rows' i16 mins pairs with the bsums pairs.
+/// The integers are `tile_k`'s, exact, and the f32 steps are the portable
+/// kernel's lane by lane: the same bits.
+///
+/// Safety: the CPU has AVX2, FMA and AVX-VNNI; group and token slices have the same length.
+#[target_feature(enable = "avx2,fma,avxvnni")]
+pub(crate) unsafe fn tile_k_vnni(
+    ty: GgmlType,
+    g: &[KRows],
+    a: &[&[BlockQ8K]; TOKENS],
+) -> [[f32; ROWS]; TOKENS] {
+    let mut out = [[0.0f32; ROWS]; TOKENS];
+    for h in 0..2 {
+        for quad in 0..TOKENS / 4 {
+            let toks: [&[BlockQ8K]; 4] = std::array::from_fn(|k| a[4 * quad + k]);
+            let acc = if ty == GgmlType::Q6K {
+                tile_k_vnni_half::<4, true>(g, &toks, h)
+            } else {
+                tile_k_vnni_half::<8, false>(g, &toks, h)
+            };
+            for (k, v) in acc.iter().enumerate() {
+                _mm256_storeu_ps(out[4 * quad + k].as_mut_ptr().add(8 * h), *v);
+            }
+        }
+    }
+    out
+}
+
+/// Rows 8h..8h + 8 of the group x 4 tokens; `STEPS` and `INT_MIN` as in
+/// [`tile_k_half`].
+#[inline(always)]
+unsafe fn tile_k_vnni_half<const STEPS: usize, const INT_MIN: bool>(
+    g: &[KRows],
+    a: &[&[BlockQ8K]; 4],
+    h: usize,
+) -> [__m256; 4] {
+    let mut acc = [_mm256_setzero_ps(); 4];
+    for (b, kr) in g.iter().enumerate() {
+        let blk: [&BlockQ8K; 4] = std::array::from_fn(|t| a[t].get_unchecked(b));
+        let mut isum = [_mm256_setzero_si256(); 4];
+        for grp in 0..64 / STEPS {
+            let mut part = [_mm256_setzero_si256(); 4];
+            for s in 0..STEPS {
+                let j = grp * STEPS + s;
+                let w = _mm256_loadu_si256(kr.q[j].as_ptr().add(32 * h) as *const __m256i);
+                for t in 0..4 {
+                    let x = (blk[t].qs.as_ptr().add(4 * j) as *const i32).read_unaligned();
+                    part[t] = _mm256_dpbusd_avx_epi32(part[t], w, _mm256_set1_epi32(x));
+                }
+            }
+            let sc = _mm256_loadu_si256(kr.sc[grp].as_ptr().add(8 * h) as *const __m256i);
+            for t in 0..4 {
+                isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(part[t], sc));
+            }
+        }
+        let mut msum = [_mm256_setzero_si256(); 4];
+        for p in 0..8 {
+            let mn = _mm256_loadu_si256(kr.mn[p].as_ptr().add(8 * h) as *const __m256i);
+            for t in 0..4 {
+                let bs = (blk[t].bsums.as_ptr().add(2 * p) as *const i32).read_unaligned();
+                msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(bs)));
+            }
+        }
+        let d = _mm256_loadu_ps(kr.d.as_ptr().add(8 * h));
+        let dmin = _mm256_loadu_ps(kr.dmin.as_ptr().add(8 * h));
+        for t in 0..4 {
+            let da = _mm256_set1_ps(blk[t].d);
+            let i = if INT_MIN {
+                _mm256_sub_epi32(isum[t], msum[t])
+            } else {
+                isum[t]
+            };
+            acc[t] = _mm256_add_ps(
+                acc[t],
+                _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(i)),
+            );
+            if !INT_MIN {
+                let m = _mm256_cvtepi32_ps(msum[t]);
+                acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), m));
+            }
+        }
+    }
+    acc
+}
+
 /// Blocks per pass of [`tile32`]: their `d_w * d_a` products (8 rows x 4
 /// tokens each, 4 KiB) stay in L1 while the 8 lanes are run over them.
 const PASS_BLOCKS: usize = 32;
