@@ -232,32 +232,7 @@ unsafe fn tile_k_half<const STEPS: usize, const INT_MIN: bool>(
                 }
             }
         }
-        let mut msum = [_mm256_setzero_si256(); 4];
-        for p in 0..8 {
-            let mn = _mm256_loadu_si256(kr.mn[p].as_ptr().add(8 * h) as *const __m256i);
-            for t in 0..4 {
-                let bs = (blk[t].bsums.as_ptr().add(2 * p) as *const i32).read_unaligned();
-                msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(bs)));
-            }
-        }
-        let d = _mm256_loadu_ps(kr.d.as_ptr().add(8 * h));
-        let dmin = _mm256_loadu_ps(kr.dmin.as_ptr().add(8 * h));
-        for t in 0..4 {
-            let da = _mm256_set1_ps(blk[t].d);
-            let i = if INT_MIN {
-                _mm256_sub_epi32(isum[t], msum[t])
-            } else {
-                isum[t]
-            };
-            acc[t] = _mm256_add_ps(
-                acc[t],
-                _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(i)),
-            );
-            if !INT_MIN {
-                let m = _mm256_cvtepi32_ps(msum[t]);
-                acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), m));
-            }
-        }
+        end_block::<INT_MIN>(kr, &blk, h, &isum, &mut acc);
     }
     acc
 }
@@ -321,34 +296,50 @@ unsafe fn tile_k_vnni_half<const STEPS: usize, const INT_MIN: bool>(
                 isum[t] = _mm256_add_epi32(isum[t], _mm256_mullo_epi32(part[t], sc));
             }
         }
-        let mut msum = [_mm256_setzero_si256(); 4];
-        for p in 0..8 {
-            let mn = _mm256_loadu_si256(kr.mn[p].as_ptr().add(8 * h) as *const __m256i);
-            for t in 0..4 {
-                let bs = (blk[t].bsums.as_ptr().add(2 * p) as *const i32).read_unaligned();
-                msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(bs)));
-            }
-        }
-        let d = _mm256_loadu_ps(kr.d.as_ptr().add(8 * h));
-        let dmin = _mm256_loadu_ps(kr.dmin.as_ptr().add(8 * h));
-        for t in 0..4 {
-            let da = _mm256_set1_ps(blk[t].d);
-            let i = if INT_MIN {
-                _mm256_sub_epi32(isum[t], msum[t])
-            } else {
-                isum[t]
-            };
-            acc[t] = _mm256_add_ps(
-                acc[t],
-                _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(i)),
-            );
-            if !INT_MIN {
-                let m = _mm256_cvtepi32_ps(msum[t]);
-                acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), m));
-            }
-        }
+        end_block::<INT_MIN>(kr, &blk, h, &isum, &mut acc);
     }
     acc
+}
+
+/// One super-block's end for rows 8h..8h + 8 x 4 tokens, shared by
+/// [`tile_k_half`] and [`tile_k_vnni_half`]: the mins term (`madd` of the
+/// rows' i16 mins pairs with the tokens' bsums pairs), then the portable
+/// kernel's f32 steps lane by lane. `INT_MIN`: the mins sum corrects `isum`
+/// (Q6_K) instead of being a `dmin` term.
+#[inline(always)]
+unsafe fn end_block<const INT_MIN: bool>(
+    kr: &KRows,
+    blk: &[&BlockQ8K; 4],
+    h: usize,
+    isum: &[__m256i; 4],
+    acc: &mut [__m256; 4],
+) {
+    let mut msum = [_mm256_setzero_si256(); 4];
+    for p in 0..8 {
+        let mn = _mm256_loadu_si256(kr.mn[p].as_ptr().add(8 * h) as *const __m256i);
+        for t in 0..4 {
+            let bs = (blk[t].bsums.as_ptr().add(2 * p) as *const i32).read_unaligned();
+            msum[t] = _mm256_add_epi32(msum[t], _mm256_madd_epi16(mn, _mm256_set1_epi32(bs)));
+        }
+    }
+    let d = _mm256_loadu_ps(kr.d.as_ptr().add(8 * h));
+    let dmin = _mm256_loadu_ps(kr.dmin.as_ptr().add(8 * h));
+    for t in 0..4 {
+        let da = _mm256_set1_ps(blk[t].d);
+        let i = if INT_MIN {
+            _mm256_sub_epi32(isum[t], msum[t])
+        } else {
+            isum[t]
+        };
+        acc[t] = _mm256_add_ps(
+            acc[t],
+            _mm256_mul_ps(_mm256_mul_ps(d, da), _mm256_cvtepi32_ps(i)),
+        );
+        if !INT_MIN {
+            let m = _mm256_cvtepi32_ps(msum[t]);
+            acc[t] = _mm256_sub_ps(acc[t], _mm256_mul_ps(_mm256_mul_ps(dmin, da), m));
+        }
+    }
 }
 
 /// Blocks per pass of [`tile32`]: their `d_w * d_a` products (8 rows x 4
