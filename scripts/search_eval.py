@@ -8,7 +8,7 @@ whose 21 reasoning-gym / word-problem generators the default PRM's head never
 saw in training or calibration (docs/TRAINING.md). `--per-generator K` takes
 the first K distinct problems of each generator in file order (K=5: 105
 problems), ordered round-robin over generators so a partial run covers all.
-DVTS runs when asked (`--configs ... dvts-4x2`). Only the problem text and its reference answer are used.
+DVTS and best-of-8 run when asked (`--configs ... dvts-4x2 best-of-8`). Only the problem text and its reference answer are used.
 
 Resumable: each configuration appends one JSON line per problem to
 OUT/<config>.jsonl as it finishes (and the full `--keep-all` output, every
@@ -34,15 +34,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# name -> `stepscore search` flags. Every sampled configuration gets the same
-# per-problem budget (N x max_new_tokens); greedy writes one solution.
+# name -> (N, `stepscore search` flags). A sampled configuration's per-problem
+# budget is N x max_new_tokens, so the N = 4 ones compare at the same budget;
+# greedy writes one solution. best-of-8 is issue 26's PRM-against-majority
+# comparison on twice the candidates.
 N = 4
 MAX_NEW = 256  # the harder problems' solutions need more: --max-new-tokens
 CONFIGS = {
-    "greedy": ["--method", "best-of-n", "--n", "1", "--temperature", "0"],
-    "best-of-4": ["--method", "best-of-n", "--n", str(N)],
-    "beam-4x2": ["--method", "beam", "--n", str(N), "--beam-width", "2"],
-    "dvts-4x2": ["--method", "dvts", "--n", str(N), "--beam-width", "2"],
+    "greedy": (1, ["--method", "best-of-n", "--n", "1", "--temperature", "0"]),
+    "best-of-4": (N, ["--method", "best-of-n", "--n", str(N)]),
+    "beam-4x2": (N, ["--method", "beam", "--n", str(N), "--beam-width", "2"]),
+    "dvts-4x2": (N, ["--method", "dvts", "--n", str(N), "--beam-width", "2"]),
+    "best-of-8": (8, ["--method", "best-of-n", "--n", "8"]),
 }
 
 
@@ -94,9 +97,9 @@ def run_config(args, name: str, rows: list[dict]) -> None:
     if not todo:
         return
     cmd = [str(args.cli), "search", "--backend", "cpu", "--threads", str(args.threads),
-           "--max-new-tokens", str(args.max_new_tokens), "--seed", "1", "--keep-all", *CONFIGS[name]]
+           "--max-new-tokens", str(args.max_new_tokens), "--seed", "1", "--keep-all", *CONFIGS[name][1]]
     if name != "greedy":
-        cmd += ["--token-budget", str(N * args.max_new_tokens)]
+        cmd += ["--token-budget", str(CONFIGS[name][0] * args.max_new_tokens)]
     if args.model:
         cmd += ["--model", args.model]
     if args.generator:
@@ -213,7 +216,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "data/search-eval")
     ap.add_argument("--per-generator", type=int, default=5)
     ap.add_argument("--max-new-tokens", type=int, default=MAX_NEW,
-                    help="per solution; the sampled configurations get N times it as their budget")
+                    help="per solution; a sampled configuration gets its N times it as its budget")
     ap.add_argument("--split", choices=["train", "val", "test", "hard"], default="test",
                     help="whose problems: test evaluates; train/val write model-written training and "
                          "calibration data (solutions with checked answers, --keep-all), never evaluation")
