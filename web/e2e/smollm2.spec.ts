@@ -48,7 +48,7 @@ test('default PRM: SmolLM2 GGUF + the trained value head from models/', async ({
   await openAndLoad(page, 'smollm2-prm');
   await expect(page.locator('#model-info')).toContainText('value-head');
   await expect(page.locator('#model-info')).toContainText('weak verifier');
-  // The entry's threshold: F1-optimal on the validation split.
+  // The head file's shipped threshold (0.309679, F1-optimal on the validation split) on the slider's 0.01 steps.
   await expect(page.locator('#threshold')).toHaveValue('0.31');
   await paste(page, SLIP.problem, SLIP.response);
   await score(page);

@@ -44,8 +44,8 @@ export const FAST_MODEL: ModelEntry = {
   family: 'value-head',
   options: { head: 'models/smollm2-135m-gsm-value-head.safetensors' },
   note: 'A linear value head trained on SmolLM2 hidden states over synthetic GSM traces. A weak verifier: step AUROC 0.63 on held-out generators (docs/TRAINING.md).',
-  // The F1-optimal threshold on the validation split (scripts/results_table.py).
-  threshold: 0.31,
+  // No `threshold`: the head file ships its F1-optimal one on the validation split (0.309679,
+  // scripts/add_step_threshold.py), which the slider shows as 0.31.
 };
 
 /** The same backbone, training-free: its own confidence in each step. */
