@@ -20,6 +20,14 @@ fn embedded_head_is_a_smollm2_value_head() {
         w.iter().any(|&v| v != 0.0),
         "the head is trained, not zeros"
     );
+    // Its scores sit around 0.3-0.65, so without a shipped threshold the
+    // front ends' 0.5 fallback flagged every right validation trace.
+    assert_eq!(
+        head.threshold().unwrap(),
+        Some(0.309679),
+        "the F1-optimal threshold on its validation traces (scripts/add_step_threshold.py)"
+    );
+    assert_eq!(head.solution_threshold().unwrap(), None);
 }
 
 #[test]
