@@ -275,10 +275,10 @@ mod tests {
         };
         let bytes = std::fs::read(&path).unwrap();
         let prm = load_catalog(bytes.clone(), "stepscore-prm-smollm2", &options).unwrap();
-        // The embedded SmolLM2 head ships no threshold; the backbone entry has no head.
+        // The embedded SmolLM2 head ships its threshold; the backbone entry has no head.
         assert_eq!(
             (prm.info().family, prm.info().threshold),
-            ("value-head", None)
+            ("value-head", Some(0.309679))
         );
         let backbone = load_catalog(
             bytes,
