@@ -420,7 +420,7 @@ fn layer_features_are_the_heads_input() {
                 &case.problem,
                 &steps,
                 &FeatureOptions {
-                    layer,
+                    layers: layer.into_iter().collect(),
                     confidence: true,
                 },
             )
@@ -444,13 +444,135 @@ fn layer_features_are_the_heads_input() {
             &case.problem,
             &steps,
             &FeatureOptions {
-                layer: Some(3),
+                layers: vec![3],
                 confidence: false,
             },
         )
         .unwrap_err()
         .to_string();
     assert!(err.contains("layer 3") && err.contains("2 layers"), "{err}");
+}
+
+#[test]
+fn several_layers_are_each_layers_rows_side_by_side() {
+    use stepscore::prm::FeatureOptions;
+    let r = RefModel::new();
+    let case = &cases()[0];
+    let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+    let one = |l: usize| {
+        r.backbone
+            .step_features_with(
+                &case.problem,
+                &steps,
+                &FeatureOptions {
+                    layers: vec![l],
+                    confidence: false,
+                },
+            )
+            .unwrap()
+    };
+    let all = r
+        .backbone
+        .step_features_with(
+            &case.problem,
+            &steps,
+            &FeatureOptions {
+                layers: vec![0, 1, 2],
+                confidence: false,
+            },
+        )
+        .unwrap();
+    let parts = [one(0), one(1), one(2)];
+    assert_eq!(all.width, parts.iter().map(|p| p.width).sum::<usize>());
+    for (i, row) in all.hidden.iter().enumerate() {
+        let want: Vec<f32> = parts.iter().flat_map(|p| p.hidden[i].clone()).collect();
+        assert_eq!(row, &want, "step {i}");
+    }
+    for layers in [vec![1, 0], vec![1, 1]] {
+        let err = r
+            .backbone
+            .step_features_with(
+                &case.problem,
+                &steps,
+                &FeatureOptions {
+                    layers,
+                    confidence: false,
+                },
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("ascending"), "{err}");
+    }
+}
+
+#[test]
+fn cached_and_batched_features_are_the_full_extractions_bits() {
+    use stepscore::prm::{FeatureJob, FeatureOptions};
+    let r = RefModel::new();
+    let case = &cases()[0];
+    let options = FeatureOptions {
+        layers: vec![1, 2],
+        confidence: true,
+    };
+    let prefix: Vec<&str> = case.steps[..case.steps.len() - 1]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    // Alternatives of the last step after one shared prefix, as PRM800K rates them.
+    let alternatives = ["2 + 2 = 5.", "The answer is 4.", "So 3 * 3 = 9."];
+    let traces: Vec<Vec<&str>> = alternatives
+        .iter()
+        .map(|a| prefix.iter().copied().chain([*a]).collect())
+        .collect();
+    let from = prefix.len();
+    let full: Vec<_> = traces
+        .iter()
+        .map(|t| {
+            r.backbone
+                .step_features_with(&case.problem, t, &options)
+                .unwrap()
+        })
+        .collect();
+    // One cache carried from trace to trace: each runs only its own step.
+    let mut cache = r.backbone.feature_cache();
+    for (i, (t, want)) in traces.iter().zip(&full).enumerate() {
+        let got = r
+            .backbone
+            .step_features_cached(&mut cache, &case.problem, t, from, &options)
+            .unwrap();
+        assert_eq!(got.first_step, from);
+        assert_eq!(got.hidden, want.hidden[from..].to_vec());
+        assert_eq!(
+            got.confidence.unwrap(),
+            want.confidence.clone().unwrap()[from..].to_vec()
+        );
+        assert_eq!(
+            got.digit_confidence.unwrap(),
+            want.digit_confidence.clone().unwrap()[from..].to_vec()
+        );
+        if i > 0 {
+            assert!(
+                got.tokens < want.tokens,
+                "the prefix must come from the cache"
+            );
+        }
+    }
+    // Copies of the prefix's cache, all alternatives in one pass.
+    let mut caches: Vec<_> = traces.iter().map(|_| cache.clone()).collect();
+    let mut jobs: Vec<FeatureJob<'_>> = caches
+        .iter_mut()
+        .zip(&traces)
+        .map(|(cache, t)| FeatureJob {
+            cache,
+            problem: &case.problem,
+            steps: t,
+            from,
+        })
+        .collect();
+    let batched = r.backbone.step_features_batch(&mut jobs, &options).unwrap();
+    for (got, want) in batched.into_iter().zip(&full) {
+        assert_eq!(got.unwrap().hidden, want.hidden[from..].to_vec());
+    }
 }
 
 #[test]
@@ -599,7 +721,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
             problem,
             &steps,
             &FeatureOptions {
-                layer: None,
+                layers: Vec::new(),
                 confidence: true,
             },
         )

@@ -198,6 +198,60 @@ fn pretty_printed_objects() {
 }
 
 #[test]
+fn prm800k_rows_label_their_last_step() {
+    // Three alternatives rated after one prefix, as PRM800K lays them out.
+    let input = concat!(
+        r#"{"problem":"7.8 min in s?","prefix":["7.8 min is 7 min and 0.8 min."],"step":"60 * 7 = 420.","rating":1,"preferred":true,"human_written":false,"is_solution":false,"answer":null}"#,
+        "\n",
+        r#"{"problem":"7.8 min in s?","prefix":["7.8 min is 7 min and 0.8 min."],"step":"60 * 7 = 430.","rating":-1,"preferred":false}"#,
+        "\n",
+        r#"{"problem":"7.8 min in s?","prefix":["7.8 min is 7 min and 0.8 min."],"step":"Let's convert.","rating":0}"#,
+        "\n",
+        r#"{"problem":"7.8 min in s?","prefix":[],"step":"Written by a person.","rating":null}"#,
+    );
+    let ts = read_auto(input);
+    assert_eq!(
+        texts(&ts[0]),
+        ["7.8 min is 7 min and 0.8 min.", "60 * 7 = 420."]
+    );
+    assert_eq!(ts[0].labels(), vec![None, Some(true)]);
+    assert_eq!(ts[1].labels(), vec![None, Some(false)]);
+    assert_eq!(ts[1].first_error_label(), Some(1));
+    // Neutral is no error; the rating stays for trainers that differ.
+    assert_eq!(ts[2].labels(), vec![None, Some(true)]);
+    assert_eq!(ts[2].metadata.get("rating"), Some(&serde_json::json!(0)));
+    assert_eq!(
+        ts[0].metadata.get("preferred"),
+        Some(&serde_json::json!(true))
+    );
+    // A labeller's own step is not model text: unlabelled.
+    assert_eq!(ts[3].labels(), vec![None]);
+
+    for (row, field) in [
+        (
+            r#"{"problem":"p","prefix":[],"step":"s","rating":2}"#,
+            "rating",
+        ),
+        (r#"{"problem":"p","prefix":[],"step":"s"}"#, "rating"),
+        (
+            r#"{"problem":"p","prefix":"a","step":"s","rating":1}"#,
+            "prefix",
+        ),
+        (
+            r#"{"problem":"p","prefix":[1],"step":"s","rating":1}"#,
+            "prefix[0]",
+        ),
+    ] {
+        let err = TraceReader::new(Cursor::new(row.as_bytes().to_vec()), ReadOptions::default())
+            .next()
+            .unwrap()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(field), "{row}: {err}");
+    }
+}
+
+#[test]
 fn jsonl_with_crlf_and_blank_lines() {
     let input = "\r\n{\"problem\":\"p\",\"steps\":[\"a\"]}\r\n\r\n   \n{\"problem\":\"q\",\"steps\":[\"b\"]}";
     let ts = read_auto(input);

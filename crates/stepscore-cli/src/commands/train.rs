@@ -151,7 +151,7 @@ mod with_trainer {
         let mut train_set = ExamplesBuilder::new(&layout);
         let mut held_out = ExamplesBuilder::new(&layout);
         let features = FeatureOptions {
-            layer: args.layer,
+            layers: args.layer.into_iter().collect(),
             confidence: !args.stats.is_empty(),
         };
         let split = args.val.is_none();

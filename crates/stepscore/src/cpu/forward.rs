@@ -62,11 +62,11 @@ impl Transformer {
     /// their keys/values are appended to it; without one they start at
     /// position 0.
     pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden> {
-        Ok(self.forward_tapped(tokens, cache, None)?.last)
+        Ok(self.forward_tapped(tokens, cache, &[])?.last)
     }
 
-    /// [`Transformer::forward`], also returning the hidden state of layer
-    /// `tap` when asked. The hidden state of layer `L` (0 <= L <= n_layers)
+    /// [`Transformer::forward`], also returning the hidden state of each
+    /// layer of `taps` (strictly ascending). The hidden state of layer `L` (0 <= L <= n_layers)
     /// is the residual stream after the first `L` blocks (`L = 0`: the token
     /// embeddings) passed through the model's final RMSNorm, the convention
     /// of the "logit lens": `L = n_layers` is the final hidden state every
@@ -76,7 +76,7 @@ impl Transformer {
         &self,
         tokens: &[u32],
         cache: Option<&mut KvCache>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
         let mut scratch;
         let cache = match cache {
@@ -92,9 +92,9 @@ impl Transformer {
             ));
         }
         let start = cache.len;
-        decoder::check_input(self.config(), tokens, start, tap)?;
+        decoder::check_input(self.config(), tokens, start, taps)?;
         let rows = tokens.len();
-        self.forward_segments(tokens, vec![Seg { cache, start, rows }], tap)
+        self.forward_segments(tokens, vec![Seg { cache, start, rows }], taps)
     }
 
     /// One new token for each of several sequences, in one pass: token `i`
@@ -104,7 +104,7 @@ impl Transformer {
     /// bits as [`Transformer::forward`] of that token alone on its cache.
     pub fn forward_rows(&self, tokens: &[u32], caches: &mut [&mut KvCache]) -> Result<Hidden> {
         let parts: Vec<&[u32]> = tokens.iter().map(std::slice::from_ref).collect();
-        Ok(self.forward_joined(&parts, caches, None)?.last)
+        Ok(self.forward_joined(&parts, caches, &[])?.last)
     }
 
     /// Several sequences' new tokens in one pass: `parts[i]` continues
@@ -117,18 +117,22 @@ impl Transformer {
         &self,
         parts: &[&[u32]],
         caches: &mut [&mut KvCache],
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Vec<Taps<Hidden>>> {
-        let joined = self.forward_joined(parts, caches, tap)?;
+        let joined = self.forward_joined(parts, caches, taps)?;
         let rows: Vec<usize> = parts.iter().map(|p| p.len()).collect();
-        let mut layer = joined.layer.map(|h| h.split(&rows).into_iter());
+        let mut layers: Vec<_> = joined
+            .layers
+            .into_iter()
+            .map(|h| h.split(&rows).into_iter())
+            .collect();
         Ok(joined
             .last
             .split(&rows)
             .into_iter()
             .map(|last| Taps {
                 last,
-                layer: layer.as_mut().and_then(Iterator::next),
+                layers: layers.iter_mut().filter_map(Iterator::next).collect(),
             })
             .collect())
     }
@@ -138,7 +142,7 @@ impl Transformer {
         &self,
         parts: &[&[u32]],
         caches: &mut [&mut KvCache],
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
         if parts.len() != caches.len() {
             return Err(Error::InvalidArgument(format!(
@@ -155,7 +159,7 @@ impl Transformer {
                 ));
             }
             let start = cache.len;
-            decoder::check_input(self.config(), part, start, tap)?;
+            decoder::check_input(self.config(), part, start, taps)?;
             segs.push(Seg {
                 cache: &mut **cache,
                 start,
@@ -163,7 +167,7 @@ impl Transformer {
             });
         }
         let tokens: Vec<u32> = parts.concat();
-        self.forward_segments(&tokens, segs, tap)
+        self.forward_segments(&tokens, segs, taps)
     }
 
     /// Runs the segments' token rows (consecutive in `tokens`) in one pass;
@@ -173,9 +177,9 @@ impl Transformer {
         &self,
         tokens: &[u32],
         mut segs: Vec<Seg<'_>>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
-        let result = crate::par::install(|| self.forward_inner(tokens, &mut segs, tap));
+        let result = crate::par::install(|| self.forward_inner(tokens, &mut segs, taps));
         for seg in segs {
             match &result {
                 Ok(_) => seg.cache.len = seg.start + seg.rows,
@@ -194,7 +198,7 @@ impl Transformer {
         &self,
         tokens: &[u32],
         segs: &mut [Seg<'_>],
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
         let c = self.config();
         let n = tokens.len();
@@ -207,7 +211,7 @@ impl Transformer {
         if n == 0 {
             return Ok(Taps {
                 last: hidden(Vec::new()),
-                layer: tap.map(|_| hidden(Vec::new())),
+                layers: taps.iter().map(|_| hidden(Vec::new())).collect(),
             });
         }
         let mut x = vec![0.0f32; n * h];
@@ -237,19 +241,31 @@ impl Transformer {
                     vec![0.0f32; len(a)]
                 }
             }),
-            tapped: None,
+            tapped: Vec::with_capacity(taps.len()),
             acts: None,
         };
         pass.bufs[Act::X as usize] = x;
-        decoder::run(&mut pass, self.weights(), tap)?;
+        decoder::run(&mut pass, self.weights(), taps)?;
         let last = std::mem::take(&mut pass.bufs[Act::Xn as usize]);
-        let tapped = match tap {
-            Some(l) if l == self.weights().layers.len() => Some(last.clone()),
-            _ => pass.tapped.take(),
-        };
+        // The pass tapped every layer below the last, in order; a tap of
+        // the last layer is the final states themselves.
+        let mut tapped = std::mem::take(&mut pass.tapped).into_iter();
+        let n_layers = self.weights().layers.len();
+        let layers = taps
+            .iter()
+            .map(|&l| {
+                if l == n_layers {
+                    Ok(hidden(last.clone()))
+                } else {
+                    tapped.next().map(hidden).ok_or_else(|| {
+                        Error::Internal(format!("layer {l} was asked for but not tapped"))
+                    })
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
         Ok(Taps {
             last: hidden(last),
-            layer: tapped.map(hidden),
+            layers,
         })
     }
 
@@ -358,7 +374,8 @@ struct CpuPass<'a, 'c> {
     layer: usize,
     rope: Vec<f32>,
     bufs: [Vec<f32>; 9],
-    tapped: Option<Vec<f32>>,
+    /// The tapped layers' states so far, in block order.
+    tapped: Vec<Vec<f32>>,
     /// The last matmul input converted for block weights, reused while that
     /// activation is unchanged (q/k/v share one, gate/up another).
     acts: Option<(Act, QuantizedActs)>,
@@ -518,7 +535,7 @@ impl DecoderPass for CpuPass<'_, '_> {
         let x = &self.bufs[Act::X as usize];
         let mut out = vec![0.0f32; x.len()];
         rms_norm(x, w, self.model.config().rms_norm_eps, &mut out);
-        self.tapped = Some(out);
+        self.tapped.push(out);
         Ok(())
     }
 }

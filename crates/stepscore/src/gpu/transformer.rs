@@ -246,17 +246,17 @@ impl GpuTransformer {
     /// they start at position 0. Records one batch and submits it; the
     /// hidden states stay on the device.
     pub fn forward_gpu(&self, tokens: &[u32], cache: Option<&mut GpuKvCache>) -> Result<GpuHidden> {
-        Ok(self.forward_gpu_tapped(tokens, cache, None)?.last)
+        Ok(self.forward_gpu_tapped(tokens, cache, &[])?.last)
     }
 
     /// [`GpuTransformer::forward_gpu`], also leaving the hidden state of
-    /// layer `tap` on the device (the CPU engine's definition, see
+    /// each layer of `taps` (strictly ascending) on the device (the CPU engine's definition, see
     /// [`Transformer::forward_tapped`]), in the same submission.
     pub fn forward_gpu_tapped(
         &self,
         tokens: &[u32],
         cache: Option<&mut GpuKvCache>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<GpuHidden>> {
         let c = &self.config;
         let mut scratch;
@@ -274,7 +274,7 @@ impl GpuTransformer {
         }
         let n = tokens.len();
         let start = cache.len;
-        let total = decoder::check_input(c, tokens, start, tap)?;
+        let total = decoder::check_input(c, tokens, start, taps)?;
         let max_groups = self.ctx.limits().max_compute_workgroups_per_dimension as usize;
         if n > max_groups {
             return Err(Error::InvalidArgument(format!(
@@ -290,11 +290,21 @@ impl GpuTransformer {
         };
         let x = GpuTensor::uninit(ctx, n * h)?;
         let xn = GpuTensor::uninit(ctx, n * h)?;
-        let tapped = tap.map(|_| GpuTensor::uninit(ctx, n * h)).transpose()?;
+        // One buffer per tap below the last layer (the pass fills them in
+        // block order); a tap of the last layer copies the final states.
+        let n_layers = self.w.layers.len();
+        let tapped = taps
+            .iter()
+            .filter(|&&l| l < n_layers)
+            .map(|_| GpuTensor::uninit(ctx, n * h))
+            .collect::<Result<Vec<_>>>()?;
         if n == 0 {
             return Ok(Taps {
                 last: hidden(xn),
-                layer: tapped.map(hidden),
+                layers: taps
+                    .iter()
+                    .map(|_| GpuTensor::uninit(ctx, 0).map(hidden))
+                    .collect::<Result<Vec<_>>>()?,
             });
         }
         self.reserve(cache, total)?;
@@ -327,29 +337,39 @@ impl GpuTransformer {
             cache,
             bufs,
             rope,
-            tap: tapped.as_ref().map(|t| t.buf.buffer()).transpose()?,
+            taps: tapped
+                .iter()
+                .map(|t| t.buf.buffer())
+                .collect::<Result<Vec<_>>>()?,
+            next_tap: 0,
             start,
             n,
             kv: None,
             held: [None; ACT_KINDS],
         };
-        decoder::run(&mut pass, &self.w, tap)?;
+        decoder::run(&mut pass, &self.w, taps)?;
         pass.b.submit()?;
         cache.len = total;
-        let layer = match tap {
-            Some(l) if l == self.w.layers.len() => {
+        let mut tapped = tapped.into_iter();
+        let mut layers = Vec::with_capacity(taps.len());
+        for &l in taps {
+            let t = if l == n_layers {
                 // The final states are the tapped layer's: copy them.
                 let t = GpuTensor::uninit(ctx, n * h)?;
                 let mut b = Batch::new(ctx, "tap");
                 b.copy(xn.buf.buffer()?, 0, t.buf.buffer()?, 0, (n * h * 4) as u64);
                 b.submit()?;
-                Some(hidden(t))
-            }
-            _ => tapped.map(hidden),
-        };
+                t
+            } else {
+                tapped
+                    .next()
+                    .ok_or_else(|| Error::Gpu(format!("layer {l} was asked for but not tapped")))?
+            };
+            layers.push(hidden(t));
+        }
         Ok(Taps {
             last: hidden(xn),
-            layer,
+            layers,
         })
     }
 
@@ -392,7 +412,9 @@ struct GpuPass<'a> {
     /// X, Xn, Q, Attn, Proj, Gate, Up.
     bufs: [&'a wgpu::Buffer; 7],
     rope: wgpu::Buffer,
-    tap: Option<&'a wgpu::Buffer>,
+    /// The tapped layers' buffers, in block order, and the next one to fill.
+    taps: Vec<&'a wgpu::Buffer>,
+    next_tap: usize,
     start: usize,
     n: usize,
     /// The current block's cache buffers (keys, values).
@@ -563,9 +585,11 @@ impl<'a> DecoderPass for GpuPass<'a> {
     }
 
     fn tap(&mut self, w: &GpuTensor) -> Result<()> {
-        let out = self
-            .tap
+        let out = *self
+            .taps
+            .get(self.next_tap)
             .ok_or_else(|| Error::Gpu("a layer tap without its buffer".into()))?;
+        self.next_tap += 1;
         let (x, _) = self.buf(Act::X)?;
         let c = &self.model.config;
         ops::record_rms_norm(

@@ -86,16 +86,20 @@ pub enum InputFormat {
     Raw,
     /// OpenAI-style `{messages: [...]}`.
     Chat,
+    /// PRM800K's step rows: `{problem, prefix: [string], step, rating}`, one
+    /// rated step after the solution's earlier steps (see `rows.rs`).
+    Prm800k,
 }
 
 impl InputFormat {
-    pub const ALL: [InputFormat; 6] = [
+    pub const ALL: [InputFormat; 7] = [
         InputFormat::Auto,
         InputFormat::Native,
         InputFormat::ProcessBench,
         InputFormat::Trl,
         InputFormat::Raw,
         InputFormat::Chat,
+        InputFormat::Prm800k,
     ];
 
     pub fn name(&self) -> &'static str {
@@ -106,6 +110,7 @@ impl InputFormat {
             InputFormat::Trl => "trl",
             InputFormat::Raw => "raw",
             InputFormat::Chat => "chat",
+            InputFormat::Prm800k => "prm800k",
         }
     }
 }
@@ -133,8 +138,9 @@ impl FromStr for InputFormat {
             "trl" => Ok(InputFormat::Trl),
             "raw" | "text" => Ok(InputFormat::Raw),
             "chat" | "messages" => Ok(InputFormat::Chat),
+            "prm800k" => Ok(InputFormat::Prm800k),
             _ => Err(Error::InvalidArgument(format!(
-                "unknown input format `{s}` (expected one of auto, native, processbench, trl, raw, chat)"
+                "unknown input format `{s}` (expected one of auto, native, processbench, trl, raw, chat, prm800k)"
             ))),
         }
     }

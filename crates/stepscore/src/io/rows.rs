@@ -67,6 +67,7 @@ fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
         ("messages", "chat"),
         ("completions", "TRL"),
         ("steps", "ProcessBench/native"),
+        ("prefix", "PRM800K"),
     ];
     let present: Vec<String> = holders
         .iter()
@@ -96,12 +97,15 @@ fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
             InputFormat::ProcessBench
         });
     }
+    if row.contains_key("prefix") {
+        return Ok(InputFormat::Prm800k);
+    }
     if row.contains_key("response") {
         return Ok(InputFormat::Raw);
     }
     Err(RowError::whole(
         "cannot tell the row format: expected a field `steps` (native/ProcessBench), \
-         `completions` (TRL), `response` (raw) or `messages` (chat)",
+         `completions` (TRL), `response` (raw), `messages` (chat) or `prefix` (PRM800K)",
     ))
 }
 
@@ -131,6 +135,7 @@ pub(crate) fn row_to_trace(
         InputFormat::Trl => trl_row(&mut row)?,
         InputFormat::Raw => raw_row(&mut row, seg)?,
         InputFormat::Chat => chat_row(&mut row)?,
+        InputFormat::Prm800k => prm800k_row(&mut row)?,
         InputFormat::Auto => unreachable_auto()?,
     };
     common_fields(&mut row, &mut trace)?;
@@ -319,6 +324,56 @@ fn processbench_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
         Some(v) => return Err(wrong_type("label", "an integer", &v)),
     }
     Ok(trace)
+}
+
+/// PRM800K's rows: `{problem, prefix: [string], step, rating}`. A row is one
+/// rated step after the solution's earlier steps; the rows of a problem
+/// form a tree (the alternatives the labellers rated for a step share its
+/// prefix, and the one they continued, `preferred`, starts the next
+/// prefix). Each row becomes a trace `prefix + [step]` whose last step
+/// alone is labelled: rating 1 good, -1 bad, and 0 (neutral: "reasonable
+/// but not clearly helpful") good, since it is no error, the only thing a
+/// first-error label marks. A null rating (a step the labeller wrote
+/// because every model step was bad) leaves the step unlabelled: it is not
+/// model text. The earlier steps are unlabelled: their ratings are their
+/// own rows. `rating` stays in the metadata for trainers that treat
+/// neutral steps otherwise.
+fn prm800k_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
+    let problem = take_string(row, "problem")?;
+    let mut steps: Vec<Step> = match row.remove("prefix") {
+        None => return Err(RowError::at("prefix", "missing field `prefix`")),
+        Some(Value::Array(a)) => a
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| match v {
+                Value::String(s) => Ok(Step::new(s)),
+                v => Err(wrong_type(&format!("prefix[{i}]"), "a string", &v)),
+            })
+            .collect::<RowResult<_>>()?,
+        Some(v) => return Err(wrong_type("prefix", "an array", &v)),
+    };
+    let mut step = Step::new(take_string(row, "step")?);
+    step.label = match row.get("rating") {
+        None => return Err(RowError::at("rating", "missing field `rating`")),
+        Some(Value::Null) => None,
+        Some(Value::Number(n)) => match n.as_i64() {
+            Some(1) | Some(0) => Some(true),
+            Some(-1) => Some(false),
+            _ => {
+                return Err(RowError::at(
+                    "rating",
+                    format!("rating {n} is not -1, 0, 1 or null"),
+                ))
+            }
+        },
+        Some(v) => return Err(wrong_type("rating", "-1, 0, 1 or null", v)),
+    };
+    steps.push(step);
+    Ok(Trace {
+        problem,
+        steps,
+        ..Default::default()
+    })
 }
 
 /// TRL's stepwise-supervision rows: `{prompt, completions: [string], labels: [bool]}`.

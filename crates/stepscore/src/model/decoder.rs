@@ -114,19 +114,25 @@ impl<M, V> Weights<M, V> {
     }
 }
 
-/// Checks a forward's input: token ids inside the vocabulary, a layer tap
-/// that exists, and the sequence (`start` cached positions plus `tokens`)
+/// Checks a forward's input: token ids inside the vocabulary, layer taps
+/// that exist (strictly ascending, so each is tapped once in block order),
+/// and the sequence (`start` cached positions plus `tokens`)
 /// inside the context. Returns the sequence length after the forward.
 pub(crate) fn check_input(
     c: &ModelConfig,
     tokens: &[u32],
     start: usize,
-    tap: Option<usize>,
+    taps: &[usize],
 ) -> Result<usize> {
-    if let Some(l) = tap.filter(|&l| l > c.n_layers) {
+    if let Some(&l) = taps.iter().find(|&&l| l > c.n_layers) {
         return Err(Error::InvalidArgument(format!(
             "layer {l} does not exist: the model has {} layers (0 is the embeddings)",
             c.n_layers
+        )));
+    }
+    if taps.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::InvalidArgument(format!(
+            "layer taps {taps:?} must be strictly ascending"
         )));
     }
     if let Some((i, &t)) = tokens
@@ -204,17 +210,18 @@ pub trait DecoderPass {
     fn add(&mut self, dst: Act, src: Act) -> Result<()>;
     /// `Gate = SiLU(Gate) * Up`.
     fn swiglu(&mut self) -> Result<()>;
-    /// Keeps `RMSNorm(X)` with the final norm `w` as the tapped layer's states.
+    /// Keeps `RMSNorm(X)` with the final norm `w` as the next tapped layer's states.
     fn tap(&mut self, w: &Self::V) -> Result<()>;
 }
 
 /// The decoder blocks and the final norm over a pass whose `Act::X` holds
 /// the token embeddings; afterwards `Act::Xn` holds the final-normed
-/// states, and the pass has tapped layer `tap` when it is below the last.
-pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, tap: Option<usize>) -> Result<()> {
+/// states, and the pass has tapped each layer of `taps` below the last, in
+/// ascending order (the last layer's states are `Act::Xn` itself).
+pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, taps: &[usize]) -> Result<()> {
     use Act::*;
     let last = w.layers.len();
-    if tap == Some(0) && last > 0 {
+    if taps.contains(&0) && last > 0 {
         p.tap(&w.norm)?;
     }
     for (li, l) in w.layers.iter().enumerate() {
@@ -242,7 +249,7 @@ pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, tap: Option<usize
         p.swiglu()?;
         p.matmul(&l.down, Gate, Proj)?;
         p.add(X, Proj)?;
-        if tap == Some(li + 1) && li + 1 < last {
+        if li + 1 < last && taps.contains(&(li + 1)) {
             p.tap(&w.norm)?;
         }
     }
@@ -250,17 +257,19 @@ pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, tap: Option<usize
 }
 
 /// What one forward pass leaves for the heads: the final-normed states of
-/// every token and, when asked for, those of an earlier layer (see
-/// `Transformer::forward_tapped` for what "the hidden state of layer L" is).
+/// every token and, when asked for, those of tapped layers, one per tap in
+/// the taps' order (see `Transformer::forward_tapped` for what "the hidden
+/// state of layer L" is).
 #[derive(Debug, Clone)]
 pub struct Taps<H> {
     pub last: H,
-    pub layer: Option<H>,
+    pub layers: Vec<H>,
 }
 
 impl<H> Taps<H> {
-    /// The states a head over hidden states reads: the tapped layer's, else the final ones.
+    /// The states a head over one layer reads: the first tapped layer's,
+    /// else the final ones.
     pub fn head_input(&self) -> &H {
-        self.layer.as_ref().unwrap_or(&self.last)
+        self.layers.first().unwrap_or(&self.last)
     }
 }

@@ -6,19 +6,21 @@
 use serde::{Deserialize, Serialize};
 
 use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
-use super::engine::block_on;
+use super::engine::{block_on, EngineCache};
 use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
 use crate::error::{Error, Result};
 use crate::model::{Hidden, Taps, Transformer};
 
 /// Which features [`Scorer::step_features_with`](super::Scorer::step_features_with) extracts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FeatureOptions {
-    /// The layer whose hidden state is read (`None`: the final one); see
+    /// The layers whose hidden states are read, strictly ascending; a
+    /// step's row is their states at its marker, concatenated in this
+    /// order (empty: the final layer alone). See
     /// [`Transformer::forward_tapped`](crate::model::Transformer::forward_tapped)
     /// for what the hidden state of a layer is.
-    pub layer: Option<usize>,
+    pub layers: Vec<usize>,
     /// Also the confidence statistics of each step's tokens.
     pub confidence: bool,
 }
@@ -26,11 +28,17 @@ pub struct FeatureOptions {
 /// Features of one trace's scored steps.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepFeatures {
-    /// Hidden size: the length of every row of `hidden`.
+    /// The length of every row of `hidden`: the hidden size times the
+    /// number of layers read.
     pub width: usize,
-    /// One final-normed hidden state per scored step, read at the step's
-    /// marker (the position the family's head reads). Steps dropped by
-    /// truncation have no row.
+    /// The index of the step of `hidden`'s first row (0 unless the
+    /// extraction started later: [`Scorer::step_features_cached`](super::Scorer::step_features_cached)).
+    #[serde(default)]
+    pub first_step: usize,
+    /// One row per scored step from `first_step` on: the final-normed
+    /// hidden states of the layers read, at the step's marker (the
+    /// position the family's head reads). Steps dropped by truncation have
+    /// no row.
     pub hidden: Vec<Vec<f32>>,
     /// Per scored step, the log-probability statistics of the step's own
     /// tokens under the model's LM head, when asked for.
@@ -45,16 +53,19 @@ pub struct StepFeatures {
     pub truncated_steps: usize,
 }
 
-/// The layer a forward pass must also return for `options` (`None`: the
-/// final states suffice), after checking that the model can give what is asked.
-pub(super) fn forward_layer(
-    model: &Transformer,
-    options: &FeatureOptions,
-) -> Result<Option<usize>> {
+/// The layers a forward pass must tap for `options` (empty: the final
+/// states suffice), after checking that the model can give what is asked.
+pub(super) fn forward_taps(model: &Transformer, options: &FeatureOptions) -> Result<Vec<usize>> {
     let n_layers = model.config().n_layers;
-    if let Some(l) = options.layer.filter(|&l| l > n_layers) {
+    if let Some(&l) = options.layers.iter().find(|&&l| l > n_layers) {
         return Err(Error::InvalidArgument(format!(
             "layer {l} does not exist: the model has {n_layers} layers (0 is the embeddings)"
+        )));
+    }
+    if options.layers.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(Error::InvalidArgument(format!(
+            "feature layers {:?} must be strictly ascending",
+            options.layers
         )));
     }
     if options.confidence && !model.has_lm_head() {
@@ -63,7 +74,82 @@ pub(super) fn forward_layer(
             "confidence features need the vocabulary projection, which this model does not carry",
         ));
     }
-    Ok(options.layer.filter(|&l| l < n_layers))
+    // The final layer alone is the forward's own output.
+    Ok(if options.layers == [n_layers] {
+        Vec::new()
+    } else {
+        options.layers.clone()
+    })
+}
+
+/// A KV cache kept between feature extractions of traces that share a
+/// prefix (the alternatives PRM800K's labellers rated after one shared
+/// solution prefix), with the tokens it holds.
+#[derive(Debug, Clone)]
+pub struct FeatureCache {
+    pub(super) cache: EngineCache,
+    pub(super) tokens: Vec<u32>,
+}
+
+impl FeatureCache {
+    pub(super) fn new(cache: EngineCache) -> FeatureCache {
+        FeatureCache {
+            cache,
+            tokens: Vec::new(),
+        }
+    }
+
+    /// Tokens whose keys and values the cache holds.
+    pub fn len(&self) -> usize {
+        self.tokens.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    /// Keeps the cache as far as it agrees with `tokens` and stays before
+    /// `first_needed` (the first position whose output the features
+    /// read); returns the positions kept, which need no forward.
+    pub(super) fn reuse(&mut self, tokens: &[u32], first_needed: usize, valid: usize) -> usize {
+        let keep = self
+            .tokens
+            .iter()
+            .zip(tokens)
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(first_needed)
+            .min(valid);
+        self.cache.truncate(keep);
+        self.tokens.truncate(keep);
+        keep
+    }
+}
+
+/// One trace of [`Scorer::step_features_batch`](super::Scorer::step_features_batch):
+/// the features of `steps[from..]`, after what `cache` holds.
+#[derive(Debug)]
+pub struct FeatureJob<'a> {
+    pub cache: &'a mut FeatureCache,
+    pub problem: &'a str,
+    pub steps: &'a [&'a str],
+    pub from: usize,
+}
+
+/// The part of `enc` from step `from` on, with positions counted from
+/// `keep` (the first position the forward runs): what the head and the
+/// statistics read of a forward over `enc.tokens[keep..]`.
+pub(super) fn local_encoding(enc: &Encoded, from: usize, keep: usize) -> Encoded {
+    Encoded {
+        tokens: enc.tokens[keep..].to_vec(),
+        markers: enc.markers[from..].iter().map(|&m| m - keep).collect(),
+        step_tokens: enc.step_tokens[from..]
+            .iter()
+            .map(|r| r.start.saturating_sub(keep)..r.end.saturating_sub(keep))
+            .collect(),
+        step_spans: enc.step_spans[from..].to_vec(),
+        step_texts: enc.step_texts[from.min(enc.step_texts.len())..].to_vec(),
+    }
 }
 
 /// The features of one forward pass over `enc` (from [`forward_layer`]'s layer).
@@ -72,20 +158,31 @@ pub(super) fn collect(
     operators: Option<&OperatorRows>,
     enc: &Encoded,
     hidden: &Taps<Hidden>,
+    first_step: usize,
     truncated_steps: usize,
     options: &FeatureOptions,
 ) -> Result<StepFeatures> {
-    let states = hidden.head_input();
+    let states: Vec<&Hidden> = if hidden.layers.is_empty() {
+        vec![&hidden.last]
+    } else {
+        hidden.layers.iter().collect()
+    };
+    let width = states.iter().map(|s| s.width).sum();
     let rows = enc
         .markers
         .iter()
         .enumerate()
         .map(|(i, &p)| {
-            states.row(p).map(<[f32]>::to_vec).ok_or_else(|| {
-                Error::InvalidArgument(format!(
-                    "the marker of step {i} (position {p}) is past the prompt"
-                ))
-            })
+            let mut row = Vec::with_capacity(width);
+            for s in &states {
+                row.extend_from_slice(s.row(p).ok_or_else(|| {
+                    Error::InvalidArgument(format!(
+                        "the marker of step {} (position {p}) is past the prompt",
+                        first_step + i
+                    ))
+                })?);
+            }
+            Ok(row)
         })
         .collect::<Result<Vec<_>>>()?;
     let (confidence, digit_confidence) = if options.confidence {
@@ -114,7 +211,8 @@ pub(super) fn collect(
         (None, None)
     };
     Ok(StepFeatures {
-        width: states.width,
+        width,
+        first_step,
         hidden: rows,
         confidence,
         digit_confidence,

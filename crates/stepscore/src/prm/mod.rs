@@ -25,7 +25,7 @@ pub use backend::auto_preference;
 pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
 pub use engine::EngineCache;
 pub use family::Family;
-pub use features::{FeatureOptions, StepFeatures};
+pub use features::{FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
 pub use generate::{
     generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, GenerationOf,
     StopReason,

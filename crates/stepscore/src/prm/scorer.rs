@@ -15,7 +15,7 @@ use super::blocking::ASYNC_ONLY;
 use super::chat::ChatFormat;
 use super::engine::{block_on, Engine, EngineCache};
 use super::family::Family;
-use super::features::{self, FeatureOptions, StepFeatures};
+use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
 use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup};
 use super::head_file::HeadFile;
 use super::template::{encode, Encoded, Protocol};
@@ -808,7 +808,7 @@ impl Scorer {
         self.step_features_with(problem, steps, &options)
     }
 
-    /// The features `options` asks for: the hidden state of a chosen layer
+    /// The features `options` asks for: the hidden states of chosen layers
     /// at each step's marker, with or without the confidence statistics
     /// (`features.rs`), from the scoring path's own encode + forward.
     pub fn step_features_with(
@@ -817,11 +817,56 @@ impl Scorer {
         steps: &[&str],
         options: &FeatureOptions,
     ) -> Result<StepFeatures> {
-        let layer = features::forward_layer(self.model(), options)?;
+        let mut cache = self.feature_cache();
+        self.step_features_cached(&mut cache, problem, steps, 0, options)
+    }
+
+    /// A cache for [`Scorer::step_features_cached`].
+    pub fn feature_cache(&self) -> FeatureCache {
+        FeatureCache::new(self.new_cache())
+    }
+
+    /// The features of `steps[from..]` (as [`Scorer::step_features_with`]
+    /// gives them, bit for bit), running only the tokens `cache` does not
+    /// already hold: traces that share a prefix (alternatives of one step
+    /// after the same earlier steps) pay for that prefix once. Afterwards
+    /// the cache holds this trace's tokens.
+    pub fn step_features_cached(
+        &self,
+        cache: &mut FeatureCache,
+        problem: &str,
+        steps: &[&str],
+        from: usize,
+        options: &FeatureOptions,
+    ) -> Result<StepFeatures> {
+        let mut job = [FeatureJob {
+            cache,
+            problem,
+            steps,
+            from,
+        }];
+        self.step_features_batch(&mut job, options)?
+            .pop()
+            .unwrap_or_else(|| {
+                Err(Error::Internal(
+                    "a feature batch of one gave nothing".into(),
+                ))
+            })
+    }
+
+    /// [`Scorer::step_features_cached`] of several traces, each on its own
+    /// cache, with their new tokens in one forward pass on the CPU engine
+    /// (each weight matrix unpacked once for all of them): entry i is what
+    /// `step_features_cached` gives job i alone, bit for bit. A job that
+    /// cannot run (too long, a bad step) gets its error in its entry and
+    /// leaves its cache as it was; the outer error is the forward pass's.
+    pub fn step_features_batch(
+        &self,
+        jobs: &mut [FeatureJob<'_>],
+        options: &FeatureOptions,
+    ) -> Result<Vec<Result<StepFeatures>>> {
+        let taps = features::forward_taps(self.model(), options)?;
         self.blocking_allowed()?;
-        let mut enc = self.encode(problem, steps)?;
-        let truncated_steps = self.fit(&mut enc)?;
-        let hidden = block_on(self.engine.forward(&enc.tokens, None, layer))?;
         let operators = if options.confidence {
             if self.operators.get().is_none() {
                 // Another thread may have set it meanwhile: the same table.
@@ -833,14 +878,55 @@ impl Scorer {
         } else {
             None
         };
-        features::collect(
-            self.model(),
-            operators,
-            &enc,
-            &hidden,
-            truncated_steps,
-            options,
-        )
+        let mut prepared: Vec<Result<(Encoded, usize, usize)>> = Vec::with_capacity(jobs.len());
+        for job in jobs.iter_mut() {
+            prepared.push((|| {
+                let mut enc = self.encode(job.problem, job.steps)?;
+                let truncated_steps = self.fit(&mut enc)?;
+                let from = job.from.min(enc.markers.len());
+                let first_needed = match enc.markers.get(from) {
+                    Some(&m) => enc.step_tokens[from].start.saturating_sub(1).min(m),
+                    None => enc.tokens.len(),
+                };
+                let valid = block_on(self.cache_ready(&mut job.cache.cache))?;
+                let keep = job.cache.reuse(&enc.tokens, first_needed, valid);
+                Ok((
+                    features::local_encoding(&enc, from, keep),
+                    from,
+                    truncated_steps,
+                ))
+            })());
+        }
+        let mut tokens = Vec::new();
+        let mut caches = Vec::new();
+        for (job, p) in jobs.iter_mut().zip(&prepared) {
+            if let Ok((local, _, _)) = p {
+                tokens.push(local.tokens.as_slice());
+                caches.push(&mut job.cache.cache);
+            }
+        }
+        let mut hidden =
+            block_on(self.engine.forward_batch(&tokens, &mut caches, &taps))?.into_iter();
+        drop(caches);
+        let mut out = Vec::with_capacity(jobs.len());
+        for (job, p) in jobs.iter_mut().zip(prepared) {
+            out.push(p.and_then(|(local, from, truncated_steps)| {
+                let h = hidden
+                    .next()
+                    .ok_or_else(|| Error::Internal("a feature batch lost a part".into()))?;
+                job.cache.tokens.extend_from_slice(&local.tokens);
+                features::collect(
+                    self.model(),
+                    operators,
+                    &local,
+                    &h,
+                    from,
+                    truncated_steps,
+                    options,
+                )
+            }));
+        }
+        Ok(out)
     }
 
     /// Runs the decoder over `tokens` on this scorer's engine and returns
@@ -881,7 +967,7 @@ impl Scorer {
                 }
                 None => None,
             };
-            let taps = self.engine.forward(tokens, cache, None).await?;
+            let taps = self.engine.forward(tokens, cache, &[]).await?;
             Ok(taps.last)
         })
     }

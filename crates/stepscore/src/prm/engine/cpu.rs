@@ -20,9 +20,9 @@ impl CpuEngine {
         model: &Transformer,
         tokens: &[u32],
         cache: Option<&mut KvCache>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
-        model.forward_tapped(tokens, cache, tap)
+        model.forward_tapped(tokens, cache, taps)
     }
 
     pub async fn run(
@@ -32,9 +32,9 @@ impl CpuEngine {
         tokens: &[u32],
         cache: Option<&mut KvCache>,
         enc: Option<&Encoded>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Option<HeadOutput>> {
-        let hidden = model.forward_tapped(tokens, cache, tap)?;
+        let hidden = model.forward_tapped(tokens, cache, taps)?;
         match enc {
             Some(e) => Ok(Some(need_head(head)?.apply(model, &hidden, e).await?)),
             None => Ok(None),
@@ -50,9 +50,9 @@ impl CpuEngine {
         tokens: &[&[u32]],
         caches: &mut [&mut KvCache],
         encs: &[&Encoded],
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Vec<HeadOutput>> {
-        let states = model.forward_batch(tokens, caches, tap)?;
+        let states = model.forward_batch(tokens, caches, taps)?;
         let mut out = Vec::with_capacity(states.len());
         for (s, enc) in states.iter().zip(encs) {
             out.push(head.apply(model, s, enc).await?);

@@ -120,17 +120,17 @@ impl GpuEngine {
         head: Option<&Head>,
         tokens: &[u32],
         cache: Option<&mut Option<GpuKvCache>>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
         self.with_state(model, head, async |st: &GpuState| {
             let cache = cache.map(|c| current(c, st)).transpose()?;
-            let h = st.model.forward_gpu_tapped(tokens, cache, tap)?;
+            let h = st.model.forward_gpu_tapped(tokens, cache, taps)?;
             let last = h.last.to_hidden_async(&st.ctx).await?;
-            let layer = match &h.layer {
-                Some(l) => Some(l.to_hidden_async(&st.ctx).await?),
-                None => None,
-            };
-            Ok(Taps { last, layer })
+            let mut layers = Vec::with_capacity(h.layers.len());
+            for l in &h.layers {
+                layers.push(l.to_hidden_async(&st.ctx).await?);
+            }
+            Ok(Taps { last, layers })
         })
         .await
     }
@@ -144,11 +144,11 @@ impl GpuEngine {
         tokens: &[u32],
         cache: Option<&mut Option<GpuKvCache>>,
         enc: Option<&Encoded>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Option<HeadOutput>> {
         self.with_state(model, head, async |st: &GpuState| {
             let cache = cache.map(|c| current(c, st)).transpose()?;
-            let h = st.model.forward_gpu_tapped(tokens, cache, tap)?;
+            let h = st.model.forward_gpu_tapped(tokens, cache, taps)?;
             match enc {
                 Some(e) => Ok(Some(
                     need_head(st.head.as_ref())?.apply(&st.model, &h, e).await?,

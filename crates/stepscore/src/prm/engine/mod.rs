@@ -217,7 +217,7 @@ impl Engine {
         }
     }
 
-    /// The hidden states of `tokens` (and those of layer `tap`) on the
+    /// The hidden states of `tokens` (and those of each layer of `taps`) on the
     /// host: from position 0 without a cache, else after what `cache` holds
     /// (whose keys and values they extend).
     #[cfg_attr(not(feature = "gpu"), allow(unused_variables))]
@@ -225,15 +225,49 @@ impl Engine {
         &self,
         tokens: &[u32],
         cache: Option<&mut EngineCache>,
-        tap: Option<usize>,
+        taps: &[usize],
     ) -> Result<Taps<Hidden>> {
         let (model, head) = (&self.model, self.head.as_ref());
         match &self.kind {
-            Kind::Cpu(e) => e.forward(model, tokens, cache.map(EngineCache::cpu).transpose()?, tap),
+            Kind::Cpu(e) => e.forward(
+                model,
+                tokens,
+                cache.map(EngineCache::cpu).transpose()?,
+                taps,
+            ),
             #[cfg(feature = "gpu")]
             Kind::Gpu(g) => {
                 let cache = cache.map(EngineCache::gpu).transpose()?;
-                g.forward(model, head, tokens, cache, tap).await
+                g.forward(model, head, tokens, cache, taps).await
+            }
+        }
+    }
+
+    /// [`Engine::forward`] of several token sequences, each after its own
+    /// cache: entry i is what `forward(tokens[i], Some(caches[i]), taps)`
+    /// gives, bit for bit. The CPU engine runs all rows in one pass (each
+    /// weight matrix unpacked once); the GPU engine runs them in turn.
+    pub async fn forward_batch(
+        &self,
+        tokens: &[&[u32]],
+        caches: &mut [&mut EngineCache],
+        taps: &[usize],
+    ) -> Result<Vec<Taps<Hidden>>> {
+        match &self.kind {
+            Kind::Cpu(_) => {
+                let mut cpu = Vec::with_capacity(caches.len());
+                for c in caches.iter_mut() {
+                    cpu.push(c.cpu()?);
+                }
+                self.model.forward_batch(tokens, &mut cpu, taps)
+            }
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(_) => {
+                let mut out = Vec::with_capacity(tokens.len());
+                for (t, c) in tokens.iter().zip(caches.iter_mut()) {
+                    out.push(self.forward(t, Some(&mut **c), taps).await?);
+                }
+                Ok(out)
             }
         }
     }
@@ -244,7 +278,7 @@ impl Engine {
     /// kernels for both engines (the hidden states are the same bits, so the
     /// logits are too).
     pub async fn last_logits(&self, tokens: &[u32], cache: &mut EngineCache) -> Result<Vec<f32>> {
-        let hidden = self.forward(tokens, Some(cache), None).await?.last;
+        let hidden = self.forward(tokens, Some(cache), &[]).await?.last;
         let row = hidden
             .n_tokens
             .checked_sub(1)
@@ -305,12 +339,12 @@ impl Engine {
         match &self.kind {
             Kind::Cpu(e) => {
                 let cache = cache.map(EngineCache::cpu).transpose()?;
-                e.run(model, head, tokens, cache, enc, tap).await
+                e.run(model, head, tokens, cache, enc, tap.as_slice()).await
             }
             #[cfg(feature = "gpu")]
             Kind::Gpu(g) => {
                 let cache = cache.map(EngineCache::gpu).transpose()?;
-                g.run(model, head, tokens, cache, enc, tap).await
+                g.run(model, head, tokens, cache, enc, tap.as_slice()).await
             }
         }
     }
@@ -332,8 +366,15 @@ impl Engine {
                 for p in parts.iter_mut() {
                     caches.push(p.cache.cpu()?);
                 }
-                e.run_batch(model, need_head(head)?, &tokens, &mut caches, &encs, tap)
-                    .await
+                e.run_batch(
+                    model,
+                    need_head(head)?,
+                    &tokens,
+                    &mut caches,
+                    &encs,
+                    tap.as_slice(),
+                )
+                .await
             }
             #[cfg(feature = "gpu")]
             Kind::Gpu(g) => {
@@ -341,7 +382,14 @@ impl Engine {
                 for p in parts.iter_mut() {
                     let cache = p.cache.gpu()?;
                     let o = g
-                        .run(model, head, p.tokens, Some(cache), Some(p.enc), tap)
+                        .run(
+                            model,
+                            head,
+                            p.tokens,
+                            Some(cache),
+                            Some(p.enc),
+                            tap.as_slice(),
+                        )
                         .await?;
                     out.push(o.ok_or_else(|| {
                         Error::Internal("the head returned no output for a layout".into())

@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Resumable feature extraction over scripts/data/real_steps.py's files.
+
+Cuts train.jsonl and val.jsonl into chunks of whole problems (in the files'
+sampling order) and runs `stepscore features` on them, a validation chunk after
+every --train-per-val training chunks, each chunk into its own output file
+(resumed by id when rerun), until every chunk is done or the process is
+stopped. Rerunning it continues where it stopped; a chunk's output is
+complete when its `.done` marker exists.
+
+  scripts/data/extract_features.py --data DIR --out DIR --model GGUF [--layers 8,12,...]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+
+def chunks(path, problems_per_chunk):
+    """Lists of lines, each covering up to N consecutive problems."""
+    out, cur, seen, last = [], [], 0, None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            p = json.loads(line)["problem"]
+            if p != last:
+                if seen == problems_per_chunk:
+                    out.append(cur)
+                    cur, seen = [], 0
+                seen += 1
+                last = p
+            cur.append(line)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--stepscore", default="stepscore")
+    ap.add_argument("--layers", default="8,12,16,20,24,28")
+    ap.add_argument("--problems-per-chunk", type=int, default=20)
+    ap.add_argument("--train-per-val", type=int, default=3)
+    ap.add_argument("--splits", default="train,val")
+    args = ap.parse_args()
+
+    queues = {}
+    for split in args.splits.split(","):
+        d = os.path.join(args.out, split)
+        os.makedirs(d, exist_ok=True)
+        parts = chunks(os.path.join(args.data, f"{split}.jsonl"), args.problems_per_chunk)
+        queues[split] = []
+        for i, lines in enumerate(parts):
+            inp = os.path.join(d, f"chunk_{i:04d}.in.jsonl")
+            if not os.path.exists(inp):
+                with open(inp, "w", encoding="utf-8") as f:
+                    f.writelines(lines)
+            if not os.path.exists(os.path.join(d, f"chunk_{i:04d}.done")):
+                queues[split].append(i)
+    order = []
+    tr, va = queues.get("train", []), queues.get("val", [])
+    while tr or va:
+        for _ in range(args.train_per_val):
+            if tr:
+                order.append(("train", tr.pop(0)))
+        if va:
+            order.append(("val", va.pop(0)))
+    for split, i in order:
+        d = os.path.join(args.out, split)
+        inp = os.path.join(d, f"chunk_{i:04d}.in.jsonl")
+        out = os.path.join(d, f"chunk_{i:04d}.jsonl")
+        t0 = time.time()
+        cmd = [args.stepscore, "features", "--model", args.model, "--family", "value-head",
+               "--layers", args.layers, "--confidence", "--encoding", "base64",
+               "--from-first-label", "--out", out, inp]
+        r = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
+        tail = r.stderr.strip().splitlines()[-1:] if r.stderr else []
+        print(f"{time.strftime('%H:%M:%S')} {split} chunk {i}: exit {r.returncode} in {time.time() - t0:.0f} s; {' '.join(tail)}", flush=True)
+        # Exit 1 is "some records bad" (reported); anything else stops.
+        if r.returncode not in (0, 1):
+            sys.exit(r.stderr)
+        open(os.path.join(d, f"chunk_{i:04d}.done"), "w").close()
+
+
+if __name__ == "__main__":
+    main()
