@@ -16,6 +16,15 @@ problem): a problem is in validation when sha256 of its normalised text
 range; PRM800K's own test file (53 problems) is validation as a whole. No
 ProcessBench row is read here: it is the test set.
 
+Mr-Ben's rows as stored hold one line per entry: a step is a "Step k:" line with
+the lines under it, and `label` counts those steps (label L is the line
+"Step L+1" and what follows it, up to the next step). Its lines are joined into
+those steps here (the closing "Solution:" line stays with the last step); a
+row whose lines do not read "Step 1", "Step 2", ... from its first line, or
+whose labelled step is missing, is left out and counted. A first-error row
+with a blank step is left out and counted as well: the label would have to be
+moved.
+
 Row formats are the readers' own (stepscore reads them natively): first-error
 rows {problem, steps, label} as they are, with `set` added; PRM800K rows
 {problem, prefix, step, rating} with `set`, ordered so that the rows sharing a
@@ -86,6 +95,26 @@ def read(path):
                 sys.exit(f"{path}:{n}: not JSON: {e}")
 
 
+STEP_HEAD = re.compile(r"\s*Step\s*(\d+)")
+
+
+def mr_ben_steps(row):
+    """The row's lines grouped into its numbered steps, or None."""
+    groups = []
+    for line in row["steps"]:
+        m = STEP_HEAD.match(line)
+        if m and int(m.group(1)) == len(groups) + 1:
+            groups.append([line])
+        elif groups:
+            groups[-1].append(line)
+        else:
+            return None
+    steps = ["\n".join(l for l in g if l.strip()).strip() for g in groups]
+    if not steps or row["label"] >= len(steps):
+        return None
+    return steps
+
+
 def prm800k_order(rows):
     """Rows sharing a prefix together, shorter prefixes first along each
     path, the continued (preferred) alternative last in its group."""
@@ -102,12 +131,22 @@ def main():
 
     # problem key -> (split, order key, rows)
     groups = {}
+    left_out = {}
     for name, file in FILES.items():
         path = os.path.join(args.data, file)
         if not os.path.exists(path):
             sys.exit(f"{path}: missing (run scripts/data/fetch_real_steps.sh, or pass --data)")
         for row in read(path):
             if "prefix" in row and row.get("rating") is None:
+                continue
+            if name == "mr-ben":
+                steps = mr_ben_steps(row)
+                if steps is None:
+                    left_out[name] = left_out.get(name, 0) + 1
+                    continue
+                row["steps"] = steps
+            if "steps" in row and any(not s.strip() for s in row["steps"]):
+                left_out[name] = left_out.get(name, 0) + 1
                 continue
             set_name = "prm800k" if name.startswith("prm800k") else name
             row["set"] = set_name
@@ -139,6 +178,8 @@ def main():
                     c[1] += 1
     for (split, s), (problems, rows) in sorted(counts.items()):
         print(f"{split:5} {s:20} {len(problems):6} problems {rows:7} rows", file=sys.stderr)
+    for name, n in sorted(left_out.items()):
+        print(f"left out: {name}: {n} rows (steps not in the documented layout)", file=sys.stderr)
 
 
 if __name__ == "__main__":
