@@ -70,7 +70,8 @@ impl Rng {
 #[derive(Clone)]
 struct Kind {
     name: String,
-    layer: Option<usize>,
+    /// The layers read, joined (empty: the final one).
+    layers: Vec<usize>,
     confidence: bool,
     /// `[units, width]` and `[units]`; the MLP's `[1, units]` and bias.
     w0: Vec<f32>,
@@ -79,16 +80,17 @@ struct Kind {
 }
 
 impl Kind {
-    fn new(mlp: bool, layer: Option<usize>, confidence: bool, seed: u64) -> Kind {
+    fn new(mlp: bool, layers: &[usize], confidence: bool, seed: u64) -> Kind {
         let mut rng = Rng(seed);
-        let width = H + if confidence { 4 } else { 0 };
+        let hidden = H * layers.len().max(1);
+        let width = hidden + if confidence { 4 } else { 0 };
         let units = if mlp { 6 } else { 1 };
         let mut w0 = rng.vec(units * width, 0.3);
         // The statistics are O(1-10) where normed states are O(1): smaller
         // weights keep the sigmoid off its flat ends, where scores could not
         // tell a wrong input from a right one.
         for row in w0.chunks_exact_mut(width) {
-            for v in &mut row[H..] {
+            for v in &mut row[hidden..] {
                 *v *= 0.1;
             }
         }
@@ -98,10 +100,14 @@ impl Kind {
             name: format!(
                 "{}{}{}",
                 if mlp { "mlp" } else { "linear" },
-                layer.map_or(String::new(), |l| format!(" @layer {l}")),
+                if layers.is_empty() {
+                    String::new()
+                } else {
+                    format!(" @layers {layers:?}")
+                },
                 if confidence { " +confidence" } else { "" }
             ),
-            layer,
+            layers: layers.to_vec(),
             confidence,
             w0,
             b0,
@@ -135,8 +141,9 @@ impl Kind {
             "stepscore.confidence_features".to_string(),
             self.confidence.to_string(),
         );
-        if let Some(l) = self.layer {
-            meta.insert("stepscore.layer".to_string(), l.to_string());
+        if !self.layers.is_empty() {
+            let list: Vec<String> = self.layers.iter().map(usize::to_string).collect();
+            meta.insert("stepscore.layer".to_string(), list.join(","));
         }
         HeadFile::from_bytes(&safetensors_bytes(&tensors, meta), "kind.safetensors").unwrap()
     }
@@ -197,10 +204,10 @@ fn kinds() -> Vec<Kind> {
     let mut out = Vec::new();
     let mut seed = 11;
     for mlp in [false, true] {
-        for layer in [None, Some(0), Some(1)] {
+        for layers in [&[][..], &[0], &[1], &[0, 2]] {
             for confidence in [false, true] {
                 seed += 1;
-                out.push(Kind::new(mlp, layer, confidence, seed));
+                out.push(Kind::new(mlp, layers, confidence, seed));
             }
         }
     }
@@ -259,13 +266,14 @@ impl RefModel {
         }
     }
 
-    /// Layer `layer`'s hidden state at each marker, and each step's four
-    /// statistics, of `case`.
-    fn rows(&self, case: &Case, layer: Option<usize>) -> (Vec<Vec<f32>>, Vec<[f32; 4]>) {
-        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
-        let enc = self.backbone.encode(&case.problem, &steps).unwrap();
-        let last = self.full.forward(&enc.tokens, None).unwrap();
-        let hidden: Vec<Vec<f32>> = match layer {
+    /// One layer's hidden state (`None`: the final one) at each marker of `enc`.
+    fn layer_rows(
+        &self,
+        enc: &stepscore::prm::template::Encoded,
+        last: &stepscore::model::Hidden,
+        layer: Option<usize>,
+    ) -> Vec<Vec<f32>> {
+        match layer {
             None | Some(N_LAYERS) => enc
                 .markers
                 .iter()
@@ -293,7 +301,25 @@ impl RefModel {
                 })
                 .collect(),
             Some(l) => panic!("no reference for layer {l}"),
+        }
+    }
+
+    /// The hidden states of `layers` (empty: the final one) at each
+    /// marker, joined in order, and each step's four statistics, of `case`.
+    fn rows(&self, case: &Case, layers: &[usize]) -> (Vec<Vec<f32>>, Vec<[f32; 4]>) {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let enc = self.backbone.encode(&case.problem, &steps).unwrap();
+        let last = self.full.forward(&enc.tokens, None).unwrap();
+        let one = |layer: Option<usize>| -> Vec<Vec<f32>> { self.layer_rows(&enc, &last, layer) };
+        let hidden: Vec<Vec<f32>> = if layers.is_empty() {
+            one(None)
+        } else {
+            let per: Vec<Vec<Vec<f32>>> = layers.iter().map(|&l| one(Some(l))).collect();
+            (0..enc.markers.len())
+                .map(|i| per.iter().flat_map(|p| p[i].clone()).collect())
+                .collect()
         };
+
         let stats = enc
             .step_tokens
             .iter()
@@ -366,7 +392,7 @@ fn every_head_kind_matches_the_f64_reference_on_the_cpu() {
         let got = score_all(&scorer);
         let mut worst = 0f64;
         for (case, scores) in cases().iter().zip(&got) {
-            let (hidden, stats) = r.rows(case, kind.layer);
+            let (hidden, stats) = r.rows(case, &kind.layers);
             for (i, (row, s)) in hidden.iter().zip(&stats).enumerate() {
                 let mut x = row.clone();
                 if kind.confidence {
@@ -391,9 +417,9 @@ fn every_head_kind_matches_the_f64_reference_on_the_cpu() {
     }
     // The layer and the statistics change what a head sees: the same
     // weights at another layer score differently.
-    let a = Kind::new(false, None, false, 99);
+    let a = Kind::new(false, &[], false, 99);
     let mut b = a.clone();
-    b.layer = Some(0);
+    b.layers = vec![0];
     let sa = score_all(
         &Scorer::open_with(dir(), &HeadSource::Loaded(a.file()), &options(Backend::Cpu)).unwrap(),
     );
@@ -425,7 +451,7 @@ fn layer_features_are_the_heads_input() {
                 },
             )
             .unwrap();
-        let (hidden, stats) = r.rows(case, layer);
+        let (hidden, stats) = r.rows(case, &layer.into_iter().collect::<Vec<_>>());
         for (got, want) in f.hidden.iter().zip(&hidden) {
             for (a, b) in got.iter().zip(want) {
                 assert!((a - b).abs() <= 1e-4, "layer {layer:?}: {a} vs {b}");
@@ -602,7 +628,7 @@ fn sessions_score_every_kind_like_full_scoring() {
 
 #[test]
 fn head_files_that_disagree_with_their_metadata_are_named_errors() {
-    let mut kind = Kind::new(false, None, true, 5);
+    let mut kind = Kind::new(false, &[], true, 5);
     kind.confidence = false; // width h + 4, metadata says no statistics
     let err = Scorer::open_with(
         dir(),
@@ -615,8 +641,8 @@ fn head_files_that_disagree_with_their_metadata_are_named_errors() {
         err.contains("v_head.summary.weight") && err.contains("stepscore.step_stats"),
         "{err}"
     );
-    let mut kind = Kind::new(true, None, false, 6);
-    kind.layer = Some(7);
+    let mut kind = Kind::new(true, &[], false, 6);
+    kind.layers = vec![7];
     let err = Scorer::open_with(
         dir(),
         &HeadSource::Loaded(kind.file()),
@@ -930,7 +956,7 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
     let case = &cases()[0];
     let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
     for (label, poison) in [("NaN", f32::NAN), ("inf", f32::INFINITY)] {
-        let mut kind = Kind::new(false, None, false, 7);
+        let mut kind = Kind::new(false, &[], false, 7);
         kind.w0[3] = poison;
         for &backend in &backends {
             let scorer =
@@ -951,7 +977,7 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
         }
     }
     // An MLP head is named by its first layer.
-    let mut kind = Kind::new(true, None, false, 8);
+    let mut kind = Kind::new(true, &[], false, 8);
     let units = kind.b0.len();
     kind.out.as_mut().unwrap().0[units - 1] = f32::NAN;
     let scorer = Scorer::open_with(

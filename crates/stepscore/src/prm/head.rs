@@ -175,9 +175,10 @@ impl std::str::FromStr for StepStat {
 /// What a head reads besides its weights, and the threshold it ships with.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct HeadInput {
-    /// The layer whose hidden state the head reads; `None`: the final one
-    /// (see [`Transformer::forward_tapped`] for the definition).
-    pub layer: Option<usize>,
+    /// The layers whose hidden states the head reads, strictly ascending,
+    /// joined in this order; empty: the final one (see
+    /// [`Transformer::forward_tapped`] for the definition).
+    pub layers: Vec<usize>,
     /// The step statistics joined to the hidden state, in row order (a
     /// value head of width `h + stats.len()`); empty: the hidden state alone.
     pub stats: Vec<StepStat>,
@@ -196,7 +197,8 @@ pub struct HeadInput {
 #[derive(Debug, Clone)]
 pub struct Head<W = Matrix> {
     kind: Kind<W>,
-    layer: Option<usize>,
+    /// The layers the engine must tap (empty: the final states).
+    layers: Vec<usize>,
     threshold: Option<f64>,
     solution_threshold: Option<f64>,
 }
@@ -419,17 +421,32 @@ impl Head {
     ) -> Result<Head> {
         let h = model.config().hidden_size;
         let n_layers = model.config().n_layers;
-        if let Some(l) = input.layer.filter(|&l| l > n_layers) {
+        if let Some(&l) = input.layers.iter().find(|&&l| l > n_layers) {
             return Err(Error::model(
                 "stepscore.layer",
                 format!("the head reads layer {l}, the model has {n_layers} layers (0 is the embeddings)"),
             ));
         }
+        if input.layers.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(Error::model(
+                "stepscore.layer",
+                format!(
+                    "the head's layers {:?} are not strictly ascending",
+                    input.layers
+                ),
+            ));
+        }
         let hidden_state_head = matches!(protocol.family, Family::ScoreHead | Family::ValueHead);
-        if !hidden_state_head && (input.layer.is_some() || !input.stats.is_empty()) {
+        if !hidden_state_head && (!input.layers.is_empty() || !input.stats.is_empty()) {
             return Err(Error::model(
                 "stepscore.layer",
                 format!("the {} family reads the LM's own outputs: it has no layer or confidence features to choose", protocol.family),
+            ));
+        }
+        if protocol.family == Family::ScoreHead && input.layers.len() > 1 {
+            return Err(Error::model(
+                "stepscore.layer",
+                "a 2-class score head reads one layer; several are for value heads",
             ));
         }
         if protocol.family == Family::ScoreHead && !input.stats.is_empty() {
@@ -455,7 +472,11 @@ impl Head {
                         "a head over the step statistics alone must name them in `stepscore.step_stats`",
                     ));
                 }
-                let reads = if input.stats_only { 0 } else { h };
+                let reads = if input.stats_only {
+                    0
+                } else {
+                    h * input.layers.len().max(1)
+                };
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
                 v.reads_digits = v.stats.iter().any(|s| s.reads_digit_confidence());
@@ -482,9 +503,15 @@ impl Head {
             }
             Family::Confidence => Kind::Confidence,
         };
+        // The final layer alone is the forward's own output: nothing to tap.
+        let layers = if input.layers == [n_layers] {
+            Vec::new()
+        } else {
+            input.layers.clone()
+        };
         Ok(Head {
             kind,
-            layer: input.layer.filter(|&l| l < n_layers),
+            layers,
             threshold: input.threshold,
             solution_threshold: input.solution_threshold,
         })
@@ -509,7 +536,7 @@ impl Head {
         };
         Ok(Head {
             kind,
-            layer: self.layer,
+            layers: self.layers.clone(),
             threshold: self.threshold,
             solution_threshold: self.solution_threshold,
         })
@@ -517,10 +544,10 @@ impl Head {
 }
 
 impl<W> Head<W> {
-    /// The earlier layer the engine must also return (`None`: the final
-    /// states are enough).
-    pub fn layer(&self) -> Option<usize> {
-        self.layer
+    /// The layers the engine must also return (empty: the final states
+    /// are enough).
+    pub fn layers(&self) -> &[usize] {
+        &self.layers
     }
 
     /// The first-error threshold the head ships with, if any.
@@ -544,9 +571,13 @@ impl<W> Head<W> {
     }
 
     /// Makes the head read the final states of a model cut to its first
-    /// [`Head::layer`] blocks (see [`Transformer::truncate_layers`]).
+    /// `max(`[`Head::layers`]`)` blocks (see [`Transformer::truncate_layers`]):
+    /// a single layer is then the final states; of several, the last is
+    /// (its tap is the final states themselves).
     pub(crate) fn read_final_states(&mut self) {
-        self.layer = None;
+        if self.layers.len() == 1 {
+            self.layers.clear();
+        }
     }
 
     /// Scores every step of `enc` from the states of all its tokens.
@@ -628,16 +659,23 @@ impl<W> Head<W> {
                     token_logprobs = Some(per_token);
                     Some(s)
                 };
-                let (width, rows) = if v.stats_only {
-                    (0, vec![0.0f32; 0])
-                } else {
-                    (input.width(), k.rows(input, &enc.markers, &[]).await?)
-                };
+                // Per layer read, each step's row of its states.
+                let mut per_layer = Vec::new();
+                if !v.stats_only {
+                    let read: Vec<&K::Hidden> = if states.layers.is_empty() {
+                        vec![&states.last]
+                    } else {
+                        states.layers.iter().collect()
+                    };
+                    for h in read {
+                        per_layer.push((h.width(), k.rows(h, &enc.markers, &[]).await?));
+                    }
+                }
                 let mut x = Vec::with_capacity(v.width);
                 let scores = (0..n)
                     .map(|i| {
                         x.clear();
-                        if width > 0 {
+                        for (width, rows) in &per_layer {
                             let row = rows.get(i * width..(i + 1) * width).ok_or_else(|| {
                                 Error::InvalidArgument(format!(
                                     "the engine returned no hidden state for step {i}"

@@ -17,7 +17,8 @@ pub struct HeadFile {
     metadata: Vec<(String, String)>,
 }
 
-/// Header metadata: the layer whose hidden state the head reads (absent:
+/// Header metadata: the layer whose hidden state the head reads, or several
+/// as a comma-separated ascending list whose states are joined (absent:
 /// the final one; see `Transformer::forward_tapped`).
 pub const META_LAYER: &str = "stepscore.layer";
 /// Header metadata: `true` when the head's rows are the hidden state joined
@@ -131,14 +132,18 @@ impl HeadFile {
     /// [`META_STEP_STATS`] or [`META_CONFIDENCE_FEATURES`], [`META_STATS_ONLY`],
     /// [`META_THRESHOLD`]).
     pub fn input(&self) -> Result<HeadInput> {
-        let layer = match self.metadata(META_LAYER) {
-            None => None,
-            Some(v) => Some(v.trim().parse::<usize>().map_err(|_| {
-                Error::model(
-                    &self.name,
-                    format!("metadata `{META_LAYER}` is `{v}`, not a layer number"),
-                )
-            })?),
+        let layers = match self.metadata(META_LAYER) {
+            None => Vec::new(),
+            Some(v) => v
+                .split(',')
+                .map(|l| l.trim().parse::<usize>())
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|_| {
+                    Error::model(
+                        &self.name,
+                        format!("metadata `{META_LAYER}` is `{v}`, not a layer number or a comma-separated list of them"),
+                    )
+                })?,
         };
         let four = self.flag(META_CONFIDENCE_FEATURES)?;
         let stats = match self.metadata(META_STEP_STATS) {
@@ -158,7 +163,7 @@ impl HeadFile {
             }
         };
         Ok(HeadInput {
-            layer,
+            layers,
             stats,
             stats_only: self.flag(META_STATS_ONLY)?,
             threshold: self.threshold()?,
@@ -264,8 +269,9 @@ impl HeadInput {
         if self.stats_only {
             out.push((META_STATS_ONLY.to_string(), "true".to_string()));
         }
-        if let Some(l) = self.layer {
-            out.push((META_LAYER.to_string(), l.to_string()));
+        if !self.layers.is_empty() {
+            let list: Vec<String> = self.layers.iter().map(usize::to_string).collect();
+            out.push((META_LAYER.to_string(), list.join(",")));
         }
         if let Some(t) = self.threshold {
             out.push((META_THRESHOLD.to_string(), format!("{t:.6}")));
@@ -425,7 +431,7 @@ mod tests {
     #[test]
     fn head_input_metadata_round_trips() {
         let input = HeadInput {
-            layer: Some(7),
+            layers: vec![7],
             stats: vec![StepStat::DigitMinLogprob, StepStat::PlusMinusMinLogprob],
             stats_only: true,
             threshold: Some(0.602855),

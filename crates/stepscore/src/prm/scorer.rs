@@ -608,7 +608,7 @@ impl Scorer {
         // needs the blocks after L: they are dropped, never run.
         let layers = model.config().n_layers;
         if let Some(h) = head.as_mut() {
-            if let (Some(l), false) = (h.layer(), h.needs_token_stats()) {
+            if let (Some(&l), false) = (h.layers().last(), h.needs_token_stats()) {
                 model.truncate_layers(l);
                 h.read_final_states();
             }

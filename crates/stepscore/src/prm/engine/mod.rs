@@ -335,16 +335,16 @@ impl Engine {
         enc: Option<&Encoded>,
     ) -> Result<Option<HeadOutput>> {
         let (model, head) = (&self.model, self.head.as_ref());
-        let tap = head.and_then(Head::layer);
+        let tap: &[usize] = head.map_or(&[], Head::layers);
         match &self.kind {
             Kind::Cpu(e) => {
                 let cache = cache.map(EngineCache::cpu).transpose()?;
-                e.run(model, head, tokens, cache, enc, tap.as_slice()).await
+                e.run(model, head, tokens, cache, enc, tap).await
             }
             #[cfg(feature = "gpu")]
             Kind::Gpu(g) => {
                 let cache = cache.map(EngineCache::gpu).transpose()?;
-                g.run(model, head, tokens, cache, enc, tap.as_slice()).await
+                g.run(model, head, tokens, cache, enc, tap).await
             }
         }
     }
@@ -357,7 +357,7 @@ impl Engine {
     /// them one after another.
     pub async fn run_batch(&self, parts: &mut [BatchPart<'_>]) -> Result<Vec<HeadOutput>> {
         let (model, head) = (&self.model, self.head.as_ref());
-        let tap = head.and_then(Head::layer);
+        let tap: &[usize] = head.map_or(&[], Head::layers);
         match &self.kind {
             Kind::Cpu(e) => {
                 let tokens: Vec<&[u32]> = parts.iter().map(|p| p.tokens).collect();
@@ -366,15 +366,8 @@ impl Engine {
                 for p in parts.iter_mut() {
                     caches.push(p.cache.cpu()?);
                 }
-                e.run_batch(
-                    model,
-                    need_head(head)?,
-                    &tokens,
-                    &mut caches,
-                    &encs,
-                    tap.as_slice(),
-                )
-                .await
+                e.run_batch(model, need_head(head)?, &tokens, &mut caches, &encs, tap)
+                    .await
             }
             #[cfg(feature = "gpu")]
             Kind::Gpu(g) => {
@@ -382,14 +375,7 @@ impl Engine {
                 for p in parts.iter_mut() {
                     let cache = p.cache.gpu()?;
                     let o = g
-                        .run(
-                            model,
-                            head,
-                            p.tokens,
-                            Some(cache),
-                            Some(p.enc),
-                            tap.as_slice(),
-                        )
+                        .run(model, head, p.tokens, Some(cache), Some(p.enc), tap)
                         .await?;
                     out.push(o.ok_or_else(|| {
                         Error::Internal("the head returned no output for a layout".into())
