@@ -75,3 +75,92 @@ fn an_interrupted_extraction_continues_where_it_stopped() {
     assert_eq!(std::fs::read_to_string(&other).unwrap(), "not json\n");
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+fn run_features(args: &[&str], input: &std::path::Path) -> (bool, String, String) {
+    let o = Command::new(env!("CARGO_BIN_EXE_stepscore"))
+        .args(["features", "--family", "value-head", "--model"])
+        .arg(tiny())
+        .args(args)
+        .arg(input)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run stepscore");
+    (
+        o.status.success(),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_tree_of_rated_alternatives_gives_each_full_traces_bits() {
+    let dir = std::env::temp_dir().join(format!("stepscore-tree-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // PRM800K-shaped rows of three problems: alternatives after each prefix,
+    // the continued one last, as scripts/data/real_steps.py orders them.
+    let mut rows = Vec::new();
+    for p in 0..3 {
+        let problem = format!("What is {p} + {p} + 1?");
+        let chain = [format!("{p} + {p} = {}.", 2 * p), format!("{} + 1 = {}.", 2 * p, 2 * p + 1)];
+        for depth in 0..chain.len() {
+            let prefix = &chain[..depth];
+            for (k, alt) in ["So it is 7.", "Let me think."].iter().enumerate() {
+                rows.push(serde_json::json!({"id": format!("p{p}-{depth}-{k}"), "problem": problem,
+                    "prefix": prefix, "step": alt, "rating": if k == 0 { -1 } else { 0 }}));
+            }
+            rows.push(serde_json::json!({"id": format!("p{p}-{depth}-c"), "problem": problem,
+                "prefix": prefix, "step": chain[depth], "rating": 1, "preferred": true}));
+        }
+    }
+    let text: Vec<String> = rows.iter().map(|r| r.to_string()).collect();
+    let input = dir.join("tree.jsonl");
+    std::fs::write(&input, text.join("\n") + "\n").unwrap();
+    let (ok, tree, err) = run_features(
+        &["--layers", "1,2", "--encoding", "base64", "--from-first-label"],
+        &input,
+    );
+    assert!(ok, "{err}");
+    // The same traces one by one, whole, in the native format.
+    let whole: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let mut steps: Vec<serde_json::Value> = r["prefix"].as_array().unwrap().clone();
+            steps.push(r["step"].clone());
+            serde_json::json!({"id": r["id"], "problem": r["problem"], "steps": steps}).to_string()
+        })
+        .collect();
+    let whole_in = dir.join("whole.jsonl");
+    std::fs::write(&whole_in, whole.join("\n") + "\n").unwrap();
+    let (ok, full, err) = run_features(&["--layers", "1,2", "--encoding", "base64"], &whole_in);
+    assert!(ok, "{err}");
+    let by_id = |text: &str| -> std::collections::HashMap<String, serde_json::Value> {
+        text.lines()
+            .map(|l| {
+                let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                (v["id"].as_str().unwrap().to_string(), v)
+            })
+            .collect()
+    };
+    let (tree, full) = (by_id(&tree), by_id(&full));
+    assert_eq!(tree.len(), rows.len());
+    let mut tokens_tree = 0;
+    let mut tokens_full = 0;
+    for (id, t) in &tree {
+        let f = &full[id];
+        let last = f["features_b64"].as_array().unwrap().last().unwrap();
+        assert_eq!(t["features_b64"].as_array().unwrap(), &vec![last.clone()], "{id}");
+        assert_eq!(t["layers"], serde_json::json!([1, 2]));
+        let n = f["features_b64"].as_array().unwrap().len();
+        assert_eq!(t["first_step"], serde_json::json!(n - 1), "{id}");
+        let want = match t["metadata"]["rating"].as_i64() {
+            Some(-1) => false,
+            _ => true,
+        };
+        assert_eq!(t["labels"], serde_json::json!([want]), "{id}");
+        tokens_tree += t["tokens"].as_u64().unwrap();
+        tokens_full += f["tokens"].as_u64().unwrap();
+    }
+    // Each prefix ran once, not once per alternative.
+    assert!(tokens_tree * 2 < tokens_full, "{tokens_tree} vs {tokens_full}");
+    std::fs::remove_dir_all(dir).unwrap();
+}

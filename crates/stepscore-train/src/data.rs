@@ -1,9 +1,12 @@
 //! Step examples from `stepscore features` JSONL: one (feature row, label) per labelled step.
 //!
-//! Labels follow ProcessBench: with first-error index `L`, steps before `L` are correct
-//! (positive, 1), step `L` is wrong (negative, 0), steps after `L` carry no label and are
-//! dropped; `L = -1` makes every step correct. The head therefore predicts P(step correct),
-//! the value-head convention (a low score flags an error).
+//! Labels are the record's per-row `labels` when it has them (each row's step label; rows
+//! without one are dropped), else they follow ProcessBench: with first-error index `L`,
+//! steps before `L` are correct (positive, 1), step `L` is wrong (negative, 0), steps after
+//! `L` carry no label and are dropped; `L = -1` makes every step correct. The head therefore
+//! predicts P(step correct), the value-head convention (a low score flags an error).
+//! PRM800K's neutral steps (`metadata.rating` 0, read as correct) are relabelled as
+//! [`ReadOptions::neutral`] says.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -90,11 +93,68 @@ impl Examples {
 struct Record {
     #[serde(default)]
     label: Option<i64>,
-    features: Vec<Vec<f32>>,
+    #[serde(default)]
+    features: Option<Vec<Vec<f32>>>,
+    /// Rows as base64 of little-endian f32 (`--encoding base64`).
+    #[serde(default)]
+    features_b64: Option<Vec<String>>,
+    /// The layers each row holds, joined in this order.
+    #[serde(default)]
+    layers: Option<Vec<usize>>,
+    /// The step of the first row.
+    #[serde(default)]
+    first_step: usize,
+    /// Each row's step label.
+    #[serde(default)]
+    labels: Option<Vec<Option<bool>>>,
+    #[serde(default)]
+    metadata: Option<Metadata>,
     #[serde(default)]
     confidence: Option<Vec<StepConfidence>>,
     #[serde(default)]
     digit_confidence: Option<Vec<DigitConfidence>>,
+}
+
+#[derive(Deserialize)]
+struct Metadata {
+    /// PRM800K's rating of the labelled step.
+    #[serde(default)]
+    rating: Option<i64>,
+}
+
+/// How PRM800K's neutral steps (rating 0: "reasonable but not clearly
+/// helpful", which its reader labels correct) are trained on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Neutral {
+    /// Correct, as read: a neutral step is no error.
+    #[default]
+    Good,
+    /// Wrong.
+    Bad,
+    /// Left out.
+    Drop,
+}
+
+impl std::str::FromStr for Neutral {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Neutral, String> {
+        match s {
+            "good" => Ok(Neutral::Good),
+            "bad" => Ok(Neutral::Bad),
+            "drop" => Ok(Neutral::Drop),
+            _ => Err(format!("`{s}`: expected good, bad or drop")),
+        }
+    }
+}
+
+/// How a features file is read besides the row layout.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// The layers every row holds when a record does not say (its `layers`);
+    /// `None`: exactly the layout's.
+    pub file_layers: Option<Vec<usize>>,
+    pub neutral: Neutral,
 }
 
 /// Opens `path`, decompressing when it ends in `.gz`.
@@ -108,9 +168,83 @@ fn open(path: &Path) -> Result<Box<dyn BufRead>> {
     Ok(Box::new(BufReader::new(reader)))
 }
 
-/// Reads every labelled step of the features file at `path` as rows laid out by `layout`.
-pub fn read_examples(path: &Path, layout: &RowLayout) -> Result<(Examples, ReadStats)> {
-    read_examples_from(open(path)?, path, layout)
+/// Reads every labelled step of the features files at `paths`, in order,
+/// as rows laid out by `layout`.
+pub fn read_examples(
+    paths: &[impl AsRef<Path>],
+    layout: &RowLayout,
+    options: &ReadOptions,
+) -> Result<(Examples, ReadStats)> {
+    let mut builder = ExamplesBuilder::new(layout);
+    for path in paths {
+        let path = path.as_ref();
+        read_into(&mut builder, open(path)?, path, layout, options)?;
+    }
+    let names: Vec<String> = paths.iter().map(|p| p.as_ref().display().to_string()).collect();
+    builder.finish(&names.join(", "))
+}
+
+/// The record's rows, holding the layout's layers in its order.
+fn rows_of(record: &Record, layout: &RowLayout, options: &ReadOptions) -> std::result::Result<Vec<Vec<f32>>, String> {
+    let rows = match (&record.features, &record.features_b64) {
+        (Some(f), None) => f.clone(),
+        (None, Some(b)) => b
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD
+                    .decode(s)
+                    .map_err(|e| format!("`features_b64[{i}]`: {e}"))?;
+                if bytes.len() % 4 != 0 || bytes.len() > 4 * MAX_WIDTH {
+                    return Err(format!(
+                        "`features_b64[{i}]` holds {} bytes, not a row of at most {MAX_WIDTH} f32 values",
+                        bytes.len()
+                    ));
+                }
+                Ok(bytes
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect())
+            })
+            .collect::<std::result::Result<_, _>>()?,
+        (Some(_), Some(_)) => return Err("both `features` and `features_b64`: keep one".into()),
+        (None, None) => return Err("no `features` or `features_b64`".into()),
+    };
+    let Some(held) = record.layers.as_ref().or(options.file_layers.as_ref()) else {
+        return Ok(rows);
+    };
+    let want: &[usize] = &layout.layers;
+    if held.as_slice() == want || (want.is_empty() && held.len() == 1) {
+        return Ok(rows);
+    }
+    let at = want
+        .iter()
+        .map(|l| {
+            held.iter().position(|h| h == l).ok_or_else(|| {
+                format!("the rows hold layers {held:?}, not layer {l} the head reads")
+            })
+        })
+        .collect::<std::result::Result<Vec<_>, _>>()?;
+    if want.is_empty() {
+        return Err(format!(
+            "the rows hold layers {held:?}: say which the head reads (--layers)"
+        ));
+    }
+    rows.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            if r.len() % held.len() != 0 {
+                return Err(format!(
+                    "row {i} of width {} does not split into {} layers",
+                    r.len(),
+                    held.len()
+                ));
+            }
+            let h = r.len() / held.len();
+            Ok(at.iter().flat_map(|&k| r[k * h..(k + 1) * h].iter().copied()).collect())
+        })
+        .collect()
 }
 
 /// [`read_examples`] over any reader; `path` only names the source in errors.
@@ -118,8 +252,20 @@ pub fn read_examples_from(
     reader: impl BufRead,
     path: &Path,
     layout: &RowLayout,
+    options: &ReadOptions,
 ) -> Result<(Examples, ReadStats)> {
     let mut builder = ExamplesBuilder::new(layout);
+    read_into(&mut builder, reader, path, layout, options)?;
+    builder.finish(&path.display().to_string())
+}
+
+fn read_into(
+    builder: &mut ExamplesBuilder,
+    reader: impl BufRead,
+    path: &Path,
+    layout: &RowLayout,
+    options: &ReadOptions,
+) -> Result<()> {
     for (n, line) in reader.lines().enumerate() {
         let parse = |message: String| Error::Parse {
             path: path.to_path_buf(),
@@ -131,24 +277,37 @@ pub fn read_examples_from(
             continue;
         }
         let record: Record = serde_json::from_str(&line).map_err(|e| parse(e.to_string()))?;
-        builder
-            .push_trace(
-                record.label,
-                &record.features,
-                record.confidence.as_deref(),
-                record.digit_confidence.as_deref(),
-            )
-            .map_err(parse)?;
+        let rows = rows_of(&record, layout, options).map_err(parse)?;
+        let conf = record.confidence.as_deref();
+        let digits = record.digit_confidence.as_deref();
+        match &record.labels {
+            Some(labels) => {
+                let neutral = record.metadata.as_ref().and_then(|m| m.rating) == Some(0);
+                let labels: Vec<Option<bool>> = labels
+                    .iter()
+                    .map(|&l| match (neutral, l, options.neutral) {
+                        (true, Some(true), Neutral::Bad) => Some(false),
+                        (true, Some(true), Neutral::Drop) => None,
+                        _ => l,
+                    })
+                    .collect();
+                // Whole traces also count for trace-level metrics.
+                let whole = (record.first_step == 0).then_some(record.label).flatten();
+                builder.push_rows(&labels, &rows, conf, digits, whole)
+            }
+            None => builder.push_trace(record.label, &rows, conf, digits),
+        }
+        .map_err(parse)?;
     }
-    builder.finish(&path.display().to_string())
+    Ok(())
 }
 
-/// What a feature row holds: the hidden state of `layer` (`None`: the
-/// final one; absent with `stats_only`) joined with `stats`, in order. The
+/// What a feature row holds: the hidden states of `layers` joined in order
+/// (empty: the final one; absent with `stats_only`) joined with `stats`. The
 /// head file records it (`stepscore.layer`, `.step_stats`, `.stats_only`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RowLayout {
-    pub layer: Option<usize>,
+    pub layers: Vec<usize>,
     pub stats: Vec<StepStat>,
     pub stats_only: bool,
 }
@@ -186,19 +345,47 @@ impl ExamplesBuilder {
         confidence: Option<&[StepConfidence]>,
         digits: Option<&[DigitConfidence]>,
     ) -> std::result::Result<(), String> {
-        self.stats.traces += 1;
         let Some(label) = label else {
+            self.stats.traces += 1;
             self.stats.unlabelled += 1;
             return Ok(());
         };
-        let steps = features.len();
         if label < -1 {
             return Err(format!("`label` {label} is not -1 or a step index"));
         }
         // Truncated traces have fewer feature rows than steps: an error step past the last row
         // leaves only correct steps.
-        let labelled = usize::try_from(label).map_or(steps, |l| steps.min(l.saturating_add(1)));
-        self.stats.dropped_steps += steps - labelled;
+        let labels: Vec<Option<bool>> = (0..features.len() as i64)
+            .map(|i| match label {
+                l if l < 0 || i < l => Some(true),
+                l if i == l => Some(false),
+                _ => None,
+            })
+            .collect();
+        self.push_rows(&labels, features, confidence, digits, Some(label))
+    }
+
+    /// Adds one record's rows with a label each (`None`: dropped), and per
+    /// row its statistics as [`ExamplesBuilder::push_trace`] takes them;
+    /// `trace_label` is the first-error label when the rows are a whole
+    /// trace (for trace-level metrics).
+    pub fn push_rows(
+        &mut self,
+        labels: &[Option<bool>],
+        features: &[Vec<f32>],
+        confidence: Option<&[StepConfidence]>,
+        digits: Option<&[DigitConfidence]>,
+        trace_label: Option<i64>,
+    ) -> std::result::Result<(), String> {
+        self.stats.traces += 1;
+        let steps = features.len();
+        if labels.len() != steps {
+            return Err(format!("`labels` has {} entries for {steps} feature rows", labels.len()));
+        }
+        if labels.iter().all(Option::is_none) {
+            self.stats.unlabelled += 1;
+            return Ok(());
+        }
         let needs = |digit: bool| {
             self.layout
                 .stats
@@ -229,7 +416,11 @@ impl ExamplesBuilder {
             }
         }
         let first_row = self.y.len();
-        for (i, row) in features.iter().take(labelled).enumerate() {
+        for (i, (row, label)) in features.iter().zip(labels).enumerate() {
+            let Some(label) = *label else {
+                self.stats.dropped_steps += 1;
+                continue;
+            };
             let w = *self.width.get_or_insert(row.len());
             if row.len() != w {
                 return Err(format!(
@@ -261,10 +452,12 @@ impl ExamplesBuilder {
                 }
                 self.x.push(v);
             }
-            self.y.push(label < 0 || (i as i64) < label);
+            self.y.push(label);
         }
-        if self.y.len() > first_row {
-            self.traces.push((first_row..self.y.len(), label));
+        if let Some(label) = trace_label {
+            if self.y.len() > first_row {
+                self.traces.push((first_row..self.y.len(), label));
+            }
         }
         Ok(())
     }
@@ -295,7 +488,7 @@ mod tests {
             },
             ..RowLayout::default()
         };
-        read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout)
+        read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default())
     }
 
     #[test]
@@ -345,9 +538,9 @@ mod tests {
         let layout = RowLayout {
             stats: vec![StepStat::DigitMinLogprob, StepStat::MinLogprob],
             stats_only: true,
-            layer: None,
+            layers: Vec::new(),
         };
-        let (ex, _) = read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout).unwrap();
+        let (ex, _) = read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default()).unwrap();
         assert_eq!(ex.width, 2);
         assert_eq!(ex.x, vec![0.0, -2.0, -9.0, -1.0, 0.0, -2.0]);
         assert_eq!(ex.y, vec![true, false, true]);
@@ -357,12 +550,12 @@ mod tests {
             ..layout
         };
         let (ex, _) =
-            read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &with_hidden).unwrap();
+            read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &with_hidden, &ReadOptions::default()).unwrap();
         assert_eq!(ex.width, 4);
         assert_eq!(&ex.x[..4], &[1.0, 2.0, 0.0, -2.0]);
         // Digit statistics need `digit_confidence`.
         let no_digits = r#"{"label": -1, "features": [[7,8]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}]}"#;
-        let msg = read_examples_from(no_digits.as_bytes(), Path::new("t.jsonl"), &with_hidden)
+        let msg = read_examples_from(no_digits.as_bytes(), Path::new("t.jsonl"), &with_hidden, &ReadOptions::default())
             .unwrap_err()
             .to_string();
         assert!(
@@ -376,7 +569,7 @@ mod tests {
         let layout = RowLayout {
             stats: vec![StepStat::FalseEquation, StepStat::OperationMinLogprob],
             stats_only: true,
-            layer: None,
+            layers: Vec::new(),
         };
         let row = |digits: &str| {
             format!(
@@ -386,13 +579,13 @@ mod tests {
         let both = row(
             r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0, "false_equations": 2}"#,
         );
-        let (ex, _) = read_examples_from(both.as_bytes(), Path::new("t.jsonl"), &layout).unwrap();
+        let (ex, _) = read_examples_from(both.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default()).unwrap();
         assert_eq!(ex.x, vec![0.0, -0.5, 1.0, -4.0]);
         // Written before the check existed: refused, naming the step and field.
         let old = row(
             r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0}"#,
         );
-        let msg = read_examples_from(old.as_bytes(), Path::new("t.jsonl"), &layout)
+        let msg = read_examples_from(old.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default())
             .unwrap_err()
             .to_string();
         assert!(

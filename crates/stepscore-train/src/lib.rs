@@ -15,7 +15,9 @@ pub mod standardize;
 pub mod train;
 
 pub use calibrate::{calibrate, fit_platt, Calibrated};
-pub use data::{read_examples, Examples, ExamplesBuilder, ReadStats, RowLayout};
+pub use data::{
+    read_examples, Examples, ExamplesBuilder, Neutral, ReadOptions, ReadStats, RowLayout,
+};
 pub use error::{Error, Result};
 pub use export::ExportedHead;
 pub use model::HeadKind;

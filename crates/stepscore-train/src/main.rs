@@ -5,25 +5,28 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use stepscore::prm::StepStat;
-use stepscore_train::{read_examples, train_and_save, HeadKind, RowLayout, TrainConfig};
+use stepscore_train::{
+    read_examples, train_and_save, HeadKind, Neutral, ReadOptions, RowLayout, TrainConfig,
+};
 
 #[derive(Parser)]
 #[command(
     name = "stepscore-train",
     about = "Train a step head (value head) on hidden-state features from `stepscore features`",
     after_help = "Inputs are JSONL (optionally .gz) from `stepscore features --family value-head`. \
-    Labels follow ProcessBench (steps after the first error are dropped). The output is a \
+    Labels are each row's `labels` when written (PRM800K rows: the rated step), else they \
+    follow ProcessBench (steps after the first error are dropped). The output is a \
     safetensors file with `v_head.summary.weight` [1, h] and `v_head.summary.bias` [1] (linear \
     head) taking raw hidden states; the per-epoch log goes to stderr as JSON lines."
 )]
 struct Args {
-    /// Training features (JSONL or JSONL.gz).
-    #[arg(long)]
-    train: PathBuf,
+    /// Training features (JSONL or JSONL.gz); several files are read in order.
+    #[arg(long, num_args = 1.., required = true)]
+    train: Vec<PathBuf>,
     /// Validation features, for early stopping on step AUROC, then Platt calibration and the
-    /// first-error threshold (written as `stepscore.threshold`).
-    #[arg(long)]
-    val: Option<PathBuf>,
+    /// first-error threshold (written as `stepscore.threshold`); several files are read in order.
+    #[arg(long, num_args = 1..)]
+    val: Vec<PathBuf>,
     /// Where to write the head (safetensors).
     #[arg(long)]
     out: PathBuf,
@@ -49,10 +52,18 @@ struct Args {
     /// `stepscore.stats_only`): a head of a few weights that needs no layer's states.
     #[arg(long, requires = "stats")]
     stats_only: bool,
-    /// The `--layer` the features were extracted with (`stepscore features --layer L`),
-    /// recorded as `stepscore.layer` so the engine reads the same layer.
-    #[arg(long, value_name = "L")]
-    layer: Option<usize>,
+    /// The layers the head reads, ascending, comma-separated (extracted with
+    /// `stepscore features --layers`), recorded as `stepscore.layer` so the engine reads the
+    /// same ones (absent: the final layer).
+    #[arg(long = "layers", alias = "layer", value_name = "L,...", value_delimiter = ',')]
+    layers: Vec<usize>,
+    /// The layers the feature rows hold, when the files do not say (features written before
+    /// records named them); the head's `--layers` are taken from them.
+    #[arg(long, value_name = "L,...", value_delimiter = ',')]
+    feature_layers: Vec<usize>,
+    /// PRM800K's neutral steps (rating 0): `good` (as read: no error), `bad`, or `drop`.
+    #[arg(long, default_value = "good", value_parser = str::parse::<Neutral>)]
+    neutral: Neutral,
     #[arg(long, default_value_t = 30)]
     epochs: usize,
     #[arg(long, default_value_t = 256)]
@@ -70,7 +81,7 @@ struct Args {
 
 fn run(args: Args) -> stepscore_train::Result<()> {
     let layout = RowLayout {
-        layer: args.layer,
+        layers: args.layers.clone(),
         stats: if args.confidence {
             StepStat::CONFIDENCE.to_vec()
         } else {
@@ -78,28 +89,31 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         },
         stats_only: args.stats_only,
     };
-    let (train_ex, stats) = read_examples(&args.train, &layout)?;
+    let read = ReadOptions {
+        file_layers: (!args.feature_layers.is_empty()).then(|| args.feature_layers.clone()),
+        neutral: args.neutral,
+    };
+    let (train_ex, stats) = read_examples(&args.train, &layout, &read)?;
     eprintln!(
-        "{}: {} steps ({} correct) from {} traces; {} unlabelled traces, {} steps after an error dropped",
-        args.train.display(),
+        "{} file(s): {} steps ({} correct) from {} traces; {} unlabelled traces, {} unlabelled steps dropped",
+        args.train.len(),
         train_ex.len(),
         train_ex.positives(),
         stats.traces,
         stats.unlabelled,
         stats.dropped_steps
     );
-    let val_ex = match &args.val {
-        Some(p) => {
-            let (ex, _) = read_examples(p, &layout)?;
-            eprintln!(
-                "{}: {} steps ({} correct)",
-                p.display(),
-                ex.len(),
-                ex.positives()
-            );
-            Some(ex)
-        }
-        None => None,
+    let val_ex = if args.val.is_empty() {
+        None
+    } else {
+        let (ex, _) = read_examples(&args.val, &layout, &read)?;
+        eprintln!(
+            "validation, {} file(s): {} steps ({} correct)",
+            args.val.len(),
+            ex.len(),
+            ex.positives()
+        );
+        Some(ex)
     };
     let cfg = TrainConfig {
         head: if args.head == "mlp" {

@@ -363,7 +363,7 @@ impl Trained {
         );
         // What the engine reads (row layout, threshold): the core's own spelling.
         let input = stepscore::prm::HeadInput {
-            layers: layout.layer.into_iter().collect(),
+            layers: layout.layers.clone(),
             stats: layout.stats.clone(),
             stats_only: layout.stats_only,
             threshold: self.calibration.as_ref().and_then(|c| c.threshold),

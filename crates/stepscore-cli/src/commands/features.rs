@@ -22,19 +22,23 @@ use crate::Failure;
 
 #[derive(clap::Args, Debug)]
 #[command(
-    after_help = "Output: one JSON line per trace, {id, label, split, generator, group, \
-    features: [[f32; hidden] per scored step], confidence: [{tokens, mean_logprob, min_logprob, \
-    mean_entropy}] and digit_confidence: [{tokens, min_logprob, mean_logprob}] of the step's digit \
-    tokens (with --confidence), tokens, truncated_steps}. `label` is the ProcessBench \
-    first-error index (-1: all correct; absent when the row has no labels). Features are the \
-    final-normed hidden states at the positions the family's head reads (value-head: each step's \
-    \"\\n\"); the head's own tensors are not needed. With --layers L they are layer L's: the \
-    residual stream after the first L blocks (0: the embeddings) through the model's final \
-    RMSNorm; a head trained on them records `stepscore.layer` = L. With several layers a row is \
-    their states concatenated in the order given. `first_step` is the step of the first row \
-    (see --from-first-label) and `labels` each row's step label. Consecutive records with the \
-    same problem reuse the KV cache of the tokens they share, so a tree of alternatives \
-    (PRM800K) pays for each prefix once. Timing goes to stderr.\n\
+    after_help = "Output: one JSON line per trace, {id, index, label, split, generator, group, \
+    metadata, layers, first_step, labels, features: [[f32] per scored step] (or features_b64), \
+    confidence: [{tokens, mean_logprob, min_logprob, mean_entropy}] and digit_confidence: \
+    [{tokens, min_logprob, mean_logprob, ...}] of the step's digit tokens (with --confidence), \
+    tokens, truncated_steps}. `label` is the ProcessBench first-error index (-1: all correct; \
+    absent when the row has no labels), `labels` each row's own step label, `first_step` the \
+    step of the first row (see --from-first-label). Features are the final-normed hidden states \
+    at the positions the family's head reads (value-head: each step's \"\\n\"); the head's own \
+    tensors are not needed. With --layers L they are layer L's: the residual stream after the \
+    first L blocks (0: the embeddings) through the model's final RMSNorm; a head trained on them \
+    records `stepscore.layer` = L. With several layers a row is their states joined in the \
+    order given (`layers` names them).\n\
+    Speed: up to 8 problems share each forward pass, and a problem's records reuse the KV cache \
+    of the tokens they share with the one before, so a tree of alternatives (PRM800K's rows, \
+    in the order scripts/data/real_steps.py writes them) pays for each prefix once. Records \
+    are written as their pass ends, in input order within a problem; `id` (else `index`) keys \
+    the resume of --out. Timing goes to stderr.\n\
     Compressed input is read through a pipe.\n\
     Example:\n  zcat data/gsm_symbolic_test.jsonl.gz | stepscore features --model \
     SmolLM2-135M-Instruct.Q4_1.gguf --family value-head - > features.jsonl"
@@ -101,6 +105,8 @@ struct Record<'a> {
     group: Option<&'a str>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     metadata: &'a serde_json::Map<String, serde_json::Value>,
+    /// The layers each row holds, joined in this order.
+    layers: &'a [usize],
     first_step: usize,
     labels: Vec<Option<bool>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -139,6 +145,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         confidence: args.confidence,
     };
     let base64 = args.encoding == "base64";
+    let row_layers = if args.layers.is_empty() {
+        vec![n_layers]
+    } else {
+        args.layers.clone()
+    };
     let (mut out, done): (Box<dyn Write>, HashSet<String>) = match &args.out {
         Some(path) => {
             let done = resume(path)?;
@@ -209,6 +220,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 generator: trace.meta_str("generator"),
                 group: trace.meta_str("group"),
                 metadata: &trace.metadata,
+                layers: &row_layers,
                 first_step: f.first_step,
                 labels,
                 features: (!base64).then_some(f.hidden.as_slice()),

@@ -35,8 +35,10 @@ pub struct Args {
     #[arg(long)]
     pub out: PathBuf,
 
-    /// The frozen backbone: a GGUF file or a Hugging Face directory (default:
-    /// SmolLM2-135M-Instruct Q4_1 from the cache, fetched on first use).
+    /// The frozen backbone: a GGUF file, a Hugging Face directory or a
+    /// catalog name (default: the default PRM's backbone,
+    /// Qwen2.5-Coder-1.5B-Instruct Q4_K_M, fetched into the cache on first
+    /// use; `smollm2-135m` is ~6x faster and a weaker verifier).
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
@@ -144,7 +146,7 @@ mod with_trainer {
 
         let started = Instant::now();
         let layout = RowLayout {
-            layer: args.layer,
+            layers: args.layer.into_iter().collect(),
             stats: args.stats.clone(),
             stats_only: args.stats_only,
         };

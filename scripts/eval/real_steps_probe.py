@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Which head to train on real step labels: candidates measured on validation.
+
+Reads `stepscore features --layers ... --confidence --encoding base64` output
+(scripts/data/extract_features.py's chunks: DIR/train/*.jsonl, DIR/val/*.jsonl),
+fits class-balanced L2 logistic regressions on the training rows and reports,
+on the validation rows only (split by problem; ProcessBench is never read):
+
+  step AUROC       over labelled steps, pooled and per set;
+  first-error F1   ProcessBench's metric on validation's first-error traces
+                   (Mr-Ben, BIG-Bench Mistake, MathDial): a trace's predicted
+                   first error is its first step scored below the threshold;
+                   F1 = harmonic mean of the accuracy on erroneous traces (the
+                   predicted first error is the label) and on correct ones (no
+                   step flagged); the threshold is the validation-optimal one,
+                   so the figure compares candidates, it is no test score.
+
+Exploration only (numpy + scikit-learn): the shipped head is trained by
+`stepscore train` / stepscore-train with burn; this script picks its inputs.
+"""
+import argparse
+import base64
+import glob
+import json
+import os
+import struct
+import sys
+
+import numpy as np
+
+STATS = ["result_min_logprob", "operand_min_logprob", "plus_minus_min_logprob",
+         "operation_min_logprob", "false_equation", "log1p_tokens", "mean_logprob",
+         "min_logprob", "mean_entropy"]
+
+
+def stat_row(c, d):
+    a = d.get("arithmetic") or {}
+    return [a.get("result_min_logprob", 0.0), a.get("operand_min_logprob", 0.0),
+            d["plus_minus_min_logprob"], d.get("operation_min_logprob") or 0.0,
+            1.0 if (d.get("false_equations") or 0) > 0 else 0.0,
+            float(np.log1p(c["tokens"])), c["mean_logprob"], c["min_logprob"], c["mean_entropy"]]
+
+
+def load(paths, layers_in_file, keep_layers):
+    """Rows: X [n, len(keep) * h] f32, stats [n, 9], y (1 good, 0 bad, -1 unlabelled),
+    trace index per row, step index, and per trace (set, label, rating)."""
+    pick = [layers_in_file.index(l) for l in keep_layers]
+    xs, st, y, tr, si, traces = [], [], [], [], [], []
+    for p in paths:
+        with open(p, encoding="utf-8") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break
+                r = json.loads(line)
+                meta = r.get("metadata", {})
+                t = len(traces)
+                traces.append({"set": meta.get("set"), "label": r.get("label"),
+                               "rating": meta.get("rating"), "first": r["first_step"],
+                               "id": r.get("id"), "n": len(r["features_b64"])})
+                for k, (b, lab) in enumerate(zip(r["features_b64"], r["labels"])):
+                    v = np.frombuffer(base64.b64decode(b), dtype="<f4")
+                    h = v.size // len(layers_in_file)
+                    v = v.reshape(len(layers_in_file), h)[pick].reshape(-1)
+                    xs.append(v)
+                    st.append(stat_row(r["confidence"][k], r["digit_confidence"][k]))
+                    y.append(-1 if lab is None else int(lab))
+                    tr.append(t)
+                    si.append(r["first_step"] + k)
+    return (np.array(xs, dtype=np.float32), np.array(st, dtype=np.float64), np.array(y),
+            np.array(tr), np.array(si), traces)
+
+
+def auroc(s, y):
+    """P(score of a good step > score of a bad one), ties half."""
+    s, y = np.asarray(s, float), np.asarray(y)
+    pos, neg = s[y == 1], s[y == 0]
+    if len(pos) == 0 or len(neg) == 0:
+        return float("nan")
+    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
+    allv = np.concatenate([pos, neg])[order]
+    ranks = np.empty(len(allv))
+    i = 0
+    while i < len(allv):
+        j = i
+        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
+            j += 1
+        ranks[i:j + 1] = (i + j) / 2 + 1
+        i = j + 1
+    r = np.empty(len(allv))
+    r[order] = ranks
+    return (r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
+
+
+def first_error_f1(scores, tr, si, traces, sets, threshold):
+    """ProcessBench's F1 over the first-error traces of `sets`."""
+    by = {}
+    for s, t, k in zip(scores, tr, si):
+        by.setdefault(t, []).append((k, s))
+    ok_err = n_err = ok_cor = n_cor = 0
+    for t, rows in by.items():
+        info = traces[t]
+        if info["set"] not in sets or info["label"] is None or info["first"] != 0:
+            continue
+        rows.sort()
+        pred = next((k for k, s in rows if s < threshold), -1)
+        if info["label"] == -1:
+            n_cor += 1
+            ok_cor += pred == -1
+        else:
+            n_err += 1
+            ok_err += pred == info["label"]
+    a = ok_err / n_err if n_err else 0.0
+    b = ok_cor / n_cor if n_cor else 0.0
+    return (2 * a * b / (a + b) if a + b else 0.0), a, b, n_err, n_cor
+
+
+def best_f1(scores, tr, si, traces, sets):
+    best = (0.0, 0.5)
+    for t in np.quantile(scores, np.linspace(0.005, 0.995, 120)):
+        f = first_error_f1(scores, tr, si, traces, sets, t)[0]
+        if f > best[0]:
+            best = (f, t)
+    return best
+
+
+def default_head_scores(stats, head_path):
+    """Today's default head (the five arithmetic inputs), from its file."""
+    raw = open(head_path, "rb").read()
+    n = struct.unpack("<Q", raw[:8])[0]
+    hdr = json.loads(raw[8:8 + n])
+    data = raw[8 + n:]
+    t = {}
+    for k, v in hdr.items():
+        if k == "__metadata__":
+            continue
+        a, b = v["data_offsets"]
+        t[k] = np.frombuffer(data[a:b], dtype="<f4")
+    names = hdr["__metadata__"]["stepscore.step_stats"].split(",")
+    cols = [STATS.index(s) for s in names]
+    z = stats[:, cols] @ t["v_head.summary.weight"].astype(np.float64) + t["v_head.summary.bias"][0]
+    return 1 / (1 + np.exp(-z))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--features", required=True, help="DIR with train/ and val/ chunk outputs")
+    ap.add_argument("--layers-in-file", default="8,12,16,20,24,28")
+    ap.add_argument("--default-head", default=os.path.join(os.path.dirname(__file__), "..", "..", "models",
+                                                            "qwen2.5-coder-1.5b-digit-head.safetensors"))
+    ap.add_argument("--candidates", default="28;20;24;16;12;16,20,24;8,12,16,20,24,28")
+    ap.add_argument("--C", default="0.001,0.01,0.1")
+    ap.add_argument("--neutral", default="good", choices=["good", "bad", "drop"])
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args()
+    from sklearn.linear_model import LogisticRegression
+
+    in_file = [int(x) for x in args.layers_in_file.split(",")]
+    done = lambda split: sorted(p for p in glob.glob(os.path.join(args.features, split, "chunk_*.jsonl"))
+                                if not p.endswith(".in.jsonl"))
+    Xtr, Str, ytr, trtr, sitr, Ttr = load(done("train"), in_file, in_file)
+    Xva, Sva, yva, trva, siva, Tva = load(done("val"), in_file, in_file)
+
+    def neutral(y, tr, T):
+        y = y.copy()
+        rating0 = np.array([T[t]["rating"] == 0 for t in tr])
+        if args.neutral == "bad":
+            y[rating0 & (y == 1)] = 0
+        elif args.neutral == "drop":
+            y[rating0] = -1
+        return y
+    ytr_n = neutral(ytr, trtr, Ttr)
+    lab_tr, lab_va = ytr_n >= 0, yva >= 0
+    fe_sets = {"mr-ben", "big-bench-mistake", "mathdial"}
+    sets = sorted({T["set"] for T in Tva})
+    print(f"train rows {lab_tr.sum()} labelled ({(ytr_n[lab_tr] == 0).sum()} bad) from {len(Ttr)} traces; "
+          f"val {lab_va.sum()} ({(yva[lab_va] == 0).sum()} bad) from {len(Tva)} traces; neutral={args.neutral}")
+    results = []
+
+    def report(name, s):
+        row = {"name": name, "auroc": auroc(s[lab_va], yva[lab_va])}
+        for st in sets:
+            m = lab_va & np.array([Tva[t]["set"] == st for t in trva])
+            row[f"auroc_{st}"] = auroc(s[m], yva[m])
+        f, t = best_f1(s, trva, siva, Tva, fe_sets)
+        _, a, b, ne, nc = first_error_f1(s, trva, siva, Tva, fe_sets, t)
+        row.update({"f1": f, "threshold": t, "acc_err": a, "acc_cor": b, "n_err": ne, "n_cor": nc})
+        results.append(row)
+        per = " ".join(f"{st}={row['auroc_' + st]:.3f}" for st in sets)
+        print(f"{name:42} AUROC {row['auroc']:.3f} ({per})  F1 {f:.3f} (err {a:.2f} cor {b:.2f}, t {t:.3f})", flush=True)
+
+    report("today's default head (5 arithmetic inputs)", default_head_scores(Sva, args.default_head))
+    report("random", np.random.default_rng(0).random(len(yva)))
+    h = Xtr.shape[1] // len(in_file)
+    for cand in args.candidates.split(";"):
+        ls = [int(x) for x in cand.split(",")]
+        cols = np.concatenate([np.arange(in_file.index(l) * h, (in_file.index(l) + 1) * h) for l in ls])
+        for with_stats in (False, True):
+            A = Xtr[lab_tr][:, cols].astype(np.float64)
+            B = Xva[:, cols].astype(np.float64)
+            if with_stats:
+                A = np.hstack([A, Str[lab_tr]])
+                B = np.hstack([B, Sva])
+            mu, sd = A.mean(0), A.std(0) + 1e-6
+            A, B = (A - mu) / sd, (B - mu) / sd
+            for C in [float(c) for c in args.C.split(",")]:
+                m = LogisticRegression(C=C, class_weight="balanced", max_iter=300)
+                m.fit(A, ytr_n[lab_tr])
+                s = m.predict_proba(B)[:, 1]
+                report(f"layers {cand}{' + stats' if with_stats else ''} C={C}", s)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
