@@ -69,6 +69,7 @@ Usage (from the repository root):
 Exit status: 0 when all is well, 1 when --check found a difference, 2 on an error.
 """
 import argparse
+import collections
 import gzip
 import hashlib
 import json
@@ -77,7 +78,6 @@ import re
 import shutil
 import struct
 import sys
-import tempfile
 import urllib.error
 import urllib.request
 import zlib
@@ -133,7 +133,10 @@ OUTPUTS = [
 # sha256(normalised problem text) (normalise() below). The list was found by
 # converting the pinned upstream files and comparing them with the shared copy:
 # these are exactly the problems missing from it that ProcessBench does not
-# hold. The comment gives each problem's opening words.
+# hold and no other rule here explains (each is left out with all its traces);
+# PROVENANCE.md's "other evaluation sets" is the stated reason that fits, but
+# which set holds which problem is not recorded. The comment gives each
+# problem's opening words.
 EXTRA_EXCLUDED = {
     # Mr-Ben (3 rows)
     "2489550e8a65bc2f",  # If 4 daps = 7 yaps, and 5 yaps = 3 baps, ...
@@ -220,20 +223,20 @@ class Sources:
             if not os.path.isfile(local):
                 raise InputError("%s: missing (--source-dir holds no copy of %s)" % (local, url))
             data = _read(local)
-            where = local
+            where, verb = local, "read"
         elif self.cache and os.path.isfile(os.path.join(self.cache, rel)):
-            where = os.path.join(self.cache, rel)
+            where, verb = os.path.join(self.cache, rel), "read (cached)"
             data = _read(where)
         else:
             data = download(url)
-            where = url
-            if self.cache:
-                _write_atomic(os.path.join(self.cache, rel), data)
+            where, verb = url, "downloaded"
         got = git_blob_id(data)
         if got != blobs[path]:
             raise InputError("%s: git blob id %s, expected %s (the file %s holds at %s)"
                              % (where, got, blobs[path], path, commit[:8]))
-        print("  read %s (%d bytes)" % (where, len(data)))
+        if verb == "downloaded" and self.cache:
+            _write_atomic(os.path.join(self.cache, rel), data)  # only what passed the check
+        print("  %s %s (%d bytes)" % (verb, where, len(data)))
         return data, where
 
 
@@ -256,10 +259,11 @@ def _read(path):
 
 
 def _write_atomic(path, data):
+    # Through a .part file, so an interrupted run leaves no half file under the real name.
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".part-")
+    tmp = path + ".part"
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
     except BaseException:
@@ -279,10 +283,12 @@ def load_json(data, where):
 
 def field(rec, name, types, where):
     # One checked access, so a changed upstream format fails with its place named.
+    if not isinstance(rec, dict):
+        raise InputError("%s: expected a JSON object, found %s" % (where, type(rec).__name__))
     if name not in rec:
         raise InputError("%s: field %r missing" % (where, name))
     val = rec[name]
-    if not isinstance(val, types):
+    if not isinstance(val, types) or (isinstance(val, bool) and bool not in (types if isinstance(types, tuple) else (types,))):
         raise InputError("%s: field %r is %s, expected %s"
                          % (where, name, type(val).__name__,
                             " or ".join(t.__name__ for t in (types if isinstance(types, tuple) else (types,)))))
@@ -298,7 +304,7 @@ def str_list(rec, name, where):
 
 
 class Filter:
-    """Drops rows whose problem is in ProcessBench or in EXTRA_EXCLUDED, and counts them."""
+    """Says why a row's problem must be left out (ProcessBench, EXTRA_EXCLUDED), or None."""
 
     def __init__(self, processbench, extra):
         self.processbench = processbench
@@ -313,9 +319,9 @@ class Filter:
 
 
 def processbench_problems(src):
+    # Normalised problem texts of all four ProcessBench splits.
     out = set()
-    repo, commit, blobs = SOURCES["processbench"]
-    for path in blobs:
+    for path in SOURCES["processbench"][2]:
         data, where = src.get("processbench", path)
         rows = load_json(data, where)
         if not isinstance(rows, list):
@@ -373,8 +379,11 @@ def convert_mrben(src, flt):
 def convert_bbm(src, flt):
     for task in BBM_TASKS:
         data, where = src.get("big-bench-mistake", task + ".jsonl")
-        lines = [ln for ln in data.decode("utf-8").split("\n")]
-        idx = 0
+        try:
+            lines = data.decode("utf-8").split("\n")
+        except UnicodeDecodeError as e:
+            raise InputError("%s: not UTF-8 at byte %d" % (where, e.start))
+        idx = 0  # the id counts records, not lines
         for lineno, line in enumerate(lines, 1):
             if not line.strip():
                 continue
@@ -471,8 +480,12 @@ def convert_prm800k(src, flt, path):
             if rating not in (-1, 0, 1):
                 raise InputError("%s: row %d: field 'rating' is %r, expected -1, 0, 1 or null" % (where, i, rating))
             rating = int(rating)  # the train file stores doubles
+        try:
+            prefix = [p.decode("utf-8") for p in prefix]
+        except UnicodeDecodeError:
+            raise InputError("%s: row %d: field 'responses' is not UTF-8" % (where, i))
         row = {"problem": problem,
-               "prefix": [p.decode("utf-8") for p in prefix],
+               "prefix": prefix,
                "step": text("next_response", i),
                "rating": rating,
                "preferred": flag("is_preferred_response", i),
@@ -517,16 +530,17 @@ def run_conversion(name, src, flt):
 # ---------------------------------------------------------------- output, validation
 
 def encode_rows(rows):
-    # One compact-spaced JSON object a line, UTF-8 kept as is: the shared copy's form.
+    # One JSON object a line, json.dumps's default separators, UTF-8 not escaped:
+    # the shared copy's exact form.
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8")
 
 
 def write_gz(path, payload):
     # mtime 0: the same rows give the same .gz bytes on every run.
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".", prefix=".part-")
+    tmp = path + ".part"
     try:
-        with os.fdopen(fd, "wb") as f:
+        with open(tmp, "wb") as f:
             with gzip.GzipFile(filename=os.path.basename(path)[:-3], mode="wb", fileobj=f, mtime=0) as gz:
                 gz.write(payload)
         os.replace(tmp, path)
@@ -545,10 +559,16 @@ def read_local(path):
         raise InputError("%s: missing" % path)
     except (OSError, EOFError, zlib.error) as e:
         raise InputError("%s: not a readable gzip file: %s" % (path, e))
-    rows = []
-    for lineno, line in enumerate(payload.decode("utf-8").split("\n"), 1):
-        if not line:
-            continue
+    try:
+        lines = payload.decode("utf-8").split("\n")
+    except UnicodeDecodeError as e:
+        raise InputError("%s: not UTF-8 at byte %d of the decompressed file" % (path, e.start))
+    if lines and lines[-1] == "":
+        lines.pop()
+    rows = []  # row i is line i + 1: validate_rows and compare report lines by that
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            raise InputError("%s: line %d: empty line" % (path, lineno))
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError as e:
@@ -586,40 +606,80 @@ def validate_rows(name, rows, path):
                 raise InputError("%s: field 'label' is %r, outside -1..%d" % (at, label, len(steps) - 1))
 
 
+def _row_name(r):
+    # How a row is named in the report: its id, else the problem's opening words and the step's.
+    if "id" in r:
+        return r["id"]
+    return "%r / step %r" % (r.get("problem", "")[:40], r.get("step", "")[:30])
+
+
 def compare(name, rows, payload, local_path):
-    """Row-by-row comparison with the shared copy; returns True when identical."""
+    """Row-by-row comparison with the shared copy; returns True when identical.
+
+    A row matches when an identical row is in the local file (counted as a
+    multiset, so one inserted or missing row does not turn every later row
+    into a difference); how many of those sit at the same line is said too.
+    """
     try:
         local_payload, local_rows = read_local(local_path)
     except InputError as e:
         print("%s: cannot compare: %s" % (name, e))
         return False
-    same = sum(1 for a, b in zip(rows, local_rows) if a == b)
-    differ = min(len(rows), len(local_rows)) - same
-    print("%s: %d rows converted, %d in %s: %d match, %d differ, %d only converted, %d only local; "
+    key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
+    conv_keys = [key(r) for r in rows]
+    local_keys = [key(r) for r in local_rows]
+    common = collections.Counter(conv_keys) & collections.Counter(local_keys)
+    match = sum(common.values())
+    same_line = sum(1 for a, b in zip(conv_keys, local_keys) if a == b)
+    print("%s: %d rows converted, %d in %s: %d match (%d at the same line), %d differ "
+          "(%d converted rows not in the local file, %d local rows not in the conversion); "
           "decompressed bytes %s"
-          % (name, len(rows), len(local_rows), local_path, same, differ,
-             max(0, len(rows) - len(local_rows)), max(0, len(local_rows) - len(rows)),
+          % (name, len(rows), len(local_rows), local_path, match, same_line,
+             max(len(rows), len(local_rows)) - match, len(rows) - match, len(local_rows) - match,
              "identical" if payload == local_payload else "differ"))
+    # Name a few unmatched rows; rows with the same id on both sides say which fields differ.
+    left = collections.Counter(common)
+    local_by_id = {r["id"]: r for r in local_rows if isinstance(r, dict) and "id" in r}
     shown = 0
-    for i, (a, b) in enumerate(zip(rows, local_rows)):
-        if a != b and shown < 3:
-            keys = [k for k in list(a) + [k for k in b if k not in a] if a.get(k) != b.get(k)]
-            print("    line %d differs in %s" % (i + 1, ", ".join(keys)))
-            shown += 1
-    if differ and len(rows) == len(local_rows):
-        # Same rows in another order, or really different rows?
-        key = lambda r: json.dumps(r, sort_keys=True, ensure_ascii=False)
-        as_sets = sorted(map(key, rows)) == sorted(map(key, local_rows))
-        print("    as a multiset of rows: %s" % ("same rows, other order" if as_sets else "different rows"))
+    for r, k in zip(rows, conv_keys):
+        if left[k]:
+            left[k] -= 1
+            continue
+        if shown == 5:
+            print("    ...")
+            break
+        other = local_by_id.get(r.get("id"))
+        if other is not None:
+            fields = [f for f in list(r) + [f for f in other if f not in r] if r.get(f) != other.get(f)]
+            print("    %s: differs in %s" % (_row_name(r), ", ".join(fields)))
+        else:
+            print("    %s: only in the conversion" % _row_name(r))
+        shown += 1
+    conv_ids = {r.get("id") for r in rows}
+    left = collections.Counter(common)
+    shown = 0
+    for r, k in zip(local_rows, local_keys):
+        if left[k]:
+            left[k] -= 1
+            continue
+        if "id" in r and r["id"] in conv_ids:
+            continue  # already reported above
+        if shown == 5:
+            print("    ...")
+            break
+        print("    %s: only in the local file" % _row_name(r))
+        shown += 1
     return payload == local_payload
 
 
 # ---------------------------------------------------------------- modes
 
-def mode_offline(data_dir, out_dir, names):
+def mode_offline(data_dir, out_dir, names, force):
     src_dir = os.path.join(data_dir, "real-steps")
     in_place = os.path.realpath(src_dir) == os.path.realpath(out_dir)
-    print("offline: validating %s%s" % (src_dir, "" if in_place else ", copying to %s" % out_dir))
+    print("offline: validating %s%s" % (src_dir, "" if in_place else ", then copying to %s" % out_dir))
+    # Every file is checked before any is copied, so a bad copy never lands half-way.
+    checked = []
     for name, _, expected in OUTPUTS:
         if name not in names:
             continue
@@ -627,16 +687,31 @@ def mode_offline(data_dir, out_dir, names):
         payload, rows = read_local(path)
         validate_rows(name, rows, path)
         note = "" if len(rows) == expected else " (PROVENANCE.md says %d)" % expected
-        digest = hashlib.sha256(payload).hexdigest()[:16]
-        if in_place:
-            print("  %s: %d rows valid%s, content sha256 %s; left in place" % (name, len(rows), note, digest))
-        else:
-            os.makedirs(out_dir, exist_ok=True)
-            dest = os.path.join(out_dir, name)
-            shutil.copyfile(path, dest + ".part")
-            os.replace(dest + ".part", dest)
-            print("  %s: %d rows valid%s, content sha256 %s; copied to %s" % (name, len(rows), note, digest, dest))
+        print("  %s: %d rows valid%s, content sha256 %s"
+              % (name, len(rows), note, hashlib.sha256(payload).hexdigest()[:16]))
+        checked.append((name, path))
+    if in_place:
+        print("left in place: %d files" % len(checked))
+        return 0
+    for name, path in checked:
+        dest = os.path.join(out_dir, name)
+        if os.path.exists(dest) and not force and _content(dest) != _content(path):
+            raise InputError("%s: exists with other content; pass --force to replace it" % dest)
+    os.makedirs(out_dir, exist_ok=True)
+    for name, path in checked:
+        dest = os.path.join(out_dir, name)
+        shutil.copyfile(path, dest + ".part")
+        os.replace(dest + ".part", dest)
+        print("  copied %s -> %s" % (path, dest))
     return 0
+
+
+def _content(path):
+    # Decompressed bytes, or None for a file that does not read: then it counts as different.
+    try:
+        return read_local(path)[0]
+    except InputError:
+        return None
 
 
 def mode_convert(src, out_dir, check_dir, names, extra, force):
@@ -656,11 +731,7 @@ def mode_convert(src, out_dir, check_dir, names, extra, force):
         validate_rows(name, rows, name + " (converted)")
         dest = os.path.join(out_dir, name)
         if os.path.exists(dest):
-            try:
-                old, _ = read_local(dest)
-            except InputError:
-                old = None
-            if old == payload:
+            if _content(dest) == payload:
                 print("  %s: unchanged (%d rows)" % (dest, len(rows)))
                 continue
             if not force:
@@ -675,10 +746,10 @@ def main(argv=None):
     ap = argparse.ArgumentParser(
         description="Fetch the real step-labelled training sets at their pinned commits and "
                     "convert them to ../shared/data/real-steps/*.jsonl.gz (see the module docstring).")
-    ap.add_argument("--out", help="where to write the files (default: %s)"
+    ap.add_argument("--out", metavar="DIR", help="where to write the files (default: %s)"
                     % os.path.join(DEFAULT_DATA, "real-steps"))
-    ap.add_argument("--cache", help="keep downloads under DIR/OWNER/REPO/COMMIT/PATH and reuse them")
-    ap.add_argument("--source-dir", help="read the upstream files from DIR (layout as --cache) and "
+    ap.add_argument("--cache", metavar="DIR", help="keep downloads under DIR/OWNER/REPO/COMMIT/PATH and reuse them")
+    ap.add_argument("--source-dir", metavar="DIR", help="read the upstream files from DIR (layout as --cache) and "
                     "download nothing")
     mode = ap.add_mutually_exclusive_group()
     mode.add_argument("--offline", nargs="?", const=DEFAULT_DATA, metavar="DIR",
@@ -687,8 +758,8 @@ def main(argv=None):
     mode.add_argument("--check", nargs="?", const=DEFAULT_DATA, metavar="DIR",
                       help="convert, then compare row by row with DIR/real-steps (default DIR: %s); "
                            "writes nothing" % DEFAULT_DATA)
-    ap.add_argument("--only", action="append", choices=[n for n, _, _ in OUTPUTS],
-                    help="handle only this file (repeatable)")
+    ap.add_argument("--only", action="append", metavar="FILE", choices=[n for n, _, _ in OUTPUTS],
+                    help="handle only this output file, e.g. mathdial.jsonl.gz (repeatable)")
     ap.add_argument("--no-extra-exclusions", action="store_true",
                     help="keep the problems in EXTRA_EXCLUDED (then the files will not match the shared copy)")
     ap.add_argument("--force", action="store_true", help="replace output files whose content differs")
@@ -699,7 +770,7 @@ def main(argv=None):
         if args.offline is not None:
             if args.source_dir or args.cache:
                 ap.error("--offline reads finished files; --cache/--source-dir are for conversion")
-            return mode_offline(args.offline, out_dir, names)
+            return mode_offline(args.offline, out_dir, names, args.force)
         src = Sources(cache=args.cache, source_dir=args.source_dir)
         return mode_convert(src, out_dir, args.check, names, not args.no_extra_exclusions, args.force)
     except InputError as e:

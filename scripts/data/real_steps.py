@@ -135,7 +135,7 @@ def main():
     for name, file in FILES.items():
         path = os.path.join(args.data, file)
         if not os.path.exists(path):
-            sys.exit(f"{path}: missing (run scripts/data/fetch_real_steps.sh, or pass --data)")
+            sys.exit(f"{path}: missing (run scripts/data/fetch_real_steps.py, or pass --data)")
         for row in read(path):
             if "prefix" in row and row.get("rating") is None:
                 continue
