@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Train/validation files from the real step-labelled sets (issue 40).
 
-Reads ../shared/data/real-steps (or --data DIR; scripts/data/fetch_real_steps.sh
+Reads ../shared/data/real-steps (or --data DIR; scripts/data/fetch_real_steps.py
 lays out the same files from their pinned sources) and writes, under --out:
 
   train.jsonl  every training problem's rows, in a weighted random order of
