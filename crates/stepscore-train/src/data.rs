@@ -596,6 +596,62 @@ mod tests {
         );
     }
 
+    /// A base64 row of little-endian f32 values.
+    fn b64(v: &[f32]) -> String {
+        use base64::Engine as _;
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    #[test]
+    fn base64_rows_per_row_labels_and_layer_selection() {
+        // Rows of layers [4, 8] (two values each); a PRM800K record whose last
+        // step alone is labelled, then a whole first-error trace.
+        let text = format!(
+            "{}\n{}\n{}\n",
+            serde_json::json!({"label": -1, "layers": [4, 8], "first_step": 2,
+                "labels": [true], "metadata": {"rating": 0},
+                "features_b64": [b64(&[1.0, 2.0, 3.0, 4.0])]}),
+            serde_json::json!({"label": 1, "layers": [4, 8], "first_step": 2,
+                "labels": [false], "metadata": {"rating": -1},
+                "features_b64": [b64(&[5.0, 6.0, 7.0, 8.0])]}),
+            serde_json::json!({"label": 0, "layers": [4, 8], "first_step": 0,
+                "labels": [false, null], "features_b64": [b64(&[9.0, 9.5, 10.0, 10.5]), b64(&[0.0; 4])]}),
+        );
+        let layout = |layers: Vec<usize>| RowLayout {
+            layers,
+            ..RowLayout::default()
+        };
+        let opts = |neutral| ReadOptions {
+            file_layers: None,
+            neutral,
+        };
+        let read = |l: Vec<usize>, n: Neutral| {
+            read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout(l), &opts(n))
+        };
+        let (ex, stats) = read(vec![4, 8], Neutral::Good).unwrap();
+        assert_eq!(ex.width, 4);
+        assert_eq!(ex.y, vec![true, false, false]);
+        assert_eq!(stats.dropped_steps, 1);
+        // Only the whole trace counts for trace-level metrics.
+        assert_eq!(ex.traces, vec![(2..3, 0)]);
+        // One layer of the two.
+        let (ex, _) = read(vec![8], Neutral::Good).unwrap();
+        assert_eq!(ex.x, vec![3.0, 4.0, 7.0, 8.0, 10.0, 10.5]);
+        // Neutral steps trained as errors, or left out.
+        assert_eq!(read(vec![4, 8], Neutral::Bad).unwrap().0.y, vec![false, false, false]);
+        assert_eq!(read(vec![4, 8], Neutral::Drop).unwrap().0.y, vec![false, false]);
+        // A layer the rows do not hold is named.
+        let msg = read(vec![12], Neutral::Good).unwrap_err().to_string();
+        assert!(msg.contains("t.jsonl:1") && msg.contains("layer 12"), "{msg}");
+        // Bad base64 is named by its row.
+        let bad = r#"{"label": -1, "features_b64": ["%%%"]}"#;
+        let msg = read_examples_from(bad.as_bytes(), Path::new("t.jsonl"), &layout(vec![]), &opts(Neutral::Good))
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("features_b64[0]"), "{msg}");
+    }
+
     #[test]
     fn errors_name_the_line_and_field() {
         let text = "{\"label\": -1, \"features\": [[1,2]], \"tokens\": 1, \"truncated_steps\": 0}\n{\"label\": -1, \"features\": [[1]], \"tokens\": 1, \"truncated_steps\": 0}";
