@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Resumable feature extraction over scripts/data/real_steps.py's files.
 
-Cuts train.jsonl and val.jsonl into chunks of whole problems (in the files'
-sampling order) and runs `stepscore features` on them, a validation chunk after
-every --train-per-val training chunks, each chunk into its own output file
-(resumed by id when rerun), until every chunk is done or the process is
-stopped. Rerunning it continues where it stopped; a chunk's output is
-complete when its `.done` marker exists.
+Cuts DATA/SPLIT.jsonl (train, val, and processbench when asked: the test
+set, whose features are extracted once so that every candidate head is scored
+on the same rows, never fitted on) into chunks of whole problems (in the
+files' sampling order) and runs `stepscore features` on them in the order
+--pattern cycles through, each chunk into its own output file (resumed by id
+when rerun), until every chunk is done or the process is stopped. Rerunning
+it continues where it stopped; a chunk's output is complete when its `.done`
+marker exists.
 
-  scripts/data/extract_features.py --data DIR --out DIR --model GGUF [--layers 8,12,...]
+  scripts/data/extract_features.py --data DIR --out DIR --model GGUF \
+      [--layers 8,12,...] [--pattern train,train,train,val]
 """
 import argparse
 import json
@@ -44,12 +47,13 @@ def main():
     ap.add_argument("--stepscore", default="stepscore")
     ap.add_argument("--layers", default="8,12,16,20,24,28")
     ap.add_argument("--problems-per-chunk", type=int, default=20)
-    ap.add_argument("--train-per-val", type=int, default=3)
-    ap.add_argument("--splits", default="train,val")
+    ap.add_argument("--pattern", default="train,train,train,val",
+                    help="the splits' chunks in the order they are cycled through")
     args = ap.parse_args()
 
+    pattern = args.pattern.split(",")
     queues = {}
-    for split in args.splits.split(","):
+    for split in dict.fromkeys(pattern):
         d = os.path.join(args.out, split)
         os.makedirs(d, exist_ok=True)
         parts = chunks(os.path.join(args.data, f"{split}.jsonl"), args.problems_per_chunk)
@@ -62,13 +66,10 @@ def main():
             if not os.path.exists(os.path.join(d, f"chunk_{i:04d}.done")):
                 queues[split].append(i)
     order = []
-    tr, va = queues.get("train", []), queues.get("val", [])
-    while tr or va:
-        for _ in range(args.train_per_val):
-            if tr:
-                order.append(("train", tr.pop(0)))
-        if va:
-            order.append(("val", va.pop(0)))
+    while any(queues.values()):
+        for split in pattern:
+            if queues[split]:
+                order.append((split, queues[split].pop(0)))
     for split, i in order:
         d = os.path.join(args.out, split)
         inp = os.path.join(d, f"chunk_{i:04d}.in.jsonl")

@@ -180,12 +180,19 @@ pub fn read_examples(
         let path = path.as_ref();
         read_into(&mut builder, open(path)?, path, layout, options)?;
     }
-    let names: Vec<String> = paths.iter().map(|p| p.as_ref().display().to_string()).collect();
+    let names: Vec<String> = paths
+        .iter()
+        .map(|p| p.as_ref().display().to_string())
+        .collect();
     builder.finish(&names.join(", "))
 }
 
 /// The record's rows, holding the layout's layers in its order.
-fn rows_of(record: &Record, layout: &RowLayout, options: &ReadOptions) -> std::result::Result<Vec<Vec<f32>>, String> {
+fn rows_of(
+    record: &Record,
+    layout: &RowLayout,
+    options: &ReadOptions,
+) -> std::result::Result<Vec<Vec<f32>>, String> {
     let rows = match (&record.features, &record.features_b64) {
         (Some(f), None) => f.clone(),
         (None, Some(b)) => b
@@ -242,7 +249,10 @@ fn rows_of(record: &Record, layout: &RowLayout, options: &ReadOptions) -> std::r
                 ));
             }
             let h = r.len() / held.len();
-            Ok(at.iter().flat_map(|&k| r[k * h..(k + 1) * h].iter().copied()).collect())
+            Ok(at
+                .iter()
+                .flat_map(|&k| r[k * h..(k + 1) * h].iter().copied())
+                .collect())
         })
         .collect()
 }
@@ -380,7 +390,10 @@ impl ExamplesBuilder {
         self.stats.traces += 1;
         let steps = features.len();
         if labels.len() != steps {
-            return Err(format!("`labels` has {} entries for {steps} feature rows", labels.len()));
+            return Err(format!(
+                "`labels` has {} entries for {steps} feature rows",
+                labels.len()
+            ));
         }
         if labels.iter().all(Option::is_none) {
             self.stats.unlabelled += 1;
@@ -488,7 +501,12 @@ mod tests {
             },
             ..RowLayout::default()
         };
-        read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default())
+        read_examples_from(
+            text.as_bytes(),
+            Path::new("t.jsonl"),
+            &layout,
+            &ReadOptions::default(),
+        )
     }
 
     #[test]
@@ -540,7 +558,13 @@ mod tests {
             stats_only: true,
             layers: Vec::new(),
         };
-        let (ex, _) = read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default()).unwrap();
+        let (ex, _) = read_examples_from(
+            text.as_bytes(),
+            Path::new("t.jsonl"),
+            &layout,
+            &ReadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(ex.width, 2);
         assert_eq!(ex.x, vec![0.0, -2.0, -9.0, -1.0, 0.0, -2.0]);
         assert_eq!(ex.y, vec![true, false, true]);
@@ -549,15 +573,25 @@ mod tests {
             stats_only: false,
             ..layout
         };
-        let (ex, _) =
-            read_examples_from(text.as_bytes(), Path::new("t.jsonl"), &with_hidden, &ReadOptions::default()).unwrap();
+        let (ex, _) = read_examples_from(
+            text.as_bytes(),
+            Path::new("t.jsonl"),
+            &with_hidden,
+            &ReadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(ex.width, 4);
         assert_eq!(&ex.x[..4], &[1.0, 2.0, 0.0, -2.0]);
         // Digit statistics need `digit_confidence`.
         let no_digits = r#"{"label": -1, "features": [[7,8]], "confidence": [{"tokens": 3, "mean_logprob": -0.5, "min_logprob": -2.0, "mean_entropy": 1.5}]}"#;
-        let msg = read_examples_from(no_digits.as_bytes(), Path::new("t.jsonl"), &with_hidden, &ReadOptions::default())
-            .unwrap_err()
-            .to_string();
+        let msg = read_examples_from(
+            no_digits.as_bytes(),
+            Path::new("t.jsonl"),
+            &with_hidden,
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             msg.contains("digit_confidence") && msg.contains("t.jsonl:1"),
             "{msg}"
@@ -579,15 +613,26 @@ mod tests {
         let both = row(
             r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0, "false_equations": 2}"#,
         );
-        let (ex, _) = read_examples_from(both.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default()).unwrap();
+        let (ex, _) = read_examples_from(
+            both.as_bytes(),
+            Path::new("t.jsonl"),
+            &layout,
+            &ReadOptions::default(),
+        )
+        .unwrap();
         assert_eq!(ex.x, vec![0.0, -0.5, 1.0, -4.0]);
         // Written before the check existed: refused, naming the step and field.
         let old = row(
             r#"{"tokens": 2, "min_logprob": -3.0, "mean_logprob": -2.0, "operation_min_logprob": -4.0}"#,
         );
-        let msg = read_examples_from(old.as_bytes(), Path::new("t.jsonl"), &layout, &ReadOptions::default())
-            .unwrap_err()
-            .to_string();
+        let msg = read_examples_from(
+            old.as_bytes(),
+            Path::new("t.jsonl"),
+            &layout,
+            &ReadOptions::default(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             msg.contains("t.jsonl:1")
                 && msg.contains("`digit_confidence[1].false_equations` missing")
@@ -639,16 +684,30 @@ mod tests {
         let (ex, _) = read(vec![8], Neutral::Good).unwrap();
         assert_eq!(ex.x, vec![3.0, 4.0, 7.0, 8.0, 10.0, 10.5]);
         // Neutral steps trained as errors, or left out.
-        assert_eq!(read(vec![4, 8], Neutral::Bad).unwrap().0.y, vec![false, false, false]);
-        assert_eq!(read(vec![4, 8], Neutral::Drop).unwrap().0.y, vec![false, false]);
+        assert_eq!(
+            read(vec![4, 8], Neutral::Bad).unwrap().0.y,
+            vec![false, false, false]
+        );
+        assert_eq!(
+            read(vec![4, 8], Neutral::Drop).unwrap().0.y,
+            vec![false, false]
+        );
         // A layer the rows do not hold is named.
         let msg = read(vec![12], Neutral::Good).unwrap_err().to_string();
-        assert!(msg.contains("t.jsonl:1") && msg.contains("layer 12"), "{msg}");
+        assert!(
+            msg.contains("t.jsonl:1") && msg.contains("layer 12"),
+            "{msg}"
+        );
         // Bad base64 is named by its row.
         let bad = r#"{"label": -1, "features_b64": ["%%%"]}"#;
-        let msg = read_examples_from(bad.as_bytes(), Path::new("t.jsonl"), &layout(vec![]), &opts(Neutral::Good))
-            .unwrap_err()
-            .to_string();
+        let msg = read_examples_from(
+            bad.as_bytes(),
+            Path::new("t.jsonl"),
+            &layout(vec![]),
+            &opts(Neutral::Good),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(msg.contains("features_b64[0]"), "{msg}");
     }
 

@@ -55,7 +55,12 @@ struct Args {
     /// The layers the head reads, ascending, comma-separated (extracted with
     /// `stepscore features --layers`), recorded as `stepscore.layer` so the engine reads the
     /// same ones (absent: the final layer).
-    #[arg(long = "layers", alias = "layer", value_name = "L,...", value_delimiter = ',')]
+    #[arg(
+        long = "layers",
+        alias = "layer",
+        value_name = "L,...",
+        value_delimiter = ','
+    )]
     layers: Vec<usize>,
     /// The layers the feature rows hold, when the files do not say (features written before
     /// records named them); the head's `--layers` are taken from them.
