@@ -23,10 +23,11 @@ import base64
 import glob
 import json
 import os
-import struct
 import sys
 
 import numpy as np
+
+from score_from_features import read_head
 
 STATS = ["result_min_logprob", "operand_min_logprob", "plus_minus_min_logprob",
          "operation_min_logprob", "false_equation", "log1p_tokens", "mean_logprob",
@@ -125,19 +126,9 @@ def best_f1(scores, tr, si, traces, sets):
 
 def default_head_scores(stats, head_path):
     """Today's default head (the five arithmetic inputs), from its file."""
-    raw = open(head_path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    hdr = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    t = {}
-    for k, v in hdr.items():
-        if k == "__metadata__":
-            continue
-        a, b = v["data_offsets"]
-        t[k] = np.frombuffer(data[a:b], dtype="<f4")
-    names = hdr["__metadata__"]["stepscore.step_stats"].split(",")
-    cols = [STATS.index(s) for s in names]
-    z = stats[:, cols] @ t["v_head.summary.weight"].astype(np.float64) + t["v_head.summary.bias"][0]
+    t, meta = read_head(head_path)
+    cols = [STATS.index(s) for s in meta["stepscore.step_stats"].split(",")]
+    z = stats[:, cols] @ t["v_head.summary.weight"][0] + t["v_head.summary.bias"][0]
     return 1 / (1 + np.exp(-z))
 
 

@@ -10,19 +10,9 @@ fn tiny() -> PathBuf {
 }
 
 fn features(input: &std::path::Path, out: &std::path::Path) -> (bool, String) {
-    let o = Command::new(env!("CARGO_BIN_EXE_stepscore"))
-        .args(["features", "--family", "value-head", "--model"])
-        .arg(tiny())
-        .arg("--out")
-        .arg(out)
-        .arg(input)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run stepscore");
-    (
-        o.status.success(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    let out = out.to_str().expect("a UTF-8 temp path");
+    let (ok, _, err) = run_features(&["--out", out], input);
+    (ok, err)
 }
 
 #[test]

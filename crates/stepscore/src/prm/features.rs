@@ -136,22 +136,6 @@ pub struct FeatureJob<'a> {
     pub from: usize,
 }
 
-/// The part of `enc` from step `from` on, with positions counted from
-/// `keep` (the first position the forward runs): what the head and the
-/// statistics read of a forward over `enc.tokens[keep..]`.
-pub(super) fn local_encoding(enc: &Encoded, from: usize, keep: usize) -> Encoded {
-    Encoded {
-        tokens: enc.tokens[keep..].to_vec(),
-        markers: enc.markers[from..].iter().map(|&m| m - keep).collect(),
-        step_tokens: enc.step_tokens[from..]
-            .iter()
-            .map(|r| r.start.saturating_sub(keep)..r.end.saturating_sub(keep))
-            .collect(),
-        step_spans: enc.step_spans[from..].to_vec(),
-        step_texts: enc.step_texts[from.min(enc.step_texts.len())..].to_vec(),
-    }
-}
-
 /// The features of one forward pass over `enc` (from [`forward_layer`]'s layer).
 pub(super) fn collect(
     model: &Transformer,

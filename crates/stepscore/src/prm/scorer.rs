@@ -884,17 +884,9 @@ impl Scorer {
                 let mut enc = self.encode(job.problem, job.steps)?;
                 let truncated_steps = self.fit(&mut enc)?;
                 let from = job.from.min(enc.markers.len());
-                let first_needed = match enc.markers.get(from) {
-                    Some(&m) => enc.step_tokens[from].start.saturating_sub(1).min(m),
-                    None => enc.tokens.len(),
-                };
                 let valid = block_on(self.cache_ready(&mut job.cache.cache))?;
-                let keep = job.cache.reuse(&enc.tokens, first_needed, valid);
-                Ok((
-                    features::local_encoding(&enc, from, keep),
-                    from,
-                    truncated_steps,
-                ))
+                let keep = job.cache.reuse(&enc.tokens, enc.first_needed(from), valid);
+                Ok((enc.tail(from, keep), from, truncated_steps))
             })());
         }
         let mut tokens = Vec::new();

@@ -366,10 +366,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                 truncating: false,
             });
         }
-        let first_needed = enc.step_tokens[k0]
-            .start
-            .saturating_sub(1)
-            .min(enc.markers[k0]);
+        let first_needed = enc.first_needed(k0);
         // Reuse the cache as far as it agrees with the new encoding and stays
         // before every position the new steps' head reads.
         // (A cache on a device that was since recreated holds nothing.)
@@ -384,16 +381,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             .min(valid);
         self.cache.truncate(keep);
         self.cached.truncate(keep);
-        let local = Encoded {
-            tokens: enc.tokens[keep..].to_vec(),
-            markers: enc.markers[k0..].iter().map(|&m| m - keep).collect(),
-            step_tokens: enc.step_tokens[k0..]
-                .iter()
-                .map(|r| r.start.saturating_sub(keep)..r.end.saturating_sub(keep))
-                .collect(),
-            step_spans: enc.step_spans[k0..].to_vec(),
-            step_texts: enc.step_texts[k0..].to_vec(),
-        };
+        let local = enc.tail(k0, keep);
         Ok(Some(Pending {
             new: new.iter().map(|s| s.to_string()).collect(),
             enc,

@@ -131,6 +131,35 @@ pub struct Encoded {
     pub step_texts: Vec<String>,
 }
 
+impl Encoded {
+    /// The first position whose output the steps from `from` on read (the
+    /// token before a step's first token gives its first log-prob; the
+    /// marker its score): a cache may hold the positions before it.
+    /// `self.tokens.len()` when there is no step `from`.
+    pub fn first_needed(&self, from: usize) -> usize {
+        match self.markers.get(from) {
+            Some(&m) => self.step_tokens[from].start.saturating_sub(1).min(m),
+            None => self.tokens.len(),
+        }
+    }
+
+    /// The steps from `from` on, with positions counted from `keep` (at
+    /// most [`Encoded::first_needed`]): what a head reads of a forward over
+    /// `tokens[keep..]` that continues a cache of the first `keep`.
+    pub fn tail(&self, from: usize, keep: usize) -> Encoded {
+        Encoded {
+            tokens: self.tokens[keep..].to_vec(),
+            markers: self.markers[from..].iter().map(|&m| m - keep).collect(),
+            step_tokens: self.step_tokens[from..]
+                .iter()
+                .map(|r| r.start.saturating_sub(keep)..r.end.saturating_sub(keep))
+                .collect(),
+            step_spans: self.step_spans[from..].to_vec(),
+            step_texts: self.step_texts[from.min(self.step_texts.len())..].to_vec(),
+        }
+    }
+}
+
 /// Lays out and tokenizes `problem` and `steps` the way `protocol`'s family does.
 pub fn encode(
     protocol: &Protocol,
