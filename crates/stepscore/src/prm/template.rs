@@ -136,7 +136,7 @@ impl Encoded {
     /// token before a step's first token gives its first log-prob; the
     /// marker its score): a cache may hold the positions before it.
     /// `self.tokens.len()` when there is no step `from`.
-    pub fn first_needed(&self, from: usize) -> usize {
+    pub(crate) fn first_needed(&self, from: usize) -> usize {
         match self.markers.get(from) {
             Some(&m) => self.step_tokens[from].start.saturating_sub(1).min(m),
             None => self.tokens.len(),
@@ -146,7 +146,7 @@ impl Encoded {
     /// The steps from `from` on, with positions counted from `keep` (at
     /// most [`Encoded::first_needed`]): what a head reads of a forward over
     /// `tokens[keep..]` that continues a cache of the first `keep`.
-    pub fn tail(&self, from: usize, keep: usize) -> Encoded {
+    pub(crate) fn tail(&self, from: usize, keep: usize) -> Encoded {
         Encoded {
             tokens: self.tokens[keep..].to_vec(),
             markers: self.markers[from..].iter().map(|&m| m - keep).collect(),
