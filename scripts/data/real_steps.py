@@ -13,8 +13,11 @@ lays out the same files from their pinned sources) and writes, under --out:
 Validation is split by problem, never by trace (several traces share a
 problem): a problem is in validation when sha256 of its normalised text
 (lower case, whitespace collapsed) falls in the first VAL_SHARE of the hash
-range; PRM800K's own test file (53 problems) is validation as a whole. No
-ProcessBench row is read here: it is the test set.
+range; PRM800K's own test file (53 problems) is validation as a whole.
+ProcessBench, the test set, takes no part in the splits; with --processbench
+DIR its four files are also written as processbench.jsonl in a fixed order
+(sha256 of each id), so that a features pass stopped early covers all four
+splits alike; that pass is scored, never fitted on.
 
 Mr-Ben's rows as stored hold one line per entry: a step is a "Step k:" line with
 the lines under it, and `label` counts those steps (label L is the line
@@ -126,8 +129,18 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--data", default=os.path.join(here, "..", "..", "..", "shared", "data", "real-steps"))
     ap.add_argument("--out", required=True)
+    ap.add_argument("--processbench", help="ProcessBench's dir (gsm8k.jsonl, ...): also write processbench.jsonl")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    if args.processbench:
+        rows = []
+        for split in ("gsm8k", "math", "olympiadbench", "omnimath"):
+            with open(os.path.join(args.processbench, f"{split}.jsonl"), encoding="utf-8") as f:
+                rows.extend(json.loads(line) for line in f)
+        rows.sort(key=lambda r: hashlib.sha256(r["id"].encode()).hexdigest())
+        with open(os.path.join(args.out, "processbench.jsonl"), "w", encoding="utf-8") as f:
+            for r in rows:
+                f.write(json.dumps(r, ensure_ascii=False) + "\n")
 
     # problem key -> (split, order key, rows)
     groups = {}
