@@ -136,7 +136,8 @@ pub struct FeatureJob<'a> {
     pub from: usize,
 }
 
-/// The features of one forward pass over `enc` (from [`forward_layer`]'s layer).
+/// The features of one forward pass over `enc` (tapped as [`forward_taps`] says), its rows
+/// numbered from step `first_step`.
 pub(super) fn collect(
     model: &Transformer,
     operators: Option<&OperatorRows>,

@@ -858,8 +858,9 @@ impl Scorer {
     /// cache, with their new tokens in one forward pass on the CPU engine
     /// (each weight matrix unpacked once for all of them): entry i is what
     /// `step_features_cached` gives job i alone, bit for bit. A job that
-    /// cannot run (too long, a bad step) gets its error in its entry and
-    /// leaves its cache as it was; the outer error is the forward pass's.
+    /// cannot run (too long, a bad step) gets its error in its entry (its
+    /// cache may be cut back to a prefix it shares, still consistent); the
+    /// outer error is the forward pass's.
     pub fn step_features_batch(
         &self,
         jobs: &mut [FeatureJob<'_>],
