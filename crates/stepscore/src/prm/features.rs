@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
-use super::engine::{block_on, EngineCache};
+use super::engine::{block_on, keep_shared, EngineCache};
 use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
 use crate::error::{Error, Result};
@@ -112,17 +112,13 @@ impl FeatureCache {
     /// `first_needed` (the first position whose output the features
     /// read); returns the positions kept, which need no forward.
     pub(super) fn reuse(&mut self, tokens: &[u32], first_needed: usize, valid: usize) -> usize {
-        let keep = self
-            .tokens
-            .iter()
-            .zip(tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(first_needed)
-            .min(valid);
-        self.cache.truncate(keep);
-        self.tokens.truncate(keep);
-        keep
+        keep_shared(
+            &mut self.cache,
+            &mut self.tokens,
+            tokens,
+            first_needed,
+            valid,
+        )
     }
 }
 

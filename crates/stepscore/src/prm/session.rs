@@ -21,7 +21,7 @@
 
 use std::ops::Deref;
 
-use super::engine::{block_on, BatchPart, EngineCache};
+use super::engine::{block_on, keep_shared, BatchPart, EngineCache};
 use super::head::{HeadOutput, StepConfidence};
 use super::scorer::{Scorer, TokenLogprob};
 use super::template::Encoded;
@@ -371,16 +371,13 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         // before every position the new steps' head reads.
         // (A cache on a device that was since recreated holds nothing.)
         let valid = self.scorer.cache_ready(&mut self.cache).await?;
-        let keep = self
-            .cached
-            .iter()
-            .zip(&enc.tokens)
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(first_needed)
-            .min(valid);
-        self.cache.truncate(keep);
-        self.cached.truncate(keep);
+        let keep = keep_shared(
+            &mut self.cache,
+            &mut self.cached,
+            &enc.tokens,
+            first_needed,
+            valid,
+        );
         let local = enc.tail(k0, keep);
         Ok(Some(Pending {
             new: new.iter().map(|s| s.to_string()).collect(),

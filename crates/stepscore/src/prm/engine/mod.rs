@@ -72,6 +72,28 @@ enum CacheKind {
     Gpu(Option<crate::gpu::GpuKvCache>),
 }
 
+/// Cuts `cache` (holding `cached`) back to what agrees with `tokens`, stays
+/// before `first_needed` (the first position whose output is read) and was
+/// `valid` on the device; returns the positions kept, which need no forward.
+pub(crate) fn keep_shared(
+    cache: &mut EngineCache,
+    cached: &mut Vec<u32>,
+    tokens: &[u32],
+    first_needed: usize,
+    valid: usize,
+) -> usize {
+    let keep = cached
+        .iter()
+        .zip(tokens)
+        .take_while(|(a, b)| a == b)
+        .count()
+        .min(first_needed)
+        .min(valid);
+    cache.truncate(keep);
+    cached.truncate(keep);
+    keep
+}
+
 impl EngineCache {
     /// Positions whose keys and values the cache holds.
     pub fn len(&self) -> usize {
