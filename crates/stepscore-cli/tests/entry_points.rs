@@ -183,6 +183,40 @@ fn generate_search_and_score_read_the_same_hostile_file() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// D8: `--temperature 1e-50` is 0 in f32; the probabilities were NaN and
+/// the least likely candidate was drawn. Below the floor (1e-4) sampling
+/// is greedy: the same tokens as `--temperature 0`.
+#[test]
+fn a_tiny_temperature_gives_the_greedy_tokens() {
+    let model = tiny_model();
+    let tokens = |t: &str| {
+        let out = run(
+            &[
+                "generate",
+                "--model",
+                &model,
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--raw",
+                "--max-new-tokens",
+                "8",
+                "--temperature",
+                t,
+            ],
+            br#"{"problem": "What is 2 + 3?"}"#,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+        row["tokens"].clone()
+    };
+    let greedy = tokens("0");
+    assert!(greedy.as_array().is_some_and(|t| !t.is_empty()), "{greedy}");
+    assert_eq!(tokens("1e-50"), greedy);
+    assert_eq!(tokens("0.00005"), greedy);
+}
+
 /// D15: verify-stream took the last of duplicate keys in an SSE chunk
 /// (`"content":"2 + 3 = 5.\n\n","content":"EVIL"` scored "EVIL", exit 0). The
 /// chunk is now read by the trace reader's parser: the key is named, exit 1.

@@ -43,7 +43,7 @@ pub struct GenerationArgs {
     #[arg(long, default_value_t = 512, value_parser = crate::options::positive)]
     pub max_new_tokens: usize,
 
-    /// 0 is greedy (the most likely token); higher is more varied.
+    /// 0 (or anything below 1e-4) is greedy: the most likely token; higher is more varied.
     #[arg(long, default_value_t = Sampling::default().temperature)]
     pub temperature: f64,
 
