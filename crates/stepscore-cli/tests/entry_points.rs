@@ -6,9 +6,11 @@
 //!
 //! `STEPSCORE_TEST_BIN` points the tests at another build of the binary.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -215,6 +217,149 @@ fn a_tiny_temperature_gives_the_greedy_tokens() {
     assert!(greedy.as_array().is_some_and(|t| !t.is_empty()), "{greedy}");
     assert_eq!(tokens("1e-50"), greedy);
     assert_eq!(tokens("0.00005"), greedy);
+}
+
+/// A value head for the tiny model that scores every step sigmoid(-5) =
+/// 0.0067, shipped with a step threshold of 0.001.
+fn low_head(dir: &Path) -> PathBuf {
+    let meta = br#"{"__metadata__":{"stepscore.threshold":"0.001"},"v_head.summary.bias":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v_head.summary.weight":{"dtype":"F32","shape":[1,32],"data_offsets":[4,132]}}"#;
+    let mut bytes = (meta.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(meta);
+    bytes.extend_from_slice(&(-5.0f32).to_le_bytes());
+    for _ in 0..32 {
+        bytes.extend_from_slice(&0.0f32.to_le_bytes());
+    }
+    let path = dir.join("low.safetensors");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    /// Starts `serve` on the tiny model; `stdout` is where its stdout goes.
+    fn start(extra: &[&str], stdout: Stdio) -> Server {
+        let model = tiny_model();
+        let mut args = vec!["serve", "--model", &model, "--threads", "1"];
+        args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
+        args.extend_from_slice(extra);
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn stepscore serve");
+        let (tx, rx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = String::new();
+        loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the server did not start: {seen}"));
+            if let Some(rest) = line.split("serving on http://").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
+                return Server {
+                    child,
+                    addr,
+                    _stderr: rx,
+                };
+            }
+            seen += &line;
+            seen += "\n";
+        }
+    }
+
+    /// One request, answered as (status, body); the server closes after it.
+    fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(30)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let raw = text(&raw);
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// D10: `serve` flagged `first_error` at a fixed 0.5, not the head's
+/// shipped threshold: a step scoring 0.0067 under a head shipped with 0.001
+/// was flagged by the server and not by `score`. Both now resolve the
+/// threshold by the core's one rule (`Scorer::threshold_in_force`).
+#[test]
+fn serve_flags_steps_at_the_heads_threshold() {
+    let dir = scratch("low-head");
+    let head = low_head(&dir);
+    let head = head.to_str().unwrap();
+    let row = json!({"problem": "What is 2 + 3?", "steps": ["2 + 3 = 5.", "So 5."]});
+    let srv = Server::start(&["--head", head], Stdio::null());
+    let (status, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let result = &v["results"][0];
+    let scores = result["step_scores"].as_array().unwrap();
+    assert!(
+        scores
+            .iter()
+            .all(|s| (s.as_f64().unwrap() - 0.0067).abs() < 1e-3),
+        "{v}"
+    );
+    assert_eq!(result["first_error"], Value::Null, "{v}");
+    // `score` marks no first error either.
+    let model = tiny_model();
+    let out = run(
+        &[
+            "score",
+            "--model",
+            &model,
+            "--head",
+            head,
+            "--backend",
+            "cpu",
+            "--output",
+            "table",
+        ],
+        row.to_string().as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("first error"),
+        "{}",
+        text(&out.stdout)
+    );
+    // An explicit --threshold still wins.
+    drop(srv);
+    let srv = Server::start(&["--head", head, "--threshold", "0.5"], Stdio::null());
+    let (_, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["results"][0]["first_error"], 0, "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// D15: verify-stream took the last of duplicate keys in an SSE chunk

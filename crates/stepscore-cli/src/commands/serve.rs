@@ -63,6 +63,12 @@ pub struct Args {
     #[arg(long, short, default_value = "min")]
     pub aggregation: stepscore::aggregate::Aggregation,
 
+    /// `/v1/score`'s `first_error`: the first step scoring below this, in
+    /// [0, 1] (default: the threshold the model's head was shipped with,
+    /// else 0.5; the rule `score` follows).
+    #[arg(long, value_parser = crate::options::threshold)]
+    pub threshold: Option<f64>,
+
     /// The reward of a trace that cannot be scored, a finite number (its error
     /// is still in `errors`); unset: the reward is null.
     #[arg(long, allow_negative_numbers = true, value_parser = finite)]
@@ -195,6 +201,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             model_name,
             segmenter: args.segmenter.clone(),
             aggregation: args.aggregation,
+            threshold: scorer.threshold_in_force(args.threshold),
             unscored_reward: args.unscored_reward,
             limits: request::Limits {
                 max_traces: args.max_traces,

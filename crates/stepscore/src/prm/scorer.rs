@@ -665,6 +665,15 @@ impl Scorer {
         self.engine.head().and_then(Head::threshold)
     }
 
+    /// The step threshold in force: `given` (a caller's explicit choice),
+    /// else the head's shipped [`Scorer::threshold`], else 0.5 (ProcessBench's
+    /// convention for an uncalibrated PRM). The one rule of every front end
+    /// that flags a first error (`score`, `serve`), so a server and the CLI
+    /// never flag the same steps differently.
+    pub fn threshold_in_force(&self, given: Option<f64>) -> f64 {
+        given.or(self.threshold()).unwrap_or(DEFAULT_THRESHOLD)
+    }
+
     /// The solution threshold the model's head was shipped with, for use with
     /// its verdict (see [`crate::prm::verdict::solution_score`]).
     pub fn solution_threshold(&self) -> Option<f64> {
@@ -1086,6 +1095,9 @@ impl Scorer {
 }
 
 /// Maps a GGUF file and parses it, named by its file name in errors.
+/// The first-error threshold of a head shipped without one.
+const DEFAULT_THRESHOLD: f64 = 0.5;
+
 fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
     let bytes = ModelBytes::open(path)?;
     let name = path.file_name().map_or_else(
