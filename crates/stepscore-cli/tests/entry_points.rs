@@ -362,6 +362,50 @@ fn serve_flags_steps_at_the_heads_threshold() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// D12: with stderr on /dev/full, reporting a bad record panicked (exit
+/// 101); the exit code is now the command's own.
+#[test]
+fn stderr_on_dev_full_keeps_the_exit_code() {
+    for (args, stdin, code) in [
+        (vec!["aggregate"], &b"{broken\n"[..], 1),
+        (
+            vec!["score", "--model", "/nonexistent/model.gguf"],
+            &b"{\"problem\":\"p\",\"steps\":[\"a\"]}\n"[..],
+            3,
+        ),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(full))
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(stdin);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// D11: `serve` with stdout open read-write on /dev/null (what
+/// `subprocess.run(stdout=DEVNULL)` hands over) exited 3 "<stdout> is
+/// closed", although the server never writes to stdout. It now serves.
+#[test]
+fn serve_runs_with_stdout_on_dev_null_read_write() {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .unwrap();
+    let srv = Server::start(&[], Stdio::from(null));
+    let (status, body) = srv.request("GET", "/health", "");
+    assert_eq!(status, 200, "{body}");
+}
+
 /// D15: verify-stream took the last of duplicate keys in an SSE chunk
 /// (`"content":"2 + 3 = 5.\n\n","content":"EVIL"` scored "EVIL", exit 0). The
 /// chunk is now read by the trace reader's parser: the key is named, exit 1.
