@@ -406,6 +406,104 @@ fn serve_runs_with_stdout_on_dev_null_read_write() {
     assert_eq!(status, 200, "{body}");
 }
 
+/// D17: flag values that make a working server impossible are refused at
+/// start (exit 2, naming the flag) instead of a server whose every POST
+/// gets 504 while `/health` says ok.
+#[test]
+fn impossible_serve_flags_are_refused_at_start() {
+    for (flags, says) in [
+        (
+            vec!["--batch-wait-ms", "100000000000000"],
+            "--batch-wait-ms",
+        ),
+        (
+            vec!["--batch-wait-ms", "5000", "--timeout", "5"],
+            "not shorter than --timeout",
+        ),
+        (vec!["--max-trace-bytes", "0"], "--max-trace-bytes"),
+    ] {
+        let mut args = vec!["serve", "--model", "/nonexistent/model.gguf"];
+        args.extend(&flags);
+        let out = run_for(&args, b"", Duration::from_secs(60)).expect("serve hung");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+    }
+}
+
+/// D18: a FIFO given as `--model` or `--head` blocked forever in open();
+/// it is refused by its metadata before it is opened (exit 3).
+#[test]
+fn a_fifo_model_or_head_is_refused_not_opened() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("model.gguf");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    let model = tiny_model();
+    let row = b"{\"problem\":\"p\",\"steps\":[\"a\"]}\n";
+    for args in [
+        vec!["score", "--model", fifo, "--backend", "cpu"],
+        vec![
+            "score",
+            "--model",
+            &model,
+            "--head",
+            fifo,
+            "--backend",
+            "cpu",
+        ],
+    ] {
+        let out = run_for(&args, row, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("{args:?}: hung on the FIFO"));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains("a FIFO, not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D4: a 1 GiB sparse `--head` file was read whole (1.06 GB RSS) before the
+/// 256 MiB limit refused it. Its size is now checked by its metadata first:
+/// under a 900 MiB address-space limit the refusal is the size error, not
+/// an allocation failure.
+#[test]
+fn an_oversized_head_is_refused_by_its_size_before_reading() {
+    let dir = scratch("sparse-head");
+    let head = dir.join("huge.safetensors");
+    std::fs::File::create(&head)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 921600 && exec \"$0\" \"$@\" < /dev/null")
+        .arg(bin())
+        .args([
+            "score",
+            "--model",
+            &tiny_model(),
+            "--head",
+            head.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("a head file of 1073741824 bytes is larger than the 268435456-byte limit"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// D15: verify-stream took the last of duplicate keys in an SSE chunk
 /// (`"content":"2 + 3 = 5.\n\n","content":"EVIL"` scored "EVIL", exit 0). The
 /// chunk is now read by the trace reader's parser: the key is named, exit 1.

@@ -20,6 +20,7 @@ use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup};
 use super::head_file::HeadFile;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
+use crate::format::storage::{read_regular, SIDE_FILE_LIMIT};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
@@ -268,17 +269,7 @@ impl HeadSource {
     fn read(&self) -> Result<(HeadMode, Option<Cow<'_, HeadFile>>)> {
         Ok(match self {
             HeadSource::Checkpoint => (HeadMode::Load, None),
-            HeadSource::File(path) => {
-                let bytes =
-                    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))?;
-                (
-                    HeadMode::Load,
-                    Some(Cow::Owned(HeadFile::from_bytes(
-                        &bytes,
-                        &path.display().to_string(),
-                    )?)),
-                )
-            }
+            HeadSource::File(path) => (HeadMode::Load, Some(Cow::Owned(HeadFile::read(path)?))),
             HeadSource::Loaded(file) => (HeadMode::Load, Some(Cow::Borrowed(file))),
             HeadSource::Backbone => (HeadMode::Skip, None),
         })
@@ -474,10 +465,7 @@ impl Scorer {
         mode: HeadMode,
         external: Option<&HeadFile>,
     ) -> Result<Scorer> {
-        let read = |name: &str| {
-            std::fs::read(dir.join(name))
-                .map_err(|e| Error::io(dir.join(name).display().to_string(), e))
-        };
+        let read = |name: &str| read_regular(&dir.join(name), SIDE_FILE_LIMIT);
         let checkpoint = HfCheckpoint::open_dir(dir)?;
         let tokenizer_json = read("tokenizer.json")?;
         let tokenizer_config = dir
