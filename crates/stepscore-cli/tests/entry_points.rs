@@ -504,6 +504,68 @@ fn an_oversized_head_is_refused_by_its_size_before_reading() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// D16: a 307 answer to verify-stream's POST was reported as a wrong
+/// content type. A redirect is now named with where it points (exit 3);
+/// it is not followed (that would re-send the POST and its key elsewhere).
+#[test]
+fn a_redirect_in_verify_stream_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        // The whole request (head and body) is read before answering, so
+        // closing never resets the connection under the client.
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+                assert!(n > 0, "the request ended early");
+                continue;
+            };
+            let head = text(&got[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if got.len() >= end + 4 + length || n == 0 {
+                break;
+            }
+        }
+        conn.write_all(
+            b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/v1/other\r\n\
+              Content-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
+    });
+    let model = tiny_model();
+    let out = run(
+        &[
+            "verify-stream",
+            "--url",
+            &url,
+            "--problem",
+            "p",
+            "-m",
+            &model,
+        ],
+        b"",
+    );
+    server.join().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(
+            "redirected the request (307 Temporary Redirect) to http://127.0.0.1:9/v1/other"
+        ),
+        "{err}"
+    );
+}
+
 /// D15: verify-stream took the last of duplicate keys in an SSE chunk
 /// (`"content":"2 + 3 = 5.\n\n","content":"EVIL"` scored "EVIL", exit 0). The
 /// chunk is now read by the trace reader's parser: the key is named, exit 1.
