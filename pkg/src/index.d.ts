@@ -303,7 +303,7 @@ export interface ScorerInfo {
  * same way: camelCase keys, kebab-case values.
  */
 export interface Sampling {
-  /** 0 is greedy (the most likely token, ties to the lowest id); default 0.8. */
+  /** 0, or below 1e-4, is greedy (the most likely token, ties to the lowest id); default 0.8. */
   temperature?: number;
   /** Keep the k most likely tokens; 0 keeps all (default 40). */
   topK?: number;

@@ -3,9 +3,10 @@
 //! the record by its place in the input (line, array item, id), never by how
 //! many good records came before it.
 
+use std::io::BufRead;
 use std::path::PathBuf;
 
-use stepscore::io::{open_traces, InputFormat, ReadOptions, Record};
+use stepscore::io::{open_traces, InputFormat, ProblemRow, Problems, ReadOptions, Record};
 use stepscore::segment::Segmenter;
 use stepscore::validate::{Problem, Unscored};
 use stepscore::{Error, Location, Trace};
@@ -50,6 +51,55 @@ impl InputArgs {
             ..ReadOptions::default()
         }
     }
+}
+
+/// The input of `generate` and `search`: problem rows, read by the core's
+/// one reader (`stepscore::io`), as `score` reads traces.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ProblemArgs {
+    /// JSONL or a JSON array of problems (`problem`, `prompt` or `question`;
+    /// optional `id` and a reference answer, `reference_answer` or `answer`);
+    /// `-` reads stdin.
+    #[arg(default_value = "-")]
+    pub input: PathBuf,
+
+    /// The record limit, in bytes: the longest JSONL line, and the largest
+    /// element of a JSON array; longer records are skipped with an error.
+    #[arg(long, default_value_t = 16 << 20, value_parser = crate::options::positive)]
+    pub max_line_bytes: usize,
+}
+
+impl ProblemArgs {
+    /// Opens the input (before a model loads, so a missing file fails
+    /// fast); rows are read as they are iterated.
+    pub fn open(&self) -> Result<Problems<Box<dyn BufRead>>, Failure> {
+        let opts = ReadOptions {
+            max_line_bytes: self.max_line_bytes,
+            ..ReadOptions::default()
+        };
+        Ok(open_traces(&self.input, opts)?.problems())
+    }
+}
+
+/// Calls `each` on every good problem row in input order; bad rows are
+/// reported as [`for_each_record`] reports them (and end nothing but an
+/// I/O error ends the run). Returns how many were bad.
+pub fn for_each_problem<R: BufRead>(
+    problems: Problems<R>,
+    mut each: impl FnMut(ProblemRow) -> Result<(), Failure>,
+) -> Result<usize, Failure> {
+    let mut bad = 0;
+    for item in problems {
+        match item {
+            Ok(row) => each(row)?,
+            Err(e @ Error::Input { .. }) => {
+                bad += 1;
+                report_error(&e);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(bad)
 }
 
 /// What `aggregate` and `select` do with a trace whose last steps have no

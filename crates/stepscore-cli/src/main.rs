@@ -8,6 +8,24 @@
 //! 4 a model or tokenizer file is malformed or unsupported; 5 the GPU
 //! engine failed; 70 an internal error (a bug).
 
+/// The CLI's `eprintln!` and `eprint!`: std's panic when stderr cannot be
+/// written (`2>/dev/full` exited 101 with a panic, issue 44 D12); these drop
+/// the message and leave the exit code to the command. Defined before the
+/// modules, so they shadow std's everywhere in this crate.
+macro_rules! eprintln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+macro_rules! eprint {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 mod commands;
 mod input;
 mod model_args;
@@ -233,8 +251,10 @@ fn main() -> ExitCode {
 
 impl Command {
     /// Whether the command's results go to stdout (all but `train`, which
-    /// writes its head file).
+    /// writes its head file, and `serve`, which answers over HTTP: a server
+    /// started with stdout on /dev/null read-write, as Python's
+    /// `subprocess.run(stdout=DEVNULL)` does, exited 3, issue 44 D11).
     fn writes_stdout(&self) -> bool {
-        !matches!(self, Command::Train(_))
+        !matches!(self, Command::Train(_) | Command::Serve(_))
     }
 }

@@ -74,6 +74,23 @@ pub fn seconds(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(x))
 }
 
+/// The longest wait in milliseconds a flag takes: one minute.
+const MAX_MILLIS: u64 = 60_000;
+
+/// A wait in milliseconds (`serve --batch-wait-ms`): at most a minute, the
+/// server's default request timeout. A pass that waits longer for company
+/// answers nothing in time: `--batch-wait-ms 100000000000000` was accepted
+/// and every POST got 504 while `/health` said ok (issue 44, D17).
+pub fn millis(s: &str) -> Result<u64, String> {
+    match s.trim().parse::<u128>() {
+        Ok(n) if n <= u128::from(MAX_MILLIS) => Ok(n as u64),
+        Ok(n) => Err(format!(
+            "{n} ms is over the limit of {MAX_MILLIS} (one minute)"
+        )),
+        Err(_) => Err(format!("`{s}` is not a whole number of milliseconds")),
+    }
+}
+
 /// The cores this process may use.
 fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -111,6 +128,11 @@ mod tests {
         assert_eq!(threads("0"), Ok(0));
         assert_eq!(threads("100000"), Ok(cores()));
         assert!(threads("many").is_err());
+        assert_eq!(millis("2"), Ok(2));
+        assert_eq!(millis("60000"), Ok(60_000));
+        for bad in ["60001", "100000000000000", "-1", "1.5", "x"] {
+            assert!(millis(bad).is_err(), "{bad}");
+        }
         assert_eq!(finite("-1.5"), Ok(-1.5));
         for bad in ["nan", "NaN", "inf", "-inf", "infinity", "1e999", "x"] {
             assert!(finite(bad).is_err(), "{bad}");

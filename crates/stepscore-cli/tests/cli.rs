@@ -786,7 +786,7 @@ fn search_keeps_every_candidate_with_its_answer_checked() {
     );
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "stderr: {stderr}");
-    assert!(stderr.contains("line 2: no `problem`"), "{stderr}");
+    assert!(stderr.contains("line 2, id `b`: no `problem`"), "{stderr}");
     let rows: Vec<serde_json::Value> = text(&out.stdout)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())

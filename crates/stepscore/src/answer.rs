@@ -32,7 +32,9 @@ use regex::Regex;
 /// `\boxed{...}` or `\fbox{...}` (nested braces handled), else the text after
 /// the last GSM8K `####` marker, else what follows the last "The answer is",
 /// "The final answer is" or "Answer:" up to the end of that sentence or line,
-/// else the last number in the text.
+/// else the last number in the text (a dotted run such as `1.000.000` or
+/// `10.20.30` taken whole, so the thousands rules of the module docs read
+/// it as they read a marked answer).
 pub fn extract_answer(text: &str) -> Option<String> {
     last_boxed(text)
         .or_else(|| gsm8k_answer(text))
@@ -194,7 +196,9 @@ fn trim_answer(s: &str) -> &str {
 
 static NUMBER: LazyLock<Regex> = LazyLock::new(|| {
     // Thousands groups must end at a word boundary so `1,2345` is not `1,234`.
-    Regex::new(r"\d+(?:,\d{3}\b)*(?:\.\d+)?(?:/\d+(?:\.\d+)?)?").expect("valid regex")
+    // Points take the whole dotted run: cut after its first point, `1.000.000`
+    // left `000` as the last number (0) and `10.20.30` left `30` (issue 44, D9).
+    Regex::new(r"\d+(?:,\d{3}\b)*(?:\.\d+)*(?:/\d+(?:\.\d+)?)?").expect("valid regex")
 });
 
 /// The last number in the text, with its minus sign unless the minus is a
@@ -265,7 +269,8 @@ static TEXT_UNIT: LazyLock<Regex> = LazyLock::new(|| {
         .expect("valid regex")
 });
 static WORD_UNIT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^([+-]?\d[\d,]*(?:\.\d+)?)\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})?$")
+    // A dotted run is kept whole for the thousands rules (`1.000.000 dollars`).
+    Regex::new(r"^([+-]?\d[\d,]*(?:\.\d+)*)\s+[A-Za-z]{2,}(?:\s+[A-Za-z]{2,})?$")
         .expect("valid regex")
 });
 static SQRT_SHORT: LazyLock<Regex> =

@@ -16,8 +16,9 @@ use crate::model::exp::exp;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Sampling {
-    /// Divides the logits before the draw; 0 is greedy: the most likely
-    /// token, ties to the lowest id (default 0.8).
+    /// Divides the logits before the draw; 0, or anything below 1e-4
+    /// (`GREEDY_BELOW`), is greedy: the most likely token, ties to the
+    /// lowest id (default 0.8).
     pub temperature: f64,
     /// Keeps the k most likely tokens; 0 keeps all (default 40).
     pub top_k: usize,
@@ -87,6 +88,16 @@ impl Sampling {
     }
 }
 
+/// Temperatures below this are greedy. The draw divides f32 logit gaps by
+/// the temperature in f32: a temperature that rounds to 0 there (`1e-50`)
+/// made the top logit's weight 0/0 = NaN and the draw picked the last
+/// candidate (issue 44, D8). Past 1e-4 nothing a draw could tell apart is
+/// lost: a gap of 0.004 (f32 logits carry about 7 digits) already weighs
+/// e^-40 < 2^-53, below the resolution of the 53-bit uniform the draw uses,
+/// so only near-ties inside the engines' own rounding could still differ
+/// from the greedy choice.
+const GREEDY_BELOW: f64 = 1e-4;
+
 /// A [`Sampling`] with its generator's state: one per sequence.
 #[derive(Debug, Clone)]
 pub struct Sampler {
@@ -149,7 +160,7 @@ impl Sampler {
                 }
             }
         }
-        if p.temperature == 0.0 {
+        if p.temperature < GREEDY_BELOW {
             // The first maximum: ties go to the lowest id.
             let best = cand
                 .iter()
@@ -303,6 +314,26 @@ mod tests {
             [0, 1, 2]
         );
         assert_eq!(seen(base), [0, 1, 2, 3]);
+    }
+
+    /// Issue 44, D8: a temperature that is 0 in f32 (1e-50) drew the least
+    /// likely candidate through NaN probabilities; below the floor it is
+    /// greedy, and just above it the draw is still finite.
+    #[test]
+    fn tiny_temperatures_are_greedy() {
+        let logits = [0.5f32, 2.0, 2.0, -1.0, 1.9];
+        for t in [1e-50, 1e-300, f64::MIN_POSITIVE, 5e-5] {
+            let p = Sampling {
+                temperature: t,
+                ..Sampling::default()
+            };
+            assert_eq!(draw(p, &logits, 20), [1; 20], "temperature {t}");
+        }
+        let p = Sampling {
+            temperature: GREEDY_BELOW,
+            ..Sampling::default()
+        };
+        assert!(draw(p, &logits, 20).iter().all(|&t| t == 1 || t == 2));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Extracting the final answer from a response.
 
 use proptest::prelude::*;
-use stepscore::answer::extract_answer;
+use stepscore::answer::{answers_equal, extract_answer, normalize_answer};
 
 #[track_caller]
 fn extracts(text: &str, expected: Option<&str>) {
@@ -70,6 +70,40 @@ fn last_number() {
     extracts("it costs 2.75.", Some("2.75"));
     extracts("no digits here", None);
     extracts("", None);
+}
+
+/// Issue 44, D9: the last-number fallback read "1.000.000 dollars" as 0,
+/// "12.345.678 apples" as 678 and "10.20.30" as 30. It now takes the dotted
+/// run whole and the thousands rules of marked answers decide: the same
+/// canonical answer as `\boxed{}` and "The answer is" give.
+#[test]
+fn last_number_follows_the_thousands_rules() {
+    for (text, run, canonical) in [
+        ("The total is 1.000.000 dollars", "1.000.000", "1000000"),
+        ("So she has 12.345.678 apples", "12.345.678", "12345678"),
+        ("The date is 10.20.30", "10.20.30", "10.20.30"),
+        ("It costs 1.000.000.", "1.000.000", "1000000"),
+        ("a decimal 2.5 stays one", "2.5", "2.5"),
+    ] {
+        extracts(text, Some(run));
+        let got = normalize_answer(&extract_answer(text).unwrap());
+        assert_eq!(got, canonical, "{text}");
+        let stated = extract_answer(&format!(
+            "The answer is {}",
+            &text[text.find(run).unwrap()..]
+        ));
+        assert_eq!(normalize_answer(&stated.unwrap()), canonical, "{text}");
+        let boxed = format!("\\boxed{{{run}}}");
+        assert_eq!(
+            normalize_answer(&extract_answer(&boxed).unwrap()),
+            canonical
+        );
+    }
+    assert!(answers_equal(
+        &extract_answer("The total is 1.000.000 dollars").unwrap(),
+        "1000000"
+    ));
+    assert!(!answers_equal(&extract_answer("10.20.30").unwrap(), "30"));
 }
 
 proptest! {

@@ -35,7 +35,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("select", 4),
     ("tokenizer", 4),
     ("model", 4),
-    ("stream", 4),
+    ("stream", 5),
     ("cpu", 5),
     ("gpu", 5),
     ("sample", 5),

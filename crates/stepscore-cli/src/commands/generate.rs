@@ -3,15 +3,17 @@
 //! its chat template, on the CPU or GPU engine. One JSON line per problem:
 //! its id, the text, its steps (blank-line segmentation), the tokens, and
 //! why it stopped. On a terminal the text streams to stderr as it is written.
+//! Rows are read by the core's reader, as `score` reads traces
+//! (`input::ProblemArgs`): a bad row is reported and the others are written.
 
-use std::io::{BufRead, IsTerminal, Write};
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
 
-use serde_json::{json, Value};
+use serde_json::json;
 use stepscore::prm::{GenerateOptions, StopReason};
 use stepscore::sample::Sampling;
 use stepscore::segment::Segmenter;
 
+use crate::input::{for_each_problem, report_error, ProblemArgs};
 use crate::model_args::ModelArgs;
 use crate::Failure;
 
@@ -20,9 +22,8 @@ use crate::Failure;
     echo '{\"problem\": \"What is 15% of 80?\"}' | stepscore generate --model smollm2-135m --temperature 0\n  \
     stepscore generate problems.jsonl --max-new-tokens 256 --seed 7 --stop-at-step")]
 pub struct Args {
-    /// JSONL of problems (`problem` or `prompt`, optional `id`); `-` reads stdin.
-    #[arg(default_value = "-")]
-    pub input: PathBuf,
+    #[command(flatten)]
+    pub input: ProblemArgs,
 
     #[command(flatten)]
     pub model: ModelArgs,
@@ -42,7 +43,7 @@ pub struct GenerationArgs {
     #[arg(long, default_value_t = 512, value_parser = crate::options::positive)]
     pub max_new_tokens: usize,
 
-    /// 0 is greedy (the most likely token); higher is more varied.
+    /// 0 (or anything below 1e-4) is greedy: the most likely token; higher is more varied.
     #[arg(long, default_value_t = Sampling::default().temperature)]
     pub temperature: f64,
 
@@ -103,45 +104,26 @@ impl GenerationArgs {
     }
 }
 
-/// The input file (or stdin) as lines, and its name for messages.
-pub fn open_input(input: &std::path::Path) -> Result<(String, Box<dyn BufRead>), Failure> {
-    if input.as_os_str() == "-" {
-        return Ok(("<stdin>".to_string(), Box::new(std::io::stdin().lock())));
-    }
-    let source = input.display().to_string();
-    let f = std::fs::File::open(input).map_err(|e| Failure::Io(format!("{source}: {e}")))?;
-    Ok((source, Box::new(std::io::BufReader::new(f))))
-}
-
 pub fn run(args: Args) -> Result<(), Failure> {
     let options = GenerateOptions {
         stop_at_step: args.stop_at_step,
         ..args.generation.options(None)?
     };
-    let (source, reader) = open_input(&args.input)?;
+    let problems = args.input.open()?;
     let scorer = args.model.open_backbone()?;
     scorer.can_generate()?;
     let live = std::io::stderr().is_terminal();
     let mut bad = 0;
-    for (i, line) in reader.lines().enumerate() {
-        let line = line.map_err(|e| Failure::Io(format!("{source} line {}: {e}", i + 1)))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (id, prompt) = match problem(&line) {
-            Ok(p) => (p.id, p.problem),
-            Err(why) => {
-                eprintln!("stepscore: {source} line {}: {why}", i + 1);
-                bad += 1;
-                continue;
-            }
+    let bad_rows = for_each_problem(problems, |row| {
+        let fail = |e: stepscore::Error| {
+            report_error(&stepscore::Error::input_at(row.at.clone(), e.to_string()))
         };
-        let mut generation = match scorer.generate(&prompt, &options) {
+        let mut generation = match scorer.generate(&row.problem, &options) {
             Ok(g) => g,
             Err(e) => {
-                eprintln!("stepscore: {source} line {}: {e}", i + 1);
+                fail(e);
                 bad += 1;
-                continue;
+                return Ok(());
             }
         };
         let mut failed = None;
@@ -159,9 +141,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
             eprintln!();
         }
         if let Some(e) = failed {
-            eprintln!("stepscore: {source} line {}: {e}", i + 1);
+            fail(e);
             bad += 1;
-            continue;
+            return Ok(());
         }
         let text = generation.text().to_string();
         let steps: Vec<String> = Segmenter::BlankLine
@@ -173,54 +155,16 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .stop_reason()
             .cloned()
             .unwrap_or(StopReason::MaxTokens);
-        let row = json!({
-            "id": id,
-            "problem": prompt,
+        let out = json!({
+            "id": row.id,
+            "problem": row.problem,
             "text": text,
             "steps": steps,
             "tokens": generation.tokens(),
             "prompt_tokens": generation.prompt_tokens(),
             "stop_reason": stop,
         });
-        crate::output::print_line(row)?;
-    }
-    if bad > 0 {
-        return Err(Failure::BadRecords(bad));
-    }
-    Ok(())
-}
-
-/// One row of a problems file.
-pub struct ProblemRow {
-    pub id: Value,
-    pub problem: String,
-    /// The known answer (`reference_answer`, else `answer`), when given.
-    pub reference: Option<String>,
-}
-
-/// A problem row: `problem` (or `prompt`, or `question`), optional `id`
-/// and a reference answer (`reference_answer` or `answer`; a GSM8K-style
-/// worked answer is reduced to what follows its `####`).
-pub fn problem(line: &str) -> Result<ProblemRow, String> {
-    let v: Value = serde_json::from_str(line).map_err(|e| format!("not JSON: {e}"))?;
-    let text = v
-        .get("problem")
-        .or_else(|| v.get("prompt"))
-        .or_else(|| v.get("question"))
-        .ok_or("no `problem`, `prompt` or `question` field")?
-        .as_str()
-        .ok_or("the problem must be a string")?
-        .to_string();
-    let reference = match v.get("reference_answer").or_else(|| v.get("answer")) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) if s.contains("####") => stepscore::answer::extract_answer(s),
-        Some(Value::String(s)) => Some(s.clone()),
-        Some(Value::Number(n)) => Some(n.to_string()),
-        Some(_) => return Err("the reference answer must be a string or a number".into()),
-    };
-    Ok(ProblemRow {
-        id: v.get("id").cloned().unwrap_or(Value::Null),
-        problem: text,
-        reference,
-    })
+        crate::output::print_line(out)
+    })?;
+    crate::input::finish(bad + bad_rows)
 }

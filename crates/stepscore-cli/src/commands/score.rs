@@ -67,10 +67,7 @@ pub struct Args {
 
 pub fn run(args: Args) -> Result<(), Failure> {
     let scorer = args.model.open()?;
-    let threshold = args
-        .threshold
-        .or(scorer.threshold())
-        .unwrap_or(DEFAULT_THRESHOLD);
+    let threshold = scorer.threshold_in_force(args.threshold);
 
     let progress = progress_bar(&args.input);
     let stdout = std::io::stdout();
@@ -237,9 +234,6 @@ fn least_likely_token(result: &TraceScore, i: usize, text: &str) -> Option<(Stri
     let l = stepscore::prm::least_likely(tokens, text)?;
     Some((text.get(l.start..l.end)?.to_string(), l.logprob))
 }
-
-/// The first-error threshold for a head shipped without one.
-const DEFAULT_THRESHOLD: f64 = 0.5;
 
 /// Eighths of a block, for bars with sub-character resolution.
 const BAR_WIDTH: usize = 20;

@@ -6,6 +6,7 @@
 //! with their steps and step scores, and what the search spent. With a
 //! reference answer in the row each answer is checked against it. On a
 //! terminal a progress line per problem shows the candidates being written.
+//! Rows are read as `generate` reads them (`input::ProblemArgs`).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -18,7 +19,8 @@ use stepscore::answer::answers_equal;
 use stepscore::prm::search::DEFAULT_SEARCH_SYSTEM;
 use stepscore::prm::{Scorer, SearchEvent, SearchMethod, SearchOptions, SearchResult};
 
-use super::generate::{open_input, problem, GenerationArgs};
+use super::generate::GenerationArgs;
+use crate::input::{for_each_problem, report_error, ProblemArgs};
 use crate::model_args::ModelArgs;
 use crate::Failure;
 
@@ -27,10 +29,8 @@ use crate::Failure;
     echo '{\"problem\": \"What is 15% of 80?\", \"answer\": \"12\"}' | stepscore search --n 4\n  \
     stepscore search problems.jsonl --method beam --n 8 --beam-width 2 --token-budget 4000 --keep-all")]
 pub struct Args {
-    /// JSONL of problems (`problem`, `prompt` or `question`; optional `id`
-    /// and a reference answer, `reference_answer` or `answer`); `-` reads stdin.
-    #[arg(default_value = "-")]
-    pub input: PathBuf,
+    #[command(flatten)]
+    pub input: ProblemArgs,
 
     /// The verifier is --model (with its head); this option names another
     /// model to write the candidates (a GGUF file, a checkpoint directory
@@ -91,27 +91,15 @@ pub fn run(args: Args) -> Result<(), Failure> {
         generate: args.generation.options(Some(DEFAULT_SEARCH_SYSTEM))?,
     };
     options.validate()?;
-    let (source, reader) = open_input(&args.input)?;
+    let problems = args.input.open()?;
     let verifier = args.model.open()?;
     let separate = generator(&args, &verifier)?;
     let generator = separate.as_ref().unwrap_or(&verifier);
     generator.can_generate()?;
     let live = std::io::stderr().is_terminal();
     let mut bad = 0;
-    for (i, line) in std::io::BufRead::lines(reader).enumerate() {
-        let line = line.map_err(|e| Failure::Io(format!("{source} line {}: {e}", i + 1)))?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let row = match problem(&line) {
-            Ok(p) => p,
-            Err(why) => {
-                eprintln!("stepscore: {source} line {}: {why}", i + 1);
-                bad += 1;
-                continue;
-            }
-        };
-        let progress = Progress::new(live, i + 1, options.n);
+    let bad_rows = for_each_problem(problems, |row| {
+        let progress = Progress::new(live, row.at.line, options.n);
         let result = generator.search(&verifier, &row.problem, &options, &mut |e| {
             progress.on(e);
             true
@@ -120,24 +108,22 @@ pub fn run(args: Args) -> Result<(), Failure> {
         match result {
             Ok(result) => {
                 let out = output(
-                    &row.id,
+                    row.id.as_deref(),
                     &row.problem,
                     row.reference.as_deref(),
                     &result,
                     args.keep_all,
                 );
-                crate::output::print_line(out)?;
+                crate::output::print_line(out)
             }
             Err(e) => {
-                eprintln!("stepscore: {source} line {}: {e}", i + 1);
+                report_error(&stepscore::Error::input_at(row.at, e.to_string()));
                 bad += 1;
+                Ok(())
             }
         }
-    }
-    if bad > 0 {
-        return Err(Failure::BadRecords(bad));
-    }
-    Ok(())
+    })?;
+    crate::input::finish(bad + bad_rows)
 }
 
 /// The generator `--generator` names, or the verifier's backbone when the
@@ -166,7 +152,7 @@ fn generator(args: &Args, verifier: &Scorer) -> Result<Option<Scorer>, Failure> 
 
 /// One problem's output line.
 fn output(
-    id: &Value,
+    id: Option<&str>,
     problem: &str,
     reference: Option<&str>,
     result: &SearchResult,

@@ -32,7 +32,7 @@ use std::time::Duration;
 use stepscore::segment::Segmenter;
 
 use crate::model_args::ModelArgs;
-use crate::options::{bounded_count, finite, seconds};
+use crate::options::{bounded_count, finite, millis, positive, seconds};
 use crate::Failure;
 use metrics::Metrics;
 use queue::Queue;
@@ -63,6 +63,12 @@ pub struct Args {
     #[arg(long, short, default_value = "min")]
     pub aggregation: stepscore::aggregate::Aggregation,
 
+    /// `/v1/score`'s `first_error`: the first step scoring below this, in
+    /// [0, 1] (default: the threshold the model's head was shipped with,
+    /// else 0.5; the rule `score` follows).
+    #[arg(long, value_parser = crate::options::threshold)]
+    pub threshold: Option<f64>,
+
     /// The reward of a trace that cannot be scored, a finite number (its error
     /// is still in `errors`); unset: the reward is null.
     #[arg(long, allow_negative_numbers = true, value_parser = finite)]
@@ -76,8 +82,9 @@ pub struct Args {
     #[arg(long, default_value_t = 64, value_parser = bounded_count::<1_000_000>)]
     pub max_batch: usize,
 
-    /// How long a pass waits for more clients' traces (milliseconds).
-    #[arg(long, default_value_t = 2)]
+    /// How long a pass waits for more clients' traces (milliseconds, at most
+    /// 60000 and less than --timeout).
+    #[arg(long, default_value_t = 2, value_parser = millis)]
     pub batch_wait_ms: u64,
 
     /// Largest request body (bytes); larger ones get 413.
@@ -93,9 +100,9 @@ pub struct Args {
     #[arg(long, default_value_t = 512, value_parser = bounded_count::<1_000_000>)]
     pub max_traces: usize,
 
-    /// Longest trace text (problem and steps, bytes); a longer trace is
-    /// not scored and gets the error code `trace_too_long`.
-    #[arg(long, default_value_t = 256 << 10)]
+    /// Longest trace text (problem and steps, bytes; at least 1); a longer
+    /// trace is not scored and gets the error code `trace_too_long`.
+    #[arg(long, default_value_t = 256 << 10, value_parser = positive)]
     pub max_trace_bytes: usize,
 
     /// Seconds a request may wait for its scores before 504.
@@ -146,6 +153,17 @@ pub fn run(args: Args) -> Result<(), Failure> {
             args.max_body_memory, args.max_body_bytes
         )));
     }
+    // A request waits at most --timeout for its pass, which first waits
+    // --batch-wait-ms for company: not shorter, and every POST would be 504.
+    let batch_wait = Duration::from_millis(args.batch_wait_ms);
+    if batch_wait >= args.timeout {
+        return Err(Failure::Usage(format!(
+            "--batch-wait-ms {} is not shorter than --timeout {}s: every request would \
+             time out (504) while its pass waits for more traces",
+            args.batch_wait_ms,
+            args.timeout.as_secs_f64()
+        )));
+    }
     if args.api_key.as_deref().is_some_and(|k| k.is_empty()) {
         return Err(Failure::Usage(
             "--api-key / STEPSCORE_API_KEY is empty".into(),
@@ -165,7 +183,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         Arc::clone(&scorer),
         args.queue,
         args.max_batch,
-        Duration::from_millis(args.batch_wait_ms),
+        batch_wait,
         Arc::clone(&metrics),
     );
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -195,6 +213,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             model_name,
             segmenter: args.segmenter.clone(),
             aggregation: args.aggregation,
+            threshold: scorer.threshold_in_force(args.threshold),
             unscored_reward: args.unscored_reward,
             limits: request::Limits {
                 max_traces: args.max_traces,

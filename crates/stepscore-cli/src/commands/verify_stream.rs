@@ -198,6 +198,9 @@ fn post(url: &str, args: &Args) -> Result<Box<dyn Read>, Failure> {
         .timeout_connect(args.timeout)
         .timeout_read(args.timeout)
         .try_proxy_from_env(!local)
+        // A redirect is named, not followed: re-sending the POST (and its
+        // bearer key) to wherever a server points is the user's choice.
+        .redirects(0)
         .build();
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -242,6 +245,19 @@ fn post(url: &str, args: &Args) -> Result<Box<dyn Read>, Failure> {
         // ureq's message names the URL.
         Err(ureq::Error::Transport(t)) => return Err(Failure::Io(t.to_string())),
     };
+    // A 3xx was reported as "not an event stream" (issue 44, D16).
+    if (300..400).contains(&response.status()) {
+        let code = response.status();
+        let to = response
+            .header("Location")
+            .unwrap_or("no Location given")
+            .to_string();
+        return Err(Failure::Io(format!(
+            "{url}: the server redirected the request ({code} {}) to {to}; \
+             verify-stream does not follow redirects: give that URL as --url",
+            response.status_text()
+        )));
+    }
     let kind = response.content_type().to_string();
     if kind != "text/event-stream" {
         let mut text = String::new();

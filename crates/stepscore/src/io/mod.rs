@@ -46,13 +46,18 @@
 //! bindings hand it a file's text ([`read_text`], the npm package's
 //! `readTraces`) or a JS object ([`read_value`]). [`ReadResult`], [`Record`]
 //! and [`BadRow`] serialize to what `stepscore read` prints and
-//! `readTraces` returns.
+//! `readTraces` returns. Problem rows for generation and search
+//! ([`TraceReader::problems`], `problems.rs`) come through the same layouts,
+//! limits and strict parser; only the row conversion differs.
 
 mod chat;
 mod fields;
 mod lines;
+mod problems;
 mod rows;
 mod strict;
+
+pub use problems::{read_problem, ProblemRow};
 
 pub use fields::type_name as json_type_name;
 
@@ -274,10 +279,23 @@ pub fn read_value(value: Value, opts: &ReadOptions, mut at: Location) -> Result<
 /// number text kept as the parser keeps it), then [`read_value`]. A row
 /// that is not an object (an array, a string) is this row's error.
 pub fn read_row(json: &[u8], opts: &ReadOptions, at: Location) -> Result<Record> {
-    match strict::from_slice(json) {
-        Ok(v) => read_value(v, opts, at),
-        Err(e) => Err(parse_error(at, e)),
-    }
+    read_value(parse_row(json, &at)?, opts, at)
+}
+
+/// JSON text that is not a row (a streamed completion's chunk): duplicate
+/// keys refused at any depth, numbers as serde_json reads them. The error
+/// is serde_json's, with the path of a duplicated key.
+pub(crate) fn parse_unique_keys(
+    json: &[u8],
+) -> std::result::Result<Value, (Option<String>, serde_json::Error)> {
+    strict::unique_keys(json).map_err(|e| (e.field, e.json))
+}
+
+/// One row's JSON text as a value, by the strict parser (duplicate keys
+/// refused, numbers kept or refused, never rounded); its error is located
+/// at `at`.
+fn parse_row(json: &[u8], at: &Location) -> Result<Value> {
+    strict::from_slice(json).map_err(|e| parse_error(at.clone(), e))
 }
 
 /// Streams traces out of JSON or JSONL; see the module docs for the layout
@@ -493,8 +511,8 @@ impl<R: BufRead> TraceReader<R> {
         }
     }
 
-    /// The next JSONL record, or `None` at the end of the input.
-    fn next_line(&mut self) -> Option<Result<Record>> {
+    /// The next JSONL row, parsed, or `None` at the end of the input.
+    fn next_line(&mut self) -> Option<Result<(Location, Value)>> {
         loop {
             let src = self.src.as_mut()?;
             let outcome = match read_bounded_line(
@@ -552,14 +570,14 @@ impl<R: BufRead> TraceReader<R> {
             }
             let first = std::mem::replace(&mut self.first_record, false);
             return Some(match strict::from_slice(text.as_bytes()) {
-                Ok(v) => self.convert(self.at(line, None), v),
+                Ok(v) => Ok((self.at(line, None), v)),
                 Err(e) => {
                     let eof =
                         e.field.is_none() && e.json.classify() == serde_json::error::Category::Eof;
                     let err = parse_error(self.at(line, None), e);
                     if first && self.starts_with_brace && eof {
                         match self.try_document(line) {
-                            Ok(true) => return self.next_record(),
+                            Ok(true) => return self.next_value(),
                             Ok(false) => Err(err),
                             Err(io) => Err(io),
                         }
@@ -598,15 +616,9 @@ impl<R: BufRead> TraceReader<R> {
         Ok(false)
     }
 
-    /// One parsed row -> a record, or the row's error at `at` (with the
-    /// row's id, when it has one, and the field at fault).
-    fn convert(&self, at: Location, value: Value) -> Result<Record> {
-        read_value(value, &self.opts, at)
-    }
-
     /// One item of a whole document (array element or pretty-printed
-    /// value): the record limit, then a strict parse and conversion.
-    fn item(&self, at: Location, bytes: &[u8]) -> Result<Record> {
+    /// value): the record limit, then the strict parse.
+    fn item(&self, at: Location, bytes: &[u8]) -> Result<(Location, Value)> {
         if bytes.len() > self.opts.max_line_bytes {
             let what = if at.item.is_some() {
                 "array item"
@@ -615,11 +627,32 @@ impl<R: BufRead> TraceReader<R> {
             };
             return Err(self.too_long(at, what, bytes.len() as u64));
         }
-        read_row(bytes, &self.opts, at)
+        let value = parse_row(bytes, &at)?;
+        Ok((at, value))
     }
 
     /// The next row: a good trace with its location, or a bad row's error.
     pub fn next_record(&mut self) -> Option<Result<Record>> {
+        let row = self.next_value()?;
+        Some(row.and_then(|(at, v)| read_value(v, &self.opts, at)))
+    }
+
+    /// The next row as a problem to write a solution to (generation,
+    /// search): a good one with its location, or a bad row's error.
+    pub fn next_problem(&mut self) -> Option<Result<ProblemRow>> {
+        let row = self.next_value()?;
+        Some(row.and_then(|(at, v)| read_problem(v, at)))
+    }
+
+    /// The same rows read as problems ([`read_problem`]): the layouts,
+    /// limits and strict parsing of traces, and their errors.
+    pub fn problems(self) -> Problems<R> {
+        Problems(self)
+    }
+
+    /// The next row parsed by the strict parser, with where it was read:
+    /// what every kind of row is converted from.
+    fn next_value(&mut self) -> Option<Result<(Location, Value)>> {
         loop {
             match &mut self.state {
                 State::Start => {
@@ -679,6 +712,17 @@ impl<R: BufRead> Iterator for TraceReader<R> {
 
     fn next(&mut self) -> Option<Result<Trace>> {
         self.next_record().map(|r| r.map(|rec| rec.trace))
+    }
+}
+
+/// [`TraceReader::problems`]: problem rows, each good one with its location.
+pub struct Problems<R: BufRead>(TraceReader<R>);
+
+impl<R: BufRead> Iterator for Problems<R> {
+    type Item = Result<ProblemRow>;
+
+    fn next(&mut self) -> Option<Result<ProblemRow>> {
+        self.0.next_problem()
     }
 }
 

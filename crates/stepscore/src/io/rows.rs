@@ -6,7 +6,9 @@
 use serde_json::{Map, Value};
 
 use super::chat::chat_row;
-use super::fields::{type_name, wrong_type, RowError, RowResult};
+use super::fields::{
+    type_name, wrong_type, RowError, RowResult, FINAL_ANSWER_FIELDS, REFERENCE_FIELDS,
+};
 use super::InputFormat;
 use crate::segment::Segmenter;
 use crate::trace::{Step, Trace};
@@ -23,8 +25,11 @@ pub(crate) fn take_string(row: &mut Map<String, Value>, field: &str) -> RowResul
 
 /// Removes the first present of `fields` as a string; `Ok(None)` when none is
 /// present or the value is null. Numbers are accepted as their JSON text
-/// (ids and answers are often numeric).
-fn take_text_opt(row: &mut Map<String, Value>, fields: &[&str]) -> RowResult<Option<String>> {
+/// (ids and answers are often numeric; the strict parser keeps their text).
+pub(crate) fn take_text_opt(
+    row: &mut Map<String, Value>,
+    fields: &[&str],
+) -> RowResult<Option<String>> {
     for &field in fields {
         match row.remove(field) {
             None | Some(Value::Null) => continue,
@@ -160,18 +165,10 @@ fn common_fields(row: &mut Map<String, Value>, trace: &mut Trace) -> RowResult<(
     if let Some(id) = take_text_opt(row, &["id"])? {
         trace.id = Some(id);
     }
-    if let Some(a) = take_text_opt(row, &["final_answer", "finalAnswer", "answer"])? {
+    if let Some(a) = take_text_opt(row, &FINAL_ANSWER_FIELDS)? {
         trace.final_answer = Some(a);
     }
-    if let Some(a) = take_text_opt(
-        row,
-        &[
-            "reference_answer",
-            "referenceAnswer",
-            "gold",
-            "ground_truth",
-        ],
-    )? {
+    if let Some(a) = take_text_opt(row, &REFERENCE_FIELDS)? {
         trace.reference_answer = Some(a);
     }
     if let Some(scores) = row.remove("scores") {

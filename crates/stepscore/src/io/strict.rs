@@ -12,15 +12,20 @@
 //! visitor such as this one receives maps instead of numbers; numbers of good
 //! input would be written back as typed, `1e-07`, rather than as before). So
 //! the parser instead finds each number's text in the row and compares it
-//! with the value serde_json read: a top-level `id` keeps its text (an id is
-//! a name, not a quantity), and any other number that a float would change
-//! is refused, naming its path, rather than rounded.
+//! with the value serde_json read: a top-level `id` or answer field
+//! (`answer`, `reference_answer`, ...: `fields::keeps_number_text`) keeps its
+//! text (an id is a name, and an answer is compared as written, so
+//! `0.1000000000000000000001` is not the answer `0.1`), and any other number
+//! that a float would change is refused, naming its path, rather than
+//! rounded.
 
 use std::cell::RefCell;
 use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
+
+use super::fields::keeps_number_text;
 
 /// A JSON parse failure: serde_json's error, plus the path of the value at
 /// fault (`steps[1].score`) when a duplicated key or a number that cannot be
@@ -34,10 +39,27 @@ pub(crate) struct StrictError {
 /// Parses one JSON value, refusing duplicate keys at any depth and numbers
 /// that would be rounded (module docs).
 pub(crate) fn from_slice(bytes: &[u8]) -> Result<Value, StrictError> {
+    parse(bytes, true)
+}
+
+/// [`from_slice`] refusing duplicate keys only, numbers read as serde_json
+/// reads them: for JSON that is not a row (a streamed completion's chunk,
+/// whose `logprobs` and `timings` floats are the server's, not ours to refuse).
+pub(crate) fn unique_keys(bytes: &[u8]) -> Result<Value, StrictError> {
+    parse(bytes, false)
+}
+
+fn parse(bytes: &[u8], exact: bool) -> Result<Value, StrictError> {
+    let numbers = if exact {
+        number_tokens(bytes)
+    } else {
+        Vec::new()
+    };
     let ctx = Context {
         bad: RefCell::new(None),
         text: bytes,
-        numbers: RefCell::new(number_tokens(bytes).into_iter()),
+        numbers: RefCell::new(numbers.into_iter()),
+        exact,
     };
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed = ValueSeed {
@@ -58,6 +80,8 @@ struct Context<'a> {
     bad: RefCell<Option<String>>,
     text: &'a [u8],
     numbers: RefCell<std::vec::IntoIter<(usize, usize)>>,
+    /// Numbers are kept or refused (module docs); else taken as read.
+    exact: bool,
 }
 
 impl Context<'_> {
@@ -174,9 +198,9 @@ struct ValueSeed<'a> {
 }
 
 impl ValueSeed<'_> {
-    /// The top-level `id`, whose number keeps its text.
-    fn is_id(&self) -> bool {
-        matches!(self.path, Path::Key(Path::Root, "id"))
+    /// A top-level `id` or answer field, whose number keeps its text.
+    fn keeps_text(&self) -> bool {
+        matches!(self.path, Path::Key(Path::Root, key) if keeps_number_text(key))
     }
 
     /// An error about the value at this path.
@@ -185,10 +209,13 @@ impl ValueSeed<'_> {
         E::custom(message)
     }
 
-    /// A number that is exact as read, or the id as its text.
+    /// A number that is exact as read, or an id's or answer's text.
     fn number<E: de::Error>(self, value: Number) -> Result<Value, E> {
+        if !self.ctx.exact {
+            return Ok(Value::Number(value));
+        }
         let text = self.ctx.next_number();
-        if self.is_id() && !text.is_empty() {
+        if self.keeps_text() && !text.is_empty() {
             return Ok(Value::String(text.to_string()));
         }
         Ok(Value::Number(value))
@@ -223,7 +250,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
     }
 
     fn visit_f64<E: de::Error>(self, x: f64) -> Result<Value, E> {
-        if !self.is_id() {
+        if self.ctx.exact && !self.keeps_text() {
             let text = self.ctx.next_number();
             if !float_is_exact(text, x) {
                 return Err(self.fail(format!(
@@ -234,7 +261,7 @@ impl<'de> Visitor<'de> for ValueSeed<'_> {
         }
         // serde_json only hands out finite floats.
         match Number::from_f64(x) {
-            Some(n) if self.is_id() => self.number(n),
+            Some(n) if self.keeps_text() => self.number(n),
             Some(n) => Ok(Value::Number(n)),
             None => Ok(Value::Null),
         }
@@ -406,6 +433,34 @@ mod tests {
                 "{msg}"
             );
         }
+    }
+
+    /// Issue 44, D15: chunks of a stream refuse duplicate keys but take
+    /// the server's numbers as read.
+    #[test]
+    fn unique_keys_takes_numbers_as_read() {
+        let v = unique_keys(br#"{"id": 123456789012345678912345, "x": 0.10000000000000000001}"#)
+            .unwrap();
+        assert_eq!(v["x"], 0.1);
+        assert!(v["id"].is_number());
+        let e = unique_keys(br#"{"a": [{"c": "x", "c": "y"}]}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("a[0].c"));
+    }
+
+    /// Issue 44, D5: an answer keeps its number's text as an id does
+    /// (`generate`/`search` had rounded `0.1000000000000000000001` to
+    /// `0.1`); only top-level answer fields, other numbers stay refused.
+    #[test]
+    fn answers_keep_their_number_text() {
+        let v = from_slice(
+            br#"{"answer": 0.1000000000000000000001, "reference_answer": 12345678901234567890123, "gold": 2.50}"#,
+        )
+        .unwrap();
+        assert_eq!(v["answer"], "0.1000000000000000000001");
+        assert_eq!(v["reference_answer"], "12345678901234567890123");
+        assert_eq!(v["gold"], "2.50");
+        let e = from_slice(br#"{"x": {"answer": 0.1000000000000000000001}}"#).unwrap_err();
+        assert_eq!(e.field.as_deref(), Some("x.answer"));
     }
 
     #[test]

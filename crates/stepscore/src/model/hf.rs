@@ -9,6 +9,7 @@ use super::config::ModelConfig;
 use super::matrix::Matrix;
 use super::transformer::{Layer, LmHead, RopeStyle, Transformer};
 use crate::error::{Error, Result};
+use crate::format::storage::{open_regular, read_regular, SIDE_FILE_LIMIT};
 use safetensors::tensor::{Dtype, Metadata, SafeTensors};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -145,20 +146,25 @@ impl HfCheckpoint {
         let dir = dir.as_ref();
         let read_text = |name: &str| -> Result<String> {
             let p = dir.join(name);
-            std::fs::read_to_string(&p).map_err(|e| Error::io(p.display().to_string(), e))
+            let bytes = read_regular(&p, SIDE_FILE_LIMIT)?;
+            String::from_utf8(bytes).map_err(|_| {
+                let e = std::io::Error::new(std::io::ErrorKind::InvalidData, "not valid UTF-8");
+                Error::io(p.display().to_string(), e)
+            })
         };
         #[cfg(target_arch = "wasm32")]
         let open = |name: &str| -> Result<Blob> {
             let p = dir.join(name);
-            std::fs::read(&p)
-                .map(Blob::Owned)
-                .map_err(|e| Error::io(p.display().to_string(), e))
+            let (mut file, _) = open_regular(&p)?;
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut file, &mut bytes)
+                .map_err(|e| Error::io(p.display().to_string(), e))?;
+            Ok(Blob::Owned(bytes))
         };
         #[cfg(not(target_arch = "wasm32"))]
         let open = |name: &str| -> Result<Blob> {
             let p = dir.join(name);
-            let file =
-                std::fs::File::open(&p).map_err(|e| Error::io(p.display().to_string(), e))?;
+            let (file, _) = open_regular(&p)?;
             // SAFETY: the map is read-only; as with every mmap-based model
             // loader, a file truncated by another process while mapped is
             // outside what we can defend against.

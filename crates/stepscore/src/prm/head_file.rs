@@ -2,11 +2,15 @@
 //! has none: the trained default PRM is SmolLM2's GGUF plus a few kilobytes
 //! of `v_head.summary.*` (see stepscore-train), loaded as one model.
 
+use std::io::Read;
+use std::path::Path;
+
 use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
 use super::head::{HeadInput, StepStat, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT};
 use crate::error::{Error, Result};
+use crate::format::storage::open_regular;
 use crate::model::hf::to_f32;
 
 /// A parsed head file: the tensors it holds, by name.
@@ -44,6 +48,16 @@ pub const META_SOLUTION_THRESHOLD: &str = "stepscore.solution_threshold";
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
 /// convert a backbone-sized blob.
 const MAX_HEAD_BYTES: usize = 256 << 20;
+
+/// The error for a head file over [`MAX_HEAD_BYTES`].
+fn too_large(name: &str, len: u64) -> Error {
+    Error::model(
+        name,
+        format!(
+            "a head file of {len} bytes is larger than the {MAX_HEAD_BYTES}-byte limit for heads"
+        ),
+    )
+}
 
 /// SmolLM2-135M-Instruct's head: a linear value head over its final hidden
 /// states (scripts/train_default_head.sh; results in docs/TRAINING.md). The
@@ -84,16 +98,27 @@ impl HeadFile {
         }
     }
 
+    /// Reads and parses the head file at `path`: a regular file, its size
+    /// checked by its metadata before a byte is read (issue 44, D4: a 1 GiB
+    /// sparse file was read whole, 1.06 GB RSS, before the limit refused it).
+    pub fn read(path: &Path) -> Result<HeadFile> {
+        let name = path.display().to_string();
+        let (file, len) = open_regular(path)?;
+        if len > MAX_HEAD_BYTES as u64 {
+            return Err(too_large(&name, len));
+        }
+        let mut bytes = Vec::with_capacity(len as usize);
+        // No further than the limit should the file grow meanwhile.
+        file.take(MAX_HEAD_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Error::io(name.clone(), e))?;
+        HeadFile::from_bytes(&bytes, &name)
+    }
+
     /// Parses safetensors bytes; `name` is used in error messages.
     pub fn from_bytes(bytes: &[u8], name: &str) -> Result<HeadFile> {
         if bytes.len() > MAX_HEAD_BYTES {
-            return Err(Error::model(
-                name,
-                format!(
-                    "a head file of {} bytes is larger than the {MAX_HEAD_BYTES}-byte limit for heads",
-                    bytes.len()
-                ),
-            ));
+            return Err(too_large(name, bytes.len() as u64));
         }
         let bad = |e: safetensors::SafeTensorError| {
             Error::model(name, format!("not a valid safetensors file: {e}"))

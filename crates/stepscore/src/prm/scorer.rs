@@ -20,6 +20,7 @@ use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup};
 use super::head_file::HeadFile;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
+use crate::format::storage::{read_regular, SIDE_FILE_LIMIT};
 use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
@@ -268,17 +269,7 @@ impl HeadSource {
     fn read(&self) -> Result<(HeadMode, Option<Cow<'_, HeadFile>>)> {
         Ok(match self {
             HeadSource::Checkpoint => (HeadMode::Load, None),
-            HeadSource::File(path) => {
-                let bytes =
-                    std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))?;
-                (
-                    HeadMode::Load,
-                    Some(Cow::Owned(HeadFile::from_bytes(
-                        &bytes,
-                        &path.display().to_string(),
-                    )?)),
-                )
-            }
+            HeadSource::File(path) => (HeadMode::Load, Some(Cow::Owned(HeadFile::read(path)?))),
             HeadSource::Loaded(file) => (HeadMode::Load, Some(Cow::Borrowed(file))),
             HeadSource::Backbone => (HeadMode::Skip, None),
         })
@@ -474,10 +465,7 @@ impl Scorer {
         mode: HeadMode,
         external: Option<&HeadFile>,
     ) -> Result<Scorer> {
-        let read = |name: &str| {
-            std::fs::read(dir.join(name))
-                .map_err(|e| Error::io(dir.join(name).display().to_string(), e))
-        };
+        let read = |name: &str| read_regular(&dir.join(name), SIDE_FILE_LIMIT);
         let checkpoint = HfCheckpoint::open_dir(dir)?;
         let tokenizer_json = read("tokenizer.json")?;
         let tokenizer_config = dir
@@ -663,6 +651,15 @@ impl Scorer {
     /// on validation data with the head); `None` when it has none.
     pub fn threshold(&self) -> Option<f64> {
         self.engine.head().and_then(Head::threshold)
+    }
+
+    /// The step threshold in force: `given` (a caller's explicit choice),
+    /// else the head's shipped [`Scorer::threshold`], else 0.5 (ProcessBench's
+    /// convention for an uncalibrated PRM). The one rule of every front end
+    /// that flags a first error (`score`, `serve`), so a server and the CLI
+    /// never flag the same steps differently.
+    pub fn threshold_in_force(&self, given: Option<f64>) -> f64 {
+        given.or(self.threshold()).unwrap_or(DEFAULT_THRESHOLD)
     }
 
     /// The solution threshold the model's head was shipped with, for use with
@@ -1079,6 +1076,9 @@ impl Scorer {
 }
 
 /// Maps a GGUF file and parses it, named by its file name in errors.
+/// The first-error threshold of a head shipped without one.
+const DEFAULT_THRESHOLD: f64 = 0.5;
+
 fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
     let bytes = ModelBytes::open(path)?;
     let name = path.file_name().map_or_else(

@@ -119,7 +119,9 @@ impl Simd {
             {
                 None => best,
                 Some(v) => Simd::capped(best, &v).unwrap_or_else(|e| {
-                    eprintln!("stepscore: {e}; using {}", best.name());
+                    // Never `eprintln!`: it panics when stderr cannot be written.
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stderr(), "stepscore: {e}; using {}", best.name());
                     best
                 }),
             }

@@ -6,6 +6,9 @@
 //! `[DONE]` marker, and a failure as `{"error": {"message", "type", "code"}}`
 //! (llama.cpp, vLLM) or an `error` event. Other fields (`id`, `model`,
 //! `timings`, `logprobs`, `role`) carry nothing to verify and are not read.
+//! A duplicated key is refused, named by its path, by the trace reader's
+//! parser (`crate::io`): `"content":"2 + 3 = 5.","content":"EVIL"` had
+//! scored "EVIL" (issue 44, D15).
 
 use serde_json::{Map, Value};
 
@@ -35,16 +38,18 @@ pub fn parse(source: &str, ev: &SseEvent) -> Result<Chunk> {
     if data == "[DONE]" {
         return Ok(Chunk::Done);
     }
-    let value: Value = serde_json::from_str(data).map_err(|e| {
-        err(
-            None,
-            format!(
-                "not JSON (column {}: {e}): {}",
-                e.column(),
-                preview(&ev.data)
+    let value: Value =
+        crate::io::parse_unique_keys(data.as_bytes()).map_err(|(field, e)| match field {
+            Some(field) => err(Some(field.as_str()), e.to_string()),
+            None => err(
+                None,
+                format!(
+                    "not JSON (column {}: {e}): {}",
+                    e.column(),
+                    preview(&ev.data)
+                ),
             ),
-        )
-    })?;
+        })?;
     if ev.event.as_deref() == Some("error") {
         return Err(err(
             None,
@@ -270,6 +275,10 @@ mod tests {
                 "s line 7, field `choices[0].finish_reason`: must be a string or null",
             ),
             (r#"[1]"#, "s line 7: a chunk must be a JSON object: [1]"),
+            (
+                r#"{"choices":[{"delta":{"content":"2 + 3 = 5.\n\n","content":"EVIL"}}]}"#,
+                "s line 7, field `choices[0].delta.content`: duplicate key `choices[0].delta.content` at line 1 column 58",
+            ),
             (
                 r#"{"object":"x"}"#,
                 "s line 7: neither `choices` nor `usage`: not a completion chunk: {\"object\":\"x\"}",

@@ -34,6 +34,8 @@ pub struct State {
     pub model_name: String,
     pub segmenter: Segmenter,
     pub aggregation: Aggregation,
+    /// The step threshold of `first_error` (`Scorer::threshold_in_force`).
+    pub threshold: f64,
     /// The reward of an unscored trace; `None`: `null`.
     pub unscored_reward: Option<f64>,
     pub limits: Limits,
@@ -286,7 +288,7 @@ async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response
                     "id": id,
                     "step_scores": score.step_scores,
                     "score": num(aggregate(&scored, aggregation)),
-                    "first_error": first_error(&scored, 0.5),
+                    "first_error": first_error(&scored, s.threshold),
                     "tokens": score.tokens,
                     "truncated_steps": score.truncated_steps,
                     "error": Value::Null,
@@ -297,7 +299,9 @@ async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response
             }
         })
         .collect();
-    Ok(ok_json(json!({"family": s.family, "results": results})))
+    Ok(ok_json(
+        json!({"family": s.family, "threshold": s.threshold, "results": results}),
+    ))
 }
 
 /// Numbers `/pooling` answers within this process.

@@ -1,0 +1,585 @@
+//! Issue 44: every entry point as strict as the strictest. Each test names
+//! the defect (D2, D4, ...) it covers and failed on the binary before the
+//! change (docs/ROBUSTNESS.md has the table). The tiny Skywork-layout
+//! fixture is the model; no timing is asserted, waits are upper bounds on
+//! liveness.
+//!
+//! `STEPSCORE_TEST_BIN` points the tests at another build of the binary.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+fn bin() -> PathBuf {
+    std::env::var_os("STEPSCORE_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_stepscore")))
+}
+
+fn tiny_model() -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/fixtures/prm/skywork-prm-tiny")
+        .display()
+        .to_string()
+}
+
+/// A fresh directory for one test's files.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stepscore-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Runs the binary with `args` and `stdin`; a run past `limit` is killed
+/// and reported as hung (`None`).
+fn run_for(args: &[&str], stdin: &[u8], limit: Duration) -> Option<Output> {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn stepscore");
+    let mut pipe = child.stdin.take().unwrap();
+    let _ = pipe.write_all(stdin);
+    drop(pipe);
+    // Drain both pipes on threads so a chatty child never blocks.
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().unwrap()));
+    let err = drain(Box::new(child.stderr.take().unwrap()));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let (stdout, stderr) = (out.join().unwrap(), err.join().unwrap());
+    status.map(|status| Output {
+        status,
+        stdout,
+        stderr,
+    })
+}
+
+fn run(args: &[&str], stdin: &[u8]) -> Output {
+    run_for(args, stdin, Duration::from_secs(300)).expect("stepscore hung")
+}
+
+/// The same hostile rows for every command that reads JSONL: a 24-digit id
+/// and a 23-digit answer, duplicate keys, an answer no float holds, a line
+/// that is not UTF-8 and a line over the record limit between good lines.
+fn hostile_file(dir: &Path) -> PathBuf {
+    let mut rows: Vec<Vec<u8>> = vec![
+        br#"{"id": 123456789012345678912345, "problem": "What is 2 + 3?", "steps": ["2 + 3 = 5."], "answer": 12345678901234567890123}"#.to_vec(),
+        br#"{"id": "dup", "problem": "first", "problem": "SECOND", "steps": ["a"], "answer": "1", "answer": "2"}"#.to_vec(),
+        br#"{"id": "c", "problem": "What is 1 + 1?", "steps": ["1 + 1 = 2."], "answer": 0.1000000000000000000001}"#.to_vec(),
+        b"{\"id\": \"utf8\", \"problem\": \"caf\xe9\", \"steps\": [\"a\"]}".to_vec(),
+    ];
+    let long = format!(
+        r#"{{"id": "long", "problem": "{}", "steps": ["a"]}}"#,
+        "x".repeat(400)
+    );
+    rows.push(long.into_bytes());
+    rows.push(br#"{"id": "last", "problem": "What is 4 + 4?", "steps": ["4 + 4 = 8."]}"#.to_vec());
+    let path = dir.join("hostile.jsonl");
+    std::fs::write(&path, rows.join(&b'\n')).unwrap();
+    path
+}
+
+/// D5, D6, D7, D2: `generate` and `search` read JSONL through the reader
+/// `score` uses. Before: big ids and answers came back as floats
+/// (`1.2345678901234569e+23`), duplicate keys were taken (the last one),
+/// the invalid-UTF-8 line ended the run with exit 3 losing the good lines
+/// after it, and lines had no size limit. Now all three commands keep the
+/// same good rows (ids and answers as written), report the same bad lines
+/// and exit 1.
+#[test]
+fn generate_search_and_score_read_the_same_hostile_file() {
+    let dir = scratch("hostile");
+    let file = hostile_file(&dir);
+    let file = file.to_str().unwrap();
+    let model = tiny_model();
+    let common = ["--model", &model, "--backend", "cpu", "--threads", "1"];
+    let limit = ["--max-line-bytes", "300"];
+    let writing = ["--raw", "--max-new-tokens", "3"];
+    let mut score = vec!["score", file, "--output", "jsonl"];
+    score.extend(common.iter().chain(&limit));
+    let mut generate = vec!["generate", file];
+    generate.extend(common.iter().chain(&limit).chain(&writing));
+    let mut search = vec!["search", file, "--n", "2"];
+    search.extend(common.iter().chain(&limit).chain(&writing));
+    let mut answers = Vec::new();
+    for args in [score, generate, search] {
+        let out = run(&args, b"");
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        let what = args[0];
+        assert_eq!(out.status.code(), Some(1), "{what}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{what}: {stderr}");
+        let rows: Vec<Value> = stdout
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let ids: Vec<&Value> = rows.iter().map(|r| &r["id"]).collect();
+        assert_eq!(
+            ids,
+            [
+                &json!("123456789012345678912345"),
+                &json!("c"),
+                &json!("last")
+            ],
+            "{what}: {stdout}"
+        );
+        for says in [
+            "line 2, field `problem`: duplicate key `problem`",
+            "line 4: invalid UTF-8 at byte offset",
+            "line 5: line of",
+            "longer than the 300-byte limit",
+        ] {
+            assert!(stderr.contains(says), "{what}: no {says:?} in {stderr}");
+        }
+        // Each line is reported once, by its place in the file.
+        for line in ["line 1", "line 3", "line 6"] {
+            assert!(
+                !stderr.contains(&format!("{file} {line}")),
+                "{what}: {stderr}"
+            );
+        }
+        match what {
+            "score" => answers.push(
+                rows.iter()
+                    .map(|r| r["final_answer"].clone())
+                    .collect::<Vec<_>>(),
+            ),
+            "search" => answers.push(rows.iter().map(|r| r["reference"].clone()).collect()),
+            _ => {}
+        }
+    }
+    let want = vec![
+        json!("12345678901234567890123"),
+        json!("0.1000000000000000000001"),
+        Value::Null,
+    ];
+    assert_eq!(answers, [want.clone(), want]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D8: `--temperature 1e-50` is 0 in f32; the probabilities were NaN and
+/// the least likely candidate was drawn. Below the floor (1e-4) sampling
+/// is greedy: the same tokens as `--temperature 0`.
+#[test]
+fn a_tiny_temperature_gives_the_greedy_tokens() {
+    let model = tiny_model();
+    let tokens = |t: &str| {
+        let out = run(
+            &[
+                "generate",
+                "--model",
+                &model,
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--raw",
+                "--max-new-tokens",
+                "8",
+                "--temperature",
+                t,
+            ],
+            br#"{"problem": "What is 2 + 3?"}"#,
+        );
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let row: Value = serde_json::from_slice(&out.stdout).unwrap();
+        row["tokens"].clone()
+    };
+    let greedy = tokens("0");
+    assert!(greedy.as_array().is_some_and(|t| !t.is_empty()), "{greedy}");
+    assert_eq!(tokens("1e-50"), greedy);
+    assert_eq!(tokens("0.00005"), greedy);
+}
+
+/// A value head for the tiny model that scores every step sigmoid(-5) =
+/// 0.0067, shipped with a step threshold of 0.001.
+fn low_head(dir: &Path) -> PathBuf {
+    let meta = br#"{"__metadata__":{"stepscore.threshold":"0.001"},"v_head.summary.bias":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"v_head.summary.weight":{"dtype":"F32","shape":[1,32],"data_offsets":[4,132]}}"#;
+    let mut bytes = (meta.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(meta);
+    bytes.extend_from_slice(&(-5.0f32).to_le_bytes());
+    for _ in 0..32 {
+        bytes.extend_from_slice(&0.0f32.to_le_bytes());
+    }
+    let path = dir.join("low.safetensors");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _stderr: mpsc::Receiver<String>,
+}
+
+impl Server {
+    /// Starts `serve` on the tiny model; `stdout` is where its stdout goes.
+    fn start(extra: &[&str], stdout: Stdio) -> Server {
+        let model = tiny_model();
+        let mut args = vec!["serve", "--model", &model, "--threads", "1"];
+        args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
+        args.extend_from_slice(extra);
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(stdout)
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn stepscore serve");
+        let (tx, rx) = mpsc::channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut seen = String::new();
+        loop {
+            let line = rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+                .unwrap_or_else(|_| panic!("the server did not start: {seen}"));
+            if let Some(rest) = line.split("serving on http://").nth(1) {
+                let addr = rest.split_whitespace().next().unwrap().parse().unwrap();
+                return Server {
+                    child,
+                    addr,
+                    _stderr: rx,
+                };
+            }
+            seen += &line;
+            seen += "\n";
+        }
+    }
+
+    /// One request, answered as (status, body); the server closes after it.
+    fn request(&self, method: &str, path: &str, body: &str) -> (u16, String) {
+        let mut s = TcpStream::connect_timeout(&self.addr, Duration::from_secs(30)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        s.write_all(body.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        s.read_to_end(&mut raw).unwrap();
+        let raw = text(&raw);
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_string())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// D10: `serve` flagged `first_error` at a fixed 0.5, not the head's
+/// shipped threshold: a step scoring 0.0067 under a head shipped with 0.001
+/// was flagged by the server and not by `score`. Both now resolve the
+/// threshold by the core's one rule (`Scorer::threshold_in_force`).
+#[test]
+fn serve_flags_steps_at_the_heads_threshold() {
+    let dir = scratch("low-head");
+    let head = low_head(&dir);
+    let head = head.to_str().unwrap();
+    let row = json!({"problem": "What is 2 + 3?", "steps": ["2 + 3 = 5.", "So 5."]});
+    let srv = Server::start(&["--head", head], Stdio::null());
+    let (status, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    assert_eq!(status, 200, "{body}");
+    let v: Value = serde_json::from_str(&body).unwrap();
+    let result = &v["results"][0];
+    let scores = result["step_scores"].as_array().unwrap();
+    assert!(
+        scores
+            .iter()
+            .all(|s| (s.as_f64().unwrap() - 0.0067).abs() < 1e-3),
+        "{v}"
+    );
+    assert_eq!(result["first_error"], Value::Null, "{v}");
+    // `score` marks no first error either.
+    let model = tiny_model();
+    let out = run(
+        &[
+            "score",
+            "--model",
+            &model,
+            "--head",
+            head,
+            "--backend",
+            "cpu",
+            "--output",
+            "table",
+        ],
+        row.to_string().as_bytes(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        !text(&out.stdout).contains("first error"),
+        "{}",
+        text(&out.stdout)
+    );
+    // An explicit --threshold still wins.
+    drop(srv);
+    let srv = Server::start(&["--head", head, "--threshold", "0.5"], Stdio::null());
+    let (_, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    let v: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(v["results"][0]["first_error"], 0, "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D12: with stderr on /dev/full, reporting a bad record panicked (exit
+/// 101); the exit code is now the command's own.
+#[test]
+fn stderr_on_dev_full_keeps_the_exit_code() {
+    for (args, stdin, code) in [
+        (vec!["aggregate"], &b"{broken\n"[..], 1),
+        (
+            vec!["score", "--model", "/nonexistent/model.gguf"],
+            &b"{\"problem\":\"p\",\"steps\":[\"a\"]}\n"[..],
+            3,
+        ),
+    ] {
+        let full = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/full")
+            .unwrap();
+        let mut child = Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(full))
+            .spawn()
+            .unwrap();
+        let _ = child.stdin.take().unwrap().write_all(stdin);
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
+
+/// D11: `serve` with stdout open read-write on /dev/null (what
+/// `subprocess.run(stdout=DEVNULL)` hands over) exited 3 "<stdout> is
+/// closed", although the server never writes to stdout. It now serves.
+#[test]
+fn serve_runs_with_stdout_on_dev_null_read_write() {
+    let null = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+        .unwrap();
+    let srv = Server::start(&[], Stdio::from(null));
+    let (status, body) = srv.request("GET", "/health", "");
+    assert_eq!(status, 200, "{body}");
+}
+
+/// D17: flag values that make a working server impossible are refused at
+/// start (exit 2, naming the flag) instead of a server whose every POST
+/// gets 504 while `/health` says ok.
+#[test]
+fn impossible_serve_flags_are_refused_at_start() {
+    for (flags, says) in [
+        (
+            vec!["--batch-wait-ms", "100000000000000"],
+            "--batch-wait-ms",
+        ),
+        (
+            vec!["--batch-wait-ms", "5000", "--timeout", "5"],
+            "not shorter than --timeout",
+        ),
+        (vec!["--max-trace-bytes", "0"], "--max-trace-bytes"),
+    ] {
+        let mut args = vec!["serve", "--model", "/nonexistent/model.gguf"];
+        args.extend(&flags);
+        let out = run_for(&args, b"", Duration::from_secs(60)).expect("serve hung");
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(says), "{flags:?}: {err}");
+    }
+}
+
+/// D18: a FIFO given as `--model` or `--head` blocked forever in open();
+/// it is refused by its metadata before it is opened (exit 3).
+#[test]
+fn a_fifo_model_or_head_is_refused_not_opened() {
+    let dir = scratch("fifo");
+    let fifo = dir.join("model.gguf");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let fifo = fifo.to_str().unwrap();
+    let model = tiny_model();
+    let row = b"{\"problem\":\"p\",\"steps\":[\"a\"]}\n";
+    for args in [
+        vec!["score", "--model", fifo, "--backend", "cpu"],
+        vec![
+            "score",
+            "--model",
+            &model,
+            "--head",
+            fifo,
+            "--backend",
+            "cpu",
+        ],
+    ] {
+        let out = run_for(&args, row, Duration::from_secs(60))
+            .unwrap_or_else(|| panic!("{args:?}: hung on the FIFO"));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {err}");
+        assert!(
+            err.contains("a FIFO, not a regular file"),
+            "{args:?}: {err}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D4: a 1 GiB sparse `--head` file was read whole (1.06 GB RSS) before the
+/// 256 MiB limit refused it. Its size is now checked by its metadata first:
+/// under a 900 MiB address-space limit the refusal is the size error, not
+/// an allocation failure.
+#[test]
+fn an_oversized_head_is_refused_by_its_size_before_reading() {
+    let dir = scratch("sparse-head");
+    let head = dir.join("huge.safetensors");
+    std::fs::File::create(&head)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 921600 && exec \"$0\" \"$@\" < /dev/null")
+        .arg(bin())
+        .args([
+            "score",
+            "--model",
+            &tiny_model(),
+            "--head",
+            head.to_str().unwrap(),
+            "--backend",
+            "cpu",
+            "--threads",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{err}");
+    assert!(
+        err.contains("a head file of 1073741824 bytes is larger than the 268435456-byte limit"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D16: a 307 answer to verify-stream's POST was reported as a wrong
+/// content type. A redirect is now named with where it points (exit 3);
+/// it is not followed (that would re-send the POST and its key elsewhere).
+#[test]
+fn a_redirect_in_verify_stream_is_named() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!(
+        "http://{}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        // The whole request (head and body) is read before answering, so
+        // closing never resets the connection under the client.
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        loop {
+            let n = conn.read(&mut buf).unwrap();
+            got.extend_from_slice(&buf[..n]);
+            let Some(end) = got.windows(4).position(|w| w == b"\r\n\r\n") else {
+                assert!(n > 0, "the request ended early");
+                continue;
+            };
+            let head = text(&got[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .map_or(0, |v| v.trim().parse().unwrap());
+            if got.len() >= end + 4 + length || n == 0 {
+                break;
+            }
+        }
+        conn.write_all(
+            b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://127.0.0.1:9/v1/other\r\n\
+              Content-Length: 0\r\nConnection: close\r\n\r\n",
+        )
+        .unwrap();
+    });
+    let model = tiny_model();
+    let out = run(
+        &[
+            "verify-stream",
+            "--url",
+            &url,
+            "--problem",
+            "p",
+            "-m",
+            &model,
+        ],
+        b"",
+    );
+    server.join().unwrap();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert!(
+        err.contains(
+            "redirected the request (307 Temporary Redirect) to http://127.0.0.1:9/v1/other"
+        ),
+        "{err}"
+    );
+}
+
+/// D15: verify-stream took the last of duplicate keys in an SSE chunk
+/// (`"content":"2 + 3 = 5.\n\n","content":"EVIL"` scored "EVIL", exit 0). The
+/// chunk is now read by the trace reader's parser: the key is named, exit 1.
+#[test]
+fn a_stream_chunk_with_duplicate_keys_is_refused() {
+    let model = tiny_model();
+    let stream = b"data: {\"choices\":[{\"delta\":{\"content\":\"2 + 3 = 5.\\n\\n\",\"content\":\"EVIL\"}}]}\n\n\
+                   data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+    let out = run(&["verify-stream", "--problem", "p", "-m", &model], stream);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("<stdin> line 1, field `choices[0].delta.content`: duplicate key"),
+        "{err}"
+    );
+    assert!(!text(&out.stdout).contains("EVIL"), "{}", text(&out.stdout));
+}
