@@ -11,7 +11,7 @@ it continues where it stopped; a chunk's output is complete when its `.done`
 marker exists.
 
   scripts/data/extract_features.py --data DIR --out DIR --model GGUF \
-      [--layers 8,12,...] [--pattern train,train,train,val]
+      [--layers 8,12,...] [--pattern train,train,train,val] [--chunks N]
 """
 import argparse
 import json
@@ -49,6 +49,9 @@ def main():
     ap.add_argument("--problems-per-chunk", type=int, default=20)
     ap.add_argument("--pattern", default="train,train,train,val",
                     help="the splits' chunks in the order they are cycled through")
+    ap.add_argument("--chunks", type=int, default=None,
+                    help="only each split's first N chunks (another backbone on the rows "
+                         "already extracted for the first, to compare them on the same data)")
     args = ap.parse_args()
 
     pattern = args.pattern.split(",")
@@ -58,7 +61,7 @@ def main():
         os.makedirs(d, exist_ok=True)
         parts = chunks(os.path.join(args.data, f"{split}.jsonl"), args.problems_per_chunk)
         queues[split] = []
-        for i, lines in enumerate(parts):
+        for i, lines in enumerate(parts[:args.chunks]):
             inp = os.path.join(d, f"chunk_{i:04d}.in.jsonl")
             if not os.path.exists(inp):
                 with open(inp, "w", encoding="utf-8") as f:
