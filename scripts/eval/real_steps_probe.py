@@ -7,13 +7,15 @@ fits class-balanced L2 logistic regressions on the training rows and reports,
 on the validation rows only (split by problem; ProcessBench is never read):
 
   step AUROC       over labelled steps, pooled and per set;
-  first-error F1   ProcessBench's metric on validation's first-error traces
-                   (Mr-Ben, BIG-Bench Mistake, MathDial): a trace's predicted
-                   first error is its first step scored below the threshold;
-                   F1 = harmonic mean of the accuracy on erroneous traces (the
-                   predicted first error is the label) and on correct ones (no
-                   step flagged); the threshold is the validation-optimal one,
-                   so the figure compares candidates, it is no test score.
+  first-error F1   ProcessBench's metric on validation's whole traces, reported
+                   twice: over the first-error sets (Mr-Ben, BIG-Bench Mistake,
+                   MathDial) and over PRM800K trajectories rebuilt from their
+                   rows (--whole: scripts/data/assemble_trajectories.py). A trace's predicted first error is its
+                   first step scored below the threshold; F1 = harmonic mean of
+                   the accuracy on erroneous traces (the predicted first error is
+                   the label) and on correct ones (no step flagged); the
+                   threshold is the validation-optimal one, so the figure
+                   compares candidates, it is no test score.
 
 Exploration only (numpy + scikit-learn): the shipped head is trained by
 `stepscore train` / stepscore-train with burn; this script picks its inputs.
@@ -92,33 +94,37 @@ def auroc(s, y):
     return (r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
 
 
-def first_error_f1(scores, tr, si, traces, sets, threshold):
-    """ProcessBench's F1 over the first-error traces of `sets`."""
-    by = {}
-    for s, t, k in zip(scores, tr, si):
-        by.setdefault(t, []).append((k, s))
+def whole_traces(tr, si, traces, _y):
+    """(rows in step order, first error, set) per record of an assembled whole-trace file."""
+    rows_of = {}
+    for k, t in enumerate(tr):
+        rows_of.setdefault(t, []).append(k)
+    return [(sorted(rows_of[t], key=lambda k: si[k]), traces[t]["label"], traces[t]["set"])
+            for t in sorted(rows_of)]
+
+
+def first_error_f1(scores, whole, sets, threshold):
+    """ProcessBench's F1 over the whole traces of `sets`."""
     ok_err = n_err = ok_cor = n_cor = 0
-    for t, rows in by.items():
-        info = traces[t]
-        if info["set"] not in sets or info["label"] is None or info["first"] != 0:
+    for rows, label, st in whole:
+        if st not in sets:
             continue
-        rows.sort()
-        pred = next((k for k, s in rows if s < threshold), -1)
-        if info["label"] == -1:
+        pred = next((j for j, k in enumerate(rows) if scores[k] < threshold), -1)
+        if label == -1:
             n_cor += 1
             ok_cor += pred == -1
         else:
             n_err += 1
-            ok_err += pred == info["label"]
+            ok_err += pred == label
     a = ok_err / n_err if n_err else 0.0
     b = ok_cor / n_cor if n_cor else 0.0
     return (2 * a * b / (a + b) if a + b else 0.0), a, b, n_err, n_cor
 
 
-def best_f1(scores, tr, si, traces, sets):
+def best_f1(scores, whole, sets):
     best = (0.0, 0.5)
     for t in np.quantile(scores, np.linspace(0.005, 0.995, 120)):
-        f = first_error_f1(scores, tr, si, traces, sets, t)[0]
+        f = first_error_f1(scores, whole, sets, t)[0]
         if f > best[0]:
             best = (f, t)
     return best
@@ -141,13 +147,17 @@ def main():
     ap.add_argument("--candidates", default="28;20;24;16;12;16,20,24;8,12,16,20,24,28")
     ap.add_argument("--C", default="0.001,0.01,0.1")
     ap.add_argument("--neutral", default="good", choices=["good", "bad", "drop"])
+    ap.add_argument("--whole", required=True, help="validation's whole traces (scripts/data/assemble_trajectories.py) "
+                                    "for first-error F1")
+    ap.add_argument("--chunks", type=int, default=None,
+                    help="only each split's first N chunks (backbones compared on the same rows)")
     ap.add_argument("--json", help="also write the results here")
     args = ap.parse_args()
     from sklearn.linear_model import LogisticRegression
 
     in_file = [int(x) for x in args.layers_in_file.split(",")]
     done = lambda split: sorted(p for p in glob.glob(os.path.join(args.features, split, "chunk_*.jsonl"))
-                                if not p.endswith(".in.jsonl"))
+                                if not p.endswith(".in.jsonl"))[:args.chunks]
     Xtr, Str, ytr, trtr, sitr, Ttr = load(done("train"), in_file, in_file)
     Xva, Sva, yva, trva, siva, Tva = load(done("val"), in_file, in_file)
 
@@ -162,25 +172,38 @@ def main():
     ytr_n = neutral(ytr, trtr, Ttr)
     lab_tr, lab_va = ytr_n >= 0, yva >= 0
     fe_sets = {"mr-ben", "big-bench-mistake", "mathdial"}
+    Xwh, Swh, ywh, trwh, siwh, Twh = load([args.whole], in_file, in_file)
+    whole = whole_traces(trwh, siwh, Twh, ywh)
+    print("whole validation traces (errors, correct): " + ", ".join(
+        f"{st} {sum(1 for _, l, x in whole if x == st and l >= 0)}/{sum(1 for _, l, x in whole if x == st and l < 0)}"
+        for st in sorted({x for _, _, x in whole})))
     sets = sorted({T["set"] for T in Tva})
     print(f"train rows {lab_tr.sum()} labelled ({(ytr_n[lab_tr] == 0).sum()} bad) from {len(Ttr)} traces; "
           f"val {lab_va.sum()} ({(yva[lab_va] == 0).sum()} bad) from {len(Tva)} traces; neutral={args.neutral}")
     results = []
 
-    def report(name, s):
+    def report(name, s, sw):
         row = {"name": name, "auroc": auroc(s[lab_va], yva[lab_va])}
         for st in sets:
             m = lab_va & np.array([Tva[t]["set"] == st for t in trva])
             row[f"auroc_{st}"] = auroc(s[m], yva[m])
-        f, t = best_f1(s, trva, siva, Tva, fe_sets)
-        _, a, b, ne, nc = first_error_f1(s, trva, siva, Tva, fe_sets, t)
+        f, t = best_f1(sw, whole, fe_sets)
+        _, a, b, ne, nc = first_error_f1(sw, whole, fe_sets, t)
         row.update({"f1": f, "threshold": t, "acc_err": a, "acc_cor": b, "n_err": ne, "n_cor": nc})
+        f8, t8 = best_f1(sw, whole, {"prm800k"})
+        _, a8, b8, ne8, nc8 = first_error_f1(sw, whole, {"prm800k"}, t8)
+        row.update({"f1_prm800k": f8, "threshold_prm800k": t8, "acc_err_prm800k": a8,
+                    "acc_cor_prm800k": b8, "n_err_prm800k": ne8, "n_cor_prm800k": nc8})
         results.append(row)
         per = " ".join(f"{st}={row['auroc_' + st]:.3f}" for st in sets)
-        print(f"{name:42} AUROC {row['auroc']:.3f} ({per})  F1 {f:.3f} (err {a:.2f} cor {b:.2f}, t {t:.3f})", flush=True)
+        print(f"{name:42} AUROC {row['auroc']:.3f} ({per})  F1 first-error sets {f:.3f} (err {a:.2f} cor {b:.2f}, "
+              f"t {t:.3f})  F1 PRM800K {f8:.3f} (err {a8:.2f} cor {b8:.2f}, t {t8:.3f})", flush=True)
 
-    report("today's default head (5 arithmetic inputs)", default_head_scores(Sva, args.default_head))
-    report("random", np.random.default_rng(0).random(len(yva)))
+    if args.default_head:
+        report("today's default head (5 arithmetic inputs)", default_head_scores(Sva, args.default_head),
+               default_head_scores(Swh, args.default_head))
+    rng = np.random.default_rng(0)
+    report("random", rng.random(len(yva)), rng.random(len(ywh)))
     h = Xtr.shape[1] // len(in_file)
     for cand in args.candidates.split(";"):
         ls = [int(x) for x in cand.split(",")]
@@ -188,16 +211,18 @@ def main():
         for with_stats in (False, True):
             A = Xtr[lab_tr][:, cols].astype(np.float64)
             B = Xva[:, cols].astype(np.float64)
+            W = Xwh[:, cols].astype(np.float64)
             if with_stats:
                 A = np.hstack([A, Str[lab_tr]])
                 B = np.hstack([B, Sva])
+                W = np.hstack([W, Swh])
             mu, sd = A.mean(0), A.std(0) + 1e-6
-            A, B = (A - mu) / sd, (B - mu) / sd
+            A, B, W = (A - mu) / sd, (B - mu) / sd, (W - mu) / sd
             for C in [float(c) for c in args.C.split(",")]:
                 m = LogisticRegression(C=C, class_weight="balanced", max_iter=300)
                 m.fit(A, ytr_n[lab_tr])
-                s = m.predict_proba(B)[:, 1]
-                report(f"layers {cand}{' + stats' if with_stats else ''} C={C}", s)
+                report(f"layers {cand}{' + stats' if with_stats else ''} C={C}", m.predict_proba(B)[:, 1],
+                       m.predict_proba(W)[:, 1])
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

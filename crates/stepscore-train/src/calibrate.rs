@@ -108,21 +108,30 @@ pub fn fit_platt(z: &[f64], y: &[bool]) -> Result<(f64, f64)> {
     Ok((a, c))
 }
 
-/// Platt scaling, ECE and the shipped threshold from the head's logits on
-/// the validation examples `val` (whose `traces` give the first-error labels).
-pub fn calibrate(z: &[f64], val: &Examples) -> Result<Calibrated> {
+/// Platt scaling and ECE from the head's logits `z` on the validation
+/// examples `val`, and the shipped first-error threshold on the whole traces
+/// of `whole` (its logits and examples; `None`: `val`'s own traces).
+pub fn calibrate(
+    z: &[f64],
+    val: &Examples,
+    whole: Option<(&[f64], &Examples)>,
+) -> Result<Calibrated> {
     let (scale, offset) = fit_platt(z, &val.y)?;
     let before: Vec<f64> = z.iter().map(|&z| sigmoid(z)).collect();
     let after: Vec<f64> = z.iter().map(|&z| sigmoid(scale * z + offset)).collect();
     let ece = |p: &[f64]| -> Result<f64> {
         Ok(stepscore::metrics::calibration(p, &val.y, ECE_BINS)?.map_or(0.0, |c| c.ece))
     };
-    let scores: Vec<&[f64]> = val
+    let (traces, p): (&Examples, Vec<f64>) = match whole {
+        Some((zw, w)) => (w, zw.iter().map(|&z| sigmoid(scale * z + offset)).collect()),
+        None => (val, after.clone()),
+    };
+    let scores: Vec<&[f64]> = traces
         .traces
         .iter()
-        .filter_map(|(rows, _)| after.get(rows.clone()))
+        .filter_map(|(rows, _)| p.get(rows.clone()))
         .collect();
-    let labels: Vec<i64> = val.traces.iter().map(|(_, l)| *l).collect();
+    let labels: Vec<i64> = traces.traces.iter().map(|(_, l)| *l).collect();
     let threshold = if scores.len() == labels.len() && !labels.is_empty() {
         stepscore::metrics::calibrate_threshold(&scores, &labels).ok()
     } else {
@@ -179,11 +188,29 @@ mod tests {
             .collect();
         let mut val = Examples::new(1, z.iter().map(|&v| v as f32).collect(), y).unwrap();
         val.traces = (0..400).map(|t| (t * 10..t * 10 + 10, -1)).collect();
-        let c = calibrate(&z, &val).unwrap();
+        let c = calibrate(&z, &val, None).unwrap();
         assert!(c.scale > 0.15 && c.scale < 0.4, "{c:?}");
         assert!(c.ece_after < c.ece_before, "{c:?}");
         // Only correct traces: no F1, no threshold.
         assert_eq!(c.threshold, None);
+    }
+
+    #[test]
+    fn the_threshold_comes_from_the_whole_traces_when_given() {
+        // Validation: one-step traces only (no threshold is meaningful there);
+        // whole traces: two of three steps, the second flagged by z < 0.
+        let z = [2.0, -2.0, 1.0, -1.0];
+        let mut val = Examples::new(1, vec![0.0; 4], vec![true, false, true, false]).unwrap();
+        val.traces = vec![(0..1, -1), (2..3, -1)];
+        assert_eq!(calibrate(&z, &val, None).unwrap().threshold, None);
+        let zw = [3.0, -3.0, 3.0, 3.0, 3.0, 3.0];
+        let mut whole = Examples::new(1, vec![0.0; 6], vec![true; 6]).unwrap();
+        whole.traces = vec![(0..3, 1), (3..6, -1)];
+        let c = calibrate(&z, &val, Some((&zw, &whole))).unwrap();
+        let t = c.threshold.expect("whole traces give a threshold");
+        let p = |z: f64| sigmoid(c.scale * z + c.offset);
+        // Separates the flagged step from every correct one: F1 1.
+        assert!(p(-3.0) < t && t <= p(3.0), "{c:?}");
     }
 
     #[test]

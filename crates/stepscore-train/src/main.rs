@@ -27,6 +27,11 @@ struct Args {
     /// first-error threshold (written as `stepscore.threshold`); several files are read in order.
     #[arg(long, num_args = 1..)]
     val: Vec<PathBuf>,
+    /// Whole traces the first-error threshold is chosen on, instead of `--val`'s traces that
+    /// start at step 0 (e.g. PRM800K trajectories rebuilt from their rows by
+    /// scripts/data/assemble_trajectories.py); needs `--val`.
+    #[arg(long, num_args = 1.., requires = "val")]
+    threshold_on: Vec<PathBuf>,
     /// Where to write the head (safetensors).
     #[arg(long)]
     out: PathBuf,
@@ -135,7 +140,25 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         patience: args.patience,
         seed: args.seed,
     };
-    train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout)?;
+    let whole = if args.threshold_on.is_empty() {
+        None
+    } else {
+        let (ex, _) = read_examples(&args.threshold_on, &layout, &read)?;
+        eprintln!(
+            "threshold on {} file(s): {} whole traces",
+            args.threshold_on.len(),
+            ex.traces.len()
+        );
+        Some(ex)
+    };
+    train_and_save(
+        &train_ex,
+        val_ex.as_ref(),
+        whole.as_ref(),
+        &cfg,
+        &args.out,
+        &layout,
+    )?;
     Ok(())
 }
 

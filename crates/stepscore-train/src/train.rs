@@ -270,13 +270,15 @@ pub fn train(train: &Examples, val: Option<&Examples>, cfg: &TrainConfig) -> Res
     })
 }
 
-/// [`train`], Platt calibration and the threshold on `val` (when given), then the epoch log
+/// [`train`], Platt calibration on `val` and the threshold on `whole`'s traces (`None`:
+/// `val`'s), when `val` is given, then the epoch log
 /// and the calibration (JSON lines) and a summary on stderr, and the head written to `out`
 /// (see [`Trained::save`]): what both `stepscore-train` and `stepscore train` do. Rows are
 /// laid out as `layout` says, which the head file records.
 pub fn train_and_save(
     train_ex: &Examples,
     val: Option<&Examples>,
+    whole: Option<&Examples>,
     cfg: &TrainConfig,
     out: &std::path::Path,
     layout: &RowLayout,
@@ -287,7 +289,8 @@ pub fn train_and_save(
     }
     if let Some(v) = val {
         let z = trained.logits(v)?;
-        let c = calibrate(&z, v)?;
+        let zw = whole.map(|w| trained.logits(w)).transpose()?;
+        let c = calibrate(&z, v, zw.as_deref().zip(whole))?;
         eprintln!("{}", serde_json::json!({ "calibration": &c }).to_string());
         trained.calibration = Some(c);
     }

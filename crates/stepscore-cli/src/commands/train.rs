@@ -209,7 +209,7 @@ mod with_trainer {
             patience: args.patience,
             seed: args.seed,
         };
-        train_and_save(&train_ex, val_ex.as_ref(), &cfg, &args.out, &layout).map_err(
+        train_and_save(&train_ex, val_ex.as_ref(), None, &cfg, &args.out, &layout).map_err(
             |e| match e {
                 stepscore_train::Error::Io { .. } => Failure::Io(e.to_string()),
                 other => usage(other),
