@@ -583,3 +583,62 @@ fn a_stream_chunk_with_duplicate_keys_is_refused() {
     );
     assert!(!text(&out.stdout).contains("EVIL"), "{}", text(&out.stdout));
 }
+
+/// D3: `score` tokenized a whole 15 MiB step (2.5 GB RSS) before refusing
+/// it as over the token limit. The limit now applies before tokenizing:
+/// steps that cannot fit by their byte length alone (no token stands for
+/// more than the tokenizer's longest entry) are never tokenized. Under a
+/// 900 MiB address-space limit a 12 MiB step is the typed too-long error
+/// naming the line, id and step, and the good trace after it is scored;
+/// with `--truncation drop-steps` the huge step is dropped and counted.
+#[test]
+fn a_huge_step_is_refused_before_tokenizing() {
+    let dir = scratch("huge-step");
+    let input = dir.join("huge.jsonl");
+    let huge = json!({"id": "huge", "problem": "What is 2 + 3?",
+        "steps": ["2 + 3 = 5.", "a".repeat(12 << 20)]});
+    let good = json!({"id": "good", "problem": "What is 2 + 3?",
+        "steps": ["2 + 3 = 5.", "So 5."]});
+    std::fs::write(&input, format!("{huge}\n{good}\n")).unwrap();
+    let score = |extra: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 921600 && exec \"$0\" \"$@\" < \"$STEPSCORE_D3_INPUT\"")
+            .arg(bin())
+            .args(["score", "--model", &tiny_model(), "--backend", "cpu"])
+            .args(["--threads", "1"])
+            .args(extra)
+            .env("STEPSCORE_D3_INPUT", &input)
+            .output()
+            .unwrap()
+    };
+    let out = score(&[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("<stdin> line 1, id `huge`: the trace is at least")
+            && err.contains("over the limit of 512")
+            && err.contains("refused before tokenizing: up to step 1 (field `steps[1]`)"),
+        "{err}"
+    );
+    let rows: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{err}");
+    assert_eq!(rows[0]["id"], "good");
+
+    let out = score(&["--truncation", "drop-steps"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let rows: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{err}");
+    assert_eq!(rows[0]["metadata"]["stepscore"]["truncated_steps"], 1);
+    assert!(rows[0]["steps"][1]["score"].is_null());
+    // The kept step scores as it does in the short trace.
+    assert_eq!(rows[0]["steps"][0]["score"], rows[1]["steps"][0]["score"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
