@@ -828,3 +828,48 @@ fn a_killed_fetchs_wheel_directory_is_removed_by_the_next_fetch() {
     assert!(live.join("part.whl").is_file(), "a live fetch's directory was removed");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// D1: four clients that pipeline `GET /metrics` and never read their
+/// answers held every slot of `--max-connections 4`, and a fifth client's
+/// `/health` got no answer (20 s in the probe; there was no write timeout).
+/// With `--write-timeout 2` the stalled connections are closed once the
+/// server's writes make no progress and `/health` is answered. The 90 s
+/// read timeout is a bound on liveness, not a measured time.
+#[test]
+fn clients_that_never_read_do_not_hold_every_connection() {
+    let server = Server::start(
+        &["--max-connections", "4", "--write-timeout", "2"],
+        Stdio::null(),
+    );
+    let addr = server.addr;
+    let mut hogs = Vec::new();
+    for _ in 0..4 {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
+        let mut w = s.try_clone().unwrap();
+        w.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+        let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").repeat(2000);
+        // Write until the server stops reading (its answers are unread);
+        // the write timing out is expected.
+        std::thread::spawn(move || {
+            for _ in 0..50 {
+                if w.write_all(req.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        });
+        hogs.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+    s.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut raw = Vec::new();
+    let got = s.read_to_end(&mut raw);
+    let raw = text(&raw);
+    assert!(
+        got.is_ok() && raw.starts_with("HTTP/1.1 200"),
+        "/health was not answered while 4 clients left their answers unread: {got:?} {raw:?}"
+    );
+    drop(hogs);
+}
