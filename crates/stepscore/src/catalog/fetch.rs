@@ -256,7 +256,8 @@ fn from_hub(
             // The hub cache's snapshot entry is a symlink to its blob: link the blob.
             let blob =
                 fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-            let mut src = File::open(&blob).map_err(|e| fail(format!("{}: {e}", blob.display())))?;
+            let mut src =
+                File::open(&blob).map_err(|e| fail(format!("{}: {e}", blob.display())))?;
             let size = src.metadata().map(|m| m.len()).unwrap_or(0);
             let hash = hash_stream(
                 &mut src,

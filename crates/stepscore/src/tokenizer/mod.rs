@@ -360,7 +360,8 @@ impl Tokenizer {
 /// See [`Tokenizer::max_input_bytes_per_token`].
 fn bytes_per_token(inner: &tokenizers::Tokenizer) -> Option<usize> {
     match inner.get_model() {
-        tokenizers::models::ModelWrapper::BPE(bpe) if !(bpe.fuse_unk && bpe.unk_token.is_some()) => {}
+        tokenizers::models::ModelWrapper::BPE(bpe)
+            if !(bpe.fuse_unk && bpe.unk_token.is_some()) => {}
         _ => return None,
     }
     let shrink = match inner.get_normalizer() {
@@ -374,12 +375,7 @@ fn bytes_per_token(inner: &tokenizers::Tokenizer) -> Option<usize> {
     }
     // An unknown character (BPE without byte fallback) is one token of up
     // to 4 bytes whatever its entry's length.
-    let longest = inner
-        .get_vocab(true)
-        .keys()
-        .map(String::len)
-        .max()?
-        .max(4);
+    let longest = inner.get_vocab(true).keys().map(String::len).max()?.max(4);
     longest.checked_mul(shrink)
 }
 
@@ -408,7 +404,8 @@ fn normalizer_shrink(n: &serde_json::Value) -> Option<usize> {
 
 /// Whether a pre-tokenizer (as JSON) keeps every byte of its input.
 fn pre_tokenizer_keeps_text(p: &serde_json::Value) -> bool {
-    let kept = |p: &serde_json::Value| p.get("behavior").and_then(|b| b.as_str()) != Some("Removed");
+    let kept =
+        |p: &serde_json::Value| p.get("behavior").and_then(|b| b.as_str()) != Some("Removed");
     match p.get("type").and_then(|t| t.as_str()) {
         Some("ByteLevel" | "Metaspace" | "Digits" | "UnicodeScripts" | "FixedLength") => true,
         Some("Split" | "Punctuation") => kept(p),

@@ -115,7 +115,11 @@ impl<T> WriteTimeout<T> {
     }
 
     /// Passes on a write's result, timing it while it is pending.
-    fn timed<R>(&mut self, cx: &mut Context<'_>, r: Poll<std::io::Result<R>>) -> Poll<std::io::Result<R>> {
+    fn timed<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<R>>,
+    ) -> Poll<std::io::Result<R>> {
         if r.is_ready() {
             self.stalled = None;
             return r;
