@@ -3,7 +3,8 @@
 
 Starts the server on a loopback port, sends REQUESTS requests from CLIENTS
 threads, a fraction of them hostile (malformed JSON, stalled mid-body,
-oversized), and checks every good answer against `stepscore score` (the
+oversized), while NON_READERS more clients pipeline `GET /metrics` and never
+read their answers (the server must close them at its write timeout), and checks every good answer against `stepscore score` (the
 CLI) on the same traces. Reports answers, errors by code, p50/p99 latency
 of the good requests, and the server's peak and final RSS; then sends
 SIGTERM with one stalled client connected and reports how long the server
@@ -195,6 +196,40 @@ def stalled(host, port, stats):
         s.close()
 
 
+def non_reader(host, port, stop, results):
+    """Pipelines GET /metrics without reading until the server stops taking
+    requests; once the run is over, reads what the server sent before it
+    closed the connection and records (requests sent, answers received)."""
+    s = socket.create_connection((host, port), timeout=120)
+    req = f"GET /metrics HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode()
+    batch = req * 500
+    sent = 0
+    s.settimeout(2)
+    try:
+        while not stop.is_set():
+            s.sendall(batch)
+            sent += 500
+    except OSError:  # the send blocked (timeout), or the server closed
+        pass
+    stop.wait()
+    data = b""
+    s.settimeout(60)
+    try:
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                break
+            data += chunk
+        how = "closed"
+    except ConnectionResetError:
+        how = "reset"
+    except socket.timeout:
+        how = "still open"
+    finally:
+        s.close()
+    results.append((sent, data.count(b"HTTP/1.1 200"), how))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bin", default="target/debug/stepscore")
@@ -203,6 +238,8 @@ def main():
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--hostile", type=float, default=0.05, help="fraction of hostile requests")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--non-readers", type=int, default=4,
+                    help="clients that pipeline GET /metrics and never read")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     pool = make_pool(64, rng)
@@ -212,6 +249,7 @@ def main():
     proc, host, port = start_server(args.bin, args.model, [
         "--max-body-bytes", str(max_body), "--max-body-memory", str(16 << 20),
         "--body-timeout", "2", "--header-timeout", "5", "--shutdown-timeout", str(shutdown_s),
+        "--write-timeout", "2",
     ])
     stats = Stats()
     peak = [0]
@@ -254,6 +292,12 @@ def main():
                 stats.add((kinds[i], f"lost: {type(e).__name__}"))
                 failures.append(f"{kinds[i]}: {e!r}")
 
+    stop_non_readers = threading.Event()
+    non_readers = []
+    nr_threads = [threading.Thread(target=non_reader, args=(host, port, stop_non_readers, non_readers))
+                  for _ in range(args.non_readers)]
+    for t in nr_threads:
+        t.start()
     t0 = time.monotonic()
     threads = [threading.Thread(target=client, args=(args.seed * 1000 + c,)) for c in range(args.clients)]
     for t in threads:
@@ -261,6 +305,9 @@ def main():
     for t in threads:
         t.join()
     wall = time.monotonic() - t0
+    stop_non_readers.set()
+    for t in nr_threads:
+        t.join()
     time.sleep(1.0)
     final = rss_kib(proc.pid)
     done.set()
@@ -288,6 +335,8 @@ def main():
         print(f"  {kind:10} {what}: {n}")
     print(f"good-request latency: p50 {pct(0.5):.1f} ms, p99 {pct(0.99):.1f} ms; max |server - CLI| {stats.max_diff:.3g}")
     print(f"server RSS: at start {start_rss / 1024:.1f} MiB, peak {peak[0] / 1024:.1f} MiB, final {final / 1024:.1f} MiB")
+    for sent, answered_nr, how in non_readers:
+        print(f"  non-reader: {sent} pipelined GET /metrics sent, {answered_nr} answers before the server closed ({how})")
     print(f"SIGTERM with a stalled client: exited in {exit_s:.2f}s (deadline {shutdown_s}s), status {proc.returncode}")
     bad = [k for k in stats.outcomes if k[0] == "good" and k[1] != "right"]
     hostile_ok = {
@@ -296,6 +345,10 @@ def main():
         "stalled": lambda w: w.startswith("408 ") or w == "closed",
     }
     bad += [k for k in stats.outcomes if k[0] in hostile_ok and not hostile_ok[k[0]](k[1])]
+    # A client that never reads is cut off at the write timeout: it got
+    # fewer answers than it asked for, and the connection is closed.
+    bad += [("non-reader", f"{how}: {n} of {sent}") for sent, n, how in non_readers
+            if how == "still open" or n >= sent]
     ok = not bad and not failures and answered >= args.requests and exit_s <= shutdown_s + 2 and proc.returncode == 0
     for f in failures[:5] + stats.wrong[:5]:
         print("  ", f)

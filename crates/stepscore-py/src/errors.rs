@@ -93,6 +93,7 @@ pub fn to_py(py: Python<'_>, e: Error) -> PyErr {
             tokens,
             limit,
             truncating,
+            ..
         } => {
             let err = TraceTooLongError::new_err(message);
             let v = err.value(py);

@@ -164,6 +164,7 @@ mod tests {
                 tokens: 9000,
                 limit: 8192,
                 truncating: false,
+                by_length: None,
             },
         );
         assert_eq!(e.code, Code::TraceTooLong);

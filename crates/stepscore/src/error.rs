@@ -76,11 +76,15 @@ pub enum Error {
 
     /// A trace needs more tokens than the model's context or the set limit.
     /// `truncating`: truncation was on, and not even the first step fits.
-    #[error("{}", too_long(*tokens, *limit, *truncating))]
+    /// `by_length`: the trace was refused by its text's length before it
+    /// was tokenized, and `tokens` is the least it can be (see
+    /// [`LengthBound`]); `None` when `tokens` was counted.
+    #[error("{}", too_long(*tokens, *limit, *truncating, by_length.as_ref()))]
     TraceTooLong {
         tokens: usize,
         limit: usize,
         truncating: bool,
+        by_length: Option<LengthBound>,
     },
 
     /// A tokenizer could not be built or could not encode the text.
@@ -147,10 +151,35 @@ impl Error {
     }
 }
 
-fn too_long(tokens: usize, limit: usize, truncating: bool) -> String {
-    let head = format!(
-        "the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens)"
-    );
+/// Why a trace is over the token limit before it is tokenized: its problem
+/// and steps `0..=step` hold `bytes` bytes, and no token of the tokenizer
+/// stands for more than `bytes_per_token` of them
+/// ([`crate::tokenizer::Tokenizer::max_input_bytes_per_token`]), so they
+/// are at least `bytes.div_ceil(bytes_per_token)` tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LengthBound {
+    pub step: usize,
+    pub bytes: usize,
+    pub bytes_per_token: usize,
+}
+
+fn too_long(
+    tokens: usize,
+    limit: usize,
+    truncating: bool,
+    by_length: Option<&LengthBound>,
+) -> String {
+    let head = match by_length {
+        None => format!(
+            "the trace is {tokens} tokens, over the limit of {limit} (the model's context or --max-tokens)"
+        ),
+        Some(b) => format!(
+            "the trace is at least {tokens} tokens, over the limit of {limit} (the model's context \
+             or --max-tokens), refused before tokenizing: up to step {} (field `steps[{}]`) it \
+             holds {} bytes, and no token stands for more than {} bytes",
+            b.step, b.step, b.bytes, b.bytes_per_token
+        ),
+    };
     if truncating {
         format!(
             "{head}, and not even its first step fits after the problem, so truncation leaves \

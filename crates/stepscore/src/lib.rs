@@ -33,5 +33,5 @@ pub mod tokenizer;
 pub mod trace;
 pub mod validate;
 
-pub use error::{Error, Location, Result};
+pub use error::{Error, LengthBound, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};

@@ -453,3 +453,51 @@ fn bpe_merges_must_carry_the_continuing_subword_prefix() {
         other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
     }
 }
+
+/// The bound the scorer's token limit uses before tokenizing (issue 44,
+/// D3): no token stands for more input bytes than
+/// `max_input_bytes_per_token`, so a text of n bytes is at least
+/// n / that many tokens; a tokenizer that can delete text has no bound.
+#[test]
+fn input_bytes_per_token_bounds_every_encoding() {
+    let plain = Tokenizer::from_json_bytes(tokenizer_json().as_bytes()).unwrap();
+    let per = plain
+        .max_input_bytes_per_token()
+        .expect("a byte-level BPE has a bound");
+    let gguf = tok("qwen2");
+    let gguf_per = gguf
+        .max_input_bytes_per_token()
+        .expect("GGUF BPE has a bound");
+    for text in [
+        "hello world",
+        "<|im_start|>12 + 345 = 357<|im_end|>",
+        "    \n\n\t  aaaaaaaa",
+        "héllo wörld 𝐀𝐁 ☃☃☃",
+        "",
+    ] {
+        for (t, p) in [(&plain, per), (&gguf, gguf_per)] {
+            let n = t.encode(text, false).unwrap().len();
+            assert!(
+                n >= text.len().div_ceil(p),
+                "{text:?}: {n} tokens, bound {p}"
+            );
+        }
+    }
+    // A normalizer that can remove text (BERT's strips control characters)
+    // or a pre-tokenizer that drops whitespace: no bound.
+    let mut v: serde_json::Value = serde_json::from_str(&tokenizer_json()).unwrap();
+    v["normalizer"] = serde_json::json!({"type": "BertNormalizer", "clean_text": true,
+        "handle_chinese_chars": false, "strip_accents": null, "lowercase": false});
+    let bert = Tokenizer::from_json_bytes(v.to_string().as_bytes()).unwrap();
+    assert_eq!(bert.max_input_bytes_per_token(), None);
+    let mut v: serde_json::Value = serde_json::from_str(&tokenizer_json()).unwrap();
+    v["pre_tokenizer"] = serde_json::json!({"type": "WhitespaceSplit"});
+    let ws = Tokenizer::from_json_bytes(v.to_string().as_bytes()).unwrap();
+    assert_eq!(ws.max_input_bytes_per_token(), None);
+    // Unicode normalization can shrink a text up to 4 times (`𝐀` is 4
+    // bytes, its NFKC `A` one): the bound grows by that.
+    let mut v: serde_json::Value = serde_json::from_str(&tokenizer_json()).unwrap();
+    v["normalizer"] = serde_json::json!({"type": "NFKC"});
+    let nfkc = Tokenizer::from_json_bytes(v.to_string().as_bytes()).unwrap();
+    assert_eq!(nfkc.max_input_bytes_per_token(), Some(4 * per));
+}

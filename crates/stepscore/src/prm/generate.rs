@@ -193,6 +193,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
                 tokens: tokens.len() + 1,
                 limit: scorer.max_tokens(),
                 truncating: false,
+                by_length: None,
             });
         }
         let mut stop_ids: Vec<u32> = scorer.tokenizer().eos_id().into_iter().collect();

@@ -762,8 +762,7 @@ impl Scorer {
     /// [`Scorer::score_steps`], awaited.
     pub async fn score_steps_async(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
         self.head()?;
-        let mut enc = self.encode(problem, steps)?;
-        let truncated_steps = self.fit(&mut enc)?;
+        let (enc, truncated_steps) = self.encode_fitted(problem, steps)?;
         let out = self
             .run(&enc.tokens, None, Some(&enc))
             .await?
@@ -879,8 +878,7 @@ impl Scorer {
         let mut prepared: Vec<Result<(Encoded, usize, usize)>> = Vec::with_capacity(jobs.len());
         for job in jobs.iter_mut() {
             prepared.push((|| {
-                let mut enc = self.encode(job.problem, job.steps)?;
-                let truncated_steps = self.fit(&mut enc)?;
+                let (enc, truncated_steps) = self.encode_fitted(job.problem, job.steps)?;
                 let from = job.from.min(enc.markers.len());
                 let valid = block_on(self.cache_ready(&mut job.cache.cache))?;
                 let keep = job.cache.reuse(&enc.tokens, enc.first_needed(from), valid);
@@ -1034,6 +1032,58 @@ impl Scorer {
         self.engine.run_batch(parts).await
     }
 
+    /// [`Scorer::encode`] under the token limit: the encoding of the steps
+    /// that fit (see [`Scorer::fit`]) and how many were dropped. Steps that
+    /// cannot fit by their text's length alone are never tokenized
+    /// ([`Scorer::fit_by_length`]): a 15 MiB step is refused at once, not
+    /// after gigabytes of tokenizer state.
+    fn encode_fitted(&self, problem: &str, steps: &[&str]) -> Result<(Encoded, usize)> {
+        let possible = self.fit_by_length(problem, steps)?;
+        let mut enc = self.encode(problem, &steps[..possible])?;
+        let dropped = self.fit(&mut enc)?;
+        Ok((enc, dropped + (steps.len() - possible)))
+    }
+
+    /// How many leading steps can fit under the token limit, judged from
+    /// byte lengths before anything is tokenized: the problem and steps
+    /// `0..=i` hold `b` bytes and no token stands for more than
+    /// [`Tokenizer::max_input_bytes_per_token`] of them, so step `i`'s
+    /// marker sits at or after token `b.div_ceil(per) - 1`; when that is
+    /// not below the limit, neither step `i` nor any later one fits (the
+    /// rule of [`Scorer::fit`]). Without truncation, or when not even step
+    /// 0 can fit, that is [`Error::TraceTooLong`] with the bound. All steps
+    /// when the tokenizer gives no bound (the text is then tokenized whole,
+    /// as before).
+    fn fit_by_length(&self, problem: &str, steps: &[&str]) -> Result<usize> {
+        let Some(per) = self.tokenizer.max_input_bytes_per_token() else {
+            return Ok(steps.len());
+        };
+        let limit = self.max_tokens;
+        let mut bytes = problem.len();
+        for (i, s) in steps.iter().enumerate() {
+            bytes = bytes.saturating_add(s.len());
+            let at_least = bytes.div_ceil(per);
+            if at_least <= limit {
+                continue;
+            }
+            let truncating = self.truncation != Truncation::Error;
+            if !truncating || i == 0 {
+                return Err(Error::TraceTooLong {
+                    tokens: at_least,
+                    limit,
+                    truncating,
+                    by_length: Some(crate::error::LengthBound {
+                        step: i,
+                        bytes,
+                        bytes_per_token: per,
+                    }),
+                });
+            }
+            return Ok(i);
+        }
+        Ok(steps.len())
+    }
+
     /// Applies the token limit: an error, or the leading steps whose tokens
     /// all fit. Returns how many steps were dropped.
     fn fit(&self, enc: &mut Encoded) -> Result<usize> {
@@ -1046,6 +1096,7 @@ impl Scorer {
                 tokens: enc.tokens.len(),
                 limit,
                 truncating: false,
+                by_length: None,
             });
         }
         let keep = enc
@@ -1059,6 +1110,7 @@ impl Scorer {
                 tokens: enc.tokens.len(),
                 limit,
                 truncating: true,
+                by_length: None,
             });
         }
         let dropped = enc.markers.len() - keep;

@@ -364,6 +364,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                 tokens: enc.tokens.len(),
                 limit,
                 truncating: false,
+                by_length: None,
             });
         }
         let first_needed = enc.first_needed(k0);

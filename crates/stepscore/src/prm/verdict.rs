@@ -118,6 +118,7 @@ impl Scorer {
                 tokens: tokens.len(),
                 limit: self.max_tokens(),
                 truncating: false,
+                by_length: None,
             });
         }
         let yes = self.answer_tokens(&["Yes", "yes"])?;

@@ -159,5 +159,6 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
         eos,
         add_bos,
         add_eos,
+        bytes_per_token: Default::default(),
     })
 }

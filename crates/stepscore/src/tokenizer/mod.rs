@@ -30,6 +30,8 @@ pub struct Tokenizer {
     /// tokenizer.json files carry their own post-processor instead.
     add_bos: bool,
     add_eos: bool,
+    /// [`Tokenizer::max_input_bytes_per_token`], worked out on first use.
+    bytes_per_token: std::sync::OnceLock<Option<usize>>,
 }
 
 /// Any JSON value, checked as serde_json would build it (string escapes and
@@ -215,6 +217,7 @@ impl Tokenizer {
             eos: None,
             add_bos: false,
             add_eos: false,
+            bytes_per_token: Default::default(),
         };
         // Encode a probe with and without special tokens: what appears before
         // the plain ids is the BOS, what appears after is the EOS.
@@ -325,12 +328,92 @@ impl Tokenizer {
         self.inner.get_vocab_size(true)
     }
 
+    /// The most bytes of input text that one token can stand for, when the
+    /// tokenizer's steps bound it: then a text of `n` bytes is at least
+    /// `n.div_ceil(b)` tokens, known before the text is tokenized (what the
+    /// scorer's token limit uses to refuse a huge step without tokenizing
+    /// it). `b` is the longest vocabulary entry (added tokens included; a
+    /// byte-level entry is at least as long as the bytes it stands for),
+    /// times what a normalizer can shrink a text by (4 for Unicode
+    /// normalization or lowercasing: `𝐀` U+1D400 is 4 bytes, its NFKC `A`
+    /// one). `None` where a step can drop text, so that a long text may be
+    /// few tokens: a normalizer that strips or removes characters
+    /// (BERT's, `Strip`, `StripAccents`, `Nmt`, a SentencePiece charsmap, a
+    /// `Replace` with a regex or by nothing), a pre-tokenizer that removes
+    /// whitespace or delimiters, or a model that fuses unknown text into
+    /// one token (BPE with `fuse_unk`, WordPiece, WordLevel, Unigram).
+    pub fn max_input_bytes_per_token(&self) -> Option<usize> {
+        *self
+            .bytes_per_token
+            .get_or_init(|| bytes_per_token(&self.inner))
+    }
+
     pub fn bos_id(&self) -> Option<u32> {
         self.bos
     }
 
     pub fn eos_id(&self) -> Option<u32> {
         self.eos
+    }
+}
+
+/// See [`Tokenizer::max_input_bytes_per_token`].
+fn bytes_per_token(inner: &tokenizers::Tokenizer) -> Option<usize> {
+    match inner.get_model() {
+        tokenizers::models::ModelWrapper::BPE(bpe)
+            if !(bpe.fuse_unk && bpe.unk_token.is_some()) => {}
+        _ => return None,
+    }
+    let shrink = match inner.get_normalizer() {
+        None => 1,
+        Some(n) => normalizer_shrink(&serde_json::to_value(n).ok()?)?,
+    };
+    if let Some(p) = inner.get_pre_tokenizer() {
+        if !pre_tokenizer_keeps_text(&serde_json::to_value(p).ok()?) {
+            return None;
+        }
+    }
+    // An unknown character (BPE without byte fallback) is one token of up
+    // to 4 bytes whatever its entry's length.
+    let longest = inner.get_vocab(true).keys().map(String::len).max()?.max(4);
+    longest.checked_mul(shrink)
+}
+
+/// How many bytes of input one byte of a normalizer's output can come
+/// from, as the normalizer's JSON describes it; `None` when unbounded.
+fn normalizer_shrink(n: &serde_json::Value) -> Option<usize> {
+    match n.get("type")?.as_str()? {
+        "NFC" | "NFD" | "NFKC" | "NFKD" | "Lowercase" => Some(4),
+        "Prepend" | "ByteLevel" => Some(1),
+        "Replace" => {
+            let pattern = n.get("pattern")?.get("String")?.as_str()?;
+            let content = n.get("content")?.as_str()?;
+            if content.is_empty() {
+                return None;
+            }
+            Some(pattern.len().div_ceil(content.len()).max(1))
+        }
+        "Sequence" => n
+            .get("normalizers")?
+            .as_array()?
+            .iter()
+            .try_fold(1usize, |acc, m| acc.checked_mul(normalizer_shrink(m)?)),
+        _ => None,
+    }
+}
+
+/// Whether a pre-tokenizer (as JSON) keeps every byte of its input.
+fn pre_tokenizer_keeps_text(p: &serde_json::Value) -> bool {
+    let kept =
+        |p: &serde_json::Value| p.get("behavior").and_then(|b| b.as_str()) != Some("Removed");
+    match p.get("type").and_then(|t| t.as_str()) {
+        Some("ByteLevel" | "Metaspace" | "Digits" | "UnicodeScripts" | "FixedLength") => true,
+        Some("Split" | "Punctuation") => kept(p),
+        Some("Sequence") => p
+            .get("pretokenizers")
+            .and_then(|v| v.as_array())
+            .is_some_and(|v| v.iter().all(pre_tokenizer_keeps_text)),
+        _ => false,
     }
 }
 

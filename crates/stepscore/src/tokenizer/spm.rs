@@ -152,5 +152,6 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
             .opt_bool("tokenizer.ggml.add_eos_token")
             .map_err(meta)?
             .unwrap_or(false),
+        bytes_per_token: Default::default(),
     })
 }

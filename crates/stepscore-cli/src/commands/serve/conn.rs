@@ -1,12 +1,17 @@
 //! Connections: hyper's HTTP/1 server under the router, with a header
 //! read timeout (which also closes keep-alive connections idle that long),
-//! a bound on open connections, and hyper-util's graceful shutdown with a
+//! a write timeout (a client that leaves its answers unread, e.g. one that
+//! pipelines requests and never reads, is closed once the server's writes
+//! have made no progress that long), a bound on open connections, and
+//! hyper-util's graceful shutdown with a
 //! deadline: on the signal the listener closes, idle connections close,
 //! requests being answered finish, and whatever is still open at the
 //! deadline (a client stalled mid-body) is dropped.
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
@@ -21,6 +26,7 @@ use super::metrics::Metrics;
 
 pub struct ConnLimits {
     pub header_timeout: Duration,
+    pub write_timeout: Duration,
     pub max_connections: usize,
     pub shutdown_timeout: Duration,
 }
@@ -63,8 +69,8 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let conn =
-            builder.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let io = WriteTimeout::new(TokioIo::new(stream), limits.write_timeout);
+        let conn = builder.serve_connection(io, TowerToHyperService::new(app.clone()));
         let conn = graceful.watch(conn);
         let metrics = Arc::clone(&metrics);
         metrics.connections.inc();
@@ -84,5 +90,101 @@ pub async fn serve(
             metrics.connections.get(),
             limits.shutdown_timeout.as_secs_f64()
         );
+    }
+}
+
+/// A connection whose writes fail (`TimedOut`) once they have made no
+/// progress for `timeout`: the client is not reading (its receive window and
+/// our send buffer are full). hyper then closes the connection and its slot
+/// is free. The clock starts when a write, flush or shutdown is pending and
+/// stops whenever one completes; reads are not timed here (the header and
+/// body timeouts do that).
+struct WriteTimeout<T> {
+    inner: T,
+    timeout: Duration,
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteTimeout<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        WriteTimeout {
+            inner,
+            timeout,
+            stalled: None,
+        }
+    }
+
+    /// Passes on a write's result, timing it while it is pending.
+    fn timed<R>(
+        &mut self,
+        cx: &mut Context<'_>,
+        r: Poll<std::io::Result<R>>,
+    ) -> Poll<std::io::Result<R>> {
+        if r.is_ready() {
+            self.stalled = None;
+            return r;
+        }
+        let timeout = self.timeout;
+        let sleep = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the client read nothing of its answer for {:.1}s (--write-timeout)",
+                    timeout.as_secs_f64()
+                ),
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: hyper::rt::Read + Unpin> hyper::rt::Read for WriteTimeout<T> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: hyper::rt::ReadBufCursor<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: hyper::rt::Write + Unpin> hyper::rt::Write for WriteTimeout<T> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write(cx, buf);
+        this.timed(cx, r)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_flush(cx);
+        this.timed(cx, r)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_shutdown(cx);
+        this.timed(cx, r)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        let this = self.get_mut();
+        let r = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
+        this.timed(cx, r)
     }
 }
