@@ -67,7 +67,10 @@ def main():
     ap.add_argument("--features", required=True, help="glob of features files")
     ap.add_argument("--rows", required=True, help="the traces the features were extracted from (JSONL)")
     ap.add_argument("--check", help="a `stepscore score` JSONL of the same rows to compare with")
+    ap.add_argument("--feature-layers", help="the layers the rows hold, L,... (records written before "
+                                             "they named their `layers`)")
     args = ap.parse_args()
+    file_layers = [int(x) for x in args.feature_layers.split(",")] if args.feature_layers else None
     t, meta = read_head(args.head)
     layers = [int(x) for x in meta["stepscore.layer"].split(",")] if "stepscore.layer" in meta else None
     stats = [s for s in meta.get("stepscore.step_stats", "").split(",") if s]
@@ -83,7 +86,9 @@ def main():
             continue
         for line in open(path, encoding="utf-8"):
             r = json.loads(line)
-            held = r.get("layers")
+            held = r.get("layers") or file_layers
+            if held is None:
+                sys.exit(f"{path}: record {r.get('id')} names no `layers`; give --feature-layers")
             rows = []
             for k, b in enumerate(r["features_b64"]):
                 x = []
