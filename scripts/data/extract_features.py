@@ -8,12 +8,15 @@ files' sampling order) and runs `stepscore features` on them in the order
 --pattern cycles through, each chunk into its own output file (resumed by id
 when rerun), until every chunk is done or the process is stopped. Rerunning
 it continues where it stopped; a chunk's output is complete when its `.done`
-marker exists.
+marker exists. OUT/manifest.json keys the cache: the model's and each split's
+sha256, the layers and the chunk size; a rerun with any of them different stops
+with an error naming it instead of mixing two extractions' rows.
 
   scripts/data/extract_features.py --data DIR --out DIR --model GGUF \
       [--layers 8,12,...] [--pattern train,train,train,val] [--chunks N]
 """
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -39,6 +42,33 @@ def chunks(path, problems_per_chunk):
     return out
 
 
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_manifest(out, want):
+    """The cache is keyed by what its rows depend on: a resumed run must match the first.
+
+    Keys are flat ("data_sha256.train"); a split first extracted now is added."""
+    path = os.path.join(out, "manifest.json")
+    have = {}
+    if os.path.exists(path):
+        with open(path, encoding="utf-8") as f:
+            have = json.load(f)
+    for key in sorted(set(have) & set(want)):
+        if have[key] != want[key]:
+            sys.exit(f"{path}: {key} was {have[key]}, this run's is {want[key]}: these features are "
+                     f"another extraction's; use another --out")
+    os.makedirs(out, exist_ok=True)
+    with open(path + ".tmp", "w", encoding="utf-8") as f:
+        json.dump(dict(have, **want), f, indent=1, sort_keys=True)
+    os.replace(path + ".tmp", path)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True)
@@ -55,6 +85,13 @@ def main():
     args = ap.parse_args()
 
     pattern = args.pattern.split(",")
+    check_manifest(args.out, {
+        "model_sha256": sha256(args.model),
+        "layers": args.layers,
+        "problems_per_chunk": args.problems_per_chunk,
+        **{f"data_sha256.{split}": sha256(os.path.join(args.data, f"{split}.jsonl"))
+           for split in dict.fromkeys(pattern)},
+    })
     queues = {}
     for split in dict.fromkeys(pattern):
         d = os.path.join(args.out, split)
