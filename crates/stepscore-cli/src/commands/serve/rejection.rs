@@ -14,6 +14,13 @@
 //! answer of the router carries `content-type: application/json`, so none
 //! is mistaken for one. The status seen is kept for `/metrics`
 //! ([`Rejections::seen`]).
+//!
+//! One case is left as hyper writes it: a malformed head pipelined behind
+//! a request whose answer hyper could not yet flush (the client is not
+//! reading) shares hyper's write buffer with that answer, so the buffer is
+//! not a head alone; hyper's empty answer then goes out unchanged and is
+//! not counted (the bytes before it are a body whose framing this wrapper
+//! does not parse).
 
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU16, Ordering};
