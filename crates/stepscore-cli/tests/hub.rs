@@ -101,6 +101,46 @@ fn text(b: &[u8]) -> String {
 /// Nothing listens on port 9 (discard) on loopback here.
 const DEAD: &str = "http://127.0.0.1:9";
 
+/// Issue 44 (minor): a cache directory that is a file gave only "File
+/// exists (os error 17)"; the error now names the path and what is wrong,
+/// also when a directory above the cache is the file.
+#[test]
+fn a_cache_directory_that_is_a_file_is_named() {
+    let dir = tmp("cache-file");
+    let file = dir.join("cache");
+    std::fs::write(&file, b"not a directory").unwrap();
+    let out = stepscore(&dir, DEAD, &format!("{DEAD}/simple"), &["fetch", NAME]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: the cache directory is a file, not a directory",
+            file.display()
+        )),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("os error 17"), "{stderr}");
+    let below = file.join("models");
+    let out = stepscore(
+        &dir,
+        DEAD,
+        &format!("{DEAD}/simple"),
+        &["fetch", NAME, "--cache-dir", &below.display().to_string()],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{}: a file, not a directory, so the cache directory {} cannot be made under it",
+            file.display(),
+            below.display()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a directory");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 #[test]
 fn a_catalog_name_loads_through_the_hub_and_scores_as_the_cached_file_does() {
     let Some(model) = cached_smollm2() else {

@@ -625,6 +625,42 @@ fn issue23_item04_non_finite_scores_are_model_errors() {
     }
 }
 
+// Issue 44 (minor): a head whose weights are finite and whose bias is +inf
+// was reported as `head v_head.summary.weight: gives a non-finite score`;
+// the tensor at fault is the bias, and the error names it.
+#[test]
+fn a_non_finite_bias_is_named_not_the_weight() {
+    let model = tiny_model();
+    let header = br#"{"v_head.summary.weight":{"dtype":"F32","shape":[1,32],"data_offsets":[0,128]},"v_head.summary.bias":{"dtype":"F32","shape":[1],"data_offsets":[128,132]}}"#;
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header);
+    for _ in 0..32 {
+        bytes.extend_from_slice(&0.01f32.to_le_bytes());
+    }
+    bytes.extend_from_slice(&f32::INFINITY.to_le_bytes());
+    let head = tempfile_path::TempPath::with(&bytes, "head.safetensors");
+    let out = run(
+        &[
+            "score",
+            "--model",
+            &model,
+            "--backend",
+            "cpu",
+            "--head",
+            &head.path().display().to_string(),
+            "--output",
+            "jsonl",
+        ],
+        &lines(&[r#"{"id":"one","problem":"p","steps":["a"]}"#]),
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(code(&out), 4, "{stderr}");
+    assert!(
+        stderr.contains("id `one`: head v_head.summary.bias: gives a non-finite score for step 0"),
+        "{stderr}"
+    );
+}
+
 // Item 7: an id above 2^64 came out as "1.2345678901234567e+23", and two
 // different ids became one.
 #[test]

@@ -509,6 +509,58 @@ fn errors_are_json_and_counted() {
     );
 }
 
+/// Issue 44 (minor): a head hyper cannot parse — a malformed header, more
+/// headers than its limit — was answered by hyper itself with an empty body
+/// and not counted in /metrics. Now the answer is JSON in the server's
+/// error shape and counted under the route `unparsed`.
+#[test]
+fn hypers_own_rejections_are_json_and_counted() {
+    let srv = Server::start(&[]);
+    let raw = |head: String| {
+        let mut s = connect(srv.addr);
+        s.write_all(head.as_bytes()).unwrap();
+        read_answer(&mut s)
+    };
+    let host = srv.host();
+    let a = raw(format!(
+        "GET /health HTTP/1.1\r\nHost: {host}\r\nBad Header: x\r\n\r\n"
+    ));
+    assert_eq!(a.status, 400, "{} {}", a.head, a.body);
+    assert_eq!(a.code(), "malformed_request", "{}", a.body);
+    assert!(
+        a.head
+            .to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{}",
+        a.head
+    );
+    let many: String = (0..150).map(|i| format!("X-H{i}: v\r\n")).collect();
+    let a = raw(format!(
+        "GET /health HTTP/1.1\r\nHost: {host}\r\n{many}\r\n"
+    ));
+    assert_eq!(a.status, 431, "{} {}", a.head, a.body);
+    assert_eq!(a.code(), "headers_too_large", "{}", a.body);
+    // A well-formed request on a fresh connection is answered as before.
+    assert_eq!(get(&srv, "/health").status, 200);
+    // Counted when hyper's connection ends, just after the answer is out.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut m = get(&srv, "/metrics").body;
+    while !(m.contains("status=\"431\"") && m.contains("status=\"400\""))
+        && Instant::now() < deadline
+    {
+        std::thread::sleep(Duration::from_millis(100));
+        m = get(&srv, "/metrics").body;
+    }
+    for needle in [
+        "stepscore_errors_total{code=\"malformed_request\"} 1",
+        "stepscore_errors_total{code=\"headers_too_large\"} 1",
+        "stepscore_requests_total{route=\"unparsed\",status=\"400\"} 1",
+        "stepscore_requests_total{route=\"unparsed\",status=\"431\"} 1",
+    ] {
+        assert!(m.contains(needle), "{needle}: {m}");
+    }
+}
+
 /// Item 4 (server side): a head with NaN weights gives an error in the
 /// trace's slot and no reward, counted as an error, never as scored.
 #[test]

@@ -22,6 +22,7 @@ mod body;
 mod conn;
 mod metrics;
 mod queue;
+mod rejection;
 pub mod request;
 mod routes;
 

@@ -105,7 +105,7 @@ pub fn ensure_from(
             Check::Bad(why) => cached_note = Some(format!("the cached copy {why}")),
         }
     }
-    fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    make_cache_dir(dir)?;
     remove_stale_staging(file, dir);
     remove_stale_wheels(dir);
     let staging = dir.join(format!(".{}.{}.part", file.file_name, std::process::id()));
@@ -719,6 +719,44 @@ fn hash_stream(
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Creates the cache directory `dir`. Where `dir`, or a directory above
+/// it, is something other than a directory (a file), the error names that
+/// path and says so (issue 44: it was "File exists (os error 17)").
+fn make_cache_dir(dir: &Path) -> Result<()> {
+    let Err(e) = fs::create_dir_all(dir) else {
+        return Ok(());
+    };
+    // The nearest existing path: it is what stands in the way.
+    let blocker = dir
+        .ancestors()
+        .find(|p| !p.as_os_str().is_empty() && fs::symlink_metadata(p).is_ok());
+    if let Some(p) = blocker {
+        if !p.is_dir() {
+            let what = match fs::metadata(p) {
+                Ok(m) if m.is_file() => "a file, not a directory",
+                _ => "not a directory",
+            };
+            let message = if p == dir {
+                format!(
+                    "the cache directory is {what} (set --cache-dir or STEPSCORE_CACHE \
+                     to a directory, or move this away)"
+                )
+            } else {
+                format!(
+                    "{what}, so the cache directory {} cannot be made under it (set \
+                     --cache-dir or STEPSCORE_CACHE elsewhere)",
+                    dir.display()
+                )
+            };
+            return Err(io(
+                p,
+                std::io::Error::new(std::io::ErrorKind::NotADirectory, message),
+            ));
+        }
+    }
+    Err(io(dir, e))
 }
 
 fn io(path: &Path, source: std::io::Error) -> Error {

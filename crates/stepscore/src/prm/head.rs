@@ -241,12 +241,25 @@ pub struct ValueHead {
 }
 
 impl ValueHead {
-    /// The tensor a non-finite logit is blamed on: the head's first layer.
+    /// The tensor a non-finite logit is blamed on: the first of the head's
+    /// tensors that holds a NaN or an infinity (issue 44: a +inf bias was
+    /// blamed on the weight), else the first layer's weight (finite weights
+    /// whose sum overflowed).
     fn tensor_name(&self) -> &'static str {
-        match self.out {
-            None => V_HEAD_WEIGHT,
-            Some(_) => V_HEAD_MLP_0_WEIGHT,
-        }
+        let bad = |v: &[f32]| v.iter().any(|x| !x.is_finite());
+        let tensors: Vec<(bool, &'static str)> = match &self.out {
+            None => vec![(bad(&self.w0), V_HEAD_WEIGHT), (bad(&self.b0), V_HEAD_BIAS)],
+            Some((w2, b2)) => vec![
+                (bad(&self.w0), V_HEAD_MLP_0_WEIGHT),
+                (bad(&self.b0), V_HEAD_MLP_0_BIAS),
+                (bad(w2), V_HEAD_MLP_2_WEIGHT),
+                (bad(&[*b2]), V_HEAD_MLP_2_BIAS),
+            ],
+        };
+        tensors
+            .iter()
+            .find(|(bad, _)| *bad)
+            .map_or(tensors[0].1, |(_, name)| name)
     }
 
     /// The head's logit for one input row of `width` values.
@@ -620,11 +633,18 @@ impl<W> Head<W> {
                     .enumerate()
                     .map(|(i, l)| {
                         let (a, b) = (l[0] as f64 + b2[0] as f64, l[1] as f64 + b2[1] as f64);
-                        finite_logits(
-                            &format!("head {SCORE_0_WEIGHT}/{SCORE_2_WEIGHT}"),
-                            i,
-                            &[a, b],
-                        )?;
+                        if !(a.is_finite() && b.is_finite()) {
+                            // A non-finite bias is named; the weights live in
+                            // the engine's storage and are named together.
+                            let what = if b0.iter().any(|x| !x.is_finite()) {
+                                format!("head {SCORE_0_BIAS}")
+                            } else if b2.iter().any(|x| !x.is_finite()) {
+                                format!("head {SCORE_2_BIAS}")
+                            } else {
+                                format!("head {SCORE_0_WEIGHT}/{SCORE_2_WEIGHT}")
+                            };
+                            finite_logits(&what, i, &[a, b])?;
+                        }
                         Ok(softmax2(a, b).1)
                     })
                     .collect::<Result<Vec<f64>>>()?

@@ -123,6 +123,9 @@ impl HeadFile {
         let bad = |e: safetensors::SafeTensorError| {
             Error::model(name, format!("not a valid safetensors file: {e}"))
         };
+        if let Some(message) = duplicate_in_header(bytes) {
+            return Err(Error::model(name, message));
+        }
         let st = SafeTensors::deserialize(bytes).map_err(bad)?;
         let (_, header) = SafeTensors::read_metadata(bytes).map_err(bad)?;
         let mut metadata: Vec<(String, String)> = header
@@ -266,6 +269,70 @@ impl HeadFile {
             ))
         }
     }
+}
+
+/// A name given twice in a safetensors header: a tensor, or a key of its
+/// `__metadata__`. The safetensors crate reads the header into a map, where
+/// the last of two entries wins silently (issue 44: a head file naming
+/// `v_head.summary.weight` twice was accepted). `None` when every name is
+/// unique or the header is not readable JSON (the safetensors parser then
+/// says what is wrong).
+pub(crate) fn duplicate_in_header(bytes: &[u8]) -> Option<String> {
+    use serde::de::{Deserializer as _, IgnoredAny, MapAccess, Visitor};
+
+    /// A JSON object's keys in order; `__metadata__`'s own keys too.
+    #[derive(Default)]
+    struct Keys {
+        keys: Vec<String>,
+        metadata: Vec<Keys>,
+    }
+    struct KeysVisitor;
+    impl<'de> Visitor<'de> for KeysVisitor {
+        type Value = Keys;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Keys, A::Error> {
+            let mut out = Keys::default();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "__metadata__" {
+                    out.metadata.push(map.next_value::<Keys>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+                out.keys.push(key);
+            }
+            Ok(out)
+        }
+    }
+    impl<'de> serde::Deserialize<'de> for Keys {
+        fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Keys, D::Error> {
+            d.deserialize_map(KeysVisitor)
+        }
+    }
+    fn twice(keys: &[String]) -> Option<&str> {
+        let mut seen = std::collections::HashSet::new();
+        keys.iter()
+            .find(|k| !seen.insert(k.as_str()))
+            .map(String::as_str)
+    }
+
+    let len = u64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+    let header = bytes.get(8..8usize.checked_add(usize::try_from(len).ok()?)?)?;
+    let keys = serde_json::Deserializer::from_slice(header)
+        .deserialize_map(KeysVisitor)
+        .ok()?;
+    if let Some(k) = twice(&keys.keys) {
+        return Some(if k == "__metadata__" {
+            "the header holds `__metadata__` twice".to_string()
+        } else {
+            format!("the header names tensor `{k}` twice (a duplicate tensor name)")
+        });
+    }
+    keys.metadata
+        .iter()
+        .find_map(|m| twice(&m.keys))
+        .map(|k| format!("the header's `__metadata__` names `{k}` twice"))
 }
 
 /// `"a,b,c"` as statistics, each named once.
@@ -435,6 +502,43 @@ mod tests {
                 .unwrap_err();
             assert!(err.to_string().contains(META_SOLUTION_THRESHOLD), "{err}");
         }
+    }
+
+    /// Issue 44 (minor): a tensor named twice in the header was accepted
+    /// (the last entry won); a metadata key named twice as well.
+    #[test]
+    fn a_duplicate_tensor_name_is_refused_naming_file_and_tensor() {
+        let entry = r#""v_head.summary.weight":{"dtype":"F32","shape":[1,2],"data_offsets":[0,8]}"#;
+        let build = |header: String| {
+            let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+            bytes.extend_from_slice(header.as_bytes());
+            bytes.extend_from_slice(&[0u8; 8]);
+            bytes
+        };
+        let twice = build(format!("{{{entry},{entry}}}"));
+        match HeadFile::from_bytes(&twice, "dup.safetensors") {
+            Err(Error::Model { file, message }) => {
+                assert_eq!(file, "dup.safetensors");
+                assert!(
+                    message.contains("tensor `v_head.summary.weight` twice"),
+                    "{message}"
+                );
+            }
+            other => panic!("a duplicate tensor name was accepted: {other:?}"),
+        }
+        let meta = build(format!(
+            r#"{{"__metadata__":{{"stepscore.threshold":"0.3","stepscore.threshold":"0.9"}},{entry}}}"#
+        ));
+        match HeadFile::from_bytes(&meta, "meta.safetensors") {
+            Err(Error::Model { file, message }) => {
+                assert_eq!(file, "meta.safetensors");
+                assert!(message.contains("`stepscore.threshold` twice"), "{message}");
+            }
+            other => panic!("a duplicate metadata key was accepted: {other:?}"),
+        }
+        // Each name once: read as before.
+        let once = build(format!("{{{entry}}}"));
+        assert!(HeadFile::from_bytes(&once, "once.safetensors").is_ok());
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! hyper-util's graceful shutdown with a
 //! deadline: on the signal the listener closes, idle connections close,
 //! requests being answered finish, and whatever is still open at the
-//! deadline (a client stalled mid-body) is dropped.
+//! deadline (a client stalled mid-body) is dropped. hyper's own
+//! rejections (400, 414, 431 for a head it cannot parse) are answered in
+//! JSON and counted (see `rejection.rs`).
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -23,6 +26,10 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use super::metrics::Metrics;
+use super::rejection::{describe, Rejections};
+
+/// The `/metrics` route label of hyper's own rejections: no route was read.
+const UNPARSED_ROUTE: &str = "unparsed";
 
 pub struct ConnLimits {
     pub header_timeout: Duration,
@@ -69,13 +76,23 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let io = WriteTimeout::new(TokioIo::new(stream), limits.write_timeout);
+        let io = Rejections::new(WriteTimeout::new(
+            TokioIo::new(stream),
+            limits.write_timeout,
+        ));
+        let rejected = io.seen();
         let conn = builder.serve_connection(io, TowerToHyperService::new(app.clone()));
         let conn = graceful.watch(conn);
         let metrics = Arc::clone(&metrics);
         metrics.connections.inc();
         tokio::spawn(async move {
             let _ = conn.await;
+            // hyper's own rejection of a head it could not parse (it never
+            // reached the router's metrics layer).
+            let status = rejected.load(Ordering::Relaxed);
+            if let Some((code, _)) = describe(status) {
+                metrics.record_rejection(UNPARSED_ROUTE, status, code);
+            }
             metrics.connections.dec();
             drop(slot);
         });

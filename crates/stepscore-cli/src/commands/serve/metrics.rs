@@ -136,6 +136,15 @@ impl Metrics {
             .observe(secs);
     }
 
+    /// Counts one of hyper's own rejections (a head it could not parse):
+    /// no route was read and no handler ran, so no latency is observed.
+    pub fn record_rejection(&self, route: &'static str, status: u16, code: &'static str) {
+        self.requests
+            .get_or_create(&RequestLabels { route, status })
+            .inc();
+        self.errors.get_or_create(&CodeLabels { code }).inc();
+    }
+
     pub fn render(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.
