@@ -49,10 +49,12 @@ test('a trace with a known wrong step: score, first-error marker, threshold, agg
   await expect(page.locator('#first-error')).toContainText(`step ${expected + 1}`);
   await shot(page, '02-trace-scored');
 
-  // Threshold under every score: no marker. Keyboard moves the slider too.
+  // Threshold under every score: no step is below it, but "7 × 8 = 54" is false in exact
+  // arithmetic, so step 2 stays the first error (issue 46). Keyboard moves the slider too.
   await page.getByLabel('Error threshold').fill('0');
-  await expect(page.locator('[data-first-error]')).toHaveCount(0);
-  await expect(page.locator('#first-error')).toContainText('No step below');
+  await expect(page.locator('[data-first-error]')).toHaveCount(1);
+  await expect(cards.nth(SLIP.wrongStep).locator('[data-first-error]')).toBeVisible();
+  await expect(page.locator('#first-error')).toContainText('step 2: "7 × 8 = 54" is false');
   await page.getByLabel('Error threshold').focus();
   await page.keyboard.press('ArrowRight');
   await expect(page.locator('#threshold-value')).toHaveText('0.01');

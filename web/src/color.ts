@@ -30,3 +30,6 @@ export function scaleGradient(threshold: number): string {
   const t = Math.round(Math.min(1, Math.max(0, threshold)) * 100);
   return `linear-gradient(to right, rgb(${LOW.join(',')}) 0%, rgb(${MID.join(',')}) ${t}%, rgb(${HIGH.join(',')}) 100%)`;
 }
+
+/** A step that is certainly wrong (exact arithmetic proves it false): the scale's red end. */
+export const WRONG_COLOR = `rgb(${LOW.join(', ')})`;
