@@ -3,7 +3,7 @@
 // token, colours each step the moment the verifier scores it, greys the
 // candidates the search prunes, then marks the chosen one and the three
 // votes side by side. Model text reaches the page only as text nodes.
-import type { SearchEvent, SearchMethod, SearchResult, StepScorer, StopReason } from 'stepscore';
+import { selectBest, type SearchCandidate, type SearchEvent, type SearchMethod, type SearchResult, type Selection, type StepScorer, type StopReason } from 'stepscore';
 import { scoreColor, scoreTint } from './color';
 import { $, button, el, fmt, input, replace, select, textarea } from './dom';
 import { errorText } from './modelview';
@@ -30,11 +30,54 @@ const STOP_LABELS: Record<StopReason, string> = {
   'end-of-turn': 'finished',
   'stop-string': 'hit a stop string',
   'step-end': 'step done',
-  'max-tokens': 'token limit',
-  context: 'context full',
+  'max-tokens': 'cut off at the token limit',
+  context: 'cut off: context full',
   cancelled: 'cancelled',
-  budget: 'budget spent',
+  budget: 'cut off: token budget spent',
 };
+
+/** Stop reasons that end a candidate mid-answer: it never finished writing. */
+const CUT_OFF: ReadonlySet<StopReason> = new Set<StopReason>(['max-tokens', 'context', 'budget', 'cancelled']);
+
+/**
+ * Whether a text states a final answer: \boxed{…}, "####", "the (final) answer is …"
+ * or "Answer:". The core's extractor also falls back to the last number written,
+ * which a text cut off mid-sentence always has; that is not a final answer.
+ */
+export function statesAnswer(text: string): boolean {
+  return /\\(boxed|fbox)\{|####|\b(final answer|the answer is|answer:)/i.test(text);
+}
+
+/** Why a finalist is left out of the choice: cut off, or no final answer; null when complete. */
+export function incomplete(c: SearchCandidate): 'cut-off' | 'no-answer' | null {
+  if (c.stopReason !== null && CUT_OFF.has(c.stopReason)) return 'cut-off';
+  if (!statesAnswer(c.text)) return 'no-answer';
+  return null;
+}
+
+/**
+ * The demo's choice (web/README.md, "Solve"): the search's own selection made
+ * again over the complete finalists only (the best by aggregated PRM score, the
+ * majority and the PRM-weighted vote); indices are candidate indices. Null when
+ * no finalist is complete.
+ */
+function completeChoice(result: SearchResult, complete: SearchCandidate[]): Selection | null {
+  if (complete.length === 0) return null;
+  const sel = selectBest(complete.map((c) => ({
+    steps: c.steps.slice(0, c.scores.length),
+    scores: c.scores,
+    response: c.text,
+    ...(c.answer ? { finalAnswer: c.answer } : {}),
+  })), result.selection.aggregation);
+  const idx = (k: number) => complete[k].index;
+  return {
+    ...sel,
+    best: sel.best === null ? null : idx(sel.best),
+    candidates: sel.candidates.map((c) => ({ ...c, index: idx(c.index) })),
+    majority: sel.majority ? { ...sel.majority, members: sel.majority.members.map(idx) } : null,
+    weighted: sel.weighted ? { ...sel.weighted, members: sel.weighted.members.map(idx) } : null,
+  };
+}
 
 let running: AbortController | null = null;
 let views: CandidateView[] = [];
@@ -113,27 +156,58 @@ function onEvent(e: SearchEvent, t: number): void {
 
 function showResult(result: SearchResult): void {
   const sel = result.selection;
+  const complete: SearchCandidate[] = [];
   for (const c of result.candidates) {
     const view = views[c.index];
     if (!view) continue;
     view.item.classList.remove('writing');
-    if (c.finalist) view.item.dataset.finalist = 'true';
+    if (c.finalist) {
+      view.item.dataset.finalist = 'true';
+      const why = incomplete(c);
+      view.item.dataset.complete = String(why === null);
+      if (why === null) complete.push(c);
+      else {
+        view.item.classList.add('incomplete');
+        // The stop reason already says "cut off" on the card; a missing answer is said here.
+        if (why === 'no-answer' || !view.item.dataset.stopReason) {
+          view.head.append(el('span', { class: 'solve-tag incomplete-tag' }, why === 'cut-off' ? 'cut off' : 'no final answer'));
+        }
+      }
+    }
     // Beam search sets aside finished beams past the first N at its end, without an event.
     if (c.pruned) markPruned(view);
     view.head.append(el('span', { class: 'solve-score' }, ` ${sel.aggregation}: ${fmt(c.score)}`));
   }
-  if (result.chosen !== null && views[result.chosen]) {
-    const chosen = views[result.chosen];
+  const choice = completeChoice(result, complete);
+  const chosenIndex = choice?.best ?? null;
+  if (chosenIndex !== null && views[chosenIndex]) {
+    const chosen = views[chosenIndex];
     chosen.item.classList.add('chosen');
     chosen.head.append(el('span', { class: 'winner-tag' }, '★ chosen'));
   }
-  const answerOf = (i: number | null) => (i === null ? null : result.candidates[i]?.answer ?? null);
+  document.body.dataset.solveChosen = chosenIndex === null ? '' : String(chosenIndex);
+  const byIndex = (i: number) => result.candidates.find((c) => c.index === i);
+  const answerOf = (i: number) => byIndex(i)?.answer ?? 'no answer';
   const vote = (key: string, title: string, body: string) => el('div', { attrs: { 'data-vote': key } }, el('strong', {}, title), el('br'), body);
-  replace($('solve-votes'),
-    vote('best', `Best (PRM ${sel.aggregation})`, sel.best === null ? 'no candidate has a score' : `${answerOf(sel.best) ?? 'no answer'} — candidate ${sel.best + 1}, score ${fmt(result.candidates[sel.best].score)}`),
-    vote('majority', 'Majority vote', sel.majority ? `${sel.majority.display} — ${sel.majority.count} of ${result.finalists.length}` : 'no answer found'),
-    vote('weighted', 'PRM-weighted vote', sel.weighted ? `${sel.weighted.display} — weight ${fmt(sel.weighted.weight)}` : 'no answer found'),
-  );
+  const left = result.finalists.length - complete.length;
+  const leftOut = left === 0 ? null
+    : el('p', { class: 'hint', attrs: { 'data-left-out': String(left) } },
+      `${left} of ${result.finalists.length} finalists ${left === 1 ? 'is' : 'are'} left out of the choice: cut off (at the token limit or the budget) or with no final answer. `
+      + 'Only complete candidates, which end on their own with a final answer, are chosen and voted on.');
+  if (!choice) {
+    replace($('solve-votes'),
+      vote('best', `Best (PRM ${sel.aggregation})`, 'nothing chosen: no finalist is complete'),
+      vote('majority', 'Majority vote', 'no complete candidate'),
+      vote('weighted', 'PRM-weighted vote', 'no complete candidate'),
+      leftOut,
+      el('p', { class: 'hint' }, 'Raise “Tokens per candidate” (or the token budget) so candidates can finish.'));
+  } else {
+    replace($('solve-votes'),
+      vote('best', `Best (PRM ${choice.aggregation})`, choice.best === null ? 'no complete candidate has a score' : `${answerOf(choice.best)} — candidate ${choice.best + 1}, score ${fmt(byIndex(choice.best)?.score ?? null)}`),
+      vote('majority', 'Majority vote', choice.majority ? `${choice.majority.display} — ${choice.majority.count} of ${complete.length} complete finalists` : 'no answer found'),
+      vote('weighted', 'PRM-weighted vote', choice.weighted ? `${choice.weighted.display} — weight ${fmt(choice.weighted.weight)}` : 'no answer found'),
+      leftOut);
+  }
   $('solve-votes').hidden = false;
 }
 
