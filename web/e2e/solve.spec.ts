@@ -43,7 +43,7 @@ test('Solve mode: SmolLM2 writes, scores and prunes beams live, picks and votes;
   expect(await page.locator('body').getAttribute('data-solve')).toBe('running');
 
   await expect(page.locator('body')).toHaveAttribute('data-solve', 'done', { timeout: 360_000 });
-  await expect(page.locator('#solve-status')).toContainText(/Done in [\d.]+ s: \d+ candidates, \d+ tokens written/);
+  await expect(page.locator('#solve-status')).toContainText(/Done in [\d.]+ s: \d+ candidates written: \d+ finalists \(\d+ complete\), \d+ pruned.*; \d+ tokens written/);
   const scores = await page.locator('#solve-candidates .solve-step').evaluateAll((nodes) =>
     nodes.map((n) => ({ score: Number((n as HTMLElement).dataset.score), colour: (n as HTMLElement).style.backgroundColor })),
   );

@@ -24,7 +24,20 @@ interface CandidateView {
   tail: Text;
   steps: Array<{ text: string; score: number }>;
   tokens: number;
+  /** One state per card, named by its one state tag. */
+  state: CardState;
+  stateTag: HTMLSpanElement;
 }
+
+/**
+ * What a card is doing: being written (a beam paused at a step's end counts),
+ * pruned (greyed; a finished beam set aside past the first N counts too),
+ * finished (any stop reason) or continued by its forks (DVTS: a beam lives on
+ * in its children). The running status counts exactly these.
+ */
+type CardState = 'writing' | 'pruned' | 'finished' | 'continued';
+
+const METHOD_LABELS: Record<SearchMethod, string> = { 'best-of-n': 'best-of-N', beam: 'beam search', dvts: 'diverse verifier tree search' };
 
 const STOP_LABELS: Record<StopReason, string> = {
   'end-of-turn': 'finished',
@@ -81,6 +94,9 @@ function completeChoice(result: SearchResult, complete: SearchCandidate[]): Sele
 
 let running: AbortController | null = null;
 let views: CandidateView[] = [];
+/** The running search's method and N, for the status line. */
+let runMethod: SearchMethod = 'beam';
+let runN = 0;
 
 function setStatus(text: string, isError = false): void {
   const node = $('solve-status');
@@ -101,8 +117,10 @@ function newView(index: number, from: number | null, t: number): CandidateView {
   const tail = document.createTextNode('');
   const head = el('h3', {}, `Candidate ${index + 1}`, from === null ? '' : ` (from ${from + 1})`);
   const body = el('div', { class: 'solve-text' });
-  const item = el('li', { class: 'solve-card writing', attrs: { 'data-candidate': String(index), 'aria-label': `Candidate ${index + 1}` } }, head, body);
-  const view: CandidateView = { item, head, body, tail, steps: [], tokens: 0 };
+  const stateTag = el('span', { class: 'solve-tag solve-state' }, 'writing');
+  head.append(stateTag);
+  const item = el('li', { class: 'solve-card writing', attrs: { 'data-candidate': String(index), 'data-state': 'writing', 'aria-label': `Candidate ${index + 1}` } }, head, body);
+  const view: CandidateView = { item, head, body, tail, steps: [], tokens: 0, state: 'writing', stateTag };
   if (from !== null && views[from]) {
     // A fork starts with its parent's text: its scored steps and the rest.
     const parent = views[from];
@@ -114,12 +132,40 @@ function newView(index: number, from: number | null, t: number): CandidateView {
   return view;
 }
 
+function setState(view: CandidateView, state: CardState, label: string): void {
+  view.state = state;
+  view.item.dataset.state = state;
+  view.item.classList.toggle('writing', state === 'writing');
+  view.stateTag.textContent = label;
+}
+
 function markPruned(view: CandidateView): void {
   if (view.item.classList.contains('pruned')) return;
   view.item.classList.add('pruned');
-  view.item.classList.remove('writing');
   view.item.dataset.pruned = 'true';
-  view.head.append(el('span', { class: 'solve-tag pruned-tag' }, 'pruned'));
+  // Beam search sets aside the finished beams past the first N: finished, then not kept.
+  setState(view, 'pruned', view.state === 'finished' ? `${view.stateTag.textContent}, then set aside (not among the first ${runN} to finish)` : 'pruned');
+}
+
+/** What is on screen, by state; the running status line says exactly this. */
+function counts(): Record<CardState, number> & { shown: number } {
+  const c = { writing: 0, pruned: 0, finished: 0, continued: 0, shown: 0 };
+  for (const v of views) {
+    if (!v) continue;
+    c[v.state]++;
+    c.shown++;
+  }
+  return c;
+}
+
+let lastStatus = 0;
+function showRunning(force = false): void {
+  const now = performance.now();
+  if (!force && now - lastStatus < 150) return;
+  lastStatus = now;
+  const c = counts();
+  if (c.shown === 0) return;
+  setStatus(`${METHOD_LABELS[runMethod]}, N = ${runN}: ${c.shown} candidate${c.shown === 1 ? '' : 's'} on screen: ${c.writing} writing, ${c.pruned} pruned, ${c.finished} finished${c.continued ? `, ${c.continued} continued by forks` : ''}…`);
 }
 
 function onEvent(e: SearchEvent, t: number): void {
@@ -127,6 +173,10 @@ function onEvent(e: SearchEvent, t: number): void {
     const view = newView(e.candidate, e.from, t);
     views[e.candidate] = view;
     $('solve-candidates').append(view.item);
+    // DVTS: a beam stops writing and lives on in its children (beam search continues the parent itself).
+    const parent = e.from === null ? null : views[e.from];
+    if (runMethod === 'dvts' && parent && parent.state === 'writing') setState(parent, 'continued', 'continued by forks');
+    showRunning(true);
     return;
   }
   const view = views[e.candidate];
@@ -147,11 +197,11 @@ function onEvent(e: SearchEvent, t: number): void {
       markPruned(view);
       break;
     case 'finished':
-      view.item.classList.remove('writing');
       view.item.dataset.stopReason = e.stopReason;
-      view.head.append(el('span', { class: 'solve-tag' }, STOP_LABELS[e.stopReason] ?? e.stopReason));
+      setState(view, 'finished', STOP_LABELS[e.stopReason] ?? e.stopReason);
       break;
   }
+  showRunning(e.event !== 'token');
 }
 
 function showResult(result: SearchResult): void {
@@ -160,7 +210,7 @@ function showResult(result: SearchResult): void {
   for (const c of result.candidates) {
     const view = views[c.index];
     if (!view) continue;
-    view.item.classList.remove('writing');
+    if (view.state === 'writing') setState(view, 'continued', 'continued by forks');
     if (c.finalist) {
       view.item.dataset.finalist = 'true';
       const why = incomplete(c);
@@ -233,7 +283,9 @@ async function solve(hooks: SolveHooks): Promise<void> {
   const n = Number(input('solve-n').value);
   const budget = input('solve-budget').value.trim();
   document.body.dataset.solve = 'running';
-  setStatus(`Writing ${n} candidates (${method})…`);
+  runMethod = method;
+  runN = n;
+  setStatus(`${METHOD_LABELS[method]}, N = ${n}: starting…`);
   const t0 = performance.now();
   try {
     const result = await scorer.search(problem, {
@@ -248,11 +300,15 @@ async function solve(hooks: SolveHooks): Promise<void> {
     });
     showResult(result);
     const s = ((performance.now() - t0) / 1000).toFixed(1);
-    setStatus(`Done in ${s} s: ${result.candidates.length} candidates, ${result.tokensGenerated} tokens written, ${result.tokensScored} scored${result.budgetExhausted ? ' (the token budget ran out)' : ''}.`);
+    // Counted from the cards on screen, so the line and the cards agree.
+    const c = counts();
+    const finalists = views.filter((v) => v && v.item.dataset.finalist === 'true').length;
+    const complete = views.filter((v) => v && v.item.dataset.complete === 'true').length;
+    setStatus(`Done in ${s} s: ${c.shown} candidates written: ${finalists} finalists (${complete} complete), ${c.pruned} pruned${c.continued ? `, ${c.continued} continued by forks` : ''}; ${result.tokensGenerated} tokens written, ${result.tokensScored} scored${result.budgetExhausted ? ' (the token budget ran out)' : ''}.`);
     document.body.dataset.solve = 'done';
   } catch (e) {
     const cancelled = controller.signal.aborted;
-    for (const v of views) v.item.classList.remove('writing');
+    for (const v of views) if (v && v.state === 'writing') setState(v, 'finished', cancelled ? 'cancelled' : 'stopped');
     setStatus(cancelled ? `Cancelled after ${views.reduce((a, v) => a + v.tokens, 0)} tokens.` : `Solving failed: ${errorText(e)}`, !cancelled);
     document.body.dataset.solve = cancelled ? 'cancelled' : 'failed';
   } finally {
