@@ -6,7 +6,7 @@ import { scaleGradient, scoreColor, scoreTint, WRONG_COLOR } from './color';
 import { PROGRESS_BASELINE } from './config';
 import { $, el, fmt, replace } from './dom';
 import type { AppStep } from './reader';
-import { leastLikelyLine, tokenText } from './tokens';
+import { leastLikelyLine, tokenText, unlikely, type Reads } from './tokens';
 import { AGG_LABELS, type Scored } from './types';
 
 /** Running value of the aggregation over steps 0..k. */
@@ -45,7 +45,7 @@ function falseEquation(text: string): Equation | null {
 /** Why a step counts as an error: false arithmetic first (certain), else a score below the threshold. */
 type Verdict = 'wrong' | 'below' | null;
 
-function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, toks: StepTokens, first: number, t: number, pending: boolean, wrong: Equation | null): HTMLLIElement {
+function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, toks: StepTokens, first: number, t: number, pending: boolean, wrong: Equation | null, reads: Reads): HTMLLIElement {
   const verdict: Verdict = pending ? null : wrong ? 'wrong' : score !== null && score < t ? 'below' : null;
   const color = verdict === 'wrong' ? WRONG_COLOR : scoreColor(score, t);
   const isFirst = i === first;
@@ -62,15 +62,17 @@ function stepCard(step: AppStep, i: number, score: number | null, conf: StepConf
     el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: scoreColor(score, t) } }));
   // Token shading where the head read per-token log-probs (the least likely
   // number marked on the flagged step); else the step tinted by its confidence.
-  const mark = isFirst && !pending ? toks.least : null;
+  const least = isFirst && !pending ? toks.least : null;
+  // Only a number the model did not expect is outlined (issue 46: "15", p ≈ 0.94, is not).
+  const mark = least && unlikely(least) ? least : null;
   let text: HTMLParagraphElement;
   if (toks.tokens && toks.tokens.length > 0 && !pending) {
-    text = tokenText(step.text, toks.tokens, mark);
+    text = tokenText(step.text, toks.tokens, mark, reads);
   } else {
     text = el('p', { class: 'step-text' }, step.text);
     if (conf) text.style.background = scoreTint(Math.exp(conf.meanLogprob), t);
   }
-  const markLine = mark ? leastLikelyLine(step.text, mark) : null;
+  const markLine = least ? leastLikelyLine(step.text, least) : null;
   // Arithmetic that is false in exact arithmetic: wrong for certain, whatever the score.
   const arithLine = wrong && !pending ? el('p', { class: 'arith', attrs: { 'data-arithmetic': 'false' } }, `Exact arithmetic: ${wrong.explanation}`) : null;
   const confLine = conf
@@ -118,14 +120,15 @@ export function renderResults(c: Scored, how: Aggregation, t: number, upto?: num
   const note = $('confidence-note');
   const perToken = (c.tokenLogprobs?.length ?? 0) > 0;
   note.hidden = !c.confidence && !perToken;
+  const reads: Reads = c.family === 'confidence' ? 'all' : 'arithmetic';
   note.textContent = perToken
-    ? 'Each token of a step is shaded by how unlikely the model found it (darker red = lower log-prob; hover a token for its value). In the first flagged step, the least likely number is marked.'
+    ? `${reads === 'all' ? 'Each token of a step (the confidence score averages them all)' : 'Each number and operation sign of a step (what this verifier reads; other words stay white)'} is shaded by how unlikely the model found it: white where it expected the token (p ≥ 0.5), darker red the less likely (hover a token for its value). In the first flagged step, the least likely number is outlined when the model did not expect it.`
     : c.confidence
       ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). This model reports no per-token log-probs, so each step is shaded as a whole.'
       : '';
   const sourceNote = c.source === 'file' ? 'Scores as given in the file.' : c.source === 'link' ? `Scores from the shared link${c.model ? ` (model: ${c.model})` : ''}; load a model and score to recompute.` : null;
   const toks = (i: number): StepTokens => ({ tokens: c.tokenLogprobs?.[i] ?? null, least: c.leastLikely?.[i] ?? null });
-  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, toks(i), first, t, i >= n, wrongs[i])));
+  replace($('steps'), ...c.steps.map((s, i) => stepCard(s, i, c.scores[i], c.confidence?.[i] ?? null, toks(i), first, t, i >= n, wrongs[i], reads)));
   if (sourceNote) $('steps').prepend(el('li', { class: 'hint' }, sourceNote));
   const section = $('results');
   section.hidden = false;
