@@ -75,3 +75,24 @@ export function modelFileFor(url: string): string | null {
   for (const r of roots) if (existsSync(join(r, file))) return join(r, file);
   return null;
 }
+
+/** The app's share link for a scored trace (the #s= state of src/share.ts): a view with exactly these scores, no model. */
+export function scoredLink(problem: string, steps: string[], scores: number[], threshold: number): string {
+  const state = { v: 1, problem, response: steps.join('\n\n'), segmenter: 'auto', aggregation: 'min', threshold, steps, scores };
+  return `./#s=${Buffer.from(JSON.stringify(state), 'utf8').toString('base64url')}`;
+}
+
+/** Red, green, blue of a CSS colour. */
+export function rgb(css: string): number[] {
+  const m = /rgba?\(([^)]+)\)/.exec(css);
+  return m ? m[1].split(',').slice(0, 3).map((x) => Number(x.trim())) : [];
+}
+
+/** The left border (the card's colour on the score scale) of step card `i`. */
+export async function cardBorder(page: Page, i: number): Promise<{ color: number[]; style: string }> {
+  const b = await page.locator('#steps li.step-card').nth(i).evaluate((c) => {
+    const s = getComputedStyle(c);
+    return { color: s.borderLeftColor, style: s.borderLeftStyle };
+  });
+  return { color: rgb(b.color), style: b.style };
+}

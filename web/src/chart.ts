@@ -44,9 +44,10 @@ function config(s: Series): ChartConfiguration {
           data: s.scores,
           yAxisID: 'y',
           borderColor: '#1c1c1c',
-          backgroundColor: s.scores.map((v) => scoreColor(v, s.threshold)),
+          // Steps after the first error rest on it: drawn in the error's red, whatever their score.
+          backgroundColor: s.scores.map((v, i) => (s.firstError >= 0 && i > s.firstError ? 'rgba(178, 24, 43, 0.45)' : scoreColor(v, s.threshold))),
           pointRadius: s.scores.map((_, i) => (i === s.firstError ? 9 : 5)),
-          pointStyle: s.scores.map((_, i) => (i === s.firstError ? 'triangle' : 'circle')),
+          pointStyle: s.scores.map((_, i) => (i === s.firstError ? 'triangle' : s.firstError >= 0 && i > s.firstError ? 'rectRot' : 'circle')),
           pointBorderColor: s.scores.map((_, i) => (i === s.firstError ? '#b2182b' : '#1c1c1c')),
           pointBorderWidth: s.scores.map((_, i) => (i === s.firstError ? 3 : 1)),
           spanGaps: false,

@@ -42,12 +42,20 @@ function falseEquation(text: string): Equation | null {
   return checkArithmetic(text).find((e) => !e.holds) ?? null;
 }
 
+/** The score bar of a step that rests on an earlier error: its score's colour, striped with the error's red. */
+function restsBar(score: number | null, t: number): string {
+  return `repeating-linear-gradient(135deg, ${scoreColor(score, t)} 0 6px, rgba(178, 24, 43, 0.75) 6px 10px)`;
+}
+
 /** Why a step counts as an error: false arithmetic first (certain), else a score below the threshold. */
 type Verdict = 'wrong' | 'below' | null;
 
 function stepCard(step: AppStep, i: number, score: number | null, conf: StepConfidence | null, toks: StepTokens, first: number, t: number, pending: boolean, wrong: Equation | null, reads: Reads): HTMLLIElement {
   const verdict: Verdict = pending ? null : wrong ? 'wrong' : score !== null && score < t ? 'below' : null;
-  const color = verdict === 'wrong' ? WRONG_COLOR : scoreColor(score, t);
+  // A step after the first error builds on it: whatever its own score, it is drawn
+  // in the error's red, dashed, and says which step it rests on.
+  const restsOn = !pending && first >= 0 && i > first ? first : null;
+  const color = verdict === 'wrong' || restsOn !== null ? WRONG_COLOR : scoreColor(score, t);
   const isFirst = i === first;
   const roleText = step.role ? ` · ${step.role.replace('_', ' ')}${step.tool ? ` (${step.tool})` : ''}` : '';
   const label = step.label === true ? 'labelled correct' : step.label === false ? 'labelled wrong' : null;
@@ -56,10 +64,11 @@ function stepCard(step: AppStep, i: number, score: number | null, conf: StepConf
     isFirst ? el('span', { class: 'marker', attrs: { 'data-first-error': 'true' } }, 'First error') : null,
     verdict === 'wrong' ? el('span', { class: 'verdict wrong' }, 'Wrong: exact arithmetic')
       : verdict === 'below' ? el('span', { class: 'verdict below' }, `Below the threshold ${t.toFixed(2)}`) : null,
+    restsOn !== null ? el('span', { class: 'rests-on' }, `Rests on the error in step ${restsOn + 1}`) : null,
     label ? el('span', { class: 'label-tag' }, `ground truth: ${label}`) : null,
     el('span', { class: 'step-score' }, pending ? 'pending…' : `model score ${fmt(score)}`));
   const bar = el('div', { class: 'bar', attrs: { role: 'meter', 'aria-valuemin': '0', 'aria-valuemax': '1', 'aria-valuenow': String(score ?? 0), 'aria-label': `Step ${i + 1} model score` } },
-    el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: scoreColor(score, t) } }));
+    el('span', { style: { width: `${Math.max(0, Math.min(1, score ?? 0)) * 100}%`, background: restsOn !== null ? restsBar(score, t) : scoreColor(score, t) } }));
   // Token shading where the head read per-token log-probs (the least likely
   // number marked on the flagged step); else the step tinted by its confidence.
   const least = isFirst && !pending ? toks.least : null;
@@ -78,8 +87,10 @@ function stepCard(step: AppStep, i: number, score: number | null, conf: StepConf
   const confLine = conf
     ? el('p', { class: 'conf' }, `${conf.tokens} tokens · mean log-prob ${fmt(conf.meanLogprob)} (p ≈ ${fmt(Math.exp(conf.meanLogprob))}) · min log-prob ${fmt(conf.minLogprob)} · mean entropy ${fmt(conf.meanEntropy)} nats`)
     : null;
-  const status = pending ? 'not scored yet' : `model score ${fmt(score, 2)}${verdict === 'wrong' ? ', wrong by exact arithmetic' : verdict === 'below' ? ', below the threshold' : ''}`;
-  const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${verdict === 'wrong' ? ' is-wrong' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs: { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'data-verdict': verdict ?? '', 'aria-label': `Step ${i + 1}, ${status}${isFirst ? ', first error' : ''}` } },
+  const status = pending ? 'not scored yet' : `model score ${fmt(score, 2)}${verdict === 'wrong' ? ', wrong by exact arithmetic' : verdict === 'below' ? ', below the threshold' : ''}${restsOn !== null ? `, rests on the error in step ${restsOn + 1}` : ''}`;
+  const attrs: Record<string, string> = { 'data-step': String(i), 'data-score': score === null ? '' : String(score), 'data-verdict': verdict ?? '', 'aria-label': `Step ${i + 1}, ${status}${isFirst ? ', first error' : ''}` };
+  if (restsOn !== null) attrs['data-rests-on'] = String(restsOn);
+  const card = el('li', { class: `step-card${isFirst ? ' is-first-error' : ''}${verdict === 'wrong' ? ' is-wrong' : ''}${restsOn !== null ? ' rests-on-error' : ''}${pending ? ' pending' : ''}`, style: { borderLeftColor: color }, attrs },
     head, bar, text, markLine, arithLine, confLine);
   return card;
 }
