@@ -13,7 +13,7 @@ import {
 } from 'stepscore';
 import { addCandidate, candidateTexts, renderRanking, setCandidates } from './bestofn';
 import { DEFAULT_THRESHOLD, MODELS, type ModelEntry } from './config';
-import { $, button, el, input, nextFrame, replace, select, textarea } from './dom';
+import { $, button, el, input, nextFrame, numberSections, replace, select, textarea } from './dom';
 import { download } from './download';
 import { exportDocument, exportRows } from './exporting';
 import { CANDIDATE_SETS, EXAMPLES } from './gallery';
@@ -631,6 +631,7 @@ function setupBestOfN(): void {
 // ---------------------------------------------------------------- start
 
 function start(): void {
+  numberSections();
   setupModelPanel();
   setupTabs();
   setupGallery();

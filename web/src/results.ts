@@ -4,7 +4,7 @@ import { aggregate, checkArithmetic, firstError, type Aggregation, type Equation
 import { drawChart } from './chart';
 import { scaleGradient, scoreColor, scoreTint, WRONG_COLOR } from './color';
 import { PROGRESS_BASELINE } from './config';
-import { $, el, fmt, replace } from './dom';
+import { $, el, fmt, numberSections, replace } from './dom';
 import type { AppStep } from './reader';
 import { leastLikelyLine, tokenText, unlikely, type Reads } from './tokens';
 import { AGG_LABELS, type Scored } from './types';
@@ -23,9 +23,9 @@ function progress(scores: Array<number | null>, upto: number): Array<number | nu
 }
 
 function renderLegend(t: number): void {
-  const ramp = el('div', { class: 'ramp', style: { background: scaleGradient(t) }, attrs: { role: 'img', 'aria-label': `Colour scale: red below the threshold ${t.toFixed(2)}, white at it, blue above` } },
+  const ramp = el('div', { class: 'ramp', style: { background: scaleGradient(t) }, attrs: { role: 'img', 'aria-label': `Colour scale: red below the threshold ${t.toFixed(2)}, blue above, pale near it` } },
     el('span', { class: 'tick', style: { left: `calc(${(t * 100).toFixed(1)}% - 1px)` } }));
-  replace($('legend'), el('span', {}, '0 · likely wrong'), ramp, el('span', {}, '1 · likely right'), el('span', { class: 'hint' }, `(white = threshold ${t.toFixed(2)})`));
+  replace($('legend'), el('span', {}, '0 · likely wrong'), ramp, el('span', {}, '1 · likely right'), el('span', { class: 'hint' }, `(red below the threshold ${t.toFixed(2)}, blue above; grey = not scored)`));
 }
 
 interface StepTokens {
@@ -143,5 +143,6 @@ export function renderResults(c: Scored, how: Aggregation, t: number, upto?: num
   if (sourceNote) $('steps').prepend(el('li', { class: 'hint' }, sourceNote));
   const section = $('results');
   section.hidden = false;
+  numberSections();
   section.dataset.rendered = String(n);
 }
