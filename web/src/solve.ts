@@ -3,8 +3,8 @@
 // token, colours each step the moment the verifier scores it, greys the
 // candidates the search prunes, then marks the chosen one and the three
 // votes side by side. Model text reaches the page only as text nodes.
-import { selectBest, type SearchCandidate, type SearchEvent, type SearchMethod, type SearchResult, type Selection, type StepScorer, type StopReason } from 'stepscore';
-import { scoreColor, scoreTint } from './color';
+import { checkArithmetic, selectBest, type SearchCandidate, type SearchEvent, type SearchMethod, type SearchResult, type Selection, type StepScorer, type StopReason } from 'stepscore';
+import { scoreColor, scoreTint, WRONG_COLOR } from './color';
 import { $, button, el, fmt, input, replace, select, textarea } from './dom';
 import { errorText } from './modelview';
 
@@ -22,11 +22,24 @@ interface CandidateView {
   body: HTMLElement;
   /** The text written since the last scored step (shown uncoloured). */
   tail: Text;
-  steps: Array<{ text: string; score: number }>;
+  steps: SolveStep[];
   tokens: number;
   /** One state per card, named by its one state tag. */
   state: CardState;
   stateTag: HTMLSpanElement;
+}
+
+/**
+ * A written, scored step. `wrong`: exact arithmetic proves one of its equations
+ * false (wrong whatever the verifier scored, as in the step-reward view);
+ * `restsOn`: the earlier step of the same candidate it builds on that is wrong
+ * or scored below the threshold (the first such), else null.
+ */
+interface SolveStep {
+  text: string;
+  score: number;
+  wrong: string | null;
+  restsOn: number | null;
 }
 
 /**
@@ -104,13 +117,28 @@ function setStatus(text: string, isError = false): void {
   node.classList.toggle('error', isError);
 }
 
-function stepSpan(text: string, score: number, t: number): HTMLSpanElement {
+function stepSpan(step: SolveStep, t: number): HTMLSpanElement {
+  const { text, score, wrong, restsOn } = step;
+  const attrs: Record<string, string> = { 'data-score': String(score) };
+  if (wrong) attrs['data-arithmetic'] = 'false';
+  if (restsOn !== null) attrs['data-rests-on'] = String(restsOn);
+  const title = `step score ${fmt(score)}${wrong ? `; wrong by exact arithmetic: ${wrong}` : ''}${restsOn !== null ? `; rests on the error in step ${restsOn + 1}` : ''}`;
   return el('span', {
-    class: 'solve-step',
-    title: `step score ${fmt(score)}`,
-    attrs: { 'data-score': String(score) },
-    style: { backgroundColor: scoreTint(score, t, 0.45), borderLeftColor: scoreColor(score, t) },
+    class: `solve-step${wrong ? ' wrong' : ''}${restsOn !== null ? ' rests-on-error' : ''}`,
+    title,
+    attrs,
+    style: {
+      backgroundColor: wrong ? 'rgba(178, 24, 43, 0.3)' : scoreTint(score, t, 0.45),
+      borderLeftColor: wrong || restsOn !== null ? WRONG_COLOR : scoreColor(score, t),
+    },
   }, text);
+}
+
+/** A new step of `view`, judged like the step-reward view judges one. */
+function judge(view: CandidateView, text: string, score: number, t: number): SolveStep {
+  const wrong = checkArithmetic(text).find((e) => !e.holds)?.explanation ?? null;
+  const bad = view.steps.findIndex((s) => s.wrong !== null || s.score < t);
+  return { text, score, wrong, restsOn: bad >= 0 ? bad : null };
 }
 
 function newView(index: number, from: number | null, t: number): CandidateView {
@@ -124,7 +152,7 @@ function newView(index: number, from: number | null, t: number): CandidateView {
   if (from !== null && views[from]) {
     // A fork starts with its parent's text: its scored steps and the rest.
     const parent = views[from];
-    for (const s of parent.steps) body.append(stepSpan(s.text, s.score, t));
+    for (const s of parent.steps) body.append(stepSpan(s, t));
     view.steps = parent.steps.map((s) => ({ ...s }));
     tail.data = parent.tail.data;
   }
@@ -188,8 +216,9 @@ function onEvent(e: SearchEvent, t: number): void {
       break;
     case 'step': {
       // The written text up to this step becomes the coloured step.
-      view.steps.push({ text: view.tail.data, score: e.score });
-      view.body.insertBefore(stepSpan(view.tail.data, e.score, t), view.tail);
+      const step = judge(view, view.tail.data, e.score, t);
+      view.steps.push(step);
+      view.body.insertBefore(stepSpan(step, t), view.tail);
       view.tail.data = '';
       break;
     }
