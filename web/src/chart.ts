@@ -29,7 +29,7 @@ export interface Series {
 }
 
 let chart: Chart | null = null;
-const RUNNING_WIDTH = 3;
+const RUNNING_WIDTH = 7;
 
 function config(s: Series): ChartConfiguration {
   const labels = s.scores.map((_, i) => `Step ${i + 1}`);
@@ -59,11 +59,13 @@ function config(s: Series): ChartConfiguration {
           label: `Running ${s.aggregationLabel}`,
           data: s.running,
           yAxisID: 'y',
-          // Solid, wide and orange: it often runs low (a min), where a thin dashed line vanished into the axis.
-          borderColor: '#e66101',
-          backgroundColor: '#e66101',
+          // A wide translucent orange band under the score line: visible where the two coincide
+          // (a running min often equals the score) and off the x-axis when it runs near 0, where a
+          // thin dashed line vanished.
+          borderColor: 'rgba(230, 97, 1, 0.6)',
+          backgroundColor: 'rgb(230, 97, 1)',
           borderWidth: RUNNING_WIDTH,
-          pointRadius: 3,
+          pointRadius: 0,
           order: 2,
         },
         {
