@@ -17,6 +17,8 @@ test('item 4: token shading marks what the verifier reads; a likely number is ne
   for (const id of ['apples-correct', 'ages-logic']) {
     const ex = EXAMPLES.find((e) => e.id === id)!;
     await paste(page, ex.problem, ex.response);
+    // The last trace's "Scored …" must not count for this one.
+    await page.locator('#score-status').evaluate((n) => { n.textContent = ''; });
     await page.getByRole('button', { name: 'Score trace' }).click();
     await expect(page.locator('#score-status')).toContainText(/Scored \d+ steps/, { timeout: 540_000 });
     const toks = await page.locator('#steps .tok').evaluateAll((ts) => ts.map((t) => ({ text: t.textContent ?? '', bg: getComputedStyle(t).backgroundColor, title: (t as HTMLElement).title })));
