@@ -1,5 +1,5 @@
 import { expect, type Page } from '@playwright/test';
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -52,3 +52,47 @@ export const SLIP = {
   ].join('\n\n'),
   wrongStep: 1,
 };
+
+/** stepscore's cache dir, as server/models.ts finds it. */
+export function cacheDir(): string {
+  if (process.env.STEPSCORE_CACHE) return process.env.STEPSCORE_CACHE;
+  return process.env.XDG_CACHE_HOME ? join(process.env.XDG_CACHE_HOME, 'stepscore') : join(process.env.HOME ?? '', '.cache', 'stepscore');
+}
+
+/**
+ * The model file an entry's URL names ('models/<file>' from the cache, web/models or the
+ * repository's models/; 'fixtures/prm/<dir>/' from tests/fixtures/prm), or null when none
+ * of the places server/models.ts looks holds it.
+ */
+export function modelFileFor(url: string): string | null {
+  const web = join(dirname(fileURLToPath(import.meta.url)), '..');
+  if (url.startsWith('fixtures/prm/')) {
+    const p = join(web, '..', 'tests', url);
+    return existsSync(p) ? p : null;
+  }
+  const file = url.replace(/^models\//, '');
+  const roots = [process.env.STEPSCORE_MODELS_DIR, join(web, 'models'), join(web, '..', 'models'), cacheDir()].filter((r): r is string => !!r);
+  for (const r of roots) if (existsSync(join(r, file))) return join(r, file);
+  return null;
+}
+
+/** The app's share link for a scored trace (the #s= state of src/share.ts): a view with exactly these scores, no model. */
+export function scoredLink(problem: string, steps: string[], scores: number[], threshold: number): string {
+  const state = { v: 1, problem, response: steps.join('\n\n'), segmenter: 'auto', aggregation: 'min', threshold, steps, scores };
+  return `./#s=${Buffer.from(JSON.stringify(state), 'utf8').toString('base64url')}`;
+}
+
+/** Red, green, blue of a CSS colour. */
+export function rgb(css: string): number[] {
+  const m = /rgba?\(([^)]+)\)/.exec(css);
+  return m ? m[1].split(',').slice(0, 3).map((x) => Number(x.trim())) : [];
+}
+
+/** The left border (the card's colour on the score scale) of step card `i`. */
+export async function cardBorder(page: Page, i: number): Promise<{ color: number[]; style: string }> {
+  const b = await page.locator('#steps li.step-card').nth(i).evaluate((c) => {
+    const s = getComputedStyle(c);
+    return { color: s.borderLeftColor, style: s.borderLeftStyle };
+  });
+  return { color: rgb(b.color), style: b.style };
+}

@@ -6,7 +6,7 @@ test('without the WebGPU flag the browser grants no adapter; the app runs on the
   await openAndLoad(page, 'math-shepherd-tiny');
   const badge = page.locator('#backend-badge');
   await expect(badge).toHaveAttribute('data-backend', 'cpu');
-  await expect(badge).toContainText('CPU (WebAssembly)');
+  await expect(badge).toContainText('processor (CPU)');
   await expect(page.locator('#model-info')).toContainText(/WebGPU in this browser\s*(navigator.gpu is present but no adapter was granted|not available)/);
   await paste(page, SLIP.problem, SLIP.response);
   await score(page);

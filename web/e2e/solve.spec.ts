@@ -43,7 +43,7 @@ test('Solve mode: SmolLM2 writes, scores and prunes beams live, picks and votes;
   expect(await page.locator('body').getAttribute('data-solve')).toBe('running');
 
   await expect(page.locator('body')).toHaveAttribute('data-solve', 'done', { timeout: 360_000 });
-  await expect(page.locator('#solve-status')).toContainText(/Done in [\d.]+ s: \d+ candidates, \d+ tokens written/);
+  await expect(page.locator('#solve-status')).toContainText(/Done in [\d.]+ s: \d+ candidates written: \d+ finalists \(\d+ complete\), \d+ pruned.*; \d+ tokens written/);
   const scores = await page.locator('#solve-candidates .solve-step').evaluateAll((nodes) =>
     nodes.map((n) => ({ score: Number((n as HTMLElement).dataset.score), colour: (n as HTMLElement).style.backgroundColor })),
   );
@@ -60,12 +60,19 @@ test('Solve mode: SmolLM2 writes, scores and prunes beams live, picks and votes;
   await expect(pruned.first()).toContainText('pruned');
   // Forks name their parent and start with its text.
   await expect(page.locator('#solve-candidates li.solve-card h3', { hasText: '(from ' }).first()).toBeVisible();
-  // The chosen candidate is a finalist; the three votes stand side by side.
-  await expect(page.locator('#solve-candidates li.chosen')).toHaveCount(1);
-  await expect(page.locator('#solve-candidates li.chosen')).toHaveAttribute('data-finalist', 'true');
-  await expect(page.locator('#solve-candidates li.chosen')).toContainText('★ chosen');
+  // The chosen candidate is a complete finalist (issue 46: one cut off at the token limit
+  // or with no final answer is never chosen; with 96 tokens SmolLM2 may leave none complete,
+  // and then nothing is chosen); the three votes stand side by side.
+  const complete = await page.locator('#solve-candidates li[data-finalist="true"][data-complete="true"]').count();
+  await expect(page.locator('#solve-candidates li.chosen')).toHaveCount(complete > 0 ? 1 : 0);
   for (const vote of ['best', 'majority', 'weighted']) await expect(page.locator(`#solve-votes [data-vote="${vote}"]`)).toBeVisible();
-  await expect(page.locator('#solve-votes [data-vote="best"]')).toContainText(/candidate \d+, score 0\.\d+/);
+  if (complete > 0) {
+    await expect(page.locator('#solve-candidates li.chosen')).toHaveAttribute('data-complete', 'true');
+    await expect(page.locator('#solve-candidates li.chosen')).toContainText('★ chosen');
+    await expect(page.locator('#solve-votes [data-vote="best"]')).toContainText(/candidate \d+, score 0\.\d+/);
+  } else {
+    await expect(page.locator('#solve-votes [data-vote="best"]')).toContainText('nothing chosen: no finalist is complete');
+  }
   // Model text is text: a card's text holds only text nodes and our step spans.
   const foreign = await page.locator('#solve-candidates .solve-text').evaluateAll((nodes) =>
     nodes.flatMap((n) => [...n.querySelectorAll('*')].filter((c) => !(c.tagName === 'SPAN' && c.classList.contains('solve-step') && c.children.length === 0)).map((c) => c.tagName)),

@@ -29,6 +29,7 @@ export interface Series {
 }
 
 let chart: Chart | null = null;
+const RUNNING_WIDTH = 7;
 
 function config(s: Series): ChartConfiguration {
   const labels = s.scores.map((_, i) => `Step ${i + 1}`);
@@ -44,9 +45,10 @@ function config(s: Series): ChartConfiguration {
           data: s.scores,
           yAxisID: 'y',
           borderColor: '#1c1c1c',
-          backgroundColor: s.scores.map((v) => scoreColor(v, s.threshold)),
+          // Steps after the first error rest on it: drawn in the error's red, whatever their score.
+          backgroundColor: s.scores.map((v, i) => (s.firstError >= 0 && i > s.firstError ? 'rgba(178, 24, 43, 0.45)' : scoreColor(v, s.threshold))),
           pointRadius: s.scores.map((_, i) => (i === s.firstError ? 9 : 5)),
-          pointStyle: s.scores.map((_, i) => (i === s.firstError ? 'triangle' : 'circle')),
+          pointStyle: s.scores.map((_, i) => (i === s.firstError ? 'triangle' : s.firstError >= 0 && i > s.firstError ? 'rectRot' : 'circle')),
           pointBorderColor: s.scores.map((_, i) => (i === s.firstError ? '#b2182b' : '#1c1c1c')),
           pointBorderWidth: s.scores.map((_, i) => (i === s.firstError ? 3 : 1)),
           spanGaps: false,
@@ -57,9 +59,13 @@ function config(s: Series): ChartConfiguration {
           label: `Running ${s.aggregationLabel}`,
           data: s.running,
           yAxisID: 'y',
-          borderColor: '#7b3294',
-          borderDash: [2, 3],
-          pointRadius: 2,
+          // A wide translucent orange band under the score line: visible where the two coincide
+          // (a running min often equals the score) and off the x-axis when it runs near 0, where a
+          // thin dashed line vanished.
+          borderColor: 'rgba(230, 97, 1, 0.6)',
+          backgroundColor: 'rgb(230, 97, 1)',
+          borderWidth: RUNNING_WIDTH,
+          pointRadius: 0,
           order: 2,
         },
         {
@@ -89,15 +95,28 @@ function config(s: Series): ChartConfiguration {
       maintainAspectRatio: false,
       interaction: { mode: 'index', intersect: false },
       scales: {
-        y: { min: 0, max: 1, title: { display: true, text: 'score' } },
-        y1: { min: -1, max: 1, position: 'right', grid: { drawOnChartArea: false }, title: { display: true, text: 'progress' } },
+        // A margin under 0 and over 1 keeps lines at 0 or 1 off the axes; ticks stay on [0, 1].
+        y: { min: -0.06, max: 1.06, title: { display: true, text: 'score' }, afterBuildTicks: (axis) => { axis.ticks = [0, 0.2, 0.4, 0.6, 0.8, 1].map((value) => ({ value })); } },
+        y1: { min: -1.12, max: 1.12, position: 'right', grid: { drawOnChartArea: false }, title: { display: true, text: 'progress' }, afterBuildTicks: (axis) => { axis.ticks = [-1, -0.5, 0, 0.5, 1].map((value) => ({ value })); } },
       },
       plugins: { legend: { position: 'bottom', labels: { boxWidth: 14 } } },
     },
   };
 }
 
+/** Records how far the running line stays above the plot's bottom edge (px), after every render (resizes too). */
+function recordRunningGap(c: Chart, running: Array<number | null>): void {
+  const canvas = c.canvas;
+  const bottom = c.chartArea?.bottom;
+  const ys = c.getDatasetMeta(1).data.map((p, i) => (running[i] === null ? null : p.y)).filter((y): y is number => typeof y === 'number' && Number.isFinite(y));
+  if (bottom !== undefined && c.chartArea.height > 0 && ys.length) canvas.dataset.runningGap = (bottom - Math.max(...ys)).toFixed(1);
+  else delete canvas.dataset.runningGap;
+  canvas.dataset.runningWidth = String(RUNNING_WIDTH);
+}
+
 export function drawChart(canvas: HTMLCanvasElement, s: Series): void {
   chart?.destroy();
-  chart = new Chart(canvas, config(s));
+  const cfg = config(s);
+  cfg.plugins = [{ id: 'running-gap', afterRender: (c: Chart) => recordRunningGap(c, s.running) }];
+  chart = new Chart(canvas, cfg);
 }

@@ -74,3 +74,18 @@ export function fmt(x: number | null | undefined, digits = 3): string {
   if (Number.isNaN(x)) return 'NaN';
   return x.toFixed(digits);
 }
+
+/**
+ * Numbers the page's sections 1, 2, 3… in the order they are shown (the step
+ * rewards appear only after a first scoring): each h2 keeps its title in
+ * data-title and gets "k. title" as text.
+ */
+export function numberSections(): void {
+  let k = 0;
+  for (const h of document.querySelectorAll<HTMLElement>('main > section > h2')) {
+    const title = h.dataset.title ?? (h.textContent ?? '').replace(/^\d+\.\s*/, '');
+    h.dataset.title = title;
+    if ((h.parentElement as HTMLElement).hidden) continue;
+    h.textContent = `${++k}. ${title}`;
+  }
+}

@@ -13,7 +13,7 @@ import {
 } from 'stepscore';
 import { addCandidate, candidateTexts, renderRanking, setCandidates } from './bestofn';
 import { DEFAULT_THRESHOLD, MODELS, type ModelEntry } from './config';
-import { $, button, el, input, nextFrame, replace, select, textarea } from './dom';
+import { $, button, el, input, nextFrame, numberSections, replace, select, textarea } from './dom';
 import { download } from './download';
 import { exportDocument, exportRows } from './exporting';
 import { CANDIDATE_SETS, EXAMPLES } from './gallery';
@@ -398,6 +398,7 @@ async function scoreDraft(): Promise<void> {
       tokenLogprobs: res.tokenLogprobs ?? null,
       leastLikely: res.leastLikely ?? null,
       source: 'model',
+      family: scorer.info().family,
       tokens: res.tokens,
       model: modelName,
     };
@@ -424,7 +425,7 @@ async function scoreLive(): Promise<void> {
   refreshButtons();
   button('stop-live-btn').disabled = false;
   const session = scorer.session(draft.problem);
-  current = { problem: draft.problem, steps: draft.steps, scores: draft.steps.map(() => null), confidence: null, source: 'live', tokens: null, model: modelName };
+  current = { problem: draft.problem, steps: draft.steps, scores: draft.steps.map(() => null), confidence: null, source: 'live', family: scorer.info().family, tokens: null, model: modelName };
   renderResults(0);
   try {
     for (const [i, step] of draft.steps.entries()) {
@@ -630,6 +631,7 @@ function setupBestOfN(): void {
 // ---------------------------------------------------------------- start
 
 function start(): void {
+  numberSections();
   setupModelPanel();
   setupTabs();
   setupGallery();

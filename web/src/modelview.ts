@@ -33,11 +33,15 @@ export function showBackend(info: ScorerInfo): void {
   badge.classList.remove('gpu', 'cpu');
   if (info.backend === 'webgpu') {
     badge.classList.add('gpu');
-    badge.textContent = `Backend: WebGPU — ${info.adapter ?? 'adapter'}`;
+    badge.textContent = `Running on this device’s graphics processor (WebGPU${info.adapter ? `: ${info.adapter}` : ''}).`;
   } else {
+    // In plain words; the info table below keeps the SDK's own reason (info().fallbackReason).
     badge.classList.add('cpu');
-    const why = info.fallbackReason ?? (info.requestedBackend === 'cpu' ? 'the CPU was requested' : 'no reason given');
-    badge.textContent = `Backend: CPU (WebAssembly) — ${why}`;
+    badge.textContent = info.requestedBackend === 'cpu'
+      ? 'Running on this device’s processor (CPU), as chosen in the Backend menu.'
+      : info.adapter
+        ? `Running on this device’s processor (CPU): this browser’s WebGPU is a software emulation (${info.adapter}), which would be slower here. To try it anyway, choose “WebGPU only” in the Backend menu.`
+        : 'Running on this device’s processor (CPU): this browser does not offer WebGPU (access to the graphics processor) here.';
   }
   badge.dataset.backend = info.backend;
 }

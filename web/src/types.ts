@@ -1,5 +1,5 @@
 // Shapes the app's modules share.
-import type { Aggregation, Selection, StepConfidence, TextSpan, TokenLogprob } from 'stepscore';
+import type { Aggregation, Family, Selection, StepConfidence, TextSpan, TokenLogprob } from 'stepscore';
 import type { AppStep } from './reader';
 
 export interface Scored {
@@ -13,6 +13,8 @@ export interface Scored {
   leastLikely?: Array<TextSpan | null> | null;
   /** Where the scores came from. */
   source: 'model' | 'live' | 'file' | 'link';
+  /** The scoring model's family (which tokens its head reads); absent for file and link scores. */
+  family?: Family | null;
   tokens: number | null;
   model: string | null;
 }
