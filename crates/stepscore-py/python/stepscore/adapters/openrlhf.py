@@ -25,6 +25,17 @@ optionally ``STEPSCORE_HEAD``, ``STEPSCORE_FAMILY``, ``STEPSCORE_THREADS``,
 ``STEPSCORE_POLICY_TOKENIZER`` (the ``--actor.pretrain`` path or hub name,
 loaded with ``transformers.AutoTokenizer``; ``none`` when the prompts are
 plain text). Or build one with :func:`make_reward_func`.
+
+OpenRLHF loads the file by path (``importlib.util.spec_from_file_location
+("reward_func", path)``), outside the ``stepscore`` package, so this file
+imports ``stepscore`` absolutely; ``stepscore`` must be installed wherever
+OpenRLHF's vLLM engine actors run. On an existing Ray cluster (``ray job
+submit``, or ``RAY_ADDRESS`` set) the actors do not see the shell's
+environment: OpenRLHF's ``ray.init`` forwards only ``TOKENIZERS_PARALLELISM``,
+``NCCL_DEBUG`` and ``RAY_ENABLE_ZERO_COPY_TORCH_TENSORS``, so pass the
+``STEPSCORE_*`` variables in the job's runtime environment:
+``ray job submit --runtime-env-json '{"env_vars": {"STEPSCORE_MODEL": ...,
+"STEPSCORE_POLICY_TOKENIZER": ...}}' -- python -m openrlhf.cli.train_ppo_ray ...``.
 """
 
 import logging
@@ -34,8 +45,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import Scorer
-from . import shared_scorer
+# Absolute imports only: OpenRLHF loads this file by path
+# (importlib.util.spec_from_file_location("reward_func", path)), outside
+# its package, where a relative import raises ImportError.
+from stepscore import Scorer
+from stepscore.adapters import shared_scorer
 
 log = logging.getLogger("stepscore.adapters.openrlhf")
 

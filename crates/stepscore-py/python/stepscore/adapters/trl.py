@@ -15,8 +15,8 @@ the rank's CPU share (``OMP_NUM_THREADS``, which torchrun sets per rank).
 import asyncio
 from typing import Any, Callable, List, Optional, Sequence
 
-from .. import Scorer
-from . import message_text
+from stepscore import Scorer
+from stepscore.adapters import message_text
 
 
 def reward_function(

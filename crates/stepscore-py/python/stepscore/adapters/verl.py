@@ -39,8 +39,10 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .. import Scorer, answers_equal, dense_rewards, extract_answer, segment
-from . import message_text, shared_scorer
+# Absolute imports: verl can load this file by path (custom_reward_function.path=/path/to/verl.py,
+# spec_from_file_location), outside its package.
+from stepscore import Scorer, answers_equal, dense_rewards, extract_answer, segment
+from stepscore.adapters import message_text, shared_scorer
 
 #: How a verl score combines the PRM with the answer check.
 MODES = ("prm", "gated", "outcome")
