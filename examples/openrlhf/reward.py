@@ -14,7 +14,7 @@ was --remote_rm_url before 0.11), two ways:
 
 2. `stepscore serve` as the reward server:
 
-    stepscore serve --model stepscore-prm-smollm2 --listen 127.0.0.1:5000
+    stepscore serve --model stepscore-prm-smollm2 --listen 127.0.0.1:5000 --unscored-reward 0
     python -m openrlhf.cli.train_ppo_ray ... --reward.remote_url http://127.0.0.1:5000/get_reward
 
 OpenRLHF pulls torch, so CI runs this file without it: it makes the calls
@@ -69,7 +69,8 @@ cli = os.environ.get("STEPSCORE_CLI") or shutil.which("stepscore")
 if cli is None:
     root = Path(__file__).resolve().parents[2]
     cli = str(root / "target" / "debug" / "stepscore")
-server = subprocess.Popen([cli, "serve", "--model", model, "--listen", "127.0.0.1:0", "--backend", "cpu"],
+server = subprocess.Popen([cli, "serve", "--model", model, "--listen", "127.0.0.1:0", "--backend", "cpu",
+                           "--unscored-reward", "0"],
                           stderr=subprocess.PIPE, text=True)
 try:
     url = None

@@ -291,7 +291,7 @@ def test_openrlhf_reward_func_plain_prompts(tiny):
     prompts = ["Question: " + PROBLEM + "\nAnswer: "] * 2
     queries = [prompts[0] + GOOD, prompts[1] + BAD]
     out = f(queries, prompts, ["33", "33"])
-    assert set(out) == {"rewards", "scores", "extra_logs"}
+    assert set(out) == {"rewards", "scores", "extra_logs", "errors"}
     rewards = np.asarray(out["rewards"])
     assert rewards.shape == (2,)
     assert rewards[0] == pytest.approx(expected(tiny, prompts[0].strip(), GOOD), abs=1e-6)

@@ -120,3 +120,54 @@ def test_the_adapter_file_scores_with_the_tiny_prm(monkeypatch):
     rewards = [as_experience(info)[0] for info in infos]
     assert len(set(rewards)) == 1 and math.isfinite(rewards[0])
     assert len(adapters._scorers) == 1  # one model for all threads
+
+
+# Item 2 of issue 41: OpenRLHF builds torch.tensor([reward]) with no error
+# handling, so an unscorable rollout must still get a number.
+
+UNSCORABLE = [
+    ("empty response", PROBLEM, PROBLEM),
+    ("query not starting with its prompt", "Something else. " + GOOD, PROBLEM),
+    ("scorer error (over the token limit)", PROBLEM + "FAIL\n\n" + GOOD, PROBLEM),
+]
+
+
+@pytest.mark.parametrize("what,query,prompt", UNSCORABLE, ids=[u[0] for u in UNSCORABLE])
+def test_an_unscorable_rollout_gets_the_documented_number(configured, monkeypatch, caplog, what, query, prompt):
+    monkeypatch.setenv("STEPSCORE_UNSCORED_REWARD", "-1")
+    reward_func = load_like_openrlhf(ADAPTER_FILE).reward_func
+    good, bad = asyncio.run(fetch_rewards_via_func(reward_func, [PROBLEM + GOOD, query], [PROBLEM, prompt], ["33", "33"]))
+    assert as_experience(good)[0] == pytest.approx(StubScorer.expected(GOOD), abs=1e-6)
+    reward, score, logs = as_experience(bad)
+    assert reward == -1.0 and score == 0.0
+    assert logs["stepscore/unscored"] == 1.0  # visible in OpenRLHF's logged metrics
+    assert bad["errors"][0] and good["errors"] == [None]  # ... in the returned info
+    assert "unscored (reward -1.0)" in caplog.text  # ... and in the log
+
+
+def test_the_unscored_reward_defaults_to_zero(configured):
+    reward_func = load_like_openrlhf(ADAPTER_FILE).reward_func
+    (info,) = asyncio.run(fetch_rewards_via_func(reward_func, [PROBLEM], [PROBLEM], [None]))
+    assert as_experience(info)[:2] == (0.0, 0.0)
+    assert "at least one step" in info["errors"][0]
+
+
+def test_a_failing_scorer_still_gives_every_sample_a_number(configured, caplog):
+    configured.raise_on_call = True
+    reward_func = load_like_openrlhf(ADAPTER_FILE).reward_func
+    infos = asyncio.run(fetch_rewards_via_func(reward_func, [PROBLEM + GOOD] * 3, [PROBLEM] * 3, ["33"] * 3))
+    for info in infos:
+        reward, _, logs = as_experience(info)
+        assert reward == 0.0 and logs["stepscore/unscored"] == 1.0
+        assert "the scoring thread is gone" in info["errors"][0]
+    assert "scoring failed for the whole call" in caplog.text
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "zero"])
+def test_the_unscored_reward_must_be_a_finite_number(configured, monkeypatch, value):
+    monkeypatch.setenv("STEPSCORE_UNSCORED_REWARD", value)
+    reward_func = load_like_openrlhf(ADAPTER_FILE).reward_func
+    with pytest.raises(ValueError, match="STEPSCORE_UNSCORED_REWARD must be a finite number"):
+        reward_func([PROBLEM + GOOD], [PROBLEM], ["33"])
+    with pytest.raises(ValueError, match="unscored must be a finite number"):
+        openrlhf_pkg.make_reward_func(configured, unscored=float(value) if value != "zero" else value)

@@ -21,7 +21,8 @@ This module is such a file: ``--reward.remote_url
 $(python -c "import stepscore.adapters.openrlhf as m; print(m.__file__)")``
 with the model named by the environment (``STEPSCORE_MODEL``, and
 optionally ``STEPSCORE_HEAD``, ``STEPSCORE_FAMILY``, ``STEPSCORE_THREADS``,
-``STEPSCORE_AGGREGATION``) and the policy's tokenizer by
+``STEPSCORE_AGGREGATION``, ``STEPSCORE_UNSCORED_REWARD``: the reward of
+a sample that cannot be scored, default 0.0) and the policy's tokenizer by
 ``STEPSCORE_POLICY_TOKENIZER`` (the ``--actor.pretrain`` path or hub name,
 loaded with ``transformers.AutoTokenizer``; ``none`` when the prompts are
 plain text). Or build one with :func:`make_reward_func`.
@@ -39,6 +40,7 @@ environment: OpenRLHF's ``ray.init`` forwards only ``TOKENIZERS_PARALLELISM``,
 """
 
 import logging
+import math
 import os
 import threading
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -159,10 +161,20 @@ def make_reward_func(
     """An OpenRLHF ``reward_func``: each response's reward is its steps'
     ``aggregation``; ``scores`` (OpenRLHF's dynamic-filtering signal, 0..1)
     is the same clipped to [0, 1]. ``tokenizer``: the policy's, to strip its
-    chat markup and special tokens (see :class:`QuerySplitter`). A sample
-    that cannot be split or scored gets ``unscored``, is counted in
-    ``extra_logs["stepscore/unscored"]`` and its reason logged as a warning.
+    chat markup and special tokens (see :class:`QuerySplitter`).
+
+    Every sample gets a number, never ``None``: OpenRLHF turns each reward
+    into ``torch.tensor([reward])`` with no error handling, so one ``None``
+    stops training. A sample that cannot be split or scored (an empty
+    response, a query that does not start with its prompt, a trace over the
+    token limit, a non-finite score, or a scorer that fails as a whole) gets
+    ``unscored`` (a finite number; ``STEPSCORE_UNSCORED_REWARD`` for the
+    file entry point, default 0.0). It stays visible: its reason is in the
+    result's ``errors`` (one ``str`` or ``None`` per sample; OpenRLHF ignores
+    the key), it is counted in ``extra_logs["stepscore/unscored"]`` (OpenRLHF
+    logs it with its metrics) and logged as a warning.
     """
+    unscored = _finite_reward(unscored, "unscored")
     splitter = QuerySplitter(tokenizer)
 
     def reward_func(
@@ -183,7 +195,12 @@ def make_reward_func(
                 errors[i] = f"{type(e).__name__}: {e}"
                 rows.append(None)
         good = [r for r in rows if r is not None]
-        results = iter(scorer.score_batch(good, segmenter=segmenter, errors="return"))
+        try:
+            scored: List[Any] = list(scorer.score_batch(good, segmenter=segmenter, errors="return"))
+        except Exception as e:  # the scorer as a whole: every sample of the call unscored, never None
+            log.exception("stepscore: scoring failed for the whole call of %d samples", len(good))
+            scored = [e] * len(good)
+        results = iter(scored)
         rewards: List[float] = []
         for i, row in enumerate(rows):
             value: Optional[float] = None
@@ -193,8 +210,8 @@ def make_reward_func(
                     errors[i] = f"{type(r).__name__}: {r}"
                 else:
                     value = r.aggregate(aggregation)
-                    if value is None or value != value:
-                        errors[i] = "no step was scored"
+                    if value is None or not math.isfinite(value):
+                        errors[i] = "no step was scored" if value is None else f"non-finite score {value}"
                         value = None
             rewards.append(float(unscored if value is None else value))
         for i, why in errors.items():
@@ -203,9 +220,22 @@ def make_reward_func(
             "rewards": _tensor(rewards),
             "scores": _tensor([min(max(r, 0.0), 1.0) for r in rewards]),
             "extra_logs": {"stepscore/unscored": _tensor([float(len(errors))])},
+            "errors": [errors.get(i) for i in range(len(rows))],
         }
 
     return reward_func
+
+
+def _finite_reward(value: Any, name: str) -> float:
+    """``value`` as a finite float, or a ``ValueError`` naming ``name``: NaN
+    or infinity would poison the trainer's reward averages."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a finite number, got {value!r}") from None
+    if x != x or x in (float("inf"), float("-inf")):
+        raise ValueError(f"{name} must be a finite number, got {value!r}")
+    return x
 
 
 def _policy_tokenizer() -> Any:
@@ -234,10 +264,12 @@ def _from_environment() -> Callable[..., Dict[str, Any]]:
         family=os.environ.get("STEPSCORE_FAMILY") or None,
         threads=int(threads) if threads else None,
     )
+    unscored = _finite_reward(os.environ.get("STEPSCORE_UNSCORED_REWARD", "0"), "STEPSCORE_UNSCORED_REWARD")
     return make_reward_func(
         scorer,
         tokenizer=_policy_tokenizer(),
         aggregation=os.environ.get("STEPSCORE_AGGREGATION", "min"),
+        unscored=unscored,
     )
 
 
