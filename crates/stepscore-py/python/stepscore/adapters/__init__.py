@@ -35,11 +35,21 @@ def shared_scorer(model: Any, **options: Any) -> Scorer:
     return scorer
 
 
-def message_text(value: Any, role: str) -> str:
+#: Where chat parsers put a thinking model's reasoning: ``reasoning_content``
+#: (TRL's ``parse_response`` schemas for Qwen3, DeepSeek-R1, GPT-OSS...; the
+#: OpenAI-compatible servers) or ``thinking`` (TRL's LFM2.5 schema).
+REASONING_FIELDS = ("reasoning_content", "thinking")
+
+
+def message_text(value: Any, role: str, reasoning: bool = True) -> str:
     """Plain text of a trainer's prompt or completion: a str as it is, or a
     conversational list of ``{"role", "content"}`` messages: the last
     ``user`` message for ``role="user"``, the ``assistant`` messages joined
-    by blank lines for ``role="assistant"``."""
+    by blank lines for ``role="assistant"``. With ``reasoning`` (the
+    default) an assistant message's reasoning (``reasoning_content`` or
+    ``thinking``, where a thinking model's ``<think>`` text is parsed to)
+    comes before its ``content``, so its steps are scored too; empty parts
+    are left out."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -49,11 +59,20 @@ def message_text(value: Any, role: str) -> str:
         for m in value:
             if not isinstance(m, dict):
                 raise TypeError(f"a conversational message must be a dict, got {type(m).__name__}")
-            if m.get("role") == role:
+            if m.get("role") != role:
+                continue
+            if role == "user":
                 texts.append(_content(m.get("content")))
+                continue
+            if reasoning:
+                for field in REASONING_FIELDS:
+                    if m.get(field):
+                        texts.append(_content(m.get(field)))
+                        break
+            texts.append(_content(m.get("content")))
         if role == "user":
             return texts[-1] if texts else ""
-        return "\n\n".join(texts)
+        return "\n\n".join(t for t in texts if t)
     raise TypeError(f"expected a str or a list of messages, got {type(value).__name__}")
 
 

@@ -25,6 +25,7 @@ def reward_function(
     aggregation: str = "min",
     segmenter: str = "auto",
     name: str = "stepscore_prm",
+    reasoning: bool = True,
 ) -> Callable[..., List[Optional[float]]]:
     """A reward function for TRL's ``GRPOTrainer``: each completion is cut
     into steps (``segmenter``), scored step by step, and its reward is the
@@ -33,7 +34,13 @@ def reward_function(
     which TRL skips for that reward function. When TRL passes its
     ``log_metric`` the share of unscored completions is logged as
     ``stepscore/unscored_fraction``, and ``log_extra`` gets each
-    completion's step scores as the ``stepscore_steps`` column."""
+    completion's step scores as the ``stepscore_steps`` column.
+
+    A thinking model's completion, parsed by TRL with a response template
+    or schema, carries its ``<think>`` text in ``reasoning_content`` (or
+    ``thinking``) and the rest in ``content``: with ``reasoning`` (the
+    default) the reasoning's steps are scored before the answer's;
+    ``reasoning=False`` scores ``content`` alone."""
 
     def reward(
         prompts: Sequence[Any],
@@ -44,7 +51,7 @@ def reward_function(
         if len(prompts) != len(completions):
             raise ValueError(f"{len(prompts)} prompts but {len(completions)} completions")
         rows = [
-            {"problem": message_text(p, "user"), "response": message_text(c, "assistant")}
+            {"problem": message_text(p, "user"), "response": message_text(c, "assistant", reasoning)}
             for p, c in zip(prompts, completions)
         ]
         results = scorer.score_batch(rows, segmenter=segmenter, errors="none")
