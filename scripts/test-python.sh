@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 
 venv=target/pyenv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --disable-pip-version-check "numpy>=1.21" "pytest>=7" "ray[data]>=2.9" "transformers>=4.56" "jinja2>=3"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check "numpy>=1.21" "pytest>=7" "ray[data]>=2.9" "transformers>=4.56" "jinja2>=3" "omegaconf>=2.3"
 export PATH="$PWD/$venv/bin:$PATH"
 
 # The CLI binary the parity and server tests run.

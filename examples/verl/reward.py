@@ -1,25 +1,33 @@
-"""Process rewards in verl (verl 0.9.1; 0.7 for the dense manager).
+"""Process rewards in verl (verl 0.9.1; 0.7.0 for the dense manager). The
+overrides are stepscore.adapters.verl.RECIPES (tests/test_verl_path.py
+applies each to a config shaped like its version's).
 
-Scalar rewards, verl's reward loop (verl >= 0.8): no code, only overrides:
+Scalar rewards, verl 0.9.1's reward loop: no code, only overrides:
 
     python -m verl.trainer.main_ppo ... \
         reward.reward_manager.source=importlib \
         reward.reward_manager.module.path=pkg://stepscore.adapters.verl \
         reward.reward_manager.name=StepRewardManager \
         +reward.reward_kwargs.model=stepscore-prm-smollm2 \
-        +reward.reward_kwargs.mode=gated
+        +reward.reward_kwargs.mode=gated \
+        +reward.reward_kwargs.threads=4 \
+        reward.num_workers=2
 
-or as a custom reward function:
+or as a custom reward function (called once per sample):
 
         reward.custom_reward_function.path=pkg://stepscore.adapters.verl \
         reward.custom_reward_function.name=compute_score \
-        +reward.custom_reward_function.reward_kwargs.model=stepscore-prm-smollm2
+        +reward.custom_reward_function.reward_kwargs.model=stepscore-prm-smollm2 \
+        +reward.custom_reward_function.reward_kwargs.threads=4 \
+        reward.num_workers=2
 
-Dense per-token rewards (verl's legacy reward manager interface, verl <= 0.7):
+Dense per-token rewards (verl's legacy reward manager interface, verl 0.7.0;
+verl 0.9.1's reward loop takes one number per trajectory):
 
-        reward_model.reward_manager.source=importlib \
-        reward_model.reward_manager.module.path=pkg://stepscore.adapters.verl \
-        reward_model.reward_manager.name=DenseRewardManager \
+        reward_manager.source=importlib \
+        reward_manager.module.path=pkg://stepscore.adapters.verl \
+        reward_manager.name=DenseRewardManager \
+        reward_model.use_reward_loop=False \
         +reward_model.reward_kwargs.model=stepscore-prm-smollm2 \
         +reward_model.reward_kwargs.shaping=clip-delta
 

@@ -1,32 +1,53 @@
-"""verl rewards (read against verl 0.9.1, ``verl/trainer/ppo/reward.py`` and
-``verl/experimental/reward_loop/``, and verl 0.7's
-``verl/workers/reward_manager/``).
+"""verl rewards (read against the PyPI wheels of verl 0.9.1 — ``trainer/ppo/reward.py``,
+``experimental/reward_loop/``, ``experimental/agent_loop/agent_loop.py`` — and
+verl 0.7.0 — ``trainer/ppo/reward.py``, ``trainer/main_ppo.py``,
+``trainer/ppo/ray_trainer.py``, ``workers/reward_manager/``).
 
-Three entry points, each built by verl from its config, none needing a
-``scorer=`` argument (the model is named in the config and opened once per
-process by :func:`stepscore.adapters.shared_scorer`):
+The Hydra overrides for each version are :data:`RECIPES` (the README prints
+them; tests/test_verl_path.py applies them to configs shaped like each
+version's and builds and calls what verl builds and calls). None needs a
+``scorer=`` argument: the model is named in the config and opened once per
+process by :func:`stepscore.adapters.shared_scorer`.
 
-- :func:`compute_score`, a ``custom_reward_function``:
-  ``reward.custom_reward_function.path=pkg://stepscore.adapters.verl``
-  (``custom_reward_function.path`` before 0.8), ``...name=compute_score``,
-  ``+...reward_kwargs.model=stepscore-prm-smollm2``. verl calls it as
-  ``compute_score(data_source, solution_str, ground_truth, extra_info,
-  **reward_kwargs)`` and takes a dict with ``"score"``.
-- :class:`StepRewardManager`, a reward-loop manager (verl >= 0.8):
+- :class:`StepRewardManager`, a reward-loop manager (verl 0.9.1, >= 0.8):
   ``reward.reward_manager.source=importlib
   reward.reward_manager.module.path=pkg://stepscore.adapters.verl
-  reward.reward_manager.name=StepRewardManager
-  +reward.reward_kwargs.model=...``. verl builds it as ``cls(config=,
-  tokenizer=, compute_score=, **extra)`` and awaits ``run_single(data)``
-  once per sample, all of a worker's samples at once: the samples that
-  arrive together are scored by one ``score_batch`` call.
+  reward.reward_manager.name=StepRewardManager``, options from
+  ``+reward.reward_kwargs.*``. verl builds it in each of ``reward.num_workers``
+  Ray actors (default 8, each with its own copy of the model and no CPUs
+  reserved) as ``cls(config=, tokenizer=, compute_score=, **extra)``. On the
+  default agent-loop path each finished trajectory is sent to a random
+  worker, one per ``compute_score`` call: the trajectories that are in one
+  worker's event loop together are scored by one ``score_batch`` call, so
+  batches are as large as the rollouts that finish together allow. Set
+  ``threads`` (``+reward.reward_kwargs.threads=N``): with no CPUs reserved
+  the default is 1; keep ``reward.num_workers`` x ``threads`` within the
+  node's free cores.
+- :func:`compute_score`, a ``custom_reward_function``
+  (``reward.custom_reward_function.path=pkg://stepscore.adapters.verl``,
+  ``custom_reward_function.path`` before 0.8, or the file's path),
+  ``...name=compute_score``, ``+...reward_kwargs.model=...``. verl's naive
+  manager calls it once per sample in a thread: batches of one.
 - :class:`DenseRewardManager`, verl's legacy ``AbstractRewardManager``
-  interface (verl <= 0.7, or ``reward_model.use_reward_loop=False`` where
-  it exists): ``reward_model.reward_manager.source=importlib ...
-  name=DenseRewardManager``, options from ``reward_model.reward_kwargs``.
-  It puts each step's reward on the policy tokens of that step (dense
-  rewards); verl's reward loop only takes one scalar per sample, so dense
-  rewards need this interface.
+  interface (verl 0.7.0): top-level ``reward_manager.source=importlib
+  reward_manager.module.path=... reward_manager.name=DenseRewardManager``
+  (``reward_model.reward_manager`` is a plain string there), options from
+  ``+reward_model.reward_kwargs.*``, and ``reward_model.use_reward_loop=False``
+  (otherwise the reward loop fills ``rm_scores`` and the legacy manager is
+  never called). It puts each step's reward on the policy tokens of that
+  step (dense rewards).
+
+Dense rewards on verl 0.9.1: not reachable. 0.9.1 has no legacy reward
+function path (the trainer reads ``rm_scores`` from the reward loop), and the
+reward loop takes one number per trajectory: the agent loop's
+``_compute_score`` keeps ``result["reward_score"]`` and ``_postprocess``
+writes ``torch.tensor(scores, dtype=float32)`` at each sample's last
+response token. The manager's ``assemble_rm_scores`` class method, which
+could spread per-token values, is only called by
+``RewardLoopManager.compute_rm_score``, i.e. with ``reward.reward_model.enable``
+(a GPU reward-model server verl launches) and no separate resource pool:
+not a path a CPU PRM can use. On 0.9.1 the best path is one scalar per
+sample (the steps' aggregate, ``mode`` gated/prm/outcome).
 
 Nothing here imports verl or torch: tensors are made with torch when the
 batch holds torch tensors, with numpy otherwise.
@@ -43,6 +64,38 @@ import numpy as np
 # spec_from_file_location), outside its package.
 from stepscore import Scorer, answers_equal, dense_rewards, extract_answer, segment
 from stepscore.adapters import message_text, shared_scorer
+
+#: The Hydra overrides of each documented recipe (added to verl's own
+#: ``python -m verl.trainer.main_ppo ...`` command line).
+RECIPES: Dict[str, List[str]] = {
+    # verl 0.9.1 (reward loop): one scalar per sample, a worker's concurrent samples in one batch.
+    "0.9.1": [
+        "reward.reward_manager.source=importlib",
+        "reward.reward_manager.module.path=pkg://stepscore.adapters.verl",
+        "reward.reward_manager.name=StepRewardManager",
+        "+reward.reward_kwargs.model=stepscore-prm-smollm2",
+        "+reward.reward_kwargs.mode=gated",
+        "+reward.reward_kwargs.threads=4",
+        "reward.num_workers=2",
+    ],
+    # verl 0.9.1, as a reward function (called once per sample).
+    "0.9.1-compute_score": [
+        "reward.custom_reward_function.path=pkg://stepscore.adapters.verl",
+        "reward.custom_reward_function.name=compute_score",
+        "+reward.custom_reward_function.reward_kwargs.model=stepscore-prm-smollm2",
+        "+reward.custom_reward_function.reward_kwargs.threads=4",
+        "reward.num_workers=2",
+    ],
+    # verl 0.7.0 (legacy reward manager): dense per-token rewards.
+    "0.7.0": [
+        "reward_manager.source=importlib",
+        "reward_manager.module.path=pkg://stepscore.adapters.verl",
+        "reward_manager.name=DenseRewardManager",
+        "reward_model.use_reward_loop=False",
+        "+reward_model.reward_kwargs.model=stepscore-prm-smollm2",
+        "+reward_model.reward_kwargs.shaping=clip-delta",
+    ],
+}
 
 #: How a verl score combines the PRM with the answer check.
 MODES = ("prm", "gated", "outcome")
