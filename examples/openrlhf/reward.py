@@ -67,8 +67,12 @@ assert len(set(rewards)) == 1 and float(results[0]["extra_logs"]["stepscore/unsc
 # 2. The HTTP route against `stepscore serve`.
 cli = os.environ.get("STEPSCORE_CLI") or shutil.which("stepscore")
 if cli is None:
+    # A checkout's build: release (scripts/release.sh, cargo build --release) or debug, the newer one.
     root = Path(__file__).resolve().parents[2]
-    cli = str(root / "target" / "debug" / "stepscore")
+    built = [p for p in (root / "target" / "release" / "stepscore", root / "target" / "debug" / "stepscore") if p.exists()]
+    if not built:
+        sys.exit("no stepscore CLI: put it on PATH, set STEPSCORE_CLI, or build it (cargo build --release -p stepscore-cli)")
+    cli = str(max(built, key=lambda p: p.stat().st_mtime))
 server = subprocess.Popen([cli, "serve", "--model", model, "--listen", "127.0.0.1:0", "--backend", "cpu",
                            "--unscored-reward", "0"],
                           stderr=subprocess.PIPE, text=True)

@@ -1,6 +1,6 @@
 """Score a JSONL file with Ray Data, one model per actor.
 
-    pip install "stepscore[ray]"
+    pip install "ray[data]"
     python examples/ray/score_jsonl.py [MODEL] [TRACES.jsonl]
 
 Each actor reserves one CPU (num_cpus) and, with no `threads` given, its

@@ -1,5 +1,8 @@
 """The README's Python-side instructions, checked as text (no model, no
-compiled core): the wheel's file name is the one maturin writes."""
+compiled core): the wheel's file name is the one maturin writes, the
+Python snippet defines every name it uses, the Ray Data example says what
+to install, the speed claim is the measured one, and the OpenRLHF example
+finds a release build of the CLI as well as a debug one."""
 
 import ast
 import builtins
@@ -42,3 +45,26 @@ def test_the_wheel_name_is_the_one_maturin_writes():
     exact = f"stepscore-{version()}-cp39-abi3-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
     for name in names:
         assert name == exact or name == f"stepscore-{version()}-cp39-abi3-*.whl", name
+
+
+def test_the_python_quickstart_defines_what_it_uses():
+    section = README[README.index("## Python: RL trainers, reward server, Ray"):]
+    quickstart = python_blocks(section)[0]
+    assert "scorer = stepscore.Scorer()" in quickstart
+    assert undefined_names(quickstart) == []
+
+
+def test_the_ray_example_says_what_to_install():
+    section = README[README.index("Ray Data, one model per actor"):]
+    assert 'pip install "ray[data]"' in section[:400]
+    assert 'pip install "ray[data]"' in (ROOT / "examples" / "ray" / "score_jsonl.py").read_text()
+
+
+def test_the_fast_model_claim_is_the_measured_one():
+    assert "10x faster" not in README
+    assert "about 6x faster (699 vs 112 tokens/s" in README
+
+
+def test_the_openrlhf_example_finds_a_release_build():
+    text = (ROOT / "examples" / "openrlhf" / "reward.py").read_text()
+    assert '"target" / "release" / "stepscore"' in text and '"target" / "debug" / "stepscore"' in text
