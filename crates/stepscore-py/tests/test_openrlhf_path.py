@@ -13,7 +13,7 @@ the same code is at repository commit 3c3be62, version.txt 0.11.0):
   ``None`` reward (or ``[None]``) stops training; ``extra_logs`` values are
   turned into tensors too.
 
-The scorer is stubbed at the adapter boundary (tests/core.py); one test
+The scorer is stubbed at the adapter boundary (tests/stub_core.py); one test
 runs the tiny PRM when the compiled core is installed.
 """
 
@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import NATIVE, StubScorer, needs_core  # noqa: F401  (imports stepscore, with or without the core)
+from stub_core import NATIVE, StubScorer, needs_core  # noqa: F401  (imports stepscore, with or without the core)
 
 import stepscore.adapters as adapters
 import stepscore.adapters.openrlhf as openrlhf_pkg

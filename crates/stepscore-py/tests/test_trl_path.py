@@ -15,11 +15,12 @@ scores them with the answer. The scorer is stubbed at the adapter boundary.
 """
 
 import asyncio
+import inspect
 
 import numpy as np
 import pytest
 
-from core import StubScorer  # noqa: F401  (imports stepscore, with or without the core)
+from stub_core import StubScorer  # noqa: F401  (imports stepscore, with or without the core)
 
 from stepscore.adapters import message_text, trl
 
@@ -36,7 +37,7 @@ def calculate_rewards(reward_func, inputs, prompts, completions, completion_ids_
     reward_kwargs["trainer_state"] = object()
     reward_kwargs["log_extra"] = lambda column, values: log.setdefault("extra", {}).__setitem__(column, values)
     reward_kwargs["log_metric"] = lambda name, value: log.setdefault("metric", {}).__setitem__(name, value)
-    if asyncio.iscoroutinefunction(reward_func):
+    if inspect.iscoroutinefunction(reward_func):
 
         async def invoke():
             return await reward_func(prompts=prompts, completions=completions, completion_ids=completion_ids_list,

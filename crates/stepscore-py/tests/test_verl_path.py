@@ -24,7 +24,7 @@ Read against the PyPI wheels (verl imports torch, so it is not installed):
   has ``rm_scores`` and the legacy reward function is never called).
 
 The recipes are ``stepscore.adapters.verl.RECIPES``, the lines the README
-prints. The scorer is stubbed at the adapter boundary (tests/core.py);
+prints. The scorer is stubbed at the adapter boundary (tests/stub_core.py);
 the dense reward manager's call needs the compiled core.
 """
 
@@ -39,7 +39,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from core import NATIVE, StubScorer, needs_core  # noqa: F401  (imports stepscore, with or without the core)
+from stub_core import NATIVE, StubScorer, needs_core  # noqa: F401  (imports stepscore, with or without the core)
 
 import stepscore.adapters as adapters
 from stepscore.adapters import verl
@@ -210,6 +210,10 @@ class CharTokenizer:
     def encode(self, text):
         return [ord(c) + 2 for c in text]
 
+    def __call__(self, text, add_special_tokens=False, return_offsets_mapping=False):
+        # a fast tokenizer's encoding with its offset mapping (verl.token_offsets reads it)
+        return {"input_ids": self.encode(text), "offset_mapping": [(i, i + 1) for i in range(len(text))]}
+
     def decode(self, ids, skip_special_tokens=False):
         return "".join("" if int(i) < 2 else chr(int(i) - 2) for i in ids if not (skip_special_tokens and int(i) < 2))
 
@@ -376,4 +380,10 @@ def test_0_7_0_dense_recipe_computes_dense_rewards(monkeypatch):
     out = reward_fn(data, return_dict=True)  # verl 0.7.0 compute_reward
     rt = out["reward_tensor"]
     assert rt.shape == data.batch["responses"].shape
-    assert np.count_nonzero(rt[0]) >= 2  # per-step rewards on the response's tokens
+    assert out["reward_extra_info"]["stepscore_steps"] == [2, 2, 2, 0]  # per-step rewards; the empty one unscored
+    assert out["reward_extra_info"]["stepscore_error"][3]
+    assert np.array_equal(rt[0], rt[2])  # the same response, the same token rewards
+    plen = data.batch["prompts"].shape[1]
+    for i in range(len(data)):
+        n = int(data.batch["attention_mask"][i, plen:].sum())
+        assert np.all(rt[i, n:] == 0)  # nothing past the response
