@@ -105,30 +105,28 @@ def test_size_limits_answer_413(serve):
     assert srv.stop() == 0
 
 
-def test_full_queue_answers_429_and_slow_work_504(serve):
-    # The worker holds its first job while it waits 1.5 s for more: the
-    # 4-trace queue is full meanwhile, and a 0.5 s timeout runs out.
-    srv = serve("--model", str(TINY), "--queue", "4", "--batch-wait-ms", "1500", "--timeout", "0.5")
+def test_full_queue_answers_429(serve):
+    # The worker holds its first job while it waits 1.4 s for more: the
+    # 4-trace queue is full meanwhile. (A batch wait at or past --timeout,
+    # which turned every such job into a 504, is refused at start since
+    # issue 44's D17; the Rust suite's entry_points test covers that.)
+    srv = serve("--model", str(TINY), "--queue", "4", "--batch-wait-ms", "1400", "--timeout", "1.5")
     c = RewardClient(srv.url)
     first = {}
 
-    def slow():
-        try:
-            c.get_reward(["1.\n\n2.", "3.", "4.", "5."])
-        except ServerError as e:
-            first["status"] = e.status
+    def held():
+        first["rewards"] = c.get_reward(["1.\n\n2.", "3.", "4.", "5."])
 
-    t = threading.Thread(target=slow)
+    t = threading.Thread(target=held)
     t.start()
     assert wait_for(lambda: c.health()["queue"] == 4)
     with pytest.raises(ServerError) as e:
         c.get_reward(["6."])
     assert e.value.status == 429 and e.value.retry_after is not None and e.value.retry_after >= 1
     t.join(timeout=30)
-    assert first["status"] == 504
-    # The timed-out job is skipped and its permits come back.
+    # The held job is answered once the wait ends, and its permits come back.
+    assert len(first["rewards"]) == 4
     assert wait_for(lambda: c.health()["queue"] == 0)
-    assert "stepscore_traces_cancelled_total 4" in c.metrics()
     assert srv.stop() == 0
 
 
