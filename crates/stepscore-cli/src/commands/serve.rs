@@ -12,7 +12,9 @@
 //! never fit 413. A request not answered within the timeout gets 504 and
 //! its traces are skipped if not yet started. Connections ([`conn`]) and
 //! bodies ([`body`]) are bounded in count, bytes and time; callers are
-//! checked by [`access`]; bodies are parsed by [`request`]. SIGINT/SIGTERM
+//! checked by [`access`]; bodies are parsed by [`request`]; hyper's own
+//! body-less rejections get the JSON error shape and a count
+//! ([`rejection`]). SIGINT/SIGTERM
 //! stop accepting connections, finish every accepted request, and drop
 //! what is still open at the shutdown deadline.
 
