@@ -465,6 +465,30 @@ fn prompt_must_prefix_its_query() {
     assert_eq!(v["rewards"][1], -1.0);
 }
 
+/// Issue 41: without `--unscored-reward`, an unscorable rollout (here a
+/// prompt that is not its query's prefix) gets the reward 0, never null
+/// (OpenRLHF makes a tensor of the rewards); its error stays in `errors`,
+/// in /metrics and on stderr.
+#[test]
+fn an_unscorable_rollout_gets_a_number_by_default() {
+    let srv = Server::start(&[]);
+    let v = post(
+        &srv,
+        "/get_reward",
+        &json!({"query": ["Q: 1?\nA.\n\nB.", "Other text.\n\nMore."], "prompts": ["Q: 1?\n", "Q: 2?\n"]}),
+    )
+    .json();
+    assert!(v["rewards"][0].as_f64().is_some_and(|r| r.is_finite()), "{v}");
+    assert_eq!(v["rewards"][1], 0.0, "{v}");
+    assert_eq!(v["scores"][1], 0.0, "{v}");
+    assert_eq!(v["errors"][1]["code"], "prompt_not_prefix", "{v}");
+    let m = get(&srv, "/metrics").body;
+    assert!(
+        m.contains("stepscore_trace_errors_total{code=\"prompt_not_prefix\"} 1"),
+        "{m}"
+    );
+}
+
 /// Item 16: every error is JSON with a code (404, 405, 413 included) and
 /// counted by code in /metrics, which has a latency histogram.
 #[test]
@@ -583,7 +607,8 @@ fn non_finite_scores_are_errors_not_rewards() {
         &json!({"query": ["Q: 1?\nA.\n\nB."], "prompts": ["Q: 1?\n"]}),
     )
     .json();
-    assert!(v["rewards"][0].is_null(), "{v}");
+    // Issue 41: the default unscored reward, never null (OpenRLHF would crash).
+    assert_eq!(v["rewards"][0], 0.0, "{v}");
     assert!(!v["errors"][0].is_null(), "{v}");
     let m = get(&srv, "/metrics").body;
     assert!(m.contains("stepscore_traces_scored_total 0"), "{m}");

@@ -72,10 +72,11 @@ pub struct Args {
     #[arg(long, value_parser = crate::options::threshold)]
     pub threshold: Option<f64>,
 
-    /// The reward of a trace that cannot be scored, a finite number (its error
-    /// is still in `errors`); unset: the reward is null.
-    #[arg(long, allow_negative_numbers = true, value_parser = finite)]
-    pub unscored_reward: Option<f64>,
+    /// `/get_reward`'s reward for a trace that cannot be scored, a finite
+    /// number: OpenRLHF turns the rewards into a tensor, where a null stops
+    /// training. Its error stays in `errors`, in `/metrics` and on stderr.
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true, value_parser = finite)]
+    pub unscored_reward: f64,
 
     /// Traces queued or being scored at most (1 to 1000000); past it requests get 429.
     #[arg(long, default_value_t = 1024, value_parser = bounded_count::<1_000_000>)]

@@ -22,7 +22,7 @@ use stepscore::segment::Segmenter;
 use super::access::Access;
 use super::answer::{error, ok_json, ApiError, ErrorCode};
 use super::body::BodyLimits;
-use super::metrics::Metrics;
+use super::metrics::{CodeLabels, Metrics};
 use super::queue::{Outcome, Queue, Rejected};
 use super::request::{self, BadRequest, Limits, RowError, Slot};
 
@@ -36,8 +36,8 @@ pub struct State {
     pub aggregation: Aggregation,
     /// The step threshold of `first_error` (`Scorer::threshold_in_force`).
     pub threshold: f64,
-    /// The reward of an unscored trace; `None`: `null`.
-    pub unscored_reward: Option<f64>,
+    /// `/get_reward`'s reward for a trace that cannot be scored.
+    pub unscored_reward: f64,
     pub limits: Limits,
     pub timeout: Duration,
     pub body: BodyLimits,
@@ -240,25 +240,38 @@ async fn get_reward(AxumState(s): AxumState<Shared>, req: Request) -> Result<Res
     let mut rewards = Vec::new();
     let mut steps = Vec::new();
     let mut errors = Vec::new();
-    for o in &outcomes {
-        match o {
+    for (i, o) in outcomes.iter().enumerate() {
+        let (reward, step_scores, error) = match o {
             Ok(score) => {
-                let r = aggregate(&scored_steps(score), s.aggregation).filter(|v| v.is_finite());
-                rewards.push(r.or(s.unscored_reward));
-                steps.push(json!(score.step_scores));
-                errors.push(Value::Null);
+                match aggregate(&scored_steps(score), s.aggregation).filter(|v| v.is_finite()) {
+                    Some(r) => (r, json!(score.step_scores), None),
+                    None => {
+                        // Scored, yet no step has a score to aggregate.
+                        let e = RowError {
+                            code: "no_score",
+                            message: "no step of the response has a score to aggregate".into(),
+                        };
+                        s.metrics
+                            .trace_errors
+                            .get_or_create(&CodeLabels { code: e.code })
+                            .inc();
+                        (s.unscored_reward, json!(score.step_scores), Some(e))
+                    }
+                }
             }
-            Err(e) => {
-                rewards.push(s.unscored_reward);
-                steps.push(json!([]));
-                errors.push(err_json(e));
-            }
+            Err(e) => (s.unscored_reward, json!([]), Some(e.clone())),
+        };
+        if let Some(e) = &error {
+            eprintln!(
+                "stepscore serve: /get_reward query {i} unscored ({}: {}); reward {}",
+                e.code, e.message, s.unscored_reward
+            );
         }
+        rewards.push(reward);
+        steps.push(step_scores);
+        errors.push(error.as_ref().map_or(Value::Null, err_json));
     }
-    let scores: Vec<Option<f64>> = rewards
-        .iter()
-        .map(|r| r.map(|r| r.clamp(0.0, 1.0)))
-        .collect();
+    let scores: Vec<f64> = rewards.iter().map(|r| r.clamp(0.0, 1.0)).collect();
     Ok(ok_json(json!({
         "rewards": rewards,
         "scores": scores,
