@@ -478,7 +478,10 @@ fn an_unscorable_rollout_gets_a_number_by_default() {
         &json!({"query": ["Q: 1?\nA.\n\nB.", "Other text.\n\nMore."], "prompts": ["Q: 1?\n", "Q: 2?\n"]}),
     )
     .json();
-    assert!(v["rewards"][0].as_f64().is_some_and(|r| r.is_finite()), "{v}");
+    assert!(
+        v["rewards"][0].as_f64().is_some_and(|r| r.is_finite()),
+        "{v}"
+    );
     assert_eq!(v["rewards"][1], 0.0, "{v}");
     assert_eq!(v["scores"][1], 0.0, "{v}");
     assert_eq!(v["errors"][1]["code"], "prompt_not_prefix", "{v}");
