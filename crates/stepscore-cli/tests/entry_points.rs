@@ -15,18 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn bin() -> PathBuf {
-    std::env::var_os("STEPSCORE_TEST_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_stepscore")))
-}
-
-fn tiny_model() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/prm/skywork-prm-tiny")
-        .display()
-        .to_string()
-}
+mod common;
+use common::{bin, text, tiny_model};
 
 /// A fresh directory for one test's files.
 fn scratch(name: &str) -> PathBuf {
@@ -34,10 +24,6 @@ fn scratch(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Runs the binary with `args` and `stdin`; a run past `limit` is killed

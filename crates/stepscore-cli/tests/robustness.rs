@@ -6,26 +6,10 @@
 //! (how the "fails before" claims were checked against the old one).
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-fn bin() -> PathBuf {
-    std::env::var_os("STEPSCORE_TEST_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_stepscore")))
-}
-
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The tiny value-head checkpoint (2 layers): scoring in milliseconds.
-fn tiny_model() -> String {
-    repo()
-        .join("tests/fixtures/prm/skywork-prm-tiny")
-        .display()
-        .to_string()
-}
+mod common;
+use common::{bin, repo, text, tiny_model};
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {
     let mut child = Command::new(bin())
@@ -39,10 +23,6 @@ fn run(args: &[&str], stdin: &[u8]) -> Output {
     let _ = pipe.write_all(stdin);
     drop(pipe);
     child.wait_with_output().expect("wait stepscore")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
 }
 
 fn code(o: &Output) -> i32 {

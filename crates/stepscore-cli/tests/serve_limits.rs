@@ -11,25 +11,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-fn bin() -> PathBuf {
-    std::env::var_os("STEPSCORE_TEST_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_stepscore")))
-}
-
-fn tiny_model() -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../tests/fixtures/prm/skywork-prm-tiny")
-        .display()
-        .to_string()
-}
+mod common;
+use common::{bin, tiny_model};
 
 struct Server {
     child: Child,

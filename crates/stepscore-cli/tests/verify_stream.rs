@@ -16,21 +16,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use stepscore::segment::Segmenter;
 
-const PROBLEM: &str = "Tom has 3 apples and buys 5 more. Then he gives 2 away. How many apples does he have? Think step by step.";
+mod common;
+use common::{repo, tiny_model};
 
-fn repo() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+const PROBLEM: &str = "Tom has 3 apples and buys 5 more. Then he gives 2 away. How many apples does he have? Think step by step.";
 
 fn recording() -> Vec<u8> {
     std::fs::read(repo().join("tests/fixtures/stream/llama_cpp_python_smollm2.sse")).unwrap()
-}
-
-fn tiny_model() -> String {
-    repo()
-        .join("tests/fixtures/prm/skywork-prm-tiny")
-        .display()
-        .to_string()
 }
 
 fn stepscore(args: &[&str], stdin: &[u8]) -> Output {
