@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the npm package's wasm engine, in two builds, and assembles pkg/dist,
-# offline once the tools are installed (each install step is skipped when
-# already done):
+# offline once the tools are installed (scripts/lib/wasm-tools.sh: the
+# toolchain pieces, installed only with consent; npm ci into pkg/ when its
+# lock file changed):
 #   1. cargo: stepscore-wasm for wasm32 with the wasm-release profile (opt-level 3
 #      and SIMD128, see Cargo.toml and .cargo/config.toml), twice:
 #      - single: one thread (dist/wasm/), target dir $CARGO_TARGET_DIR (target/);
@@ -33,19 +34,8 @@ end() {
 }
 
 begin "tools"
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    rustup target add wasm32-unknown-unknown
-fi
-want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-if [ -z "$want" ]; then
-    echo "build-wasm: no wasm-bindgen entry in Cargo.lock" >&2
-    exit 1
-fi
-have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
-if [ "$have" != "$want" ]; then
-    echo "installing wasm-bindgen-cli $want (found: ${have:-none}); takes a few minutes"
-    cargo install wasm-bindgen-cli --version "$want"
-fi
+. scripts/lib/wasm-tools.sh
+wasm_tools rust-src
 # npm ci again whenever package-lock.json changed since the last install.
 lock_sum=$(sha256sum pkg/package-lock.json | cut -d' ' -f1)
 if [ ! -x pkg/node_modules/.bin/wasm-opt ] || [ "$(cat pkg/node_modules/.lock-sha256 2>/dev/null)" != "$lock_sum" ]; then
@@ -61,9 +51,6 @@ end "tools"
 # creates it and hands it to every worker), and export the TLS symbols
 # wasm-bindgen's thread start-up uses.
 threads_flags='["-C", "target-feature=+atomics,+bulk-memory,+mutable-globals,+simd128", "-C", "link-args=--shared-memory --import-memory --max-memory=4294967296 --export=__wasm_init_tls --export=__tls_size --export=__tls_align --export=__tls_base"]'
-if ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
-    rustup component add rust-src
-fi
 
 rm -rf "$dist"
 wasm_features=(--enable-simd --enable-bulk-memory --enable-sign-ext --enable-mutable-globals

@@ -125,7 +125,7 @@ def good(host, port, pool, want, rng, stats):
     body = json.dumps({"traces": rows})
     for _ in range(100):
         t0 = time.monotonic()
-        status, retry, data = post(host, port, "/v1/score", body)
+        status, retry, data = post(host, port, "/v1/score_steps", body)
         dt = time.monotonic() - t0
         if status in (429, 503):
             stats.add(("good-retried", error_code(data)))
@@ -157,7 +157,7 @@ def good(host, port, pool, want, rng, stats):
 
 def malformed(host, port, rng, stats):
     body = rng.choice(['{"traces": [', '{"traces": 5}', "[]", '{"traces":[{"problem":"p","steps":["a"],"steps":["b"]}]}'])
-    status, _, data = post(host, port, "/v1/score", body)
+    status, _, data = post(host, port, "/v1/score_steps", body)
     code = error_code(data)
     if status == 200:  # a duplicate key is an error in its row's slot
         code = json.loads(data)["results"][0]["error"]["code"]
@@ -167,7 +167,7 @@ def malformed(host, port, rng, stats):
 def oversized(host, port, max_body, stats):
     body = '{"traces": []' + " " * max_body + "}"
     try:
-        status, _, data = post(host, port, "/v1/score", body)
+        status, _, data = post(host, port, "/v1/score_steps", body)
         stats.add(("oversized", f"{status} {error_code(data)}"))
     except (ConnectionError, http.client.HTTPException, OSError):
         # The server may answer 413 and close before the whole body is sent.
@@ -178,7 +178,7 @@ def stalled(host, port, stats):
     """Sends headers and part of the body, then waits for the server to give up."""
     s = socket.create_connection((host, port), timeout=120)
     try:
-        s.sendall(f"POST /v1/score HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+        s.sendall(f"POST /v1/score_steps HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
                   "Content-Length: 100\r\n\r\n{".encode())
         data = b""
         while True:
@@ -315,7 +315,7 @@ def main():
 
     # Shutdown with one stalled client connected.
     s = socket.create_connection((host, port))
-    s.sendall(f"POST /v1/score HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
+    s.sendall(f"POST /v1/score_steps HTTP/1.1\r\nHost: {host}:{port}\r\nContent-Type: application/json\r\n"
               "Content-Length: 100\r\n\r\n{".encode())
     time.sleep(0.2)
     t_term = time.monotonic()

@@ -5,7 +5,8 @@
 #   npm:    `npm install ./stepscore-*.tgz`, examples/node/quickstart.mjs, require() from CommonJS,
 #           a tampered hub file refused (nothing cached under its name);
 #   page:   examples/browser bundled by Vite from the installed tarball, in headless Chromium;
-#   Python: a fresh venv, `pip install ./stepscore-*.whl`, the README's snippet;
+#   Python: a fresh venv, `pip install ./stepscore-*.whl`, the README's snippet, and the
+#           wheel's `stepscore` command (`stepscore serve --help`, then a served reward);
 #   CLI:    the unpacked archive, `./stepscore score examples/traces.jsonl` from its directory.
 # Models come from tests/hub/hub_server.py, a local server in the hub's URL
 # layout serving SmolLM2 from the model cache (~/.cache/stepscore); never the network. Only
@@ -117,6 +118,31 @@ scorer = stepscore.Scorer("stepscore-prm-smollm2")
 r = scorer.score("What is 15% of 80?", ["15% is 0.15.", "0.15 x 80 = 12."])
 assert len(r.step_scores) == 2 and all(0 <= s <= 1 for s in r.step_scores), r.step_scores
 print("   Python:", [round(s, 3) for s in r.step_scores], "min", round(r.aggregate("min"), 3))
+PY
+)
+# The wheel's `stepscore` command: on the venv's PATH, no CLI archive needed.
+clean PATH="$work/venv/bin:$clean_path" stepscore serve --help | grep -q -- "--unscored-reward" \
+    || { echo "test-install: the wheel's stepscore command has no serve --help" >&2; exit 1; }
+(cd "$work" && clean PATH="$work/venv/bin:$clean_path" HF_ENDPOINT="$hub" PIP_INDEX_URL="$no_index" \
+    STEPSCORE_CACHE="$work/py-cache" "$work/venv/bin/python" - <<'PY'
+import re, subprocess
+from stepscore.client import RewardClient
+
+srv = subprocess.Popen(["stepscore", "serve", "--model", "stepscore-prm-smollm2", "--listen", "127.0.0.1:0"],
+                       stderr=subprocess.PIPE, text=True)
+try:
+    for line in srv.stderr:
+        m = re.search(r"serving on (http://\S+)", line)
+        if m:
+            break
+    else:
+        raise SystemExit("test-install: `stepscore serve` from the wheel did not start")
+    rewards = RewardClient(m.group(1), timeout=120).get_reward(["Q: 2+2?\n2+2=4.\n\nSo 4."], ["Q: 2+2?\n"])
+    assert len(rewards) == 1 and 0 <= rewards[0] <= 1, rewards
+    print("   Python: `stepscore serve` from the wheel answered /get_reward:", round(rewards[0], 3))
+finally:
+    srv.terminate()
+    srv.wait(timeout=30)
 PY
 )
 

@@ -8,15 +8,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-    rustup target add wasm32-unknown-unknown
-fi
 # The runner ships with wasm-bindgen-cli, pinned to Cargo.lock's wasm-bindgen.
-want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
-have=$(wasm-bindgen-test-runner --version 2>/dev/null | awk '{ print $2 }' || true)
-if [ "$have" != "$want" ]; then
-    echo "installing wasm-bindgen-cli $want (found: ${have:-none}); takes a few minutes"
-    cargo install wasm-bindgen-cli --version "$want"
-fi
+. scripts/lib/wasm-tools.sh
+wasm_tools
 CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER=wasm-bindgen-test-runner \
     cargo test --locked -p stepscore --lib --target wasm32-unknown-unknown

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 # A test run builds each workspace crate once: incremental caches would only
 # take disk (several GB over the ~40 test binaries).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+# Installing what the tests need is this script's job: the wasm builds' rustup
+# target, rust-src and wasm-bindgen-cli too (scripts/lib/wasm-tools.sh asks otherwise).
+export STEPSCORE_INSTALL_TOOLS=1
 
 scripts/setup.sh
 

@@ -508,9 +508,14 @@ export class StepScorer {
   private constructor();
   /** `load('stepscore-prm-smollm2')` is `load({ model: 'stepscore-prm-smollm2' })`. */
   static load(options: LoadOptions | string | URL): Promise<StepScorer>;
-  /** With `signal`: rejects with 'ABORTED' at once (in worker mode the worker finishes the trace and drops it). */
+  /**
+   * With `signal`: in worker mode rejects with 'ABORTED' as soon as it fires
+   * (the worker finishes the trace and drops it). Without a worker the engine
+   * holds the calling thread for the whole trace, so the abort is seen only
+   * when the trace is done: only worker mode interrupts a trace.
+   */
   score(trace: TraceInput, options?: ScoreOptions): Promise<TraceScore>;
-  /** All traces are checked before any is scored. With `signal`: one trace at a time; an abort rejects at once and no further trace starts. */
+  /** All traces are checked before any is scored. With `signal`: one trace at a time; after an abort no further trace starts (worker mode also rejects at once; without a worker the trace being scored finishes first). */
   scoreMany(traces: TraceInput[], options?: ScoreOptions): Promise<TraceScore[]>;
   /**
    * Scores N candidate step lists for one problem (best-of-N, search beams),

@@ -305,7 +305,11 @@ fn serve_flags_steps_at_the_heads_threshold() {
     let head = head.to_str().unwrap();
     let row = json!({"problem": "What is 2 + 3?", "steps": ["2 + 3 = 5.", "So 5."]});
     let srv = Server::start(&["--head", head], Stdio::null());
-    let (status, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    let (status, body) = srv.request(
+        "POST",
+        "/v1/score_steps",
+        &json!({"traces": [row]}).to_string(),
+    );
     assert_eq!(status, 200, "{body}");
     let v: Value = serde_json::from_str(&body).unwrap();
     let result = &v["results"][0];
@@ -342,7 +346,11 @@ fn serve_flags_steps_at_the_heads_threshold() {
     // An explicit --threshold still wins.
     drop(srv);
     let srv = Server::start(&["--head", head, "--threshold", "0.5"], Stdio::null());
-    let (_, body) = srv.request("POST", "/v1/score", &json!({"traces": [row]}).to_string());
+    let (_, body) = srv.request(
+        "POST",
+        "/v1/score_steps",
+        &json!({"traces": [row]}).to_string(),
+    );
     let v: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(v["results"][0]["first_error"], 0, "{v}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -188,14 +188,14 @@ fn shutdown_answers_accepted_requests_and_drops_stalled_ones() {
     let mut srv = Server::start(&["--shutdown-timeout", "3", "--body-timeout", "300"]);
     let mut stalled = connect(srv.addr);
     let head = format!(
-        "POST /v1/score HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
+        "POST /v1/score_steps HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{",
         srv.host()
     );
     stalled.write_all(head.as_bytes()).unwrap();
     let body = json!({"traces": [{"problem": "p", "steps": ["a", "b"]}]}).to_string();
     let mut late = connect(srv.addr);
     let head = format!(
-        "POST /v1/score HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        "POST /v1/score_steps HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
         srv.host(),
         body.len()
     );
@@ -266,26 +266,26 @@ fn body_memory_is_bounded_across_connections() {
     assert_eq!(full.len(), 1000);
     let mut first = connect(srv.addr);
     let head = format!(
-        "POST /v1/score HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n{{",
+        "POST /v1/score_steps HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: 1000\r\n\r\n{{",
         srv.host()
     );
     first.write_all(head.as_bytes()).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let body = format!("{prefix}{}}}", " ".repeat(950 - prefix.len() - 1));
     let ct = ["Content-Type: application/json"];
-    let second = request(&srv, "POST", "/v1/score", &ct, body.as_bytes());
+    let second = request(&srv, "POST", "/v1/score_steps", &ct, body.as_bytes());
     assert_eq!(second.status, 503, "{}", second.body);
     assert_eq!(second.code(), "memory_busy");
     assert!(second.head.to_ascii_lowercase().contains("retry-after:"));
     // The first body completes; then the budget is free again.
     first.write_all(&full.as_bytes()[1..]).unwrap();
     assert_eq!(read_answer(&mut first).status, 200);
-    let again = request(&srv, "POST", "/v1/score", &ct, body.as_bytes());
+    let again = request(&srv, "POST", "/v1/score_steps", &ct, body.as_bytes());
     assert_eq!(again.status, 200, "{}", again.body);
     let over = request(
         &srv,
         "POST",
-        "/v1/score",
+        "/v1/score_steps",
         &["Content-Type: application/json"],
         &[b' '; 1001],
     );
@@ -299,7 +299,7 @@ fn rows_are_read_by_the_strict_reader() {
     let srv = Server::start(&[]);
     let a = post(
         &srv,
-        "/v1/score",
+        "/v1/score_steps",
         &json!({"traces": [[{"problem": "A", "steps": ["a"]}, {"problem": "B", "steps": ["b"]}]]}),
     );
     let r = &a.json()["results"];
@@ -313,7 +313,7 @@ fn rows_are_read_by_the_strict_reader() {
     );
     let a = post(
         &srv,
-        "/v1/score",
+        "/v1/score_steps",
         &json!({"traces": [[], {"problem": "C", "steps": ["c"]}]}),
     );
     let r = &a.json()["results"];
@@ -323,7 +323,7 @@ fn rows_are_read_by_the_strict_reader() {
     let a = request(
         &srv,
         "POST",
-        "/v1/score",
+        "/v1/score_steps",
         &["Content-Type: application/json"],
         dup,
     );
@@ -346,7 +346,7 @@ fn big_integer_ids_keep_their_text() {
     let a = request(
         &srv,
         "POST",
-        "/v1/score",
+        "/v1/score_steps",
         &["Content-Type: application/json"],
         body,
     );
@@ -493,7 +493,7 @@ fn errors_are_json_and_counted() {
     let a = request(
         &srv,
         "POST",
-        "/v1/score",
+        "/v1/score_steps",
         &["Content-Type: application/json"],
         &[b' '; 200],
     );
@@ -501,7 +501,7 @@ fn errors_are_json_and_counted() {
     let a = request(
         &srv,
         "POST",
-        "/v1/score",
+        "/v1/score_steps",
         &["Content-Type: application/json"],
         b"{",
     );
@@ -609,7 +609,7 @@ fn non_finite_scores_are_errors_not_rewards() {
 }
 
 /// Issue 22 item 5: vLLM's `/pooling` for a PRM and `/v1/models`; the
-/// pooling pairs are the same step scores `/v1/score` gives; bearer auth.
+/// pooling pairs are the same step scores `/v1/score_steps` gives; bearer auth.
 #[test]
 fn pooling_models_and_api_key() {
     let mut cmd = Command::new(bin());
@@ -622,28 +622,143 @@ fn pooling_models_and_api_key() {
     assert_eq!(get(&srv, "/health").status, 200);
     let a = request(&srv, "GET", "/v1/models", &[auth], b"");
     assert_eq!(a.json()["data"][0]["id"], "tiny-prm");
-    let text = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nWhat is 1+1?<|im_end|>\n<|im_start|>assistant\n1+1=2<extra_0>So 2.<extra_0><|im_end|><|endoftext|>";
-    let body = json!({"model": "tiny-prm", "input": [text]}).to_string();
+    let body = json!({"model": "tiny-prm", "input": [CHAT]}).to_string();
     let a = request(&srv, "POST", "/pooling", &[ct, auth], body.as_bytes());
     assert_eq!(a.status, 200, "{}", a.body);
     let v = a.json();
     assert_eq!(v["object"], "list");
     let pairs = v["data"][0]["data"].as_array().unwrap();
     assert_eq!(pairs.len(), 2);
-    let body =
-        json!({"traces": [{"problem": "What is 1+1?", "steps": ["1+1=2", "So 2."]}]}).to_string();
-    let s = request(&srv, "POST", "/v1/score", &[ct, auth], body.as_bytes()).json();
-    for (pair, want) in pairs
-        .iter()
-        .zip(s["results"][0]["step_scores"].as_array().unwrap())
-    {
+    let want = step_scores(&srv, &[ct, auth]);
+    for (pair, want) in pairs.iter().zip(&want) {
         let (neg, pos) = (pair[0].as_f64().unwrap(), pair[1].as_f64().unwrap());
-        assert_eq!(pos, want.as_f64().unwrap());
+        assert_eq!(pos, *want);
         assert!((neg + pos - 1.0).abs() < 1e-12);
     }
-    let body = json!({"model": "other", "input": text}).to_string();
+    let body = json!({"model": "other", "input": CHAT}).to_string();
     let a = request(&srv, "POST", "/pooling", &[ct, auth], body.as_bytes());
-    assert_eq!((a.status, a.code().as_str()), (404, "model_not_found"));
+    assert_eq!(a.status, 404);
+    assert_eq!(a.json()["error"]["stepscore_code"], "model_not_found");
+}
+
+const CHAT: &str = "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nWhat is 1+1?<|im_end|>\n<|im_start|>assistant\n1+1=2<extra_0>So 2.<extra_0><|im_end|><|endoftext|>";
+
+/// The step scores of CHAT's trace from stepscore's own route.
+fn step_scores(srv: &Server, headers: &[&str]) -> Vec<f64> {
+    let body =
+        json!({"traces": [{"problem": "What is 1+1?", "steps": ["1+1=2", "So 2."]}]}).to_string();
+    let a = request(srv, "POST", "/v1/score_steps", headers, body.as_bytes());
+    assert_eq!(a.status, 200, "{}", a.body);
+    a.json()["results"][0]["step_scores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect()
+}
+
+/// Issue 41 item 5: vLLM's vocabulary. `/classify` (verl's reward-model
+/// path posts `{"model", "input", "use_activation": false}` and reads
+/// `data[-1].probs[-1]`); `/pooling` with `use_activation: false`, token-id
+/// input, content as a list of parts and base64; errors in vLLM's shape;
+/// `/v1/score` still answers, marked deprecated. Before: /classify was 404,
+/// `use_activation` was ignored, token ids and content parts were refused,
+/// and errors had stepscore's shape.
+#[test]
+fn classify_and_the_pooling_vocabulary() {
+    let srv = Server::start(&["--served-model-name", "tiny-prm"]);
+    let ct = "Content-Type: application/json";
+    let want = step_scores(&srv, &[ct]);
+    let min = want.iter().copied().fold(f64::INFINITY, f64::min);
+    let logit = |p: f64| p.ln() - (1.0 - p).ln();
+    // /classify: the aggregate (min, the default) as probabilities, or as
+    // the log-odds pair verl reads with use_activation false.
+    let body = json!({"model": "tiny-prm", "input": CHAT}).to_string();
+    let a = request(&srv, "POST", "/classify", &[ct], body.as_bytes());
+    assert_eq!(a.status, 200, "{}", a.body);
+    let v = a.json();
+    assert!(v["id"].as_str().unwrap().starts_with("classify-"), "{v}");
+    assert_eq!(v["data"][0]["num_classes"], 2);
+    assert_eq!(v["data"][0]["probs"][1].as_f64().unwrap(), min);
+    let body = json!({"model": "tiny-prm", "input": CHAT, "use_activation": false}).to_string();
+    let v = request(&srv, "POST", "/classify", &[ct], body.as_bytes()).json();
+    let z = v["data"][0]["probs"][1].as_f64().unwrap();
+    assert!((z - logit(min)).abs() < 1e-9, "{v}");
+    assert_eq!(v["data"][0]["probs"][0], 0.0);
+    // /pooling: log-odds per step; token ids; content parts; base64.
+    let body = json!({"input": CHAT, "use_activation": false, "request_id": "r7"}).to_string();
+    let v = request(&srv, "POST", "/pooling", &[ct], body.as_bytes()).json();
+    assert_eq!(v["id"], "pool-r7");
+    for (pair, p) in v["data"][0]["data"].as_array().unwrap().iter().zip(&want) {
+        assert!((pair[1].as_f64().unwrap() - logit(*p)).abs() < 1e-9, "{v}");
+    }
+    let tokenizer = stepscore::tokenizer::Tokenizer::from_json_bytes(
+        &std::fs::read(format!("{}/tokenizer.json", tiny_model())).unwrap(),
+    )
+    .unwrap();
+    let ids = tokenizer.encode(CHAT, false).unwrap();
+    for input in [json!(ids), json!([ids])] {
+        let body = json!({ "input": input }).to_string();
+        let a = request(&srv, "POST", "/pooling", &[ct], body.as_bytes());
+        assert_eq!(a.status, 200, "{}", a.body);
+        let got: Vec<f64> = a.json()["data"][0]["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p[1].as_f64().unwrap())
+            .collect();
+        assert_eq!(got, want);
+    }
+    let body = json!({"messages": [
+        {"role": "user", "content": [{"type": "text", "text": "What is 1+1?"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "1+1=2<extra_0>So 2.<extra_0>"}]}],
+        "encoding_format": "base64"})
+    .to_string();
+    let v = request(&srv, "POST", "/pooling", &[ct], body.as_bytes()).json();
+    let b64 = v["data"][0]["data"].as_str().unwrap();
+    let mut floats = Vec::new();
+    {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b64)
+            .unwrap();
+        for c in bytes.chunks(4) {
+            floats.push(f32::from_le_bytes(c.try_into().unwrap()));
+        }
+    }
+    assert_eq!(
+        floats,
+        [1.0 - want[0], want[0], 1.0 - want[1], want[1]].map(|x| x as f32)
+    );
+    // vLLM's error shape, with stepscore's code alongside.
+    for (route, body) in [
+        (
+            "/pooling",
+            json!({"input": CHAT, "truncate_prompt_tokens": 4}),
+        ),
+        ("/classify", json!({"input": "no turns<extra_0>"})),
+    ] {
+        let a = request(&srv, "POST", route, &[ct], body.to_string().as_bytes());
+        assert_eq!(a.status, 400, "{}", a.body);
+        let e = &a.json()["error"];
+        assert_eq!(
+            (e["type"].as_str(), e["code"].as_u64()),
+            (Some("BadRequestError"), Some(400)),
+            "{e}"
+        );
+        assert!(e["message"].as_str().unwrap().len() > 10, "{e}");
+    }
+    // The old path answers, marked deprecated with its successor linked.
+    let body =
+        json!({"traces": [{"problem": "What is 1+1?", "steps": ["1+1=2", "So 2."]}]}).to_string();
+    let a = request(&srv, "POST", "/v1/score", &[ct], body.as_bytes());
+    assert_eq!(a.status, 200, "{}", a.body);
+    let head = a.head.to_ascii_lowercase();
+    assert!(head.contains("deprecation: true"), "{head}");
+    assert!(
+        head.contains("</v1/score_steps>; rel=\"successor-version\""),
+        "{head}"
+    );
 }
 
 /// Issue 22: `serve --help` names only flags that exist.

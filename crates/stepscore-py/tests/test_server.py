@@ -49,9 +49,16 @@ def test_routes_equal_the_library(serve, tiny):
         assert all(abs(a - b) <= 1e-6 for a, b in zip(res["step_scores"], want))
         assert abs(res["score"] - min(want)) <= 1e-6
     assert results[-1]["error"]["code"] == "input" and "steps" in results[-1]["error"]["message"]
+    # vLLM's routes give the same numbers: per step, and the trace's minimum.
+    chat = ("<|im_start|>user\n" + rows[0]["problem"] + "<|im_end|>\n<|im_start|>assistant\n"
+            + "".join(s + "<extra_0>" for s in rows[0]["steps"]) + "<|im_end|>")
+    want = tiny.score(rows[0]["problem"], rows[0]["steps"]).step_scores
+    pairs = c.pooling([chat])[0]
+    assert all(abs(p[1] - w) <= 1e-6 for p, w in zip(pairs, want)) and len(pairs) == len(want)
+    assert abs(c.classify([chat])[0][1] - min(want)) <= 1e-6
     text = c.metrics()
     assert 'stepscore_requests_total{route="get_reward",status="200"} 1' in text
-    assert "stepscore_traces_scored_total 14" in text
+    assert "stepscore_traces_scored_total 16" in text
     assert srv.stop() == 0
 
 
@@ -142,7 +149,7 @@ def test_bad_requests_answer_400(serve):
             urllib.request.urlopen(req, timeout=10)
         assert e.value.code == 400
         assert "error" in json.loads(e.value.read())
-    req = urllib.request.Request(srv.url + "/v1/score", data=b'{"traces": 3}', method="POST", headers=JSON)
+    req = urllib.request.Request(srv.url + "/v1/score_steps", data=b'{"traces": 3}', method="POST", headers=JSON)
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
     assert e.value.code == 400

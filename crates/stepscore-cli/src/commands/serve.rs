@@ -2,9 +2,11 @@
 //!
 //! Routes: `POST /get_reward` (OpenRLHF's `--reward.remote_url` protocol (`--remote_rm_url` before 0.11):
 //! `{"query", "prompts"?, "labels"?}` -> `{"rewards", ...}`), `POST
-//! /v1/score` (per-step scores of rows in any format `stepscore score`
-//! reads), `POST /pooling` and `GET /v1/models` (vLLM's pooling API for
-//! process reward models), `GET /health`, `GET /metrics` (Prometheus).
+//! /v1/score_steps` (per-step scores of rows in any format `stepscore
+//! score` reads; `/v1/score` is its deprecated old path), `POST /pooling`,
+//! `POST /classify` and `GET /v1/models` (vLLM's pooling and
+//! classification APIs for process reward models, [`vllm`]), `GET
+//! /health`, `GET /metrics` (Prometheus).
 //!
 //! One scoring thread owns the model ([`queue`]); requests from all
 //! clients are batched into its passes. The queue is bounded in traces: a
@@ -27,6 +29,7 @@ mod queue;
 mod rejection;
 pub mod request;
 mod routes;
+mod vllm;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -66,7 +69,7 @@ pub struct Args {
     #[arg(long, short, default_value = "min")]
     pub aggregation: stepscore::aggregate::Aggregation,
 
-    /// `/v1/score`'s `first_error`: the first step scoring below this, in
+    /// `/v1/score_steps`'s `first_error`: the first step scoring below this, in
     /// [0, 1] (default: the threshold the model's head was shipped with,
     /// else 0.5; the rule `score` follows).
     #[arg(long, value_parser = crate::options::threshold)]
@@ -151,7 +154,7 @@ pub struct Args {
     #[arg(long, env = "STEPSCORE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
 
-    /// The model's name in /v1/models and /pooling (default: the model file's name).
+    /// The model's name in /v1/models, /pooling and /classify (default: the model file's name).
     #[arg(long)]
     pub served_model_name: Option<String>,
 }
@@ -243,8 +246,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
                 origins: args.allow_origin.clone(),
                 api_key: args.api_key.clone(),
             },
+            decode: {
+                let scorer = Arc::clone(&scorer);
+                Box::new(move |ids: &[u32]| {
+                    scorer.tokenizer().decode(ids, false).map_err(|e| e.to_string())
+                })
+            },
         });
-        eprintln!("stepscore: serving on http://{addr} (POST /get_reward, POST /v1/score, POST /pooling, GET /v1/models, GET /health, GET /metrics)");
+        eprintln!("stepscore: serving on http://{addr} ({})", routes::ROUTES);
         conn::serve(
             listener,
             routes::router(state),

@@ -27,7 +27,9 @@ class ServerError(Exception):
 class RewardClient:
     """Posts JSON to a ``stepscore serve`` server. ``api_key`` (default: the
     ``STEPSCORE_API_KEY`` environment variable) is sent as a bearer token.
-    Error bodies are ``{"error": {"code", "message"}}``."""
+    Error bodies are ``{"error": {"code", "message"}}``; on the vLLM routes
+    (``/pooling``, ``/classify``) they have vLLM's shape, ``{"error":
+    {"message", "type", "param", "code": HTTP status, "stepscore_code"}}``."""
 
     def __init__(self, url: str, timeout: float = 60.0, api_key: Optional[str] = None):
         self.url = url.rstrip("/")
@@ -66,7 +68,7 @@ class RewardClient:
     def score(self, traces: Sequence[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """The native route: per-step scores of each trace (row dicts with
         ``problem`` and ``steps``, or ``problem`` and ``response``)."""
-        return self._request("POST", "/v1/score", {"traces": list(traces)})["results"]
+        return self._request("POST", "/v1/score_steps", {"traces": list(traces)})["results"]
 
     def pooling(self, inputs: Sequence[str], model: Optional[str] = None) -> List[List[List[float]]]:
         """vLLM's pooling route: per input (chat text, ``<extra_0>`` after each
@@ -75,6 +77,14 @@ class RewardClient:
         if model is not None:
             payload["model"] = model
         return [d["data"] for d in self._request("POST", "/pooling", payload)["data"]]
+
+    def classify(self, inputs: Sequence[str], model: Optional[str] = None) -> List[List[float]]:
+        """vLLM's classification route: per input, the ``[p_incorrect,
+        p_correct]`` pair of the trace's aggregate score."""
+        payload: Dict[str, Any] = {"input": list(inputs)}
+        if model is not None:
+            payload["model"] = model
+        return [d["probs"] for d in self._request("POST", "/classify", payload)["data"]]
 
     def health(self) -> Dict[str, Any]:
         return self._request("GET", "/health")

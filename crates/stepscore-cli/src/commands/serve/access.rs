@@ -190,22 +190,24 @@ mod tests {
         );
         h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer k"));
         assert!(a.check(&Method::GET, "/metrics", &h).is_ok());
-        let e = a.check(&Method::POST, "/v1/score", &h).unwrap_err();
+        let e = a.check(&Method::POST, "/v1/score_steps", &h).unwrap_err();
         assert_eq!(e.code, "unsupported_media_type");
         h.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json; charset=utf-8"),
         );
-        assert!(a.check(&Method::POST, "/v1/score", &h).is_ok());
+        assert!(a.check(&Method::POST, "/v1/score_steps", &h).is_ok());
         h.insert(
             header::ORIGIN,
             HeaderValue::from_static("https://evil.example"),
         );
         assert_eq!(
-            a.check(&Method::POST, "/v1/score", &h).unwrap_err().code,
+            a.check(&Method::POST, "/v1/score_steps", &h)
+                .unwrap_err()
+                .code,
             "origin_not_allowed"
         );
         a.origins = vec!["https://evil.example".into()];
-        assert!(a.check(&Method::POST, "/v1/score", &h).is_ok());
+        assert!(a.check(&Method::POST, "/v1/score_steps", &h).is_ok());
     }
 }

@@ -8,9 +8,13 @@ use axum::http::{header, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-/// The code of an error answer, for the metrics layer.
-#[derive(Clone, Copy, Debug)]
-pub struct ErrorCode(pub &'static str);
+/// The code and message of an error answer, for the metrics layer (and
+/// for the vLLM routes, which answer errors in vLLM's shape).
+#[derive(Clone, Debug)]
+pub struct ErrorCode {
+    pub code: &'static str,
+    pub message: String,
+}
 
 #[derive(Debug)]
 pub struct ApiError {
@@ -34,7 +38,7 @@ pub fn error(status: StatusCode, code: &'static str, message: impl Into<String>)
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = json!({"error": {"code": self.code, "message": self.message}});
+        let body = json!({"error": {"code": self.code, "message": &self.message}});
         let mut resp = (
             self.status,
             [(header::CONTENT_TYPE, "application/json")],
@@ -50,7 +54,10 @@ impl IntoResponse for ApiError {
             resp.headers_mut()
                 .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
-        resp.extensions_mut().insert(ErrorCode(self.code));
+        resp.extensions_mut().insert(ErrorCode {
+            code: self.code,
+            message: self.message,
+        });
         resp
     }
 }

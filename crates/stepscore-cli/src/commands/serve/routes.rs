@@ -25,6 +25,11 @@ use super::body::BodyLimits;
 use super::metrics::{CodeLabels, Metrics};
 use super::queue::{Outcome, Queue, Rejected};
 use super::request::{self, BadRequest, Limits, RowError, Slot};
+use super::vllm::{self, Encoding, Pooled, Route};
+
+/// Token ids back to text with the served model's tokenizer (vLLM's
+/// token-id `input`).
+pub type Decoder = dyn Fn(&[u32]) -> Result<String, String> + Send + Sync;
 
 pub struct State {
     pub queue: Arc<Queue>,
@@ -42,6 +47,7 @@ pub struct State {
     pub timeout: Duration,
     pub body: BodyLimits,
     pub access: Access,
+    pub decode: Box<Decoder>,
 }
 
 type Shared = Arc<State>;
@@ -49,8 +55,10 @@ type Shared = Arc<State>;
 pub fn router(state: Shared) -> Router {
     Router::new()
         .route("/get_reward", post(get_reward))
-        .route("/v1/score", post(score))
+        .route(SCORE_ROUTE, post(score))
+        .route(OLD_SCORE_ROUTE, post(score_old_path))
         .route("/pooling", post(pooling))
+        .route("/classify", post(classify))
         .route("/v1/models", get(models))
         .route("/health", get(health))
         .route("/metrics", get(metrics))
@@ -61,12 +69,24 @@ pub fn router(state: Shared) -> Router {
         .with_state(state)
 }
 
+/// stepscore's own per-step scoring route.
+pub const SCORE_ROUTE: &str = "/v1/score_steps";
+/// Its path before issue 41: vLLM serves its cross-encoder score API
+/// there. Kept for one release, answering with a deprecation header.
+const OLD_SCORE_ROUTE: &str = "/v1/score";
+
+/// The routes, as the 404 answer and the startup line list them.
+pub const ROUTES: &str = "POST /get_reward, POST /v1/score_steps, POST /pooling, POST /classify, \
+    GET /v1/models, GET /health, GET /metrics (POST /v1/score: deprecated alias of /v1/score_steps)";
+
 /// The metrics label of a path: a route's name, or `other`.
 fn route_name(path: &str) -> &'static str {
     match path {
         "/get_reward" => "get_reward",
-        "/v1/score" => "score",
+        SCORE_ROUTE => "score",
+        OLD_SCORE_ROUTE => "score_deprecated_path",
         "/pooling" => "pooling",
+        "/classify" => "classify",
         "/v1/models" => "models",
         "/health" => "health",
         "/metrics" => "metrics",
@@ -75,12 +95,21 @@ fn route_name(path: &str) -> &'static str {
 }
 
 /// Outermost layer: counts every answer (the guard's refusals, 404s and
-/// 405s included) with its latency and error code.
+/// 405s included) with its latency and error code, and gives the vLLM
+/// routes' errors vLLM's shape.
 async fn observe(AxumState(s): AxumState<Shared>, req: Request, next: Next) -> Response {
     let route = route_name(req.uri().path());
     let started = Instant::now();
-    let resp = next.run(req).await;
-    let code = resp.extensions().get::<ErrorCode>().map(|c| c.0);
+    let mut resp = next.run(req).await;
+    let code = resp.extensions().get::<ErrorCode>().map(|c| c.code);
+    if matches!(route, "pooling" | "classify") {
+        if let Some(e) = resp.extensions().get::<ErrorCode>() {
+            let body = vllm::error_body(resp.status().as_u16(), e.code, &e.message).to_string();
+            *resp.body_mut() = axum::body::Body::from(body);
+            resp.headers_mut()
+                .remove(axum::http::header::CONTENT_LENGTH);
+        }
+    }
     s.metrics.record(
         route,
         resp.status().as_u16(),
@@ -104,7 +133,7 @@ async fn not_found(uri: Uri) -> ApiError {
     error(
         StatusCode::NOT_FOUND,
         "not_found",
-        format!("no route {}: the routes are POST /get_reward, POST /v1/score, POST /pooling, GET /v1/models, GET /health, GET /metrics", uri.path()),
+        format!("no route {}: the routes are {ROUTES}", uri.path()),
     )
 }
 
@@ -280,6 +309,20 @@ async fn get_reward(AxumState(s): AxumState<Shared>, req: Request) -> Result<Res
     })))
 }
 
+/// `/v1/score`, the old path of [`score`]: the same answer, marked
+/// deprecated (RFC 9745's `Deprecation` header, and a `Link` to the
+/// successor).
+async fn score_old_path(s: AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
+    let mut resp = score(s, req).await?;
+    let h = resp.headers_mut();
+    h.insert("deprecation", axum::http::HeaderValue::from_static("true"));
+    h.insert(
+        axum::http::header::LINK,
+        axum::http::HeaderValue::from_static("</v1/score_steps>; rel=\"successor-version\""),
+    );
+    Ok(resp)
+}
+
 /// Per-step scores of rows in any format `stepscore score` reads.
 async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
     let body = read_body(&s, req).await?;
@@ -317,8 +360,8 @@ async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response
     ))
 }
 
-/// Numbers `/pooling` answers within this process.
-static POOLING_IDS: AtomicU64 = AtomicU64::new(0);
+/// Numbers the vLLM routes' answers within this process.
+static VLLM_IDS: AtomicU64 = AtomicU64::new(0);
 
 fn unix_now() -> u64 {
     SystemTime::now()
@@ -327,12 +370,26 @@ fn unix_now() -> u64 {
 }
 
 /// vLLM's pooling API for a process reward model: per input, one
-/// `[p_incorrect, p_correct]` pair per step. The shape has no slot for a
-/// per-input error, so an input that cannot be scored fails the request
-/// (naming every such input), as vLLM fails a request it cannot run.
+/// `[p_incorrect, p_correct]` pair per step (or per input with `task:
+/// classify`).
 async fn pooling(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
-    let body = read_body(&s, req).await?;
-    let parsed = request::pooling(&body.bytes, &s.limits).map_err(bad_request)?;
+    vllm_route(&s, req, Route::Pooling).await
+}
+
+/// vLLM's classification API (verl's reward-model path posts here and
+/// reads `data[-1].probs[-1]`): per input, the pair of the trace's
+/// aggregate score (`--aggregation`).
+async fn classify(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response, ApiError> {
+    vllm_route(&s, req, Route::Classify).await
+}
+
+/// Both vLLM routes. Their answer has no slot for a per-input error, so an
+/// input that cannot be scored fails the request (naming every such
+/// input), as vLLM fails a request it cannot run.
+async fn vllm_route(s: &State, req: Request, route: Route) -> Result<Response, ApiError> {
+    let body = read_body(s, req).await?;
+    let parsed =
+        vllm::read(&body.bytes, route, &s.limits, &s.segmenter, &*s.decode).map_err(bad_request)?;
     if let Some(m) = &parsed.model {
         if *m != s.model_name {
             return Err(error(
@@ -345,9 +402,9 @@ async fn pooling(AxumState(s): AxumState<Shared>, req: Request) -> Result<Respon
             ));
         }
     }
-    let outcomes = run(&s, parsed.slots).await?;
+    let outcomes = run(s, parsed.slots).await?;
     let mut failed = Vec::new();
-    let mut data = Vec::new();
+    let mut values: Vec<Vec<[f64; 2]>> = Vec::new();
     let mut tokens = 0;
     for (i, o) in outcomes.iter().enumerate() {
         match o {
@@ -363,9 +420,29 @@ async fn pooling(AxumState(s): AxumState<Shared>, req: Request) -> Result<Respon
             )),
             Ok(score) => {
                 tokens += score.tokens;
-                let pairs: Vec<[f64; 2]> =
-                    scored_steps(score).iter().map(|p| [1.0 - p, *p]).collect();
-                data.push(json!({"index": i, "object": "pooling", "data": pairs}));
+                let steps = scored_steps(score);
+                let probs = match parsed.pooled {
+                    Pooled::PerStep => steps,
+                    Pooled::PerInput => match aggregate(&steps, s.aggregation) {
+                        Some(r) if r.is_finite() => vec![r],
+                        _ => {
+                            failed.push((
+                                i,
+                                RowError {
+                                    code: "no_score",
+                                    message: "no step has a score to aggregate".into(),
+                                },
+                            ));
+                            continue;
+                        }
+                    },
+                };
+                values.push(
+                    probs
+                        .iter()
+                        .map(|&p| vllm::pair(p, parsed.activation))
+                        .collect(),
+                );
             }
             Err(e) => failed.push((i, e.clone())),
         }
@@ -387,8 +464,47 @@ async fn pooling(AxumState(s): AxumState<Shared>, req: Request) -> Result<Respon
         };
         return Err(error(status, first.code, message));
     }
+    let data: Vec<Value> = values
+        .iter()
+        .enumerate()
+        .map(|(i, pairs)| match route {
+            Route::Classify => {
+                let probs = pairs[0];
+                json!({
+                    "index": i,
+                    // vLLM's label: the class of the larger value.
+                    "label": if probs[1] > probs[0] { "correct" } else { "incorrect" },
+                    "probs": probs,
+                    "num_classes": 2,
+                })
+            }
+            Route::Pooling => {
+                let data = match (parsed.encoding, parsed.pooled) {
+                    (Encoding::Float, Pooled::PerStep) => json!(pairs),
+                    (Encoding::Float, Pooled::PerInput) => json!(pairs[0]),
+                    (Encoding::Base64 { big_endian }, _) => {
+                        let flat: Vec<f64> = pairs.iter().flatten().copied().collect();
+                        json!(vllm::base64_f32(&flat, big_endian))
+                    }
+                };
+                json!({"index": i, "object": "pooling", "data": data})
+            }
+        })
+        .collect();
+    let prefix = match route {
+        Route::Pooling => "pool",
+        Route::Classify => "classify",
+    };
+    let id = match &parsed.request_id {
+        Some(r) => format!("{prefix}-{r}"),
+        None => format!(
+            "{prefix}-{}-{}",
+            unix_now(),
+            VLLM_IDS.fetch_add(1, Ordering::Relaxed)
+        ),
+    };
     Ok(ok_json(json!({
-        "id": format!("pool-{}-{}", unix_now(), POOLING_IDS.fetch_add(1, Ordering::Relaxed)),
+        "id": id,
         "object": "list",
         "created": unix_now(),
         "model": s.model_name,
