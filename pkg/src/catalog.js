@@ -1,10 +1,12 @@
 // Catalog names (`StepScorer.load('stepscore-prm-smollm2')`): the core's
-// catalog, read through wasm (never a second list here), resolved to the
-// hub URL of the entry's hub source on `env.remoteHost`.
+// catalog, read through wasm (never a second list here); its files come
+// from their sources (sources.js). A GGUF given any other way whose size
+// and sha256 are an entry's is that entry (`catalogMatch`).
 
 import { catalog as wasmCatalog } from './wasm/stepscore_wasm.js';
 import { StepscoreError, callWasm } from './errors.js';
 import { env } from './env.js';
+import { sha256Hex } from './integrity.js';
 import { hostHooks, requireReady } from './runtime.js';
 
 let entries = null;
@@ -47,17 +49,31 @@ export function classifyModel(spec) {
   return { kind: 'url', url: spec };
 }
 
+/**
+ * The catalog entry a GGUF's bytes are, by size and sha256 (hashed only
+ * when the size is an entry's): a PRM entry before a backbone of the same
+ * file, so the bytes get the head they would by name. `{ entry, sha256 }`
+ * when one matches; `{ entry: null, sizeOf, sha256 }` when entries have the
+ * size (`sizeOf`, their names) but not the hash; null when none has the size.
+ */
+export async function catalogMatch(bytes) {
+  requireReady();
+  entries ??= callWasm(() => wasmCatalog());
+  const sized = entries.filter((e) => e.file.size === bytes.length);
+  if (sized.length === 0) return null;
+  const sha256 = await sha256Hex(bytes);
+  const same = sized.filter((e) => e.file.sha256 === sha256);
+  const entry = same.find((e) => e.kind === 'prm') ?? same[0] ?? null;
+  return entry ? { entry: structuredClone(entry), sha256 } : { entry: null, sizeOf: sized.map((e) => e.name), sha256 };
+}
+
 /** Whether `spec` is a catalog name (a string the page passes to its worker unchanged). */
 export function isCatalogName(spec) {
   return typeof spec === 'string' && find(spec) !== null;
 }
 
-/** The URL of the entry's file on the hub at `remoteHost` (default `env.remoteHost`): its first hub source. */
-export function hubUrl(entry, remoteHost = env.remoteHost) {
-  const hub = entry.file.sources.find((s) => s.hub)?.hub;
-  if (!hub) {
-    throw new StepscoreError('FETCH_FAILED', `catalog entry \`${entry.name}\` has no public hub copy; load its file by URL or path`);
-  }
+/** The URL of a hub source (`{ repo, revision, file }`) on the hub at `remoteHost` (default `env.remoteHost`). */
+export function hubUrl(hub, remoteHost = env.remoteHost) {
   let base;
   try {
     base = new URL(remoteHost.endsWith('/') ? remoteHost : `${remoteHost}/`);

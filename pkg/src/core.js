@@ -14,7 +14,7 @@ import {
   isSoftwareAdapter as wasmIsSoftwareAdapter,
   checkTraces as wasmCheckTraces,
 } from './wasm/stepscore_wasm.js';
-import { classifyModel } from './catalog.js';
+import { catalogMatch, classifyModel } from './catalog.js';
 import { env } from './env.js';
 import { StepscoreError, callWasm, toStepscoreError } from './errors.js';
 import { Downloader, resolveFile, resolveModel, throwIfAborted } from './fetch.js';
@@ -112,6 +112,9 @@ function checkLoadOptions(options) {
   if (options.remoteHost !== undefined && typeof options.remoteHost !== 'string') {
     throw new StepscoreError('INVALID_ARGUMENT', '`remoteHost` must be a string (the hub\'s origin)');
   }
+  if (options.pypiIndex !== undefined && typeof options.pypiIndex !== 'string') {
+    throw new StepscoreError('INVALID_ARGUMENT', '`pypiIndex` must be a string (a PyPI simple index URL, as PIP_INDEX_URL)');
+  }
   if (options.onProgress !== undefined && typeof options.onProgress !== 'function') {
     throw new StepscoreError('INVALID_ARGUMENT', '`onProgress` must be a function');
   }
@@ -143,9 +146,14 @@ async function loadLocal(options) {
     expected = manifest.files;
   }
   const downloader = new Downloader({ signal, onProgress, cache, expected });
-  const resolved = await resolveModel(model, downloader, options.remoteHost ?? env.remoteHost);
+  const where = { remoteHost: options.remoteHost ?? env.remoteHost, pypiIndex: options.pypiIndex ?? env.pypiIndex };
+  let resolved = await resolveModel(model, downloader, where);
   const headFile = head === undefined || head === null ? null : await resolveFile(head, 'head', 'head.safetensors', downloader);
   throwIfAborted(signal);
+  // A GGUF that is a catalog file loads as that entry, built-in head included, as by name.
+  const match = resolved.kind === 'gguf' && !headFile ? await catalogMatch(resolved.bytes) : null;
+  throwIfAborted(signal);
+  if (match?.entry) resolved = { kind: 'catalog', entry: match.entry, name: resolved.name, bytes: resolved.bytes, matched: true };
   onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });
   const wasmOptions = engineOptions(options);
   let files;
@@ -198,8 +206,47 @@ async function loadLocal(options) {
   const model_ = callWasm(() => inner.info());
   const { engine, adapter: engineAdapter, engineReason, ...facts } = model_;
   const adapter = engine === 'gpu' ? engineAdapter || choice.adapter : choice.adapter;
-  const info = { backend, requestedBackend: requested, adapter, fallbackReason, ...facts, build: wasmBuild.name, buildReason: wasmBuild.reason, files, worker: false };
+  const catalogName = resolved.kind === 'catalog' ? resolved.entry.name : null;
+  const familyReason = whyFamily(facts.family, { options, resolved, headFile, match });
+  const info = {
+    backend,
+    requestedBackend: requested,
+    adapter,
+    fallbackReason,
+    ...facts,
+    catalog: catalogName,
+    familyReason,
+    build: wasmBuild.name,
+    buildReason: wasmBuild.reason,
+    files,
+    worker: false,
+  };
   return new LocalEngine(inner, info, wasmBuild.memoryBytes);
+}
+
+/**
+ * Why the scorer has `family` (info().familyReason): the `family` option, a
+ * head file, a catalog entry's built-in head (by name, or by a GGUF's
+ * sha256), or what the file itself carries, saying when a GGUF had a
+ * catalog entry's size but not its sha256.
+ */
+function whyFamily(family, { options, resolved, headFile, match }) {
+  if (options.family !== undefined && options.family !== null) return `the \`family\` option ('${options.family}')`;
+  if (headFile) return `the tensors of the head file ${headFile.name}`;
+  if (resolved.kind === 'catalog') {
+    const { entry } = resolved;
+    const how = resolved.matched ? `${resolved.name} has the sha256 of catalog entry \`${entry.name}\`'s file` : `catalog entry \`${entry.name}\``;
+    if (entry.head) return `${how}: its built-in head ${entry.head}`;
+    return `${how}, a backbone with no head: detected from the file's tensors and vocabulary`;
+  }
+  let why = `detected from ${resolved.kind === 'hf' ? "the checkpoint's" : "the file's"} tensors and vocabulary`;
+  if (family === 'confidence') {
+    why += ": no PRM head in it, so the LM's own token probabilities score steps (no shipped threshold; give `head` or `family` for another)";
+  }
+  if (match?.sizeOf) {
+    why += `; it has the size of catalog entry ${match.sizeOf.map((n) => `\`${n}\``).join(', ')}'s file but sha256 ${match.sha256}, not the catalog's, so no built-in head was applied`;
+  }
+  return why;
 }
 
 /** The wasm scorer of this thread behind the engine interface StepScorer uses. */

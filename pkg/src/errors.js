@@ -44,3 +44,19 @@ export function callWasm(fn) {
     throw toStepscoreError(e);
   }
 }
+
+/**
+ * What a failed fetch really met: the error's message followed by its
+ * `cause` chain (undici's "fetch failed" hides `getaddrinfo ENOTFOUND
+ * host` or `connect ECONNREFUSED` there), each with its `code`.
+ */
+export function causeText(e) {
+  const parts = [];
+  for (let c = e, depth = 0; c !== undefined && c !== null && depth < 8; c = c.cause, depth++) {
+    // Node's happy-eyeballs connect failure is an AggregateError with no message of its own.
+    let text = c.message || c.errors?.map((x) => x?.message).filter(Boolean).join('; ') || (typeof c === 'object' ? '' : String(c));
+    if (c.code && !text.includes(c.code)) text = text ? `${text} (${c.code})` : c.code;
+    if (text && !parts.includes(text)) parts.push(text);
+  }
+  return parts.join(': ') || 'unknown error';
+}

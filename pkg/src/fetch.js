@@ -2,10 +2,11 @@
 // progress and AbortSignal, Blobs/Files, buffers, and objects of named files.
 
 import { throwIfAborted } from './abort.js';
-import { classifyModel, hubUrl } from './catalog.js';
-import { StepscoreError } from './errors.js';
+import { classifyModel } from './catalog.js';
+import { StepscoreError, causeText } from './errors.js';
 import { verify } from './integrity.js';
 import { hostHooks } from './runtime.js';
+import { catalogBytes } from './sources.js';
 
 /** The Cache Storage cache that holds downloaded model files unless `cache` names another. */
 export const DEFAULT_CACHE = 'stepscore-v1';
@@ -106,27 +107,62 @@ export class Downloader {
       }
       return bytes;
     }
+    const hit = await this.cached(url, expect, file);
+    if (hit) return hit;
+    const bytes = await this.download(url, { file, optional, hint, expect });
+    if (bytes) await this.keep(url, bytes);
+    return bytes;
+  }
+
+  /**
+   * The copy of `key` in Cache Storage when it passes `expect`, else null (a
+   * copy that fails is evicted). Progress events say `cached: true`.
+   */
+  async cached(key, expect, file, extra = {}) {
     const cache = await this.#openCache();
-    if (cache) {
-      const hit = await cache.match(url).catch(() => undefined);
-      if (hit) {
-        const bytes = await this.#read(hit, url, file, true, expect);
-        try {
-          await verify(bytes, expect, url, 'cached copy');
-          return bytes;
-        } catch (e) {
-          if (e?.code !== 'INTEGRITY_ERROR') throw e;
-          await cache.delete(url).catch(() => false);
-          // Stale or damaged: fall through to a fresh download.
-        }
-      }
+    if (!cache) return null;
+    const hit = await cache.match(key).catch(() => undefined);
+    if (!hit) return null;
+    const bytes = await this.#read(hit, key, file, true, expect, extra);
+    try {
+      await verify(bytes, expect, key, 'cached copy');
+      return bytes;
+    } catch (e) {
+      if (e?.code !== 'INTEGRITY_ERROR') throw e;
+      // Stale or damaged: the caller downloads it again.
+      await cache.delete(key).catch(() => false);
+      return null;
+    }
+  }
+
+  /** Stores `bytes` in Cache Storage under `key`, best-effort. */
+  async keep(key, bytes) {
+    const cache = await this.#openCache();
+    if (!cache) return;
+    const headers = { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) };
+    await cache.put(key, new Response(bytes, { headers })).catch(() => undefined);
+  }
+
+  /**
+   * GETs `url` over the network (never the cache): null for a 404 when
+   * `optional`. With `expect`, more bytes than its size are refused as they
+   * arrive and the result is checked against it; `limit` (bytes, with
+   * `why`) bounds a download whose exact size is not known. `extra` is
+   * added to each progress event (none with `silent`); `headers` go with the request.
+   */
+  async download(url, { file, optional = false, hint = '', expect = null, limit = null, why = '', extra = {}, headers, silent = false } = {}) {
+    const signal = this.#signal;
+    throwIfAborted(signal);
+    let bound = limit === null ? null : { bytes: limit, why };
+    if (expect?.size !== null && expect?.size !== undefined && (bound === null || expect.size < bound.bytes)) {
+      bound = { bytes: expect.size, by: expect.by ?? 'the manifest' };
     }
     let response;
     try {
-      response = await fetch(url, { signal });
+      response = await fetch(url, { signal, headers });
     } catch (e) {
       throwIfAborted(signal);
-      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${e?.message ?? e}${hint}`, { cause: e });
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${causeText(e)}${corsNote(url)}${hint}`, { cause: e });
     }
     if (response.status === 404 && optional) {
       await response.body?.cancel();
@@ -136,37 +172,63 @@ export class Downloader {
       await response.body?.cancel();
       throw new StepscoreError('FETCH_FAILED', `GET ${url}: HTTP ${response.status} ${response.statusText}`.trim() + hint);
     }
-    const bytes = await this.#read(response, url, file, false, expect);
+    const bytes = await this.#read(response, url, file, false, expect, silent ? null : extra, bound);
     await verify(bytes, expect, url, 'download');
-    if (cache) {
-      const headers = { 'content-type': 'application/octet-stream', 'content-length': String(bytes.length) };
-      await cache.put(url, new Response(bytes, { headers })).catch(() => undefined);
-    }
     return bytes;
   }
 
-  async #read(response, url, file, cached, expect) {
+  /** `extra`: fields added to progress events; null reports none. */
+  async #read(response, url, file, cached, expect, extra = {}, bound = null) {
     const signal = this.#signal;
     // A compressed body's Content-Length counts compressed bytes, not the ones we read.
     const encoding = response.headers.get('content-encoding');
     const declared = Number(response.headers.get('content-length') ?? NaN);
-    const total =
-      (!encoding || encoding === 'identity') && Number.isSafeInteger(declared) && declared >= 0 ? declared : (expect?.size ?? null);
-    const report = (loaded) => this.progress({ phase: 'download', file, loaded, total, cached });
+    const identity = !encoding || encoding === 'identity';
+    if (bound && identity && Number.isSafeInteger(declared) && declared > bound.bytes) {
+      await response.body?.cancel();
+      throw overBound({ ...bound, url }, declared);
+    }
+    const total = identity && Number.isSafeInteger(declared) && declared >= 0 ? declared : (expect?.size ?? null);
+    const report = extra ? (loaded) => this.progress({ phase: 'download', file, loaded, total, cached, ...extra }) : () => {};
     try {
       if (!response.body) {
         const bytes = new Uint8Array(await response.arrayBuffer());
         report(bytes.length);
         return bytes;
       }
-      return await readStream(response.body.getReader(), total, report, signal);
+      return await readStream(response.body.getReader(), total, report, signal, bound && { ...bound, url });
     } catch (e) {
       throwIfAborted(signal);
       if (e instanceof StepscoreError) throw e;
       const from = cached ? 'reading the cached copy' : 'reading the body';
-      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${from} failed: ${e?.message ?? e}`, { cause: e });
+      throw new StepscoreError('FETCH_FAILED', `GET ${url}: ${from} failed: ${causeText(e)}`, { cause: e });
     }
   }
+}
+
+/**
+ * A download over its bound (`{ url, bytes }` and `by`, who pinned the exact
+ * size, or `why` the bound is what it is): `announced` bytes refused before
+ * reading, or (null) a body cut off at the bound.
+ */
+function overBound({ url, bytes, by, why }, announced) {
+  const what = announced === null ? `more than ${bytes} bytes arrived` : `the server announced ${announced} bytes`;
+  const where = announced === null ? 'stopped there' : 'refused before reading';
+  const message = by
+    ? `${url} (download): ${announced ?? `over ${bytes}`} bytes, ${by} says ${bytes} (${where})`
+    : `GET ${url}: ${what}, over the ${bytes}-byte bound (${why}): ${where}`;
+  return new StepscoreError('INTEGRITY_ERROR', message);
+}
+
+/** In a page, a refused CORS request fails exactly as an unreachable host does: say so. */
+function corsNote(url) {
+  if (typeof globalThis.location === 'undefined') return '';
+  try {
+    if (new URL(url).origin === globalThis.location.origin) return '';
+  } catch {
+    return '';
+  }
+  return ' (in a browser this is also how a server that does not allow this page\'s origin (CORS) fails)';
 }
 
 /** Removes stepscore's cached downloads; resolves to whether there was a cache to remove. */
@@ -175,10 +237,10 @@ export async function clearCache(name = DEFAULT_CACHE) {
   return globalThis.caches.delete(name);
 }
 
-async function readStream(reader, total, report, signal) {
+async function readStream(reader, total, report, signal, bound = null) {
   // With a trustworthy length, fill one buffer; otherwise (or if the server
   // sends more than it declared) collect chunks and join them at the end.
-  let buffer = total !== null && total <= MAX_PREALLOC ? new Uint8Array(total) : null;
+  let buffer = total !== null && total <= MAX_PREALLOC && (bound === null || total <= bound.bytes) ? new Uint8Array(total) : null;
   const chunks = [];
   let loaded = 0;
   report(0);
@@ -190,6 +252,11 @@ async function readStream(reader, total, report, signal) {
     }
     const { done, value } = await reader.read();
     if (done) break;
+    if (bound && loaded + value.length > bound.bytes) {
+      // A server that streams on past the bound is cut off there.
+      await reader.cancel().catch(() => undefined);
+      throw overBound(bound, null);
+    }
     if (buffer && loaded + value.length <= buffer.length) {
       buffer.set(value, loaded);
     } else {
@@ -275,11 +342,13 @@ function shardNames(indexBytes) {
 }
 
 /**
- * Resolves the `model` option to `{ kind: 'gguf', name, bytes }` or
- * `{ kind: 'hf', files: Map<name, Uint8Array> }`, downloading URLs through
- * `downloader` (a Downloader).
+ * Resolves the `model` option to `{ kind: 'gguf', name, bytes }`,
+ * `{ kind: 'catalog', entry, name, bytes }` or `{ kind: 'hf', files:
+ * Map<name, Uint8Array> }`, downloading URLs through `downloader` (a
+ * Downloader) and catalog files from their sources (`where`: `{
+ * remoteHost, pypiIndex }`, see sources.js).
  */
-export async function resolveModel(model, downloader, remoteHost) {
+export async function resolveModel(model, downloader, where) {
   const signal = downloader.signal;
   const onProgress = (e) => downloader.progress(e);
   throwIfAborted(signal);
@@ -288,7 +357,10 @@ export async function resolveModel(model, downloader, remoteHost) {
   }
   if (typeof model === 'string' || model instanceof URL) {
     const spec = model instanceof URL ? { kind: 'url', url: model.href } : classifyModel(model);
-    if (spec.kind === 'catalog') return resolveCatalog(spec.entry, downloader, remoteHost);
+    if (spec.kind === 'catalog') {
+      const { entry } = spec;
+      return { kind: 'catalog', entry, name: entry.file.file_name, bytes: await catalogBytes(entry, downloader, where) };
+    }
     const url = new URL(absoluteUrl(spec.url));
     if (url.pathname.toLowerCase().endsWith('.gguf')) {
       const name = lastSegment(url, 'model.gguf');
@@ -329,20 +401,6 @@ export async function resolveModel(model, downloader, remoteHost) {
     'INVALID_ARGUMENT',
     `the \`model\` option must be a URL, a File/Blob, an ArrayBuffer/Uint8Array or an object of named files, got ${typeof model}`,
   );
-}
-
-/**
- * A catalog entry's GGUF file from the hub, checked against the catalog's
- * size and sha256: through the host's store (Node: its disk cache), else
- * the Downloader (Cache Storage in browsers). `{ kind: 'catalog', entry, name, bytes }`.
- */
-async function resolveCatalog(entry, downloader, remoteHost) {
-  const url = hubUrl(entry, remoteHost);
-  downloader.expect(url, { size: entry.file.size, sha256: entry.file.sha256 });
-  const hint = ` (catalog entry \`${entry.name}\`; the hub is env.remoteHost or the \`remoteHost\` load option)`;
-  const store = hostHooks().catalogStore;
-  const bytes = store ? (await store(entry, url, downloader, hint)).bytes : await downloader.get(url, { file: entry.file.file_name, hint });
-  return { kind: 'catalog', entry, name: entry.file.file_name, bytes };
 }
 
 /**

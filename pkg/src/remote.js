@@ -26,9 +26,10 @@ function workerUrl(spec) {
 /** The load options as the worker receives them. */
 function portable(options) {
   const { model, head, manifest, backend, family, maxTokens, truncation, quantize, cache, threads } = options;
-  // The page's hub setting travels with the load (the worker has its own `env`).
+  // The page's catalog sources travel with the load (the worker has its own `env`).
   const remoteHost = options.remoteHost ?? env.remoteHost;
-  const out = { backend, family, maxTokens, truncation, quantize, cache, threads, remoteHost };
+  const pypiIndex = options.pypiIndex ?? env.pypiIndex;
+  const out = { backend, family, maxTokens, truncation, quantize, cache, threads, remoteHost, pypiIndex };
   // Catalog names go as they are; so do Node's paths (its worker shares the working directory).
   const keep = (v) => isCatalogName(v) || (typeof v === 'string' && typeof globalThis.location === 'undefined');
   const url = (v, what) => (keep(v) ? v : typeof v === 'string' || v instanceof URL ? absoluteUrl(v, what) : v);

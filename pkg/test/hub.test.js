@@ -34,11 +34,15 @@ test('a catalog name loads from the hub, checked by sha256 and cached on disk', 
   const dir = mkdtempSync(join(tmpdir(), 'stepscore-hub-'));
   const saved = { ...env };
   env.cacheDir = dir;
+  // The PyPI mirror, tried after a failing hub, points nowhere: this test is about the hub.
+  env.pypiIndex = 'http://127.0.0.1:9/simple';
   try {
     const bad = await hub('--tamper');
     env.remoteHost = bad.url;
+    // The hub's other bytes make the whole fetch an integrity failure, the mirror's failure listed after it.
     const e = await rejectsWith(assert, StepScorer.load({ model: entry.name, threads: 1 }), 'INTEGRITY_ERROR');
-    assert.match(e.message, new RegExp(entry.file.sha256));
+    assert.match(e.message, new RegExp(`sha256 [0-9a-f]{64}, the catalog says ${entry.file.sha256}`));
+    assert.match(e.message, /2\. PyPI .* from http:\/\/127\.0\.0\.1:9\/simple/);
     assert.ok(e.message.includes(`${bad.url}/${source.repo}/resolve/${source.revision}/`), e.message);
     bad.stop();
     assert.deepEqual(readdirSync(dir), [], 'nothing cached from a refused download');

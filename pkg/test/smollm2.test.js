@@ -45,6 +45,8 @@ test('SmolLM2 GGUF by URL scores like the native engine', { skip, timeout: 300_0
   let downloaded = 0;
   const scorer = await StepScorer.load({
     model: `${server.url}/smollm2.gguf`,
+    // The catalog's file: without a family it would load with the catalog's head.
+    family: 'confidence',
     backend: 'cpu',
     onProgress: (p) => {
       if (p.phase === 'download') downloaded = p.loaded;
@@ -113,7 +115,7 @@ const NATIVE_BEAM = {
 
 test('SmolLM2 generates what the native engine generates, greedy and seeded, in this thread and in the worker', { skip, timeout: 300_000 }, async () => {
   for (const worker of [false, true]) {
-    const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, backend: 'cpu', worker });
+    const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, family: 'confidence', backend: 'cpu', worker });
     try {
       const greedy = await scorer.generate(NATIVE_GREEDY.prompt, { maxNewTokens: 24, sampling: { temperature: 0 } }).result();
       assert.deepEqual(greedy, { text: NATIVE_GREEDY.text, stopReason: NATIVE_GREEDY.stopReason, tokens: NATIVE_GREEDY.tokens, promptTokens: NATIVE_GREEDY.promptTokens }, `worker: ${worker}`);
@@ -126,7 +128,7 @@ test('SmolLM2 generates what the native engine generates, greedy and seeded, in 
 });
 
 test('SmolLM2 beam search equals the native CLI search', { skip, timeout: 300_000 }, async () => {
-  const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, backend: 'cpu' });
+  const scorer = await StepScorer.load({ model: `${server.url}/smollm2.gguf`, family: 'confidence', backend: 'cpu' });
   try {
     const r = await scorer.search(NATIVE_BEAM.problem, NATIVE_BEAM.options);
     assert.deepEqual(r.candidates.map((c) => c.text), NATIVE_BEAM.texts);

@@ -28,8 +28,8 @@ const TRACE = {
 // machine's 2 cores is fine) so that splits have uneven parts.
 test('SmolLM2: the threaded build scores exactly like the single-thread build', { skip, timeout: 600_000 }, async () => {
   const bytes = new Uint8Array(readFileSync(SMOLLM2));
-  const threaded = await StepScorer.load({ model: bytes, backend: 'cpu', threads: 3 });
-  const single = await StepScorer.load({ model: bytes, backend: 'cpu', threads: 1 });
+  const threaded = await StepScorer.load({ model: bytes, family: 'confidence', backend: 'cpu', threads: 3 });
+  const single = await StepScorer.load({ model: bytes, family: 'confidence', backend: 'cpu', threads: 1 });
   try {
     const t = threaded.info();
     assert.deepEqual([t.build, t.buildReason, t.threads, t.worker], ['threads', null, 3, false]);
@@ -48,7 +48,7 @@ test('SmolLM2: the threaded build scores exactly like the single-thread build', 
     sa.dispose();
     sb.dispose();
     // A later load shares the pool and may use fewer of its threads.
-    const two = await StepScorer.load({ model: bytes, backend: 'cpu', threads: 2 });
+    const two = await StepScorer.load({ model: bytes, family: 'confidence', backend: 'cpu', threads: 2 });
     try {
       assert.deepEqual([two.info().build, two.info().threads], ['threads', 2]);
       assert.deepEqual(await two.score(TRACE, options), b);
@@ -78,11 +78,11 @@ test('every tiny PRM family: threaded and single-thread builds agree exactly', a
 
 test('worker mode under Node runs the threaded build in its worker', { skip, timeout: 300_000 }, async () => {
   const bytes = new Uint8Array(readFileSync(SMOLLM2));
-  const scorer = await StepScorer.load({ model: bytes, backend: 'cpu', worker: true, threads: 2 });
+  const scorer = await StepScorer.load({ model: bytes, family: 'confidence', backend: 'cpu', worker: true, threads: 2 });
   try {
     const info = scorer.info();
     assert.deepEqual([info.build, info.threads, info.worker], ['threads', 2, true]);
-    const single = await StepScorer.load({ model: bytes, backend: 'cpu', threads: 1 });
+    const single = await StepScorer.load({ model: bytes, family: 'confidence', backend: 'cpu', threads: 1 });
     try {
       assert.deepEqual(await scorer.score(TRACE), await single.score(TRACE));
     } finally {

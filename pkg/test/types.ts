@@ -91,7 +91,11 @@ export async function installable(): Promise<void> {
   const sha: string = entries[0].file.sha256;
   const scorer = await StepScorer.load('stepscore-prm-smollm2');
   await StepScorer.load({ model: 'stepscore-prm-qwen1.5b', remoteHost: 'https://hf-mirror.example', worker: true });
+  env.pypiIndex = 'http://127.0.0.1:8081/simple';
+  await StepScorer.load({ model: 'stepscore-prm-smollm2', pypiIndex: 'https://pypi.example/simple', onProgress: (p) => p.source === 'pypi' && p.part });
   const t: number | null = scorer.info().threshold;
+  const matched: string | null = scorer.info().catalog;
+  const why: string = scorer.info().familyReason;
   const first: number = scorer.firstError([0.9, 0.1]);
   const phase: Progress['phase'] = 'upload';
   const c = new AbortController();

@@ -8,7 +8,7 @@
 #   a terminal on stdin         ask once, listing each command
 #   otherwise                   stop, listing the commands to run
 # wasm_tools [rust-src]: also the rust-src component (the threaded build's
-# -Z build-std needs it).
+# -Z build-std needs it). Sets WASM_BINDGEN_VERSION (Cargo.lock's).
 
 wasm_tools() {
     local want have missing=()
@@ -17,6 +17,7 @@ wasm_tools() {
         echo "wasm tools: no wasm-bindgen entry in Cargo.lock" >&2
         return 1
     fi
+    WASM_BINDGEN_VERSION=$want
     if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
         missing+=("rustup target add wasm32-unknown-unknown")
     fi

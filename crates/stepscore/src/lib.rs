@@ -35,3 +35,9 @@ pub mod validate;
 
 pub use error::{Error, LengthBound, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};
+
+/// The README's Rust blocks, compiled and run by `cargo test --doc -p stepscore`
+/// (`scripts/readme_blocks.py` lists them with the README's other blocks).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;

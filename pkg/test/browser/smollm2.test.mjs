@@ -46,7 +46,7 @@ test('SmolLM2 by URL in a worker: same numbers as Node-wasm, native within the d
       async (s, { url, trace }) => {
         let downloaded = 0;
         const t0 = performance.now();
-        const scorer = await s.StepScorer.load({ model: url, worker: true, cache: false, onProgress: (p) => p.phase === 'download' && (downloaded = p.loaded) });
+        const scorer = await s.StepScorer.load({ model: url, family: 'confidence', worker: true, cache: false, onProgress: (p) => p.phase === 'download' && (downloaded = p.loaded) });
         const loadMs = performance.now() - t0;
         try {
           // The page stays responsive while the worker scores: timers keep firing.
@@ -73,7 +73,7 @@ test('SmolLM2 by URL in a worker: same numbers as Node-wasm, native within the d
   assert.deepEqual([got.info.format, got.info.family, got.info.layers, got.info.hiddenSize, got.info.vocabSize], ['gguf', 'confidence', 30, 576, 49152]);
   assert.equal(got.full.tokens, NATIVE.tokens);
 
-  const node = await StepScorer.load({ model: new Uint8Array(readFileSync(GGUF)), backend: 'cpu' });
+  const node = await StepScorer.load({ model: new Uint8Array(readFileSync(GGUF)), family: 'confidence', backend: 'cpu' });
   try {
     assert.deepEqual(got.full, await node.score(TRACE), 'Chromium and Node run the same wasm: identical results');
   } finally {

@@ -41,8 +41,8 @@ test('an isolated page: worker mode runs the threaded build and scores like the 
     await inPage(
       page,
       async (s, { url, trace }) => {
-        const threaded = await s.StepScorer.load({ model: url, backend: 'cpu', worker: true, threads: 2 });
-        const single = await s.StepScorer.load({ model: url, backend: 'cpu' });
+        const threaded = await s.StepScorer.load({ model: url, family: 'confidence', backend: 'cpu', worker: true, threads: 2 });
+        const single = await s.StepScorer.load({ model: url, family: 'confidence', backend: 'cpu' });
         try {
           return {
             isolated: crossOriginIsolated,
@@ -67,7 +67,7 @@ test('an isolated page: worker mode runs the threaded build and scores like the 
   assert.ok(got.threaded.tokens > 90);
   assert.deepEqual(got.threaded, got.single);
   // The same numbers as Node's threaded build (the same wasm, other host).
-  const node = await StepScorer.load({ model: new Uint8Array(readFileSync(GGUF)), backend: 'cpu' });
+  const node = await StepScorer.load({ model: new Uint8Array(readFileSync(GGUF)), family: 'confidence', backend: 'cpu' });
   try {
     assert.deepEqual(await node.score(TRACE, { tokenLogprobs: true }), got.threaded);
   } finally {
