@@ -63,14 +63,16 @@ pub fn error_code(e: &stepscore::Error) -> &'static str {
     }
 }
 
-fn bad(message: impl Into<String>) -> BadRequest {
+/// A body refused with `bad_request` and `message`.
+pub fn bad(message: impl Into<String>) -> BadRequest {
     BadRequest {
         code: "bad_request",
         message: message.into(),
     }
 }
 
-fn row_error(code: &'static str, message: impl Into<String>) -> RowError {
+/// One trace's error: its code and message.
+pub fn row_error(code: &'static str, message: impl Into<String>) -> RowError {
     RowError {
         code,
         message: message.into(),

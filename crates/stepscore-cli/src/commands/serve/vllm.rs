@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use stepscore::segment::{segment_response, Segmenter};
 use stepscore::{Step, Trace};
 
-use super::request::{count_ok, sized, BadRequest, Limits, RowError, Slot};
+use super::request::{bad, count_ok, row_error, sized, BadRequest, Limits, RowError, Slot};
 
 /// The step tag of vLLM's process-reward pooling (Qwen2.5-Math-PRM): each
 /// step ends with it.
@@ -143,20 +143,6 @@ struct Part {
     kind: String,
     #[serde(default)]
     text: Option<String>,
-}
-
-fn bad(message: impl Into<String>) -> BadRequest {
-    BadRequest {
-        code: "bad_request",
-        message: message.into(),
-    }
-}
-
-fn row_error(code: &'static str, message: impl Into<String>) -> RowError {
-    RowError {
-        code,
-        message: message.into(),
-    }
 }
 
 /// Reads a `/pooling` or `/classify` body. `decode` turns token ids into
