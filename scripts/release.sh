@@ -37,6 +37,8 @@ case $profile in release | dev) ;; *) echo "release.sh: --profile must be releas
 out=target/release-artifacts
 version=$(awk -F'"' '/^\[workspace.package\]/ { p = 1 } p && /^version/ { print $2; exit }' Cargo.toml)
 host=$(rustc -vV | sed -n 's/^host: //p')
+# Cargo's output directory (CARGO_TARGET_DIR, as cargo and build-wasm.sh read it).
+target_dir=${CARGO_TARGET_DIR:-target}
 rm -rf "$out"
 mkdir -p "$out"
 t0=$(date +%s)
@@ -65,12 +67,12 @@ if [ "$profile" = release ]; then tools+=("ziglang>=0.13" "cargo-zigbuild>=0.19"
 step "CLI"
 if [ "$profile" = dev ]; then
     cargo build --locked -q -p stepscore-cli
-    cli=target/debug/stepscore
+    cli=$target_dir/debug/stepscore
 else
     # The `.2.17` suffix: cargo-zigbuild links against that glibc's symbol versions.
     PATH="$PWD/$venv/bin:$PATH" cargo zigbuild --locked -q --release -p stepscore-cli \
         --target x86_64-unknown-linux-gnu.2.17
-    cli=target/x86_64-unknown-linux-gnu/release/stepscore
+    cli=$target_dir/x86_64-unknown-linux-gnu/release/stepscore
 fi
 # The wheel's `stepscore` command runs the same binary from inside the
 # package (crates/stepscore-py/python/stepscore/_bin/, ignored by git and so
