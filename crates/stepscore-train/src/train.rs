@@ -372,6 +372,7 @@ impl Trained {
             threshold: self.calibration.as_ref().and_then(|c| c.threshold),
             // Fitted later, on the verdict over model-written solutions.
             solution_threshold: None,
+            min_with: None,
         };
         meta.extend(input.metadata());
         meta.insert("stepscore.seed".to_string(), self.config.seed.to_string());

@@ -121,6 +121,11 @@ impl Kind {
 
     /// The head file stepscore-train would write.
     fn file(&self) -> HeadFile {
+        self.file_with(&[])
+    }
+
+    /// The same, with more header metadata.
+    fn file_with(&self, extra: &[(&str, &str)]) -> HeadFile {
         let w = self.width();
         let units = self.b0.len();
         let mut tensors: Vec<(&str, Vec<usize>, Vec<f32>)> = match &self.out {
@@ -145,6 +150,7 @@ impl Kind {
             let list: Vec<String> = self.layers.iter().map(usize::to_string).collect();
             meta.insert("stepscore.layer".to_string(), list.join(","));
         }
+        meta.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         HeadFile::from_bytes(&safetensors_bytes(&tensors, meta), "kind.safetensors").unwrap()
     }
 
@@ -991,4 +997,73 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
         Err(Error::Model { file, .. }) => assert_eq!(file, "head v_head.summary.2.weight"),
         other => panic!("NaN MLP head: expected a model error, got {other:?}"),
     }
+}
+
+/// Issue 40: a head with a guard (`stepscore.min_with` names a built-in
+/// stats-only head, `stepscore.min_power` a power) scores each step
+/// min(p_guard, p_head^power): the same, within 1e-12, as the head and the
+/// guard each scored alone (each checked against the f64 reference above)
+/// and combined here. A guard that reads a hidden state is refused.
+#[test]
+fn a_guarded_head_scores_the_minimum_of_its_guard_and_its_own_power() {
+    use stepscore::prm::head_file::QWEN15B_HEAD_NAME;
+    // The built-in guard reads digit statistics, which the tiny model's
+    // random weights make extreme (its scores here: 1e-16 to 0.01); a head
+    // biased as low puts both sides of the minimum in play.
+    let mut kind = Kind::new(false, &[1], true, 77);
+    kind.b0[0] = -40.0;
+    let guard_meta = [
+        ("stepscore.min_with", QWEN15B_HEAD_NAME),
+        ("stepscore.min_power", "0.3"),
+    ];
+    let open = |f: HeadFile| {
+        Scorer::open_with(dir(), &HeadSource::Loaded(f), &options(Backend::Cpu)).unwrap()
+    };
+    let alone = open(kind.file());
+    let guard = open(HeadFile::embedded(QWEN15B_HEAD_NAME).unwrap());
+    let guarded = open(kind.file_with(&guard_meta));
+    let (mut below, mut above) = (0, 0);
+    for case in cases() {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let scores = |s: &Scorer| -> Vec<f64> {
+            s.score_steps(&case.problem, &steps)
+                .unwrap()
+                .step_scores
+                .into_iter()
+                .map(Option::unwrap)
+                .collect()
+        };
+        let (a, g, both) = (scores(&alone), scores(&guard), scores(&guarded));
+        for i in 0..both.len() {
+            let want = g[i].min(a[i].powf(0.3));
+            assert!(
+                (both[i] - want).abs() < 1e-12,
+                "step {i}: {} vs {want}",
+                both[i]
+            );
+            below += usize::from(g[i] < a[i].powf(0.3));
+            above += usize::from(g[i] > a[i].powf(0.3));
+        }
+    }
+    // Both sides of the minimum were taken somewhere, or the test shows half the rule.
+    assert!(
+        below > 0 && above > 0,
+        "guard decided {below} steps, the head {above}"
+    );
+    // A guard must read statistics alone.
+    let bad = [
+        (
+            "stepscore.min_with",
+            "smollm2-135m-gsm-value-head.safetensors",
+        ),
+        ("stepscore.min_power", "0.3"),
+    ];
+    let err = Scorer::open_with(
+        dir(),
+        &HeadSource::Loaded(kind.file_with(&bad)),
+        &options(Backend::Cpu),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("must read step statistics alone"), "{err}");
 }

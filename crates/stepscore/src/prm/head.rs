@@ -191,6 +191,22 @@ pub struct HeadInput {
     /// The solution threshold for use with the model's verdict
     /// ([`crate::prm::verdict::solution_score`]); `None`: the head has none.
     pub solution_threshold: Option<f64>,
+    /// Flag a step when either this head or a built-in guard head does:
+    /// the step score is `min(p_guard, p_head^power)` (issue 40: a head
+    /// trained on real errors beside the arithmetic head, which catches the
+    /// slips it misses).
+    pub min_with: Option<MinWith>,
+}
+
+/// The guard of a value head ([`HeadInput::min_with`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct MinWith {
+    /// A built-in head over step statistics alone (a name
+    /// [`crate::prm::head_file::HeadFile::embedded`] knows).
+    pub head: String,
+    /// The power in (0, 1] this head's probability is raised to before the
+    /// minimum, so that it ranks arithmetic slips below the guard's no less.
+    pub power: f64,
 }
 
 /// A head and its weights, `W` being the engine's weight storage.
@@ -238,6 +254,9 @@ pub struct ValueHead {
     stats_only: bool,
     /// Some statistic reads the step's [`DigitConfidence`].
     reads_digits: bool,
+    /// A stats-only head whose probability caps this one's, and the power
+    /// this head's probability is raised to first ([`HeadInput::min_with`]).
+    guard: Option<(Box<ValueHead>, f64)>,
 }
 
 impl ValueHead {
@@ -388,6 +407,7 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
             stats: stats.to_vec(),
             stats_only: false,
             reads_digits: false,
+            guard: None,
         });
     }
     let units = match get(V_HEAD_MLP_0_WEIGHT)? {
@@ -417,7 +437,30 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
         stats: stats.to_vec(),
         stats_only: false,
         reads_digits: false,
+        guard: None,
     })
+}
+
+/// The guard head `min_with` names: a built-in head over step statistics
+/// alone, and the power of the guarded head's probability.
+fn guard_head(min_with: &MinWith) -> Result<(Box<ValueHead>, f64)> {
+    use super::head_file::{HeadFile, META_MIN_WITH};
+    let file = HeadFile::embedded(&min_with.head)?;
+    let input = file.input()?;
+    if !input.stats_only || input.min_with.is_some() {
+        return Err(Error::model(
+            META_MIN_WITH,
+            format!(
+                "the guard head `{}` must read step statistics alone and have no guard of its own",
+                min_with.head
+            ),
+        ));
+    }
+    let get = |name: &str| Ok(file.tensor(name));
+    let mut g = value_head(&get, input.stats.len(), &input.stats)?;
+    g.stats_only = true;
+    g.reads_digits = g.stats.iter().any(|s| s.reads_digit_confidence());
+    Ok((Box::new(g), min_with.power))
 }
 
 impl Head {
@@ -492,8 +535,11 @@ impl Head {
                 };
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
-                v.reads_digits = v.stats.iter().any(|s| s.reads_digit_confidence());
-                let operators = if v.stats.iter().any(|s| s.reads_operations()) {
+                v.guard = input.min_with.as_ref().map(guard_head).transpose()?;
+                let guard_stats = v.guard.iter().flat_map(|(g, _)| g.stats.iter());
+                let all: Vec<StepStat> = v.stats.iter().chain(guard_stats).copied().collect();
+                v.reads_digits = all.iter().any(|s| s.reads_digit_confidence());
+                let operators = if all.iter().any(|s| s.reads_operations()) {
                     Some(OperatorRows::load(model, tokenizer)?)
                 } else {
                     None
@@ -578,7 +624,7 @@ impl<W> Head<W> {
     pub fn needs_token_stats(&self) -> bool {
         match &self.kind {
             Kind::Confidence => true,
-            Kind::Value(v, _) => !v.stats.is_empty(),
+            Kind::Value(v, _) => !v.stats.is_empty() || v.guard.is_some(),
             _ => false,
         }
     }
@@ -666,7 +712,7 @@ impl<W> Head<W> {
                     .collect::<Result<Vec<f64>>>()?
             }
             Kind::Value(v, ops) => {
-                let stats = if v.stats.is_empty() {
+                let stats = if v.stats.is_empty() && v.guard.is_none() {
                     None
                 } else {
                     let (s, per_token) = v.step_stats(k, &states.last, ops.as_ref(), enc).await?;
@@ -724,7 +770,19 @@ impl<W> Head<W> {
                             };
                             finite_logits(&what, i, &[z])?;
                         }
-                        Ok(sigmoid(z))
+                        let p = sigmoid(z);
+                        let Some((g, power)) = &v.guard else {
+                            return Ok(p);
+                        };
+                        let (s, d) = stats.as_ref().and_then(|s| s.get(i)).ok_or_else(|| {
+                            Error::InvalidArgument(format!("no step statistics for step {i}"))
+                        })?;
+                        let gx: Vec<f32> = g.stats.iter().map(|stat| stat.value(s, d)).collect();
+                        let zg = g.logit(&gx);
+                        if !zg.is_finite() {
+                            finite_logits(&format!("guard head {}", g.tensor_name()), i, &[zg])?;
+                        }
+                        Ok(sigmoid(zg).min(p.powf(*power)))
                     })
                     .collect::<Result<Vec<f64>>>()?;
                 confidence = stats.map(|s| s.into_iter().map(|(s, _)| s).collect());
@@ -887,6 +945,7 @@ mod tests {
             stats: vec![],
             stats_only: false,
             reads_digits: false,
+            guard: None,
         };
         assert_eq!(lin.logit(&[3.0, 1.0]), 1.5);
         // MLP: relu(3 + 0, 1 - 5) = (3, 0); 2*3 + 7*0 - 1 = 5
@@ -898,6 +957,7 @@ mod tests {
             stats: vec![],
             stats_only: false,
             reads_digits: false,
+            guard: None,
         };
         assert_eq!(mlp.logit(&[3.0, 1.0]), 5.0);
         let s = StepConfidence {

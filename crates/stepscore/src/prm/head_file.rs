@@ -8,7 +8,9 @@ use std::path::Path;
 use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
-use super::head::{HeadInput, StepStat, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT};
+use super::head::{
+    HeadInput, MinWith, StepStat, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT,
+};
 use crate::error::{Error, Result};
 use crate::format::storage::open_regular;
 use crate::model::hf::to_f32;
@@ -43,6 +45,13 @@ pub const META_THRESHOLD: &str = "stepscore.threshold";
 /// solution scoring below it is flagged), chosen on model-written
 /// validation solutions; any finite number (log-odds units).
 pub const META_SOLUTION_THRESHOLD: &str = "stepscore.solution_threshold";
+
+/// The built-in head a value head is capped by ([`HeadInput::min_with`]).
+pub const META_MIN_WITH: &str = "stepscore.min_with";
+
+/// The power of the head's own probability before the minimum
+/// ([`crate::prm::MinWith::power`]), in (0, 1].
+pub const META_MIN_POWER: &str = "stepscore.min_power";
 
 /// Heads are small (a value head is `hidden + 1` floats, a 2-class score
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
@@ -196,7 +205,33 @@ impl HeadFile {
             stats_only: self.flag(META_STATS_ONLY)?,
             threshold: self.threshold()?,
             solution_threshold: self.solution_threshold()?,
+            min_with: self.min_with()?,
         })
+    }
+
+    /// The guard ([`META_MIN_WITH`] and [`META_MIN_POWER`], both or neither).
+    fn min_with(&self) -> Result<Option<MinWith>> {
+        match (self.metadata(META_MIN_WITH), self.metadata(META_MIN_POWER)) {
+            (None, None) => Ok(None),
+            (Some(head), Some(p)) => match p.trim().parse::<f64>() {
+                Ok(power) if power > 0.0 && power <= 1.0 => Ok(Some(MinWith {
+                    head: head.to_string(),
+                    power,
+                })),
+                _ => Err(Error::model(
+                    &self.name,
+                    format!("metadata `{META_MIN_POWER}` is `{p}`, not a number in (0, 1]"),
+                )),
+            },
+            (Some(_), None) => Err(Error::model(
+                &self.name,
+                format!("metadata `{META_MIN_WITH}` needs `{META_MIN_POWER}`"),
+            )),
+            (None, Some(_)) => Err(Error::model(
+                &self.name,
+                format!("metadata `{META_MIN_POWER}` needs `{META_MIN_WITH}`"),
+            )),
+        }
     }
 
     /// The solution threshold the head ships with
@@ -370,6 +405,10 @@ impl HeadInput {
         }
         if let Some(t) = self.solution_threshold {
             out.push((META_SOLUTION_THRESHOLD.to_string(), format!("{t:.6}")));
+        }
+        if let Some(m) = &self.min_with {
+            out.push((META_MIN_WITH.to_string(), m.head.clone()));
+            out.push((META_MIN_POWER.to_string(), m.power.to_string()));
         }
         out
     }
@@ -565,6 +604,10 @@ mod tests {
             stats_only: true,
             threshold: Some(0.602855),
             solution_threshold: Some(4.25),
+            min_with: Some(MinWith {
+                head: QWEN15B_HEAD_NAME.to_string(),
+                power: 0.25,
+            }),
         };
         let w = vec![0.5f32, -0.25];
         let bytes: Vec<u8> = w.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -578,5 +621,36 @@ mod tests {
         let head = HeadFile::from_bytes(&file, "round-trip.safetensors").unwrap();
         assert_eq!(head.input().unwrap(), input);
         assert!(HeadInput::default().metadata().is_empty());
+    }
+
+    /// A guard needs both keys and a power in (0, 1].
+    #[test]
+    fn a_guard_names_its_head_and_a_power_in_zero_to_one() {
+        let ok = with_metadata(&[(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "0.3")]);
+        assert_eq!(
+            ok.input().unwrap().min_with,
+            Some(MinWith {
+                head: QWEN15B_HEAD_NAME.into(),
+                power: 0.3
+            })
+        );
+        for (meta, says) in [
+            (
+                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME)],
+                "needs `stepscore.min_power`",
+            ),
+            (vec![(META_MIN_POWER, "0.3")], "needs `stepscore.min_with`"),
+            (
+                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "0")],
+                "not a number in (0, 1]",
+            ),
+            (
+                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "nan")],
+                "not a number in (0, 1]",
+            ),
+        ] {
+            let e = with_metadata(&meta).input().unwrap_err().to_string();
+            assert!(e.contains(says), "{e}");
+        }
     }
 }
