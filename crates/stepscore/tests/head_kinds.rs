@@ -1050,6 +1050,27 @@ fn a_guarded_head_scores_the_minimum_of_its_guard_and_its_own_power() {
         below > 0 && above > 0,
         "guard decided {below} steps, the head {above}"
     );
+    // The GPU engine gives the guarded head the same scores (1e-4, as every kind above).
+    #[cfg(feature = "gpu")]
+    if gpu_support::have_adapter() {
+        let gpu = Scorer::open_with(
+            dir(),
+            &HeadSource::Loaded(kind.file_with(&guard_meta)),
+            &options(Backend::Gpu),
+        )
+        .unwrap();
+        for case in cases() {
+            let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+            let c = guarded
+                .score_steps(&case.problem, &steps)
+                .unwrap()
+                .step_scores;
+            let g = gpu.score_steps(&case.problem, &steps).unwrap().step_scores;
+            for (c, g) in c.iter().zip(&g) {
+                assert!((c.unwrap() - g.unwrap()).abs() < 1e-4, "{c:?} vs {g:?}");
+            }
+        }
+    }
     // A guard must read statistics alone.
     let bad = [
         (
