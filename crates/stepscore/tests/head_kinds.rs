@@ -1086,5 +1086,8 @@ fn a_guarded_head_scores_the_minimum_of_its_guard_and_its_own_power() {
     )
     .unwrap_err()
     .to_string();
-    assert!(err.contains("must read step statistics alone"), "{err}");
+    assert!(
+        err.contains("a guard must read step statistics alone"),
+        "{err}"
+    );
 }

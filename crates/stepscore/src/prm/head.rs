@@ -441,23 +441,26 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
     })
 }
 
-/// The guard head `min_with` names: a built-in head over step statistics
-/// alone, and the power of the guarded head's probability.
-fn guard_head(min_with: &MinWith) -> Result<(Box<ValueHead>, f64)> {
-    use super::head_file::{HeadFile, META_MIN_WITH};
-    let file = HeadFile::embedded(&min_with.head)?;
-    let input = file.input()?;
+/// The guard `min_with` names, from its head file's input and tensors
+/// (`guard`, which the caller reads: a built-in head over step statistics
+/// alone), and the power of the guarded head's probability.
+fn guard_head(
+    min_with: &MinWith,
+    guard: Option<(&HeadInput, &TensorLookup<'_>)>,
+) -> Result<(Box<ValueHead>, f64)> {
+    let what = format!("guard head {}", min_with.head);
+    let (input, get) = guard.ok_or_else(|| {
+        Error::Internal(format!(
+            "{what}: the head file names it, and it was not loaded"
+        ))
+    })?;
     if !input.stats_only || input.min_with.is_some() {
         return Err(Error::model(
-            META_MIN_WITH,
-            format!(
-                "the guard head `{}` must read step statistics alone and have no guard of its own",
-                min_with.head
-            ),
+            &what,
+            "a guard must read step statistics alone and have no guard of its own",
         ));
     }
-    let get = |name: &str| Ok(file.tensor(name));
-    let mut g = value_head(&get, input.stats.len(), &input.stats)?;
+    let mut g = value_head(get, input.stats.len(), &input.stats)?;
     g.stats_only = true;
     g.reads_digits = g.stats.iter().any(|s| s.reads_digit_confidence());
     Ok((Box::new(g), min_with.power))
@@ -468,12 +471,14 @@ impl Head {
     /// form: the "+"/"-" rows are cut from its vocabulary projection as
     /// scoring will use it), reading `input`'s layer and statistics; the
     /// tokenizer finds the operator tokens for the operation statistic.
+    /// `guard` is the input and tensors of the head `input.min_with` names.
     pub fn load(
         protocol: &Protocol,
         model: &Transformer,
         tokenizer: &Tokenizer,
         input: &HeadInput,
         get: &TensorLookup<'_>,
+        guard: Option<(&HeadInput, &TensorLookup<'_>)>,
     ) -> Result<Head> {
         let h = model.config().hidden_size;
         let n_layers = model.config().n_layers;
@@ -535,7 +540,10 @@ impl Head {
                 };
                 let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
                 v.stats_only = input.stats_only;
-                v.guard = input.min_with.as_ref().map(guard_head).transpose()?;
+                v.guard = match &input.min_with {
+                    Some(m) => Some(guard_head(m, guard)?),
+                    None => None,
+                };
                 let guard_stats = v.guard.iter().flat_map(|(g, _)| g.stats.iter());
                 let all: Vec<StepStat> = v.stats.iter().chain(guard_stats).copied().collect();
                 v.reads_digits = all.iter().any(|s| s.reads_digit_confidence());

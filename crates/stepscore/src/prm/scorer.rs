@@ -1190,6 +1190,16 @@ fn load_head(
     external: Option<&HeadFile>,
     lookup: &TensorLookup<'_>,
 ) -> Result<Option<Head>> {
+    // A guard (`stepscore.min_with`) is a built-in head, read here.
+    let guard_file = match &input.min_with {
+        Some(m) => Some(HeadFile::embedded(&m.head)?),
+        None => None,
+    };
+    let guard_input = guard_file.as_ref().map(HeadFile::input).transpose()?;
+    let guard_get = |name: &str| Ok(guard_file.as_ref().and_then(|f| f.tensor(name)));
+    let guard = guard_input
+        .as_ref()
+        .map(|i| (i, &guard_get as &TensorLookup<'_>));
     match mode {
         HeadMode::Load => Ok(Some(Head::load(
             protocol,
@@ -1200,6 +1210,7 @@ fn load_head(
                 Some(head) => Ok(head.tensor(name)),
                 None => lookup(name),
             },
+            guard,
         )?)),
         HeadMode::Skip => Ok(None),
     }
