@@ -6,7 +6,9 @@ features of every layer a head might read are extracted once
 (scripts/data/extract_features.py), and each head is then applied here the
 way the engine applies it (prm/head.rs): the rows of the head's layers
 (`stepscore.layer`) joined with its step statistics (`stepscore.step_stats`,
-StepStat::value's definitions), f64 dot products, sigmoid. The output is the
+StepStat::value's definitions), f64 dot products, sigmoid; with a guard
+(`stepscore.min_with`, a built-in stats-only head from crates/stepscore/models/,
+and `stepscore.min_power` p) the score is min(guard's, own ** p). The output is the
 input rows with `scores`, for `stepscore eval --threshold T` (T: the head's
 `stepscore.threshold`, printed on stderr). `--check` compares the scores with
 a `stepscore score` output of the same rows (they agree within 1e-6: both
@@ -38,6 +40,9 @@ def read_head(path):
         a, b = v["data_offsets"]
         t[k] = np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).astype(np.float64)
     return t, meta
+
+
+MODELS = __import__("pathlib").Path(__file__).resolve().parents[2] / "crates" / "stepscore" / "models"
 
 
 def stat_value(name, c, d):
@@ -80,6 +85,14 @@ def main():
     else:
         w0, b0 = t["v_head.summary.0.weight"], t["v_head.summary.0.bias"]
         out = (t["v_head.summary.2.weight"][0], t["v_head.summary.2.bias"][0])
+    guard = None
+    if "stepscore.min_with" in meta:
+        gt, gmeta = read_head(MODELS / meta["stepscore.min_with"])
+        if gmeta.get("stepscore.stats_only") != "true" or "v_head.summary.weight" not in gt:
+            sys.exit(f"guard {meta['stepscore.min_with']}: not a linear head over statistics alone")
+        gstats = [x for x in gmeta["stepscore.step_stats"].split(",") if x]
+        guard = (gt["v_head.summary.weight"][0], gt["v_head.summary.bias"][0], gstats,
+                 float(meta["stepscore.min_power"]))
     scores = {}
     for path in sorted(glob.glob(args.features)):
         if path.endswith(".in.jsonl"):
@@ -104,7 +117,12 @@ def main():
                     z = float(w0[0] @ x + b0[0])
                 else:
                     z = float(np.maximum(w0 @ x + b0, 0.0) @ out[0] + out[1])
-                rows.append(1 / (1 + math.exp(-z)))
+                p = 1 / (1 + math.exp(-z))
+                if guard is not None:
+                    gw, gb, gstats, power = guard
+                    gx = np.array([stat_value(s, r["confidence"][k], r["digit_confidence"][k]) for s in gstats])
+                    p = min(1 / (1 + math.exp(-float(gw @ gx + gb))), p ** power)
+                rows.append(p)
             scores[r.get("id") or r["index"]] = (r["first_step"], rows)
     missing = 0
     for i, line in enumerate(open(args.rows, encoding="utf-8")):
