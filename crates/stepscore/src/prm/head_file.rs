@@ -53,6 +53,31 @@ pub const META_MIN_WITH: &str = "stepscore.min_with";
 /// ([`crate::prm::MinWith::power`]), in (0, 1].
 pub const META_MIN_POWER: &str = "stepscore.min_power";
 
+/// The `stepscore.*` keys the engine reads.
+const READ_KEYS: [&str; 8] = [
+    META_LAYER,
+    META_CONFIDENCE_FEATURES,
+    META_STEP_STATS,
+    META_STATS_ONLY,
+    META_THRESHOLD,
+    META_SOLUTION_THRESHOLD,
+    META_MIN_WITH,
+    META_MIN_POWER,
+];
+
+/// The `stepscore.*` keys written for the record (stepscore-train,
+/// scripts/add_check_weight.py), which do not change scores.
+const RECORD_KEYS: [&str; 8] = [
+    "stepscore.head",
+    "stepscore.width",
+    "stepscore.seed",
+    "stepscore.best_epoch",
+    "stepscore.val_step_auroc",
+    "stepscore.val_ece_before",
+    "stepscore.val_ece_after",
+    "stepscore.check_weight",
+];
+
 /// Heads are small (a value head is `hidden + 1` floats, a 2-class score
 /// head `h² + 3h + 2`); this bound keeps a hostile file from making us
 /// convert a backbone-sized blob.
@@ -169,6 +194,18 @@ impl HeadFile {
     /// [`META_STEP_STATS`] or [`META_CONFIDENCE_FEATURES`], [`META_STATS_ONLY`],
     /// [`META_THRESHOLD`]).
     pub fn input(&self) -> Result<HeadInput> {
+        // A key this engine does not know may change what a newer one scores
+        // (a guard did): refused, not ignored.
+        if let Some((k, _)) = self.metadata.iter().find(|(k, _)| {
+            k.starts_with("stepscore.")
+                && !READ_KEYS.contains(&k.as_str())
+                && !RECORD_KEYS.contains(&k.as_str())
+        }) {
+            return Err(Error::model(
+                &self.name,
+                format!("metadata `{k}` is not a key this version of stepscore reads (the head file may need a newer one); the keys it reads: {}", READ_KEYS.join(", ")),
+            ));
+        }
         let layers = match self.metadata(META_LAYER) {
             None => Vec::new(),
             Some(v) => v
@@ -621,6 +658,22 @@ mod tests {
         let head = HeadFile::from_bytes(&file, "round-trip.safetensors").unwrap();
         assert_eq!(head.input().unwrap(), input);
         assert!(HeadInput::default().metadata().is_empty());
+    }
+
+    /// An unknown `stepscore.*` key is refused, naming it; other keys are not ours.
+    #[test]
+    fn an_unknown_stepscore_key_is_refused_not_ignored() {
+        let e = with_metadata(&[("stepscore.min_whith", "x")])
+            .input()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("metadata `stepscore.min_whith` is not a key"),
+            "{e}"
+        );
+        assert!(with_metadata(&[("format", "pt"), ("stepscore.seed", "7")])
+            .input()
+            .is_ok());
     }
 
     /// A guard needs both keys and a power in (0, 1].
