@@ -9,7 +9,7 @@
 //! the top level of its file, `pub` methods and fields of its types, and
 //! every `pub use`; each with its declaration up to the body, whitespace
 //! collapsed, and the features it needs (`[gpu]`, `[testing]`). Items under
-//! `#[cfg(test)]` and `pub(crate)` ones are not API.
+//! `#[cfg(test)]`, `#[cfg(doctest)]` and `pub(crate)` ones are not API.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -36,10 +36,11 @@ fn module_file(path: &[String]) -> Option<PathBuf> {
     .find(|p| p.exists())
 }
 
-/// The features an attribute line requires, or `None` for `cfg(test)`.
+/// The features an attribute line requires, or `None` for `cfg(test)` and
+/// `cfg(doctest)` (items only rustdoc's test runner compiles).
 fn cfg_tag(attr: &str) -> Option<String> {
     let attr = attr.replace(' ', "");
-    if attr.starts_with("#[cfg(test)]") {
+    if attr.starts_with("#[cfg(test)]") || attr.starts_with("#[cfg(doctest)]") {
         return None;
     }
     let mut tags = Vec::new();
