@@ -66,17 +66,12 @@ def stat_value(name, c, d):
     return float(np.float32(v))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--head", required=True)
-    ap.add_argument("--features", required=True, help="glob of features files")
-    ap.add_argument("--rows", required=True, help="the traces the features were extracted from (JSONL)")
-    ap.add_argument("--check", help="a `stepscore score` JSONL of the same rows to compare with")
-    ap.add_argument("--feature-layers", help="the layers the rows hold, L,... (records written before "
-                                             "they named their `layers`)")
-    args = ap.parse_args()
-    file_layers = [int(x) for x in args.feature_layers.split(",")] if args.feature_layers else None
-    t, meta = read_head(args.head)
+def head_scorer(path, file_layers=None):
+    """The head file at `path` as the engine applies it: (score(record, k), metadata).
+
+    score(record, k) is step k's probability from a `stepscore features` record
+    (base64 or JSON rows; `file_layers` for records that do not name their layers)."""
+    t, meta = read_head(path)
     layers = [int(x) for x in meta["stepscore.layer"].split(",")] if "stepscore.layer" in meta else None
     stats = [s for s in meta.get("stepscore.step_stats", "").split(",") if s]
     stats_only = meta.get("stepscore.stats_only") == "true"
@@ -93,36 +88,60 @@ def main():
         gstats = [x for x in gmeta["stepscore.step_stats"].split(",") if x]
         guard = (gt["v_head.summary.weight"][0], gt["v_head.summary.bias"][0], gstats,
                  float(meta["stepscore.min_power"]))
+
+    def score(r, k):
+        x = []
+        if not stats_only:
+            held = r.get("layers") or file_layers
+            if held is None:
+                sys.exit(f"record {r.get('id')} names no `layers`; give --feature-layers")
+            # `--encoding base64` rows or JSON ones
+            b = r["features_b64"][k] if "features_b64" in r else r["features"][k]
+            v = (np.frombuffer(base64.b64decode(b), dtype="<f4") if isinstance(b, str)
+                 else np.array(b, dtype=np.float32)).astype(np.float64)
+            h = v.size // len(held)
+            for l in (layers or [held[-1]]):
+                i = held.index(l)
+                x.extend(v[i * h:(i + 1) * h])
+        x.extend(stat_value(s, r["confidence"][k], r["digit_confidence"][k]) for s in stats)
+        x = np.array(x)
+        if out is None:
+            z = float(w0[0] @ x + b0[0])
+        else:
+            z = float(np.maximum(w0 @ x + b0, 0.0) @ out[0] + out[1])
+        p = 1 / (1 + math.exp(-z))
+        if guard is not None:
+            gw, gb, gstats, power = guard
+            gx = np.array([stat_value(s, r["confidence"][k], r["digit_confidence"][k]) for s in gstats])
+            p = min(1 / (1 + math.exp(-float(gw @ gx + gb))), p ** power)
+        return p
+
+    return score, meta
+
+
+def steps_of(r):
+    """How many steps a features record holds."""
+    return len(r["features_b64"] if "features_b64" in r else r["features"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--head", required=True)
+    ap.add_argument("--features", required=True, help="glob of features files")
+    ap.add_argument("--rows", required=True, help="the traces the features were extracted from (JSONL)")
+    ap.add_argument("--check", help="a `stepscore score` JSONL of the same rows to compare with")
+    ap.add_argument("--feature-layers", help="the layers the rows hold, L,... (records written before "
+                                             "they named their `layers`)")
+    args = ap.parse_args()
+    file_layers = [int(x) for x in args.feature_layers.split(",")] if args.feature_layers else None
+    score, meta = head_scorer(args.head, file_layers)
     scores = {}
     for path in sorted(glob.glob(args.features)):
         if path.endswith(".in.jsonl"):
             continue
         for line in open(path, encoding="utf-8"):
             r = json.loads(line)
-            held = r.get("layers") or file_layers
-            if held is None:
-                sys.exit(f"{path}: record {r.get('id')} names no `layers`; give --feature-layers")
-            rows = []
-            for k, b in enumerate(r["features_b64"]):
-                x = []
-                if not stats_only:
-                    v = np.frombuffer(base64.b64decode(b), dtype="<f4").astype(np.float64)
-                    h = v.size // len(held)
-                    for l in (layers or [held[-1]]):
-                        i = held.index(l)
-                        x.extend(v[i * h:(i + 1) * h])
-                x.extend(stat_value(s, r["confidence"][k], r["digit_confidence"][k]) for s in stats)
-                x = np.array(x)
-                if out is None:
-                    z = float(w0[0] @ x + b0[0])
-                else:
-                    z = float(np.maximum(w0 @ x + b0, 0.0) @ out[0] + out[1])
-                p = 1 / (1 + math.exp(-z))
-                if guard is not None:
-                    gw, gb, gstats, power = guard
-                    gx = np.array([stat_value(s, r["confidence"][k], r["digit_confidence"][k]) for s in gstats])
-                    p = min(1 / (1 + math.exp(-float(gw @ gx + gb))), p ** power)
-                rows.append(p)
+            rows = [score(r, k) for k in range(steps_of(r))]
             scores[r.get("id") or r["index"]] = (r["first_step"], rows)
     missing = 0
     for i, line in enumerate(open(args.rows, encoding="utf-8")):

@@ -23,16 +23,16 @@ export interface ModelEntry {
 
 /**
  * stepscore's default PRM (catalog `stepscore-prm-qwen1.5b`): Qwen2.5-Coder-1.5B's GGUF plus the
- * calibrated head over each step's least likely result, operand, sign and operation (models/,
+ * head trained on human step labels, guarded by the built-in arithmetic head (models/,
  * docs/TRAINING.md).
  */
 export const DEFAULT_MODEL: ModelEntry = {
   id: 'qwen1.5b-prm',
-  label: 'Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore digit-surprise head (default, 1.1 GB)',
+  label: 'Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore real-errors head (default, 1.1 GB)',
   model: 'models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf',
   family: 'value-head',
-  options: { head: 'models/qwen2.5-coder-1.5b-digit-head.safetensors' },
-  note: 'Scores are calibrated probabilities that a step is correct, from how unlikely the model finds the step\u2019s least likely result, operand, sign and operation. Step AUROC 0.881, ProcessBench F1 0.647 on held-out generators (docs/TRAINING.md); misses most errors whose numbers follow from a wrong plan.',
+  options: { head: 'models/qwen2.5-coder-1.5b-real-errors-head.safetensors' },
+  note: 'Scores are probabilities that a step is correct: the lower of a head trained on human step labels of other models\u2019 solutions and the arithmetic head (how unlikely the model finds the step\u2019s least likely result, operand, sign and operation). First-error F1 0.28 on real validation traces (the arithmetic head alone: 0.14); step AUROC 0.90 on held-out arithmetic generators (docs/TRAINING.md). Many plan and reading errors are still missed.',
   // No `threshold`: the one shipped in the head file (stepscore.threshold), from the package's info().threshold.
 };
 

@@ -227,7 +227,8 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 /// `model` is a GGUF file, a Hugging Face checkpoint directory, or a
 /// catalog name (`catalog_models()`; fetched into the cache and verified on
 /// first use); by default the default PRM, `stepscore-prm-qwen1.5b`
-/// (Qwen2.5-Coder-1.5B-Instruct with stepscore's calibrated digit head).
+/// (Qwen2.5-Coder-1.5B-Instruct with stepscore's head trained on human step
+/// labels, guarded by its arithmetic head).
 /// `head` is a PRM head in its own safetensors file (e.g. from `stepscore
 /// train`). The options are the core's `ScorerOptions`, by the same names
 /// and with the same defaults as the CLI's flags and the npm load options:

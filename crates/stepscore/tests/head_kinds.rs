@@ -1006,21 +1006,21 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
 /// and combined here. A guard that reads a hidden state is refused.
 #[test]
 fn a_guarded_head_scores_the_minimum_of_its_guard_and_its_own_power() {
-    use stepscore::prm::head_file::QWEN15B_HEAD_NAME;
+    use stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME;
     // The built-in guard reads digit statistics, which the tiny model's
     // random weights make extreme (its scores here: 1e-16 to 0.01); a head
     // biased as low puts both sides of the minimum in play.
     let mut kind = Kind::new(false, &[1], true, 77);
     kind.b0[0] = -40.0;
     let guard_meta = [
-        ("stepscore.min_with", QWEN15B_HEAD_NAME),
+        ("stepscore.min_with", QWEN15B_ARITHMETIC_HEAD_NAME),
         ("stepscore.min_power", "0.3"),
     ];
     let open = |f: HeadFile| {
         Scorer::open_with(dir(), &HeadSource::Loaded(f), &options(Backend::Cpu)).unwrap()
     };
     let alone = open(kind.file());
-    let guard = open(HeadFile::embedded(QWEN15B_HEAD_NAME).unwrap());
+    let guard = open(HeadFile::embedded(QWEN15B_ARITHMETIC_HEAD_NAME).unwrap());
     let guarded = open(kind.file_with(&guard_meta));
     let (mut below, mut above) = (0, 0);
     for case in cases() {

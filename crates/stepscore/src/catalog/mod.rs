@@ -256,7 +256,7 @@ const QWEN25_CODER_15B_PARTS: &[Part] = &[
 pub const ENTRIES: &[Entry] = &[
     Entry {
         name: "stepscore-prm-qwen1.5b",
-        summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore's calibrated digit-surprise head (1.1 GB; the default)",
+        summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore's head trained on human step labels, guarded by its arithmetic head (1.1 GB; the default)",
         kind: Kind::Prm {
             head: crate::prm::head_file::QWEN15B_HEAD_NAME,
         },

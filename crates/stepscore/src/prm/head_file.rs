@@ -97,10 +97,15 @@ fn too_large(name: &str, len: u64) -> Error {
 /// states (scripts/train_default_head.sh; results in docs/TRAINING.md). The
 /// catalog's fast PRM, `stepscore-prm-smollm2`.
 pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
-/// Qwen2.5-Coder-1.5B-Instruct's head: a calibrated value head over the
-/// step's digit statistics (scripts/train_qwen_prm.sh; docs/TRAINING.md). The
-/// default PRM's, `stepscore-prm-qwen1.5b`.
-pub const QWEN15B_HEAD_NAME: &str = "qwen2.5-coder-1.5b-digit-head.safetensors";
+/// Qwen2.5-Coder-1.5B-Instruct's arithmetic head: a calibrated value head over
+/// the step's digit statistics (scripts/train_qwen_prm.sh; docs/TRAINING.md),
+/// the default PRM's guard.
+pub const QWEN15B_ARITHMETIC_HEAD_NAME: &str = "qwen2.5-coder-1.5b-digit-head.safetensors";
+/// The default PRM's head (`stepscore-prm-qwen1.5b`, issue 40): a linear value
+/// head over Qwen2.5-Coder-1.5B-Instruct's layer 20 and nine step statistics,
+/// trained on human step labels of other models' solutions, guarded by the
+/// arithmetic head (scripts/train_real_errors_head.sh; docs/TRAINING.md).
+pub const QWEN15B_HEAD_NAME: &str = "qwen2.5-coder-1.5b-real-errors-head.safetensors";
 
 /// The heads built into the crate (a few hundred bytes to a few KB each), so
 /// every build (CLI, wasm, Python) has the catalog's PRMs once the backbone
@@ -111,8 +116,12 @@ const EMBEDDED: &[(&str, &[u8])] = &[
         include_bytes!("../../models/smollm2-135m-gsm-value-head.safetensors"),
     ),
     (
-        QWEN15B_HEAD_NAME,
+        QWEN15B_ARITHMETIC_HEAD_NAME,
         include_bytes!("../../models/qwen2.5-coder-1.5b-digit-head.safetensors"),
+    ),
+    (
+        QWEN15B_HEAD_NAME,
+        include_bytes!("../../models/qwen2.5-coder-1.5b-real-errors-head.safetensors"),
     ),
 ];
 
@@ -552,15 +561,19 @@ mod tests {
         }
     }
 
-    /// The default PRM's head ships its step threshold and the solution
-    /// threshold fitted with the verdict (scripts/add_solution_threshold.py).
+    /// The default PRM's head ships its step threshold, the solution
+    /// threshold fitted with the verdict (scripts/add_solution_threshold.py)
+    /// and its guard (scripts/eval/guard_choice.py).
     #[test]
     fn the_default_head_ships_both_thresholds() {
         let head = HeadFile::embedded(QWEN15B_HEAD_NAME).unwrap();
         let input = head.input().unwrap();
-        assert_eq!(input.threshold, Some(0.602855));
+        assert_eq!(input.threshold, Some(0.78));
         let t = input.solution_threshold.expect("a solution threshold");
-        assert!((t - 4.217337).abs() < 1e-9, "{t}");
+        assert!((t - 3.886822).abs() < 1e-9, "{t}");
+        let guard = input.min_with.expect("the arithmetic head as its guard");
+        assert_eq!(guard.head, QWEN15B_ARITHMETIC_HEAD_NAME);
+        assert!((guard.power - 0.23667).abs() < 1e-9, "{}", guard.power);
     }
 
     #[test]
@@ -642,7 +655,7 @@ mod tests {
             threshold: Some(0.602855),
             solution_threshold: Some(4.25),
             min_with: Some(MinWith {
-                head: QWEN15B_HEAD_NAME.to_string(),
+                head: QWEN15B_ARITHMETIC_HEAD_NAME.to_string(),
                 power: 0.25,
             }),
         };
@@ -679,26 +692,26 @@ mod tests {
     /// A guard needs both keys and a power in (0, 1].
     #[test]
     fn a_guard_names_its_head_and_a_power_in_zero_to_one() {
-        let ok = with_metadata(&[(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "0.3")]);
+        let ok = with_metadata(&[(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "0.3")]);
         assert_eq!(
             ok.input().unwrap().min_with,
             Some(MinWith {
-                head: QWEN15B_HEAD_NAME.into(),
+                head: QWEN15B_ARITHMETIC_HEAD_NAME.into(),
                 power: 0.3
             })
         );
         for (meta, says) in [
             (
-                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME)],
+                vec![(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME)],
                 "needs `stepscore.min_power`",
             ),
             (vec![(META_MIN_POWER, "0.3")], "needs `stepscore.min_with`"),
             (
-                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "0")],
+                vec![(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "0")],
                 "not a number in (0, 1]",
             ),
             (
-                vec![(META_MIN_WITH, QWEN15B_HEAD_NAME), (META_MIN_POWER, "nan")],
+                vec![(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "nan")],
                 "not a number in (0, 1]",
             ),
         ] {
