@@ -314,6 +314,13 @@ export interface ScorerInfo {
    * 0.78, chosen on validation data with the head); null when it has none.
    */
   threshold: number | null;
+  /**
+   * Which of a step's tokens the score reads through the model's token
+   * statistics: 'all' (the confidence family; heads over every token's
+   * log-probability, such as the default PRM's), 'arithmetic' (numbers and
+   * operation signs only: the arithmetic head) or 'none' (hidden states only).
+   */
+  tokensRead: 'all' | 'arithmetic' | 'none';
 }
 
 /**

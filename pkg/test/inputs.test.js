@@ -76,11 +76,13 @@ test('info().threshold is the head file\'s stepscore.threshold; scorer.firstErro
   const head = headWithThreshold(576, '0.7');
   const scorer = await StepScorer.load({ model: bytes, head, threads: 1 });
   assert.equal(scorer.info().threshold, 0.7);
+  assert.equal(scorer.info().tokensRead, 'none'); // a hidden-state head reads no token statistics
   assert.equal(scorer.firstError([0.9, 0.65, 0.2]), 1);
   assert.equal(scorer.firstError([0.9, 0.65, 0.2], 0.5), 2);
   scorer.dispose();
   const plain = await StepScorer.load({ model: bytes, family: 'confidence', threads: 1 });
   assert.equal(plain.info().threshold, null);
+  assert.equal(plain.info().tokensRead, 'all');
   assert.equal(plain.firstError([0.9, 0.65, 0.2]), 2);
   plain.dispose();
 });

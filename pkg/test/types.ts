@@ -94,6 +94,7 @@ export async function installable(): Promise<void> {
   env.pypiIndex = 'http://127.0.0.1:8081/simple';
   await StepScorer.load({ model: 'stepscore-prm-smollm2', pypiIndex: 'https://pypi.example/simple', onProgress: (p) => p.source === 'pypi' && p.part });
   const t: number | null = scorer.info().threshold;
+  const reads: 'all' | 'arithmetic' | 'none' = scorer.info().tokensRead;
   const matched: string | null = scorer.info().catalog;
   const why: string = scorer.info().familyReason;
   const first: number = scorer.firstError([0.9, 0.1]);

@@ -399,6 +399,7 @@ async function scoreDraft(): Promise<void> {
       leastLikely: res.leastLikely ?? null,
       source: 'model',
       family: scorer.info().family,
+      tokensRead: scorer.info().tokensRead,
       tokens: res.tokens,
       model: modelName,
     };
@@ -425,7 +426,7 @@ async function scoreLive(): Promise<void> {
   refreshButtons();
   button('stop-live-btn').disabled = false;
   const session = scorer.session(draft.problem);
-  current = { problem: draft.problem, steps: draft.steps, scores: draft.steps.map(() => null), confidence: null, source: 'live', family: scorer.info().family, tokens: null, model: modelName };
+  current = { problem: draft.problem, steps: draft.steps, scores: draft.steps.map(() => null), confidence: null, source: 'live', family: scorer.info().family, tokensRead: scorer.info().tokensRead, tokens: null, model: modelName };
   renderResults(0);
   try {
     for (const [i, step] of draft.steps.entries()) {

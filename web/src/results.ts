@@ -131,9 +131,14 @@ export function renderResults(c: Scored, how: Aggregation, t: number, upto?: num
   const note = $('confidence-note');
   const perToken = (c.tokenLogprobs?.length ?? 0) > 0;
   note.hidden = !c.confidence && !perToken;
-  const reads: Reads = c.family === 'confidence' ? 'all' : 'arithmetic';
+  const reads: Reads = c.tokensRead === 'arithmetic' ? 'arithmetic' : 'all';
+  const whatIsRead = reads === 'arithmetic'
+    ? 'Each number and operation sign of a step (what this verifier reads; other words stay white)'
+    : c.family === 'confidence'
+      ? 'Each token of a step (the confidence score averages them all)'
+      : 'Each token of a step (this verifier reads every token\u2019s log-probability, with its number and operation statistics)';
   note.textContent = perToken
-    ? `${reads === 'all' ? 'Each token of a step (the confidence score averages them all)' : 'Each number and operation sign of a step (what this verifier reads; other words stay white)'} is shaded by how unlikely the model found it: white where it expected the token (p ≥ 0.5), darker red the less likely (hover a token for its value). In the first flagged step, the least likely number is outlined when the model did not expect it.`
+    ? `${whatIsRead} is shaded by how unlikely the model found it: white where it expected the token (p ≥ 0.5), darker red the less likely (hover a token for its value). In the first flagged step, the least likely number is outlined when the model did not expect it.`
     : c.confidence
       ? 'Step text is shaded by the model’s confidence in it (p = exp(mean token log-prob)). This model reports no per-token log-probs, so each step is shaded as a whole.'
       : '';

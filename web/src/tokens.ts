@@ -21,10 +21,11 @@ export function tokenShade(logprob: number): string {
 }
 
 /**
- * Which tokens the verifier reads: the confidence family averages every token
- * of the step ('all'); the default PRM's head reads only its digit tokens and
- * its operation signs (`stepscore::prm::arithmetic`: results, operands, plus/
- * minus and times/divide signs), so only those are shaded ('arithmetic').
+ * Which tokens the verifier reads (the package's info().tokensRead): the
+ * confidence family and heads over every token's log-probability (the default
+ * PRM's) read them all ('all'); the arithmetic head reads only a step's digit
+ * tokens and operation signs (`stepscore::prm::arithmetic`: results, operands,
+ * plus/minus and times/divide signs), so only those are shaded ('arithmetic').
  */
 export type Reads = 'all' | 'arithmetic';
 

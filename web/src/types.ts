@@ -13,8 +13,10 @@ export interface Scored {
   leastLikely?: Array<TextSpan | null> | null;
   /** Where the scores came from. */
   source: 'model' | 'live' | 'file' | 'link';
-  /** The scoring model's family (which tokens its head reads); absent for file and link scores. */
+  /** The scoring model's family; absent for file and link scores. */
   family?: Family | null;
+  /** Which tokens its score reads (the package's info().tokensRead); absent for file and link scores. */
+  tokensRead?: 'all' | 'arithmetic' | 'none' | null;
   tokens: number | null;
   model: string | null;
 }

@@ -68,6 +68,7 @@ impl Loaded {
             adapter: report.adapter.clone(),
             engine_reason: report.reason.clone(),
             threshold: self.scorer.threshold(),
+            tokens_read: self.scorer.tokens_read().name(),
         }
     }
 }

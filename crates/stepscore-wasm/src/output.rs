@@ -397,6 +397,9 @@ pub struct ModelInfo {
     pub engine_reason: String,
     /// The first-error threshold the head ships with; `None` when it has none.
     pub threshold: Option<f64>,
+    /// Which tokens the head's score reads through the LM's statistics:
+    /// `all`, `arithmetic` (numbers and operation signs) or `none`.
+    pub tokens_read: &'static str,
 }
 
 /// Device buffers of the WebGPU engine: the leak tests' counter.

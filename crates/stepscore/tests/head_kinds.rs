@@ -999,6 +999,34 @@ fn non_finite_logits_are_model_errors_on_both_engines() {
     }
 }
 
+/// `Scorer::tokens_read` (npm `info().tokensRead`, which the demo shades by):
+/// statistics over every token read all of them, the arithmetic head's only
+/// numbers and signs, a hidden state none; a guard's statistics count.
+#[test]
+fn tokens_read_names_what_the_score_reads() {
+    use stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME;
+    use stepscore::prm::TokensRead;
+    let guard_meta = [
+        ("stepscore.min_with", QWEN15B_ARITHMETIC_HEAD_NAME),
+        ("stepscore.min_power", "0.3"),
+    ];
+    let read = |f: HeadFile| {
+        Scorer::open_with(dir(), &HeadSource::Loaded(f), &options(Backend::Cpu))
+            .unwrap()
+            .tokens_read()
+    };
+    let hidden = Kind::new(false, &[1], false, 5);
+    let confidence = Kind::new(false, &[1], true, 6);
+    assert_eq!(read(hidden.file()), TokensRead::None);
+    assert_eq!(read(confidence.file()), TokensRead::All);
+    assert_eq!(
+        read(HeadFile::embedded(QWEN15B_ARITHMETIC_HEAD_NAME).unwrap()),
+        TokensRead::Arithmetic
+    );
+    assert_eq!(read(hidden.file_with(&guard_meta)), TokensRead::Arithmetic);
+    assert_eq!(read(confidence.file_with(&guard_meta)), TokensRead::All);
+}
+
 /// Issue 40: a head with a guard (`stepscore.min_with` names a built-in
 /// stats-only head, `stepscore.min_power` a power) scores each step
 /// min(p_guard, p_head^power): the same, within 1e-12, as the head and the

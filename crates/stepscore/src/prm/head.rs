@@ -57,6 +57,44 @@ pub enum StepStat {
     FalseEquation,
 }
 
+/// Which of a step's tokens a head's score reads through the LM's token
+/// statistics (a front end shades those): every token (confidence, or a
+/// statistic over all of them such as `mean_logprob`), only numbers and
+/// operation signs (the arithmetic statistics), or none (hidden states alone).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokensRead {
+    All,
+    Arithmetic,
+    None,
+}
+
+impl TokensRead {
+    /// The name front ends use (`info().tokensRead` in npm).
+    pub fn name(self) -> &'static str {
+        match self {
+            TokensRead::All => "all",
+            TokensRead::Arithmetic => "arithmetic",
+            TokensRead::None => "none",
+        }
+    }
+
+    /// What a head reading `stats` reads.
+    fn of(mut stats: impl Iterator<Item = StepStat>) -> TokensRead {
+        let mut any = false;
+        for s in stats.by_ref() {
+            if !s.reads_digit_confidence() {
+                return TokensRead::All;
+            }
+            any = true;
+        }
+        if any {
+            TokensRead::Arithmetic
+        } else {
+            TokensRead::None
+        }
+    }
+}
+
 impl StepStat {
     pub const ALL: [StepStat; 13] = [
         StepStat::Log1pTokens,
@@ -634,6 +672,21 @@ impl<W> Head<W> {
             Kind::Confidence => true,
             Kind::Value(v, _) => !v.stats.is_empty() || v.guard.is_some(),
             _ => false,
+        }
+    }
+
+    /// Which tokens the score reads through the LM's token statistics (a
+    /// guard's statistics included).
+    pub fn tokens_read(&self) -> TokensRead {
+        match &self.kind {
+            Kind::Confidence => TokensRead::All,
+            Kind::Value(v, _) => TokensRead::of(
+                v.stats
+                    .iter()
+                    .chain(v.guard.iter().flat_map(|(g, _)| g.stats.iter()))
+                    .copied(),
+            ),
+            _ => TokensRead::None,
         }
     }
 

@@ -30,7 +30,7 @@ pub use generate::{
     generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, GenerationOf,
     StopReason,
 };
-pub use head::{HeadInput, MinWith, StepConfidence, StepStat};
+pub use head::{HeadInput, MinWith, StepConfidence, StepStat, TokensRead};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
 pub use scorer::{

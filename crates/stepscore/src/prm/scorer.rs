@@ -16,7 +16,7 @@ use super::chat::ChatFormat;
 use super::engine::{block_on, Engine, EngineCache};
 use super::family::Family;
 use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
-use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup};
+use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup, TokensRead};
 use super::head_file::HeadFile;
 use super::template::{encode, Encoded, Protocol};
 use crate::error::{Error, Result};
@@ -651,6 +651,14 @@ impl Scorer {
     /// on validation data with the head); `None` when it has none.
     pub fn threshold(&self) -> Option<f64> {
         self.engine.head().and_then(Head::threshold)
+    }
+
+    /// Which of a step's tokens the head's score reads through the LM's
+    /// token statistics ([`TokensRead::None`] without a head).
+    pub fn tokens_read(&self) -> TokensRead {
+        self.engine
+            .head()
+            .map_or(TokensRead::None, Head::tokens_read)
     }
 
     /// The step threshold in force: `given` (a caller's explicit choice),
