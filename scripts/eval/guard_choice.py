@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_steps_probe import auroc, first_error_f1  # noqa: E402
+from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
 from score_from_features import MODELS, head_scorer, steps_of  # noqa: E402
 
 
@@ -55,18 +55,6 @@ def flags_first(a, b, whole, ta, tb, sets):
     """ProcessBench F1 when a step is flagged by a < ta or b < tb."""
     s = np.where((a < ta) | (b < tb), 0.0, 1.0)
     return first_error_f1(s, whole, sets, 0.5)[0]
-
-
-def step_auroc(scores, whole):
-    """Steps through each trace's first error; wrong = the labelled step."""
-    ys, ss = [], []
-    for rows, label, _ in whole:
-        for j, i in enumerate(rows):
-            if 0 <= label < j:
-                break
-            ys.append(0 if j == label else 1)
-            ss.append(scores[i])
-    return auroc(np.array(ss), np.array(ys))
 
 
 def write_head(src, out, meta_extra):

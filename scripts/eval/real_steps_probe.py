@@ -121,6 +121,19 @@ def first_error_f1(scores, whole, sets, threshold):
     return (2 * a * b / (a + b) if a + b else 0.0), a, b, n_err, n_cor
 
 
+def step_auroc(scores, whole):
+    """Step AUROC over whole traces: each trace's steps through its first error
+    (the labelled step wrong, those before it right); the issue-40 arithmetic bar's."""
+    ys, ss = [], []
+    for rows, label, _ in whole:
+        for j, i in enumerate(rows):
+            if 0 <= label < j:
+                break
+            ys.append(0 if j == label else 1)
+            ss.append(scores[i])
+    return auroc(np.array(ss), np.array(ys))
+
+
 def best_f1(scores, whole, sets):
     best = (0.0, 0.5)
     for t in np.quantile(scores, np.linspace(0.005, 0.995, 120)):

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from real_steps_probe import auroc, first_error_f1  # noqa: E402
+from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
 from score_from_features import MODELS, head_scorer, steps_of  # noqa: E402
 
 
@@ -32,22 +32,16 @@ def main():
     for path in args.heads:
         full = path if Path(path).exists() else MODELS / path
         score, meta = head_scorer(full, file_layers)
-        scores, whole, ys, ss = [], [], [], []
+        scores, whole = [], []
         for r in records:
             s = [score(r, k) for k in range(steps_of(r))]
-            label = r["label"]
-            rows = list(range(len(scores), len(scores) + len(s)))
+            whole.append((list(range(len(scores), len(scores) + len(s))), r["label"], "all"))
             scores.extend(s)
-            whole.append((rows, label, "all"))
-            for j, p in enumerate(s):
-                if 0 <= label < j:
-                    break
-                ys.append(0 if j == label else 1)
-                ss.append(p)
+        scores = np.array(scores)
         t = float(meta.get("stepscore.threshold", 0.5))
-        f, a, b, ne, nc = first_error_f1(np.array(scores), whole, {"all"}, t)
-        print(f"{Path(path).name}: {len(records)} traces, {len(ys)} steps; step AUROC "
-              f"{auroc(np.array(ss), np.array(ys)):.3f}; F1 {f:.3f} at {t:.3f} "
+        f, a, b, ne, nc = first_error_f1(scores, whole, {"all"}, t)
+        print(f"{Path(path).name}: {len(records)} traces; step AUROC "
+              f"{step_auroc(scores, whole):.3f}; F1 {f:.3f} at {t:.3f} "
               f"(erroneous {a:.2f} of {ne}, correct {b:.2f} of {nc})")
 
 
