@@ -12,9 +12,12 @@ export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # target, rust-src and wasm-bindgen-cli too (scripts/lib/wasm-tools.sh asks otherwise).
 export STEPSCORE_INSTALL_TOOLS=1
 
+# Each section says when it starts, so a CI log shows where the time goes.
+section() { echo "== $1 (at ${SECONDS} s)"; }
+
 scripts/setup.sh
 
-echo "== test data"
+section "test data"
 scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
 # The default PRM (Qwen2.5-Coder-1.5B, 1.1 GB) and the fast one (SmolLM2, 98 MB): most
 # model tests use the fast one; the README's example check uses the default.
@@ -22,15 +25,15 @@ cargo run --locked -q -p stepscore-cli -- fetch stepscore-prm-qwen1.5b stepscore
 # Qwen2 parity (tests/qwen2_llama_cpp.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
 cargo run --locked -q -p stepscore-cli -- fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
 
-echo "== cargo test (workspace)"
+section "cargo test (workspace)"
 cargo test --workspace --locked
 # `stepscore train` lives behind the CLI's `train` feature (burn stays out of default builds).
 cargo test --locked -p stepscore-cli --features train --test train_cli
 
-echo "== reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
+section "reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
 python3 scripts/soak-serve.py --bin target/debug/stepscore --requests 300 --clients 8
 
-echo "== wasm package (pkg/): build"
+section "wasm package (pkg/): build"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
     (apt-get update -qq && apt-get install -y nodejs npm) || true
@@ -42,28 +45,29 @@ if [ "$node_major" -lt 20 ]; then
 fi
 scripts/build-wasm.sh
 
-echo "== release artifacts (dev profile): npm tarball, wheel, sdist, CLI archive"
+section "release artifacts (dev profile): npm tarball, wheel, sdist, CLI archive"
 # The dev profile reuses what `cargo test --workspace` built; its wheel is
 # the one the Python tests install.
 scripts/release.sh --profile dev
 
-echo "== Python package (crates/stepscore-py): the release wheel + pytest (server, adapters, Ray)"
+section "Python package (crates/stepscore-py): the release wheel + pytest (server, adapters, Ray)"
 scripts/test-python.sh
 
-echo "== wasm package (pkg/): Node tests, types"
+section "wasm package (pkg/): Node tests, types"
 (cd pkg && npm test && npm run --silent typecheck)
 # The SIMD128 kernels against the portable ones, bit for bit, on wasm32 in Node.
 scripts/test-wasm-kernels.sh
 
-echo "== npm package in Chromium (pkg/test/browser)"
+section "npm package in Chromium (pkg/test/browser)"
 scripts/test-browser.sh
 
-echo "== release artifacts installed without Rust: Node, Vite + Chromium, venv, CLI"
+section "release artifacts installed without Rust: Node, Vite + Chromium, venv, CLI"
 # After test-browser.sh, which installs Debian's chromium.
 scripts/test-install.sh
 
-echo "== README blocks (README.md, pkg/README.md): each one runs, matches, or is listed with its reason"
+section "README blocks (README.md, pkg/README.md): each one runs, matches, or is listed with its reason"
 python3 scripts/readme_blocks.py --python target/pyenv/bin/python
 
-echo "== demo web app (web/): build + Playwright e2e in Chromium"
+section "demo web app (web/): build + Playwright e2e in Chromium"
 scripts/test-web.sh
+echo "== all suites passed in ${SECONDS} s"
