@@ -79,19 +79,15 @@ impl TokensRead {
     }
 
     /// What a head reading `stats` reads.
-    fn of(mut stats: impl Iterator<Item = StepStat>) -> TokensRead {
-        let mut any = false;
-        for s in stats.by_ref() {
+    fn of(stats: impl Iterator<Item = StepStat>) -> TokensRead {
+        let mut read = TokensRead::None;
+        for s in stats {
             if !s.reads_digit_confidence() {
                 return TokensRead::All;
             }
-            any = true;
+            read = TokensRead::Arithmetic;
         }
-        if any {
-            TokensRead::Arithmetic
-        } else {
-            TokensRead::None
-        }
+        read
     }
 }
 
