@@ -386,7 +386,8 @@ fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
     if !have_adapter() {
         return;
     }
-    let digit = HeadFile::embedded(stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME).unwrap();
+    let digit =
+        HeadFile::embedded(stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME).unwrap();
     engines_agree(&path, &digit, "Qwen2.5-Coder-0.5B, digit head");
     engines_agree(
         &path,

@@ -692,7 +692,10 @@ mod tests {
     /// A guard needs both keys and a power in (0, 1].
     #[test]
     fn a_guard_names_its_head_and_a_power_in_zero_to_one() {
-        let ok = with_metadata(&[(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "0.3")]);
+        let ok = with_metadata(&[
+            (META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME),
+            (META_MIN_POWER, "0.3"),
+        ]);
         assert_eq!(
             ok.input().unwrap().min_with,
             Some(MinWith {
@@ -707,11 +710,17 @@ mod tests {
             ),
             (vec![(META_MIN_POWER, "0.3")], "needs `stepscore.min_with`"),
             (
-                vec![(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "0")],
+                vec![
+                    (META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME),
+                    (META_MIN_POWER, "0"),
+                ],
                 "not a number in (0, 1]",
             ),
             (
-                vec![(META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME), (META_MIN_POWER, "nan")],
+                vec![
+                    (META_MIN_WITH, QWEN15B_ARITHMETIC_HEAD_NAME),
+                    (META_MIN_POWER, "nan"),
+                ],
                 "not a number in (0, 1]",
             ),
         ] {
