@@ -238,7 +238,7 @@ export interface ScoreOptions {
    * Also return each token's log-prob with its span in the step's text, and
    * each step's least likely number (`tokenLogprobs`, `leastLikely`). Heads
    * that read the LM's token statistics give them (the 'confidence' family,
-   * heads over step statistics such as the default PRM's digit head); for
+   * heads over step statistics such as the default PRM's); for
    * other heads both stay absent.
    */
   tokenLogprobs?: boolean;
