@@ -19,13 +19,14 @@ Nothing here reads a test set.
 import argparse
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
 from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
 from score_from_features import MODELS, head_scorer, steps_of  # noqa: E402
 
@@ -55,16 +56,6 @@ def flags_first(a, b, whole, ta, tb, sets):
     """ProcessBench F1 when a step is flagged by a < ta or b < tb."""
     s = np.where((a < ta) | (b < tb), 0.0, 1.0)
     return first_error_f1(s, whole, sets, 0.5)[0]
-
-
-def write_head(src, out, meta_extra):
-    raw = open(src, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    hdr = json.loads(raw[8:8 + n])
-    hdr.setdefault("__metadata__", {}).update(meta_extra)
-    h = json.dumps(hdr, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    open(out, "wb").write(struct.pack("<Q", len(h)) + h + raw[8 + n:])
 
 
 def main():
@@ -114,9 +105,10 @@ def main():
         f, a, b, ne, nc = first_error_f1(np.where((ra < ta) | (rb < tb), 0.0, 1.0), rw, {s}, 0.5)
         print(f"  {s}: F1 {f:.3f} (erroneous {a:.2f} of {ne}, correct {b:.2f} of {nc})")
     if args.out:
-        write_head(args.head, args.out, {"stepscore.min_with": args.guard,
-                                         "stepscore.min_power": f"{power:.6f}",
-                                         "stepscore.threshold": f"{ta:.2f}"})
+        tensors, meta = read_safetensors(args.head)
+        meta.update({"stepscore.min_with": args.guard, "stepscore.min_power": f"{power:.6f}",
+                     "stepscore.threshold": f"{ta:.2f}"})
+        write_safetensors(args.out, tensors, meta)
         print(f"wrote {args.out}")
 
 

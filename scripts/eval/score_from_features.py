@@ -21,28 +21,22 @@ import base64
 import glob
 import json
 import math
-import struct
 import sys
+from pathlib import Path
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from add_check_weight import read_safetensors  # noqa: E402
+
 
 def read_head(path):
-    raw = open(path, "rb").read()
-    n = struct.unpack("<Q", raw[:8])[0]
-    hdr = json.loads(raw[8:8 + n])
-    data = raw[8 + n:]
-    meta = hdr.pop("__metadata__", {})
-    t = {}
-    for k, v in hdr.items():
-        if v["dtype"] != "F32":
-            sys.exit(f"{path}: tensor {k} is {v['dtype']}, not F32")
-        a, b = v["data_offsets"]
-        t[k] = np.frombuffer(data[a:b], dtype="<f4").reshape(v["shape"]).astype(np.float64)
-    return t, meta
+    """A head file's tensors (f64 arrays) and metadata."""
+    tensors, meta = read_safetensors(path)
+    return {k: np.array(v, dtype=np.float64).reshape(shape) for k, (shape, v) in tensors.items()}, meta
 
 
-MODELS = __import__("pathlib").Path(__file__).resolve().parents[2] / "crates" / "stepscore" / "models"
+MODELS = Path(__file__).resolve().parents[2] / "crates" / "stepscore" / "models"
 
 
 def stat_value(name, c, d):
