@@ -294,6 +294,12 @@ pub struct ValueHead {
 }
 
 impl ValueHead {
+    /// The statistics its score reads: its own, then its guard's.
+    fn read_stats(&self) -> impl Iterator<Item = StepStat> + '_ {
+        let guard = self.guard.iter().flat_map(|(g, _)| g.stats.iter());
+        self.stats.iter().chain(guard).copied()
+    }
+
     /// The tensor a non-finite logit is blamed on: the first of the head's
     /// tensors that holds a NaN or an infinity (issue 44: a +inf bias was
     /// blamed on the weight), else the first layer's weight (finite weights
@@ -578,8 +584,7 @@ impl Head {
                     Some(m) => Some(guard_head(m, guard)?),
                     None => None,
                 };
-                let guard_stats = v.guard.iter().flat_map(|(g, _)| g.stats.iter());
-                let all: Vec<StepStat> = v.stats.iter().chain(guard_stats).copied().collect();
+                let all: Vec<StepStat> = v.read_stats().collect();
                 v.reads_digits = all.iter().any(|s| s.reads_digit_confidence());
                 let operators = if all.iter().any(|s| s.reads_operations()) {
                     Some(OperatorRows::load(model, tokenizer)?)
@@ -676,12 +681,7 @@ impl<W> Head<W> {
     pub fn tokens_read(&self) -> TokensRead {
         match &self.kind {
             Kind::Confidence => TokensRead::All,
-            Kind::Value(v, _) => TokensRead::of(
-                v.stats
-                    .iter()
-                    .chain(v.guard.iter().flat_map(|(g, _)| g.stats.iter()))
-                    .copied(),
-            ),
+            Kind::Value(v, _) => TokensRead::of(v.read_stats()),
             _ => TokensRead::None,
         }
     }
