@@ -28,7 +28,8 @@ cargo run --locked -q -p stepscore-cli -- fetch qwen2.5-coder-0.5b || echo "warn
 section "cargo test (workspace)"
 cargo test --workspace --locked
 # `stepscore train` lives behind the CLI's `train` feature (burn stays out of default builds).
-cargo test --locked -p stepscore-cli --features train --test train_cli
+# --workspace keeps the feature resolution of the run above: only the CLI is rebuilt.
+cargo test --workspace --locked --features stepscore-cli/train --test train_cli
 
 section "reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
 python3 scripts/soak-serve.py --bin target/debug/stepscore --requests 300 --clients 8

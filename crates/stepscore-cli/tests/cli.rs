@@ -470,65 +470,6 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
     }
 }
 
-/// The README's main command: the default PRM on the shipped examples flags
-/// no step of a correct trace and the first wrong step of each wrong one
-/// (the output README.md shows). Skipped with a printed reason when the
-/// default PRM's backbone is not cached (`stepscore fetch`).
-#[test]
-fn default_prm_marks_the_readme_steps() {
-    let name = stepscore::catalog::DEFAULT_PRM;
-    if stepscore::testing::find_catalog_model(name).is_none() {
-        eprintln!("SKIPPED: {name} is not fetched (run `stepscore fetch`)");
-        return;
-    }
-    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces.jsonl");
-    let out = stepscore(
-        &[
-            "score",
-            examples.to_str().unwrap(),
-            "--output",
-            "table",
-            "--backend",
-            "cpu",
-        ],
-        None,
-    );
-    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
-    let table = text(&out.stdout);
-    // trace id -> the step index marked "<- first error", if any.
-    let mut flagged: Vec<(String, Option<usize>)> = Vec::new();
-    for line in table.lines() {
-        if let Some((id, _)) = line.split_once(": ").filter(|_| !line.starts_with(' ')) {
-            flagged.push((id.to_string(), None));
-        } else if line.ends_with("<- first error") {
-            let step = line.split_whitespace().next().and_then(|s| s.parse().ok());
-            flagged.last_mut().expect("a step line follows its trace").1 = step;
-        }
-    }
-    // The README's output: no correct step marked, each wrong trace's first wrong
-    // step marked (the slip, and operation-1's product written for a quotient).
-    let want = [
-        ("correct-1", None),
-        ("slip-1", Some(1)),
-        ("operation-1", Some(1)),
-        ("steps-1", None),
-    ];
-    let want: Vec<(String, Option<usize>)> =
-        want.iter().map(|(id, s)| (id.to_string(), *s)).collect();
-    assert_eq!(flagged, want, "{table}");
-    // The flagged slip points at the wrong number.
-    assert!(
-        table.contains("least likely: \"12\""),
-        "slip-1's wrong result is its least likely number: {table}"
-    );
-    // And exact arithmetic says why, on that step only.
-    assert_eq!(table.matches("arithmetic: ").count(), 1, "{table}");
-    assert!(
-        table.contains("arithmetic: \"0.2 x 50 = 12\" is false: 0.2 x 50 is 10"),
-        "{table}"
-    );
-}
-
 /// `--token-logprobs` writes each scored step's tokens: byte spans that tile
 /// the step text, with log-probs whose mean is the confidence statistic.
 #[test]

@@ -10,7 +10,8 @@
 //! ~1e-6), within 1e-4 of the independent Python reference, and
 //! append() within 1e-4 of full re-scoring on the same engine. When they
 //! are cached, SmolLM2-135M and Qwen2.5-Coder-0.5B (quantized) score the
-//! shipped examples on both engines within 1e-3 (`engines_agree`).
+//! shipped examples (the 0.5B one per head) on both engines within 1e-3
+//! (`engines_agree`).
 #![cfg(feature = "gpu")]
 
 mod gpu_support;
@@ -248,6 +249,8 @@ fn auto_prefers_hardware_and_reports_why() {
 }
 
 const QWEN_05B: &str = "qwen2.5-coder-0.5b";
+/// The ids of examples/traces.jsonl.
+const EXAMPLES: [&str; 4] = ["correct-1", "slip-1", "operation-1", "steps-1"];
 
 /// A value head over the final hidden state joined with the step's 4
 /// confidence statistics (the h+4 layout `stepscore train` exports), in its
@@ -309,12 +312,12 @@ fn score_gap(a: &TraceScore, b: &TraceScore) -> (f64, f64) {
 }
 
 /// Step scores of a real quantized model on both engines over the shipped
-/// examples (examples/traces.jsonl, one step per line). The engines compute
+/// examples named by `ids` (examples/traces.jsonl, one step per line). The engines compute
 /// the same bits for quantized weights (8-bit activations, one float order,
 /// one e^x: gpu_model.rs checks hidden states and logits), so the scores
 /// differ only where the statistics are reduced (f64 on the host, f32 on
 /// the device). Bound: 1e-3, issue 15's bar; measured maxima printed.
-fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str) {
+fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str, ids: &[&str]) {
     let open = |backend| {
         let options = ScorerOptions {
             backend,
@@ -334,6 +337,9 @@ fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str) {
     let (mut worst_score, mut worst_stat, mut n) = (0f64, 0f64, 0);
     for line in text.lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        if !ids.contains(&v["id"].as_str().unwrap()) {
+            continue;
+        }
         let problem = v["problem"].as_str().unwrap();
         let steps: Vec<&str> = v["response"]
             .as_str()
@@ -388,11 +394,14 @@ fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
     }
     let digit =
         HeadFile::embedded(stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME).unwrap();
-    engines_agree(&path, &digit, "Qwen2.5-Coder-0.5B, digit head");
+    // One trace per head: the 0.5B on llvmpipe costs ~1 min per trace in CI,
+    // and the path each head reads is the same on every trace.
+    engines_agree(&path, &digit, "Qwen2.5-Coder-0.5B, digit head", &["slip-1"]);
     engines_agree(
         &path,
         &value_head_with_confidence(896),
         "Qwen2.5-Coder-0.5B, value head",
+        &["operation-1"],
     );
 }
 
@@ -409,10 +418,11 @@ fn smollm2_step_scores_match_the_cpu_engine() {
         return;
     }
     let shipped = HeadFile::embedded(stepscore::prm::head_file::SMOLLM2_HEAD_NAME).unwrap();
-    engines_agree(&path, &shipped, "SmolLM2, shipped value head");
+    engines_agree(&path, &shipped, "SmolLM2, shipped value head", &EXAMPLES);
     engines_agree(
         &path,
         &value_head_with_confidence(576),
         "SmolLM2, value head + confidence",
+        &EXAMPLES,
     );
 }
