@@ -11,7 +11,10 @@ policy=none
 python -c 'import transformers' 2>/dev/null && policy="$PWD/tests/fixtures/prm/qwen2-prm-tiny"
 
 run() { echo "== examples: $*"; "$@"; }
-run cargo run --locked -q -p stepscore-example -- "$model"
+# scripts/test.sh (STEPSCORE_DEV_CLI set) has run the Rust example already, in
+# `cargo test --workspace` (examples/rust/tests/runs.rs): `cargo run` here
+# would build its dependencies a second time.
+[ -n "${STEPSCORE_DEV_CLI:-}" ] || run cargo run --locked -q -p stepscore-example -- "$model"
 run python examples/python/score.py "$model"
 run python examples/trl/reward.py "$model"
 run python examples/verl/reward.py "$model"

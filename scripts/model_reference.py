@@ -12,9 +12,9 @@ For each fixture this writes tests/fixtures/models/<name>/:
                                    token sequences, computed below in float64 numpy
 
 The forward pass here is written from the published math of the HF Llama /
-Qwen2 / Mistral modelling code (RMSNorm, rotate_half RoPE, repeat_kv GQA,
-causal softmax attention, SwiGLU), batched over the whole sequence with an
-explicit mask. It shares no code with the Rust implementation.
+Qwen2 / Qwen3 / Mistral modelling code (RMSNorm, Qwen3's per-head q/k
+RMSNorm, rotate_half RoPE, repeat_kv GQA, causal softmax attention, SwiGLU),
+batched over the whole sequence with an explicit mask. It shares no code with the Rust implementation.
 
 Weights are generated in float32, float16 or bfloat16; the reference computes
 with exactly the stored values (upcast to float64), so only the Rust side's
@@ -76,7 +76,7 @@ def make_weights(rng, cfg, arch):
     h = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg["num_key_value_heads"]
-    hd = h // nh
+    hd = cfg.get("head_dim") or h // nh
     ff = cfg["intermediate_size"]
     v = cfg["vocab_size"]
 
@@ -98,6 +98,9 @@ def make_weights(rng, cfg, arch):
             w[p + "self_attn.q_proj.bias"] = (0.2 * rng.standard_normal(nh * hd)).astype(np.float32)
             w[p + "self_attn.k_proj.bias"] = (0.2 * rng.standard_normal(nkv * hd)).astype(np.float32)
             w[p + "self_attn.v_proj.bias"] = (0.2 * rng.standard_normal(nkv * hd)).astype(np.float32)
+        if arch == "qwen3":
+            w[p + "self_attn.q_norm.weight"] = gain(hd)
+            w[p + "self_attn.k_norm.weight"] = gain(hd)
         w[p + "post_attention_layernorm.weight"] = gain(h)
         w[p + "mlp.gate_proj.weight"] = mat(ff, h, 0.15)
         w[p + "mlp.up_proj.weight"] = mat(ff, h, 0.15)
@@ -154,7 +157,7 @@ def reference_forward(cfg, w, tokens):
     h = cfg["hidden_size"]
     nh = cfg["num_attention_heads"]
     nkv = cfg["num_key_value_heads"]
-    hd = h // nh
+    hd = cfg.get("head_dim") or h // nh
     eps = cfg["rms_norm_eps"]
     T = len(tokens)
     W = {k: v.astype(np.float64) for k, v in w.items()}
@@ -186,6 +189,10 @@ def reference_forward(cfg, w, tokens):
         q = q.reshape(T, nh, hd).transpose(1, 0, 2)
         k = k.reshape(T, nkv, hd).transpose(1, 0, 2)
         v = v.reshape(T, nkv, hd).transpose(1, 0, 2)
+        if p + "self_attn.q_norm.weight" in W:
+            # Qwen3: each head's query and key RMS-normed before RoPE.
+            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps)
+            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)
         k = np.repeat(k, nh // nkv, axis=0)  # repeat_kv: head h reads kv head h // group
@@ -316,11 +323,30 @@ def mistral_fixture(rng):
                   "Mistral, untied, F16, sliding_window 4, single file")
 
 
+def qwen3_fixture(rng):
+    # Qwen3: per-head q/k RMSNorm, no biases, tied embeddings, BF16, and a
+    # head width (20) apart from hidden / heads (16), as Qwen3's own
+    # checkpoints have (128 vs 64 for Qwen3-0.6B), with a tail past the
+    # last multiple of 8 for the norm's lane sums.
+    cfg = base_config("qwen3", "Qwen3ForCausalLM", 300, head_dim=20, attention_bias=False,
+                      tie_word_embeddings=True, rope_theta=1000000.0, torch_dtype="bfloat16",
+                      use_sliding_window=False, sliding_window=None, max_window_layers=2,
+                      max_position_embeddings=256)  # the GPU test runs 151 positions
+    w32 = make_weights(rng, cfg, "qwen3")
+    bits = {n: to_bf16_bits(a) for n, a in w32.items()}
+    exact = {n: bf16_bits_to_f64(b) for n, b in bits.items()}
+    write_fixture("qwen3-tiny-bf16", cfg, exact,
+                  lambda d: write_bf16_safetensors(os.path.join(d, "model.safetensors"), bits),
+                  "Qwen3, q/k norms, head_dim 20 != hidden/heads, tied embeddings, BF16, single file")
+
+
 def main():
     rng = np.random.default_rng(20240611)
     qwen2_fixture(rng)
     llama_fixture(rng)
     mistral_fixture(rng)
+    # Appended last: the fixtures above keep their random draws and bytes.
+    qwen3_fixture(rng)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)
         size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))

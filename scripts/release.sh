@@ -18,7 +18,9 @@
 #                                       its wheel is linked by the host's toolchain (the tag
 #                                       maturin's audit finds for this machine's glibc): zig
 #                                       builds for an explicit --target, in a target dir of its
-#                                       own, which would rebuild every dependency
+#                                       own, which would rebuild every dependency.
+#                                       STEPSCORE_DEV_CLI=PATH: the CLI to package (test.sh
+#                                       passes its workspace test build's) instead of building one
 # The wasm builds are always scripts/build-wasm.sh's (profile wasm-release).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +67,10 @@ if [ "$profile" = release ]; then tools+=("ziglang>=0.13" "cargo-zigbuild>=0.19"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${tools[@]}"
 
 step "CLI"
-if [ "$profile" = dev ]; then
+if [ "$profile" = dev ] && [ -n "${STEPSCORE_DEV_CLI:-}" ]; then
+    # scripts/test.sh's: the workspace test build's CLI, not a second build.
+    cli=$STEPSCORE_DEV_CLI
+elif [ "$profile" = dev ]; then
     cargo build --locked -q -p stepscore-cli
     cli=$target_dir/debug/stepscore
 else

@@ -18,8 +18,9 @@ venv=target/pyenv
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "numpy>=1.21" "pytest>=7" "ray[data]>=2.9" "transformers>=4.56" "jinja2>=3" "omegaconf>=2.3"
 export PATH="$PWD/$venv/bin:$PATH"
 
-# The CLI binary the parity and server tests run.
-cargo build --locked -q -p stepscore-cli
+# The CLI binary the parity and server tests run (target/debug/stepscore;
+# scripts/test.sh has built it already, STEPSCORE_DEV_CLI).
+[ -n "${STEPSCORE_DEV_CLI:-}" ] || cargo build --locked -q -p stepscore-cli
 
 shopt -s nullglob
 wheels=(target/release-artifacts/stepscore-*.whl)

@@ -17,13 +17,22 @@ section() { echo "== $1 (at ${SECONDS} s)"; }
 
 scripts/setup.sh
 
+section "cargo test (workspace): build"
+# One build of the dependency tree: the debug CLI every later step runs
+# (model downloads, soak, the dev release artifacts, the Python tests, the
+# README blocks) is this build's. `cargo build -p stepscore-cli` would
+# resolve features apart from it (no dev-dependencies, one member) and
+# compile ~200 crates again: 8.5 minutes on a fresh 2-core machine.
+cargo test --workspace --locked --no-run
+export STEPSCORE_DEV_CLI="$PWD/target/debug/stepscore"
+
 section "test data"
 scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
 # The default PRM (Qwen2.5-Coder-1.5B, 1.1 GB) and the fast one (SmolLM2, 98 MB): most
 # model tests use the fast one; the README's example check uses the default.
-cargo run --locked -q -p stepscore-cli -- fetch stepscore-prm-qwen1.5b stepscore-prm-smollm2 || echo "warning: default models unavailable; tests that need them will be skipped"
+"$STEPSCORE_DEV_CLI" fetch stepscore-prm-qwen1.5b stepscore-prm-smollm2 || echo "warning: default models unavailable; tests that need them will be skipped"
 # Qwen2 parity (tests/qwen2_llama_cpp.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
-cargo run --locked -q -p stepscore-cli -- fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
+"$STEPSCORE_DEV_CLI" fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
 
 section "cargo test (workspace)"
 cargo test --workspace --locked

@@ -177,14 +177,16 @@ mod gpu {
     }
 
     fn tiny(name: &str) -> Transformer {
-        HfCheckpoint::open_dir(fixture(name))
-            .unwrap()
-            .transformer()
-            .unwrap()
+        // The PRM families' fixtures, else a bare decoder's (tests/fixtures/models).
+        let dir = Some(fixture(name))
+            .filter(|d| d.exists())
+            .unwrap_or_else(|| fixture("../models").join(name));
+        HfCheckpoint::open_dir(dir).unwrap().transformer().unwrap()
     }
 
     /// Every tiny family's decoder (Qwen2 with q/k/v biases and HF RoPE,
-    /// Llama, Mistral layouts): hidden states within 1e-5, including a
+    /// Llama, Mistral layouts, Qwen3's per-head q/k norms over a head width
+    /// apart from hidden / heads): hidden states within 1e-5, including a
     /// forward continued from a cache, a cache cloned and continued in two
     /// directions (copy on write), and a cache grown past its first
     /// capacity.
@@ -197,6 +199,7 @@ mod gpu {
             "math-shepherd-tiny",
             "rlhflow-tiny",
             "confidence-tiny",
+            "qwen3-tiny-bf16",
         ] {
             let model = tiny(name);
             let vocab = model.config().vocab_size as u32;

@@ -1,7 +1,9 @@
 //! The decoder forward pass against an independent float64 numpy reference
 //! (scripts/model_reference.py), on tiny checkpoints with the real HF layouts:
 //! Qwen2 (biases, untied, F32, sharded), Llama (tied, BF16, llama3 rope
-//! scaling) and Mistral (F16, sliding window 4).
+//! scaling), Mistral (F16, sliding window 4) and Qwen3 (per-head q/k norms,
+//! a head width apart from hidden / heads, tied, BF16), the last also from
+//! a GGUF file written with llama.cpp's tensor names and metadata keys.
 //!
 //! Tolerance: |rust - numpy| <= 1e-4 * max(1, |numpy|). The reference runs in
 //! float64 on exactly the stored weights, so the gap is only our f32
@@ -12,10 +14,11 @@ use std::path::PathBuf;
 use stepscore::model::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
 
 const TOL: f32 = 1e-4;
-const FIXTURES: [&str; 3] = [
+const FIXTURES: [&str; 4] = [
     "qwen2-tiny-f32-sharded",
     "llama-tiny-bf16",
     "mistral-tiny-f16",
+    "qwen3-tiny-bf16",
 ];
 
 fn fixture_dir(name: &str) -> PathBuf {
@@ -286,6 +289,8 @@ fn adjacent_pair_rope_on_permuted_weights_equals_half_split() {
                 )),
                 v_bias: Some(t(&p("self_attn.v_proj.bias"))),
                 o_bias: None,
+                q_norm: None,
+                k_norm: None,
                 mlp_norm: t(&p("post_attention_layernorm.weight")),
                 gate: m(t(&p("mlp.gate_proj.weight")), c.intermediate_size, h),
                 up: m(t(&p("mlp.up_proj.weight")), c.intermediate_size, h),
@@ -398,4 +403,92 @@ fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("lm_head"), "{err}");
+}
+
+/// Qwen3 from GGUF (arch `qwen3`, `attention.key_length` as the head width,
+/// `attn_q_norm` / `attn_k_norm`, NEOX rotation without a permutation, as
+/// llama.cpp's converter writes it) gives the bits of the same weights read
+/// from safetensors; a file without the q/k norms is refused by name.
+#[test]
+fn qwen3_from_gguf_equals_its_safetensors() {
+    use stepscore::format::{GgufValue, GgufWriter, ModelBytes};
+    use stepscore::ggml::GgmlType;
+    use stepscore::model::GgufModel;
+    let name = "qwen3-tiny-bf16";
+    let ckpt = HfCheckpoint::open_dir(fixture_dir(name)).unwrap();
+    let c = ckpt.config().clone();
+    assert!(c.has_qk_norm() && c.q_dim() != c.hidden_size, "{c:?}");
+    let gguf = |skip_norms: bool| -> Result<Transformer, String> {
+        let mut w = GgufWriter::new();
+        let u = |v: usize| GgufValue::U32(v as u32);
+        w.kv("general.architecture", GgufValue::String("qwen3".into()))
+            .kv("qwen3.embedding_length", u(c.hidden_size))
+            .kv("qwen3.feed_forward_length", u(c.intermediate_size))
+            .kv("qwen3.block_count", u(c.n_layers))
+            .kv("qwen3.attention.head_count", u(c.n_heads))
+            .kv("qwen3.attention.head_count_kv", u(c.n_kv_heads))
+            .kv("qwen3.attention.key_length", u(c.head_dim))
+            .kv("qwen3.attention.value_length", u(c.head_dim))
+            .kv("qwen3.rope.dimension_count", u(c.head_dim))
+            .kv("qwen3.context_length", u(c.max_position_embeddings))
+            .kv("qwen3.vocab_size", u(c.vocab_size))
+            .kv("qwen3.rope.freq_base", GgufValue::F32(c.rope_theta as f32))
+            .kv(
+                "qwen3.attention.layer_norm_rms_epsilon",
+                GgufValue::F32(c.rms_norm_eps),
+            );
+        let mut put = |gguf_name: &str, hf_name: &str| {
+            let t = ckpt.tensor_f32(hf_name).unwrap();
+            let dims: Vec<u64> = t.shape.iter().rev().map(|&d| d as u64).collect();
+            let bytes = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
+            w.tensor(gguf_name, &dims, GgmlType::F32, bytes).unwrap();
+        };
+        put("token_embd.weight", "model.embed_tokens.weight");
+        put("output_norm.weight", "model.norm.weight");
+        for i in 0..c.n_layers {
+            let mut names = vec![
+                ("attn_norm", "input_layernorm"),
+                ("attn_q", "self_attn.q_proj"),
+                ("attn_k", "self_attn.k_proj"),
+                ("attn_v", "self_attn.v_proj"),
+                ("attn_output", "self_attn.o_proj"),
+                ("ffn_norm", "post_attention_layernorm"),
+                ("ffn_gate", "mlp.gate_proj"),
+                ("ffn_up", "mlp.up_proj"),
+                ("ffn_down", "mlp.down_proj"),
+            ];
+            if !skip_norms {
+                names.extend([
+                    ("attn_q_norm", "self_attn.q_norm"),
+                    ("attn_k_norm", "self_attn.k_norm"),
+                ]);
+            }
+            for (g, h) in names {
+                put(
+                    &format!("blk.{i}.{g}.weight"),
+                    &format!("model.layers.{i}.{h}.weight"),
+                );
+            }
+        }
+        let bytes = w.into_bytes().unwrap();
+        GgufModel::parse(ModelBytes::from_vec(bytes), "qwen3.gguf")
+            .and_then(|m| m.transformer())
+            .map_err(|e| e.to_string())
+    };
+    let from_gguf = gguf(false).unwrap();
+    assert_eq!(from_gguf.rope_style(), RopeStyle::HalfSplit);
+    assert_eq!(from_gguf.config().head_dim, c.head_dim);
+    let from_hf = load(name);
+    for case in reference(name) {
+        let a = from_gguf.forward(&case.tokens, None).unwrap();
+        let b = from_hf.forward(&case.tokens, None).unwrap();
+        assert_eq!(a.data, b.data, "tokens {:?}", case.tokens);
+        let logits = from_gguf.logits_for(&a.data, None).unwrap();
+        assert_close("qwen3 GGUF logits", &logits, &case.logits, TOL);
+    }
+    let e = gguf(true).unwrap_err();
+    assert!(
+        e.contains("blk.0.attn_q_norm.weight") && e.contains("qwen3.gguf"),
+        "{e}"
+    );
 }

@@ -455,6 +455,13 @@ impl DecoderPass for CpuPass<'_, '_> {
         Ok(())
     }
 
+    fn head_norm(&mut self, dst: Act, w: &Vec<f32>) -> Result<()> {
+        self.acts = None;
+        let eps = self.model.config().rms_norm_eps;
+        rms_norm_in_place(&mut self.bufs[dst as usize], w, eps);
+        Ok(())
+    }
+
     fn rope(&mut self, dst: Act) -> Result<()> {
         self.acts = None;
         let c = self.model.config();
@@ -541,13 +548,29 @@ impl DecoderPass for CpuPass<'_, '_> {
 }
 
 /// `out = x / sqrt(mean(x²) + eps) * weight`, per row.
+/// `1 / sqrt(mean(row²) + eps)`: the one scale every RMSNorm here takes
+/// (shaders/rms_norm.wgsl and head_norm.wgsl take the same steps).
+fn rms_scale(row: &[f32], eps: f32) -> f32 {
+    let ms = dot(row, row) / row.len() as f32;
+    1.0 / (ms + eps).sqrt()
+}
+
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     let h = weight.len();
     for (xr, or) in x.chunks_exact(h).zip(out.chunks_exact_mut(h)) {
-        let ms = dot(xr, xr) / h as f32;
-        let inv = 1.0 / (ms + eps).sqrt();
+        let inv = rms_scale(xr, eps);
         for ((o, &a), &w) in or.iter_mut().zip(xr).zip(weight) {
             *o = a * inv * w;
+        }
+    }
+}
+
+/// [`rms_norm`] in place over every `weight.len()`-wide slice (one head).
+fn rms_norm_in_place(x: &mut [f32], weight: &[f32], eps: f32) {
+    for row in x.chunks_exact_mut(weight.len()) {
+        let inv = rms_scale(row, eps);
+        for (a, &w) in row.iter_mut().zip(weight) {
+            *a = *a * inv * w;
         }
     }
 }

@@ -82,6 +82,37 @@ pub(crate) fn record_rms_norm(
     )
 }
 
+/// Qwen3's per-head RMSNorm of the queries or keys, in place: `n_tokens`
+/// rows of `n_heads` heads of `head_dim` elements from element `base` of `x`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn record_head_norm(
+    b: &mut Batch<'_>,
+    x: &wgpu::Buffer,
+    w: &wgpu::Buffer,
+    eps: f32,
+    head_dim: usize,
+    n_heads: usize,
+    n_tokens: usize,
+    base: usize,
+) -> Result<()> {
+    let p = [
+        u32_of(head_dim, "head_dim")?,
+        u32_of(n_heads, "heads")?,
+        u32_of(base, "offset")?,
+        eps.to_bits(),
+        1.0f32.to_bits(),
+        0,
+        0,
+        0,
+    ];
+    b.dispatch(
+        &shaders::HEAD_NORM,
+        &[whole(x), whole(w)],
+        &p,
+        [p[1], u32_of(n_tokens, "tokens")?, 1],
+    )
+}
+
 pub(crate) fn record_rope(
     b: &mut Batch<'_>,
     x: &wgpu::Buffer,

@@ -159,6 +159,7 @@ pub(crate) const EMBED_FLOAT16: Shader =
 pub(crate) const MATMUL_F32: Shader = single!("matmul_f32", "matmul_f32.wgsl");
 pub(crate) const EMBED_F32: Shader = single!("embed_gather_f32", "embed_gather_f32.wgsl");
 pub(crate) const RMS_NORM: Shader = single!("rms_norm", "rms_norm.wgsl");
+pub(crate) const HEAD_NORM: Shader = single!("head_norm", "head_norm.wgsl");
 pub(crate) const ROPE: Shader = single!("rope", "rope.wgsl");
 pub(crate) const ATTENTION: Shader = with_exp!("attention", "attention.wgsl");
 pub(crate) const SWIGLU: Shader = with_exp!("swiglu", "swiglu.wgsl");

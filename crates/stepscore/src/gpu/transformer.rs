@@ -522,6 +522,27 @@ impl<'a> DecoderPass for GpuPass<'a> {
         )
     }
 
+    fn head_norm(&mut self, dst: Act, w: &GpuTensor) -> Result<()> {
+        self.wrote(dst);
+        let c = &self.model.config;
+        let heads = if dst == Act::Q {
+            c.n_heads
+        } else {
+            c.n_kv_heads
+        };
+        let (buf, at) = self.buf(dst)?;
+        ops::record_head_norm(
+            &mut self.b,
+            buf,
+            w.buf.buffer()?,
+            c.rms_norm_eps,
+            c.head_dim,
+            heads,
+            self.n,
+            at,
+        )
+    }
+
     fn rope(&mut self, dst: Act) -> Result<()> {
         self.wrote(dst);
         let c = &self.model.config;

@@ -11,6 +11,10 @@ pub enum Arch {
     Llama,
     Qwen2,
     Mistral,
+    /// Qwen2's block with an RMSNorm over each query and key head before
+    /// RoPE, and biases only where `attention_bias` says (none in the
+    /// published checkpoints).
+    Qwen3,
 }
 
 impl Arch {
@@ -20,6 +24,7 @@ impl Arch {
             "llama" => Some(Arch::Llama),
             "qwen2" => Some(Arch::Qwen2),
             "mistral" => Some(Arch::Mistral),
+            "qwen3" => Some(Arch::Qwen3),
             _ => None,
         }
     }
@@ -27,7 +32,15 @@ impl Arch {
     /// The architecture for an HF class name in `architectures`
     /// (`Qwen2ForProcessRewardModel`, `LlamaForCausalLM`, ...).
     pub fn from_class_name(name: &str) -> Option<Arch> {
-        if name.starts_with("Qwen2")
+        // Qwen3's mixture-of-experts, vision and hybrid-attention variants
+        // are other decoders.
+        if name.starts_with("Qwen3")
+            && !["Qwen3Moe", "Qwen3VL", "Qwen3Next", "Qwen3Omni"]
+                .iter()
+                .any(|p| name.starts_with(p))
+        {
+            Some(Arch::Qwen3)
+        } else if name.starts_with("Qwen2")
             && !name.starts_with("Qwen2Moe")
             && !name.starts_with("Qwen2VL")
         {
@@ -224,7 +237,7 @@ impl ModelConfig {
         let arch = match model_type {
             Some(mt) => Arch::from_model_type(mt).ok_or_else(|| {
                 err(format!(
-                    "`model_type` `{mt}` is not supported (llama, qwen2, mistral)"
+                    "`model_type` `{mt}` is not supported (llama, qwen2, qwen3, mistral)"
                 ))
             })?,
             None => architectures
@@ -333,7 +346,8 @@ impl ModelConfig {
         let (attention_bias, o_bias) = match arch {
             // Qwen2 always has q/k/v biases and never an output bias.
             Arch::Qwen2 => (true, false),
-            Arch::Llama => {
+            // Both read `attention_bias` for all four projections.
+            Arch::Llama | Arch::Qwen3 => {
                 let b = get_bool(map, "attention_bias")?.unwrap_or(false);
                 (b, b)
             }
@@ -343,11 +357,12 @@ impl ModelConfig {
             Arch::Mistral => get_usize(map, "sliding_window")?
                 .map(|w| bounded("sliding_window", w, usize::MAX))
                 .transpose()?,
-            Arch::Qwen2 => {
+            Arch::Qwen2 | Arch::Qwen3 => {
                 if get_bool(map, "use_sliding_window")?.unwrap_or(false) {
-                    return Err(err(
-                        "`use_sliding_window` = true is not supported for qwen2",
-                    ));
+                    return Err(err(format!(
+                        "`use_sliding_window` = true is not supported for {}",
+                        format!("{arch:?}").to_lowercase()
+                    )));
                 }
                 None
             }
@@ -455,6 +470,12 @@ impl ModelConfig {
             )));
         }
         Ok(())
+    }
+
+    /// Queries and keys are RMS-normed per head before RoPE (Qwen3's
+    /// `q_norm` / `k_norm`, one gain vector of `head_dim` each).
+    pub fn has_qk_norm(&self) -> bool {
+        self.arch == Arch::Qwen3
     }
 
     /// Width of the query projection output (`n_heads * head_dim`).

@@ -28,6 +28,10 @@ pub struct Block<M, V> {
     pub k_bias: Option<V>,
     pub v_bias: Option<V>,
     pub o_bias: Option<V>,
+    /// Per-head RMSNorm gains of the queries and keys (`head_dim` values
+    /// each), where the architecture has them ([`ModelConfig::has_qk_norm`]).
+    pub q_norm: Option<V>,
+    pub k_norm: Option<V>,
     pub mlp_norm: V,
     pub gate: M,
     pub up: M,
@@ -95,6 +99,8 @@ impl<M, V> Weights<M, V> {
                 k_bias: l.k_bias.as_ref().map(&mut v).transpose()?,
                 v_bias: l.v_bias.as_ref().map(&mut v).transpose()?,
                 o_bias: l.o_bias.as_ref().map(&mut v).transpose()?,
+                q_norm: l.q_norm.as_ref().map(&mut v).transpose()?,
+                k_norm: l.k_norm.as_ref().map(&mut v).transpose()?,
                 mlp_norm: v(&l.mlp_norm)?,
                 gate,
                 up,
@@ -201,6 +207,9 @@ pub trait DecoderPass {
     /// `dst = src · Wᵀ`, per token.
     fn matmul(&mut self, w: &Self::M, src: Act, dst: Act) -> Result<()>;
     fn add_bias(&mut self, dst: Act, b: &Self::V) -> Result<()>;
+    /// RMSNorm of each `head_dim` slice of `Act::Q` or `Act::K` in place,
+    /// with the gains `w` (the same arithmetic as `rms_norm`, per head).
+    fn head_norm(&mut self, dst: Act, w: &Self::V) -> Result<()>;
     /// Rotates `Act::Q` or `Act::K` by the positions' RoPE angles.
     fn rope(&mut self, dst: Act) -> Result<()>;
     /// Appends the block's keys and values to the cache, then causal
@@ -233,6 +242,11 @@ pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, taps: &[usize]) -
         for (bias, dst) in [(&l.q_bias, Q), (&l.k_bias, K), (&l.v_bias, V)] {
             if let Some(b) = bias {
                 p.add_bias(dst, b)?;
+            }
+        }
+        for (norm, dst) in [(&l.q_norm, Q), (&l.k_norm, K)] {
+            if let Some(w) = norm {
+                p.head_norm(dst, w)?;
             }
         }
         p.rope(Q)?;

@@ -38,9 +38,10 @@ impl GgufModel {
         let arch = match name {
             "llama" => Arch::Llama,
             "qwen2" => Arch::Qwen2,
+            "qwen3" => Arch::Qwen3,
             other => {
                 return Err(self.err(format!(
-                    "architecture `{other}` is not supported (llama, qwen2)"
+                    "architecture `{other}` is not supported (llama, qwen2, qwen3)"
                 )))
             }
         };
@@ -62,11 +63,36 @@ impl GgufModel {
             Some(v) => v,
             None => f.get_str_array("tokenizer.ggml.tokens")?.len(),
         };
-        let head_dim = match opt_usize_of("rope.dimension_count")? {
-            Some(d) => d,
-            None if n_heads > 0 => hidden_size / n_heads,
-            None => 0,
+        // llama.cpp's rule: the head width is `attention.key_length`, else
+        // hidden / heads (Qwen3 sets it apart from both); RoPE rotates
+        // `rope.dimension_count` of it, which this decoder needs to be all.
+        let rotated = opt_usize_of("rope.dimension_count")?;
+        let (head_dim, head_dim_key) = match opt_usize_of("attention.key_length")? {
+            Some(d) => (d, key("attention.key_length")),
+            None => (
+                hidden_size.checked_div(n_heads).unwrap_or(0),
+                format!(
+                    "{} / {}",
+                    key("embedding_length"),
+                    key("attention.head_count")
+                ),
+            ),
         };
+        for (k, v) in [
+            ("rope.dimension_count", rotated),
+            (
+                "attention.value_length",
+                opt_usize_of("attention.value_length")?,
+            ),
+        ] {
+            if let Some(v) = v.filter(|&v| v != head_dim) {
+                return Err(self.err(format!(
+                    "`{}` = {v} differs from the head width {head_dim}: partial rotation and \
+                     unequal key and value widths are not supported",
+                    key(k)
+                )));
+            }
+        }
         let config = ModelConfig {
             arch,
             hidden_size,
@@ -81,8 +107,11 @@ impl GgufModel {
             rope_scaling: RopeScaling::None,
             max_position_embeddings: usize_of("context_length")?,
             tie_word_embeddings: f.tensor("output.weight").is_none(),
-            attention_bias: arch == Arch::Qwen2,
-            o_bias: false,
+            // Qwen2 always has q/k/v biases; Qwen3 has them where its
+            // checkpoint did (`attention_bias`, then on all four projections).
+            attention_bias: arch == Arch::Qwen2
+                || (arch == Arch::Qwen3 && f.tensor("blk.0.attn_q.bias").is_some()),
+            o_bias: arch == Arch::Qwen3 && f.tensor("blk.0.attn_output.bias").is_some(),
             sliding_window: None,
             architectures: vec![name.to_string()],
         };
@@ -93,7 +122,7 @@ impl GgufModel {
             "num_hidden_layers" => key("block_count"),
             "num_attention_heads" => key("attention.head_count"),
             "num_key_value_heads" => key("attention.head_count_kv"),
-            "head_dim" => key("rope.dimension_count"),
+            "head_dim" => head_dim_key.clone(),
             "max_position_embeddings" => key("context_length"),
             "rms_norm_eps" => key("attention.layer_norm_rms_epsilon"),
             "rope_theta" => key("rope.freq_base"),
@@ -150,7 +179,7 @@ impl GgufModel {
     }
 
     /// Builds the decoder. llama.cpp's converter permutes Llama q/k rows for
-    /// adjacent-pair RoPE; Qwen2 keeps the HF layout (NEOX rotation).
+    /// adjacent-pair RoPE; Qwen2 and Qwen3 keep the HF layout (NEOX rotation).
     pub fn transformer(&self) -> Result<Transformer> {
         let c = self.config()?;
         let (h, q, kv, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
@@ -165,6 +194,11 @@ impl GgufModel {
                     Ok(None)
                 }
             };
+            let norm = |s: &str| -> Result<Option<Vec<f32>>> {
+                c.has_qk_norm()
+                    .then(|| self.vector(&p(s), c.head_dim))
+                    .transpose()
+            };
             layers.push(Layer {
                 attn_norm: self.vector(&p("attn_norm.weight"), h)?,
                 q: self.matrix(&p("attn_q.weight"), q, h)?,
@@ -174,7 +208,12 @@ impl GgufModel {
                 q_bias: bias("attn_q.bias", q)?,
                 k_bias: bias("attn_k.bias", kv)?,
                 v_bias: bias("attn_v.bias", kv)?,
-                o_bias: None,
+                o_bias: c
+                    .o_bias
+                    .then(|| self.vector(&p("attn_output.bias"), h))
+                    .transpose()?,
+                q_norm: norm("attn_q_norm.weight")?,
+                k_norm: norm("attn_k_norm.weight")?,
                 mlp_norm: self.vector(&p("ffn_norm.weight"), h)?,
                 gate: self.matrix(&p("ffn_gate.weight"), ff, h)?,
                 up: self.matrix(&p("ffn_up.weight"), ff, h)?,
@@ -187,7 +226,7 @@ impl GgufModel {
         } else {
             LmHead::Separate(self.matrix("output.weight", c.vocab_size, h)?)
         };
-        let rope = if c.arch == Arch::Qwen2 {
+        let rope = if matches!(c.arch, Arch::Qwen2 | Arch::Qwen3) {
             RopeStyle::HalfSplit
         } else {
             RopeStyle::AdjacentPairs

@@ -328,6 +328,7 @@ impl HfCheckpoint {
         let mut layers = Vec::with_capacity(c.n_layers);
         for i in 0..c.n_layers {
             let p = |s: &str| format!("model.layers.{i}.{s}");
+            // A vector the architecture may have (biases, q/k norms).
             let bias = |s: &str, len: usize, on: bool| -> Result<Option<Vec<f32>>> {
                 on.then(|| self.shaped(&p(s), &[len])).transpose()
             };
@@ -341,6 +342,8 @@ impl HfCheckpoint {
                 k_bias: bias("self_attn.k_proj.bias", kv, c.attention_bias)?,
                 v_bias: bias("self_attn.v_proj.bias", kv, c.attention_bias)?,
                 o_bias: bias("self_attn.o_proj.bias", h, c.o_bias)?,
+                q_norm: bias("self_attn.q_norm.weight", c.head_dim, c.has_qk_norm())?,
+                k_norm: bias("self_attn.k_norm.weight", c.head_dim, c.has_qk_norm())?,
                 mlp_norm: self.shaped(&p("post_attention_layernorm.weight"), &[h])?,
                 gate: self.matrix(&p("mlp.gate_proj.weight"), ff, h)?,
                 up: self.matrix(&p("mlp.up_proj.weight"), ff, h)?,

@@ -1,4 +1,4 @@
-//! A loaded Llama-family decoder (Llama, Qwen2, Mistral): its configuration
+//! A loaded Llama-family decoder (Llama, Qwen2, Qwen3, Mistral): its configuration
 //! and weights, checked against each other at assembly. The engines run it:
 //! the CPU engine in place (`crate::cpu`, which adds `forward`, `logits_for`
 //! and the KV cache), the WGSL engine after uploading it (`crate::gpu`).
@@ -153,6 +153,16 @@ impl Transformer {
                 config.attention_bias,
             )?;
             check_vec(&p("o_proj.bias"), l.o_bias.as_ref(), h, config.o_bias)?;
+            for (what, norm) in [("q_norm", &l.q_norm), ("k_norm", &l.k_norm)] {
+                let qk = config.has_qk_norm();
+                if norm.is_some() && !qk {
+                    return Err(Error::model(
+                        "transformer",
+                        format!("{}: {:?} has no per-head norms", p(what), config.arch),
+                    ));
+                }
+                check_vec(&p(what), norm.as_ref(), config.head_dim, qk)?;
+            }
             check_vec(&p("post_attention_layernorm"), Some(&l.mlp_norm), h, true)?;
             check_matrix(&p("gate_proj"), &l.gate, ff, h)?;
             check_matrix(&p("up_proj"), &l.up, ff, h)?;
