@@ -273,6 +273,14 @@ def write_fixture(name, cfg, weights_f64, write_weights, extra_note):
         json.dump(ref, f, separators=(",", ":"))
 
 
+def write_bf16_fixture(name, cfg, w32, note):
+    """A single-file BF16 checkpoint of `w32`; the reference runs on the rounded values."""
+    bits = {n: to_bf16_bits(a) for n, a in w32.items()}
+    exact = {n: bf16_bits_to_f64(b) for n, b in bits.items()}
+    write_fixture(name, cfg, exact,
+                  lambda d: write_bf16_safetensors(os.path.join(d, "model.safetensors"), bits), note)
+
+
 def qwen2_fixture(rng):
     # Qwen2: q/k/v biases, untied lm_head, float32, sharded in two files, plus
     # an extra PRM-style value head tensor the decoder must ignore.
@@ -303,12 +311,8 @@ def llama_fixture(rng):
                       mlp_bias=False, torch_dtype="bfloat16",
                       rope_scaling={"rope_type": "llama3", "factor": 4.0, "low_freq_factor": 1.0,
                                     "high_freq_factor": 4.0, "original_max_position_embeddings": 32})
-    w32 = make_weights(rng, cfg, "llama")
-    bits = {n: to_bf16_bits(a) for n, a in w32.items()}
-    exact = {n: bf16_bits_to_f64(b) for n, b in bits.items()}
-    write_fixture("llama-tiny-bf16", cfg, exact,
-                  lambda d: write_bf16_safetensors(os.path.join(d, "model.safetensors"), bits),
-                  "Llama, tied embeddings, BF16, llama3 rope scaling, single file")
+    write_bf16_fixture("llama-tiny-bf16", cfg, make_weights(rng, cfg, "llama"),
+                       "Llama, tied embeddings, BF16, llama3 rope scaling, single file")
 
 
 def mistral_fixture(rng):
@@ -332,12 +336,8 @@ def qwen3_fixture(rng):
                       tie_word_embeddings=True, rope_theta=1000000.0, torch_dtype="bfloat16",
                       use_sliding_window=False, sliding_window=None, max_window_layers=2,
                       max_position_embeddings=256)  # the GPU test runs 151 positions
-    w32 = make_weights(rng, cfg, "qwen3")
-    bits = {n: to_bf16_bits(a) for n, a in w32.items()}
-    exact = {n: bf16_bits_to_f64(b) for n, b in bits.items()}
-    write_fixture("qwen3-tiny-bf16", cfg, exact,
-                  lambda d: write_bf16_safetensors(os.path.join(d, "model.safetensors"), bits),
-                  "Qwen3, q/k norms, head_dim 20 != hidden/heads, tied embeddings, BF16, single file")
+    write_bf16_fixture("qwen3-tiny-bf16", cfg, make_weights(rng, cfg, "qwen3"),
+                       "Qwen3, q/k norms, head_dim 20 != hidden/heads, tied embeddings, BF16, single file")
 
 
 def main():
