@@ -547,7 +547,6 @@ impl DecoderPass for CpuPass<'_, '_> {
     }
 }
 
-/// `out = x / sqrt(mean(x²) + eps) * weight`, per row.
 /// `1 / sqrt(mean(row²) + eps)`: the one scale every RMSNorm here takes
 /// (shaders/rms_norm.wgsl and head_norm.wgsl take the same steps).
 fn rms_scale(row: &[f32], eps: f32) -> f32 {
@@ -555,6 +554,7 @@ fn rms_scale(row: &[f32], eps: f32) -> f32 {
     1.0 / (ms + eps).sqrt()
 }
 
+/// `out = x / sqrt(mean(x²) + eps) * weight`, per row.
 fn rms_norm(x: &[f32], weight: &[f32], eps: f32, out: &mut [f32]) {
     let h = weight.len();
     for (xr, or) in x.chunks_exact(h).zip(out.chunks_exact_mut(h)) {

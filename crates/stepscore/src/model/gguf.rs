@@ -187,17 +187,9 @@ impl GgufModel {
         let mut layers = Vec::with_capacity(c.n_layers);
         for i in 0..c.n_layers {
             let p = |s: &str| format!("blk.{i}.{s}");
-            let bias = |s: &str, len: usize| -> Result<Option<Vec<f32>>> {
-                if c.attention_bias {
-                    Ok(Some(self.vector(&p(s), len)?))
-                } else {
-                    Ok(None)
-                }
-            };
-            let norm = |s: &str| -> Result<Option<Vec<f32>>> {
-                c.has_qk_norm()
-                    .then(|| self.vector(&p(s), c.head_dim))
-                    .transpose()
+            // A vector the architecture may have (biases, q/k norms).
+            let optional = |s: &str, len: usize, on: bool| -> Result<Option<Vec<f32>>> {
+                on.then(|| self.vector(&p(s), len)).transpose()
             };
             layers.push(Layer {
                 attn_norm: self.vector(&p("attn_norm.weight"), h)?,
@@ -205,15 +197,12 @@ impl GgufModel {
                 k: self.matrix(&p("attn_k.weight"), kv, h)?,
                 v: self.matrix(&p("attn_v.weight"), kv, h)?,
                 o: self.matrix(&p("attn_output.weight"), h, q)?,
-                q_bias: bias("attn_q.bias", q)?,
-                k_bias: bias("attn_k.bias", kv)?,
-                v_bias: bias("attn_v.bias", kv)?,
-                o_bias: c
-                    .o_bias
-                    .then(|| self.vector(&p("attn_output.bias"), h))
-                    .transpose()?,
-                q_norm: norm("attn_q_norm.weight")?,
-                k_norm: norm("attn_k_norm.weight")?,
+                q_bias: optional("attn_q.bias", q, c.attention_bias)?,
+                k_bias: optional("attn_k.bias", kv, c.attention_bias)?,
+                v_bias: optional("attn_v.bias", kv, c.attention_bias)?,
+                o_bias: optional("attn_output.bias", h, c.o_bias)?,
+                q_norm: optional("attn_q_norm.weight", c.head_dim, c.has_qk_norm())?,
+                k_norm: optional("attn_k_norm.weight", c.head_dim, c.has_qk_norm())?,
                 mlp_norm: self.vector(&p("ffn_norm.weight"), h)?,
                 gate: self.matrix(&p("ffn_gate.weight"), ff, h)?,
                 up: self.matrix(&p("ffn_up.weight"), ff, h)?,

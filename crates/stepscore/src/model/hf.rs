@@ -329,7 +329,7 @@ impl HfCheckpoint {
         for i in 0..c.n_layers {
             let p = |s: &str| format!("model.layers.{i}.{s}");
             // A vector the architecture may have (biases, q/k norms).
-            let bias = |s: &str, len: usize, on: bool| -> Result<Option<Vec<f32>>> {
+            let optional = |s: &str, len: usize, on: bool| -> Result<Option<Vec<f32>>> {
                 on.then(|| self.shaped(&p(s), &[len])).transpose()
             };
             layers.push(Layer {
@@ -338,12 +338,12 @@ impl HfCheckpoint {
                 k: self.matrix(&p("self_attn.k_proj.weight"), kv, h)?,
                 v: self.matrix(&p("self_attn.v_proj.weight"), kv, h)?,
                 o: self.matrix(&p("self_attn.o_proj.weight"), h, q)?,
-                q_bias: bias("self_attn.q_proj.bias", q, c.attention_bias)?,
-                k_bias: bias("self_attn.k_proj.bias", kv, c.attention_bias)?,
-                v_bias: bias("self_attn.v_proj.bias", kv, c.attention_bias)?,
-                o_bias: bias("self_attn.o_proj.bias", h, c.o_bias)?,
-                q_norm: bias("self_attn.q_norm.weight", c.head_dim, c.has_qk_norm())?,
-                k_norm: bias("self_attn.k_norm.weight", c.head_dim, c.has_qk_norm())?,
+                q_bias: optional("self_attn.q_proj.bias", q, c.attention_bias)?,
+                k_bias: optional("self_attn.k_proj.bias", kv, c.attention_bias)?,
+                v_bias: optional("self_attn.v_proj.bias", kv, c.attention_bias)?,
+                o_bias: optional("self_attn.o_proj.bias", h, c.o_bias)?,
+                q_norm: optional("self_attn.q_norm.weight", c.head_dim, c.has_qk_norm())?,
+                k_norm: optional("self_attn.k_norm.weight", c.head_dim, c.has_qk_norm())?,
                 mlp_norm: self.shaped(&p("post_attention_layernorm.weight"), &[h])?,
                 gate: self.matrix(&p("mlp.gate_proj.weight"), ff, h)?,
                 up: self.matrix(&p("mlp.up_proj.weight"), ff, h)?,

@@ -153,8 +153,8 @@ impl Transformer {
                 config.attention_bias,
             )?;
             check_vec(&p("o_proj.bias"), l.o_bias.as_ref(), h, config.o_bias)?;
+            let qk = config.has_qk_norm();
             for (what, norm) in [("q_norm", &l.q_norm), ("k_norm", &l.k_norm)] {
-                let qk = config.has_qk_norm();
                 if norm.is_some() && !qk {
                     return Err(Error::model(
                         "transformer",
