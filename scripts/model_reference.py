@@ -84,7 +84,9 @@ def make_weights(rng, cfg, arch):
         return (rng.standard_normal((rows, cols)) * scale).astype(np.float32)
 
     def gain(n):
-        return (1.0 + 0.1 * rng.standard_normal(n)).astype(np.float32)
+        # Gemma stores each norm's gain less 1 (its RMSNorm multiplies by 1 + w).
+        offset = 0.0 if arch == "gemma3" else 1.0
+        return (offset + 0.1 * rng.standard_normal(n)).astype(np.float32)
 
     w = {"model.embed_tokens.weight": mat(v, h, 1.0)}
     for i in range(cfg["num_hidden_layers"]):
@@ -98,10 +100,13 @@ def make_weights(rng, cfg, arch):
             w[p + "self_attn.q_proj.bias"] = (0.2 * rng.standard_normal(nh * hd)).astype(np.float32)
             w[p + "self_attn.k_proj.bias"] = (0.2 * rng.standard_normal(nkv * hd)).astype(np.float32)
             w[p + "self_attn.v_proj.bias"] = (0.2 * rng.standard_normal(nkv * hd)).astype(np.float32)
-        if arch == "qwen3":
+        if arch in ("qwen3", "gemma3"):
             w[p + "self_attn.q_norm.weight"] = gain(hd)
             w[p + "self_attn.k_norm.weight"] = gain(hd)
         w[p + "post_attention_layernorm.weight"] = gain(h)
+        if arch == "gemma3":
+            w[p + "pre_feedforward_layernorm.weight"] = gain(h)
+            w[p + "post_feedforward_layernorm.weight"] = gain(h)
         w[p + "mlp.gate_proj.weight"] = mat(ff, h, 0.15)
         w[p + "mlp.up_proj.weight"] = mat(ff, h, 0.15)
         w[p + "mlp.down_proj.weight"] = mat(h, ff, 0.1)
@@ -114,7 +119,10 @@ def make_weights(rng, cfg, arch):
 # ---------------------------------------------------------------- the math
 
 
-def inv_frequencies(cfg, head_dim):
+def inv_frequencies(cfg, head_dim, local=False):
+    if local:  # Gemma 3's local layers: their own base, never scaled
+        theta = cfg["rope_local_base_freq"]
+        return 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     theta = cfg.get("rope_theta", 10000.0)
     inv = 1.0 / theta ** (np.arange(0, head_dim, 2, dtype=np.float64) / head_dim)
     rs = cfg.get("rope_scaling")
@@ -134,6 +142,10 @@ def inv_frequencies(cfg, head_dim):
 
 def rms_norm(x, w, eps):
     return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * w
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (x + 0.044715 * x ** 3)))
 
 
 def rotate_half(x):
@@ -161,24 +173,42 @@ def reference_forward(cfg, w, tokens):
     eps = cfg["rms_norm_eps"]
     T = len(tokens)
     W = {k: v.astype(np.float64) for k, v in w.items()}
+    gemma = cfg["model_type"] == "gemma3_text"
+
+    def norm(v, name):
+        # Gemma's RMSNorm multiplies by 1 + weight.
+        return rms_norm(v, W[name] + (1.0 if gemma else 0.0), eps)
 
     x = W["model.embed_tokens.weight"][np.array(tokens)]
+    if gemma:
+        x = x * np.sqrt(h)
     pos = np.arange(T, dtype=np.float64)
-    freqs = np.outer(pos, inv_frequencies(cfg, hd))
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    cos, sin = np.cos(emb), np.sin(emb)
+
+    def rope_tables(local):
+        freqs = np.outer(pos, inv_frequencies(cfg, hd, local))
+        emb = np.concatenate([freqs, freqs], axis=-1)
+        return np.cos(emb), np.sin(emb)
 
     i = np.arange(T)[:, None]
     j = np.arange(T)[None, :]
-    allowed = j <= i
-    window = cfg.get("sliding_window") if cfg["model_type"] == "mistral" else None
-    if window is not None:
-        allowed &= (i - j) < window
-    mask = np.where(allowed, 0.0, -np.inf)
+
+    def causal_mask(window):
+        allowed = j <= i
+        if window is not None:
+            allowed &= (i - j) < window
+        return np.where(allowed, 0.0, -np.inf)
+
+    scale = 1.0 / np.sqrt(cfg["query_pre_attn_scalar"] if gemma else hd)
 
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
-        a = rms_norm(x, W[p + "input_layernorm.weight"], eps)
+        local = gemma and cfg["layer_types"][layer] == "sliding_attention"
+        if cfg["model_type"] == "mistral" or local:
+            mask = causal_mask(cfg.get("sliding_window"))
+        else:
+            mask = causal_mask(None)
+        cos, sin = rope_tables(local)
+        a = norm(x, p + "input_layernorm.weight")
         q = a @ W[p + "self_attn.q_proj.weight"].T
         k = a @ W[p + "self_attn.k_proj.weight"].T
         v = a @ W[p + "self_attn.v_proj.weight"].T
@@ -191,23 +221,33 @@ def reference_forward(cfg, w, tokens):
         v = v.reshape(T, nkv, hd).transpose(1, 0, 2)
         if p + "self_attn.q_norm.weight" in W:
             # Qwen3: each head's query and key RMS-normed before RoPE.
-            q = rms_norm(q, W[p + "self_attn.q_norm.weight"], eps)
-            k = rms_norm(k, W[p + "self_attn.k_norm.weight"], eps)
+            q = norm(q, p + "self_attn.q_norm.weight")
+            k = norm(k, p + "self_attn.k_norm.weight")
         q = apply_rope(q, cos, sin)
         k = apply_rope(k, cos, sin)
         k = np.repeat(k, nh // nkv, axis=0)  # repeat_kv: head h reads kv head h // group
         v = np.repeat(v, nh // nkv, axis=0)
-        scores = q @ k.transpose(0, 2, 1) / np.sqrt(hd) + mask[None]
+        scores = q @ k.transpose(0, 2, 1) * scale + mask[None]
         o = softmax(scores) @ v  # [nh, T, hd]
         o = o.transpose(1, 0, 2).reshape(T, nh * hd)
-        x = x + o @ W[p + "self_attn.o_proj.weight"].T
-
-        m = rms_norm(x, W[p + "post_attention_layernorm.weight"], eps)
+        o = o @ W[p + "self_attn.o_proj.weight"].T
+        if gemma:
+            # Gemma's post_attention_layernorm follows attention; its
+            # pre_feedforward_layernorm is the norm before the MLP.
+            x = x + norm(o, p + "post_attention_layernorm.weight")
+            m = norm(x, p + "pre_feedforward_layernorm.weight")
+        else:
+            x = x + o
+            m = norm(x, p + "post_attention_layernorm.weight")
         g = m @ W[p + "mlp.gate_proj.weight"].T
         u = m @ W[p + "mlp.up_proj.weight"].T
-        x = x + ((g / (1 + np.exp(-g))) * u) @ W[p + "mlp.down_proj.weight"].T
+        act = gelu_tanh(g) if gemma else g / (1 + np.exp(-g))
+        f = (act * u) @ W[p + "mlp.down_proj.weight"].T
+        if gemma:
+            f = norm(f, p + "post_feedforward_layernorm.weight")
+        x = x + f
 
-    hidden = rms_norm(x, W["model.norm.weight"], eps)
+    hidden = norm(x, "model.norm.weight")
     head = W["model.embed_tokens.weight"] if cfg["tie_word_embeddings"] else W["lm_head.weight"]
     return hidden, hidden @ head.T
 
@@ -340,6 +380,25 @@ def qwen3_fixture(rng):
                        "Qwen3, q/k norms, head_dim 20 != hidden/heads, tied embeddings, BF16, single file")
 
 
+def gemma3_fixture(rng):
+    # Gemma 3's text decoder as transformers writes it: norms stored as
+    # gain - 1, post-attention and post-MLP norms, q/k norms, GELU (tanh),
+    # embeddings scaled by sqrt(hidden), local layers (window 4, RoPE base
+    # 10000) around a global one (base 1e6), scores scaled by
+    # query_pre_attn_scalar (20) apart from the head width (24), one KV head
+    # for four query heads (as the 270M), tied, BF16.
+    cfg = base_config("gemma3_text", "Gemma3ForCausalLM", 300, num_hidden_layers=3, num_key_value_heads=1,
+                      head_dim=24, query_pre_attn_scalar=20, sliding_window=4,
+                      layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                      rope_theta=1000000.0, rope_local_base_freq=10000.0, tie_word_embeddings=True,
+                      attention_bias=False, final_logit_softcapping=None, attn_logit_softcapping=None,
+                      hidden_activation="gelu_pytorch_tanh", torch_dtype="bfloat16",
+                      max_position_embeddings=256, bos_token_id=2, eos_token_id=1, pad_token_id=0)
+    del cfg["hidden_act"]
+    write_bf16_fixture("gemma3-tiny-bf16", cfg, make_weights(rng, cfg, "gemma3"),
+                       "Gemma 3 text decoder, local/global layers, post norms, GELU, BF16, tied, single file")
+
+
 def main():
     rng = np.random.default_rng(20240611)
     qwen2_fixture(rng)
@@ -347,6 +406,7 @@ def main():
     mistral_fixture(rng)
     # Appended last: the fixtures above keep their random draws and bytes.
     qwen3_fixture(rng)
+    gemma3_fixture(rng)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)
         size = sum(os.path.getsize(os.path.join(d, f)) for f in os.listdir(d))

@@ -1,10 +1,13 @@
-// SwiGLU, in place: g[i] = silu(g[i]) * u[i] = g / (1 + exp(-g)) * u, as the
-// CPU engine writes it. Elementwise over n values; the dispatch may be 2-D
-// (more than 65535 workgroups), flattened with num_workgroups.
+// The MLP's gated activation, in place: g[i] = act(g[i]) * u[i], as the CPU
+// engine writes it (cpu/forward.rs, gate_activation): SiLU a / (1 + exp(-a)),
+// or GELU's tanh form a / (1 + exp(-2z)), 2z = 2 sqrt(2/pi) (a + 0.044715 a^3)
+// (the same function: 0.5 a (1 + tanh z)). Elementwise over n values; the
+// dispatch may be 2-D (more than 65535 workgroups), flattened with
+// num_workgroups.
 
 struct Params {
     n: u32,
-    _pad0: u32,
+    gelu: u32,    // 1: GELU (tanh form), 0: SiLU
     _pad1: u32,
     _pad2: u32,
 }
@@ -20,5 +23,9 @@ fn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let a = g[i];
-    g[i] = a / (1.0 + exp_cpu(-a)) * u[i];
+    var z = a;
+    if (p.gelu == 1u) {
+        z = 1.5957691 * (a + 0.044715 * a * a * a);
+    }
+    g[i] = a / (1.0 + exp_cpu(-z)) * u[i];
 }

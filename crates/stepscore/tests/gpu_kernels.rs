@@ -25,7 +25,7 @@ use gpu_support::{assert_close, ctx, open, random_matrix, Rng};
 use stepscore::ggml::GgmlType;
 use stepscore::gpu::ops::{self, AttentionShape, RopeShape};
 use stepscore::gpu::{GpuMatrix, GpuOptions, GpuTensor};
-use stepscore::model::RopeStyle;
+use stepscore::model::{Activation, RopeStyle};
 
 fn gather_case(
     ctx: &stepscore::gpu::GpuContext,
@@ -206,7 +206,7 @@ fn attention_ref(q: &[f32], k: &[f32], v: &[f32], s: &AttentionShape) -> Vec<f64
         s.n_kv_heads * s.head_dim,
     );
     let group = s.n_heads / s.n_kv_heads;
-    let scale = 1.0 / (hd as f64).sqrt();
+    let scale = s.scale as f64;
     let mut out = vec![0f64; s.n_tokens * qd];
     for t in 0..s.n_tokens {
         let pos = s.start + t;
@@ -238,17 +238,19 @@ fn attention_ref(q: &[f32], k: &[f32], v: &[f32], s: &AttentionShape) -> Vec<f64
 fn attention_matches_the_definition_over_tiles_offsets_and_windows() {
     let Some(ctx) = ctx() else { return };
     let mut rng = Rng(41);
-    // (tokens, start, heads, kv heads, head_dim, window)
+    // (tokens, start, heads, kv heads, head_dim, window, scaled as if the
+    // head were this wide: Gemma's query_pre_attn_scalar)
     let cases = [
-        (1, 0, 1, 1, 4, None),
-        (3, 0, 4, 2, 8, None),
-        (17, 5, 9, 3, 64, None),
-        (70, 0, 2, 1, 16, None),   // more than one 64-key tile
-        (5, 130, 4, 4, 100, None), // prefix of 130 cached positions, head_dim > 64
-        (20, 50, 4, 2, 8, Some(7)),
-        (2, 0, 2, 2, 256, None),
+        (1, 0, 1, 1, 4, None, 4),
+        (3, 0, 4, 2, 8, None, 8),
+        (17, 5, 9, 3, 64, None, 64),
+        (70, 0, 2, 1, 16, None, 16),    // more than one 64-key tile
+        (5, 130, 4, 4, 100, None, 100), // prefix of 130 cached positions, head_dim > 64
+        (20, 50, 4, 2, 8, Some(7), 8),
+        (2, 0, 2, 2, 256, None, 256),
+        (9, 3, 4, 1, 256, Some(5), 168),
     ];
-    for (n, start, nh, nkv, hd, window) in cases {
+    for (n, start, nh, nkv, hd, window, scalar) in cases {
         let s = AttentionShape {
             n_tokens: n,
             start,
@@ -256,6 +258,7 @@ fn attention_matches_the_definition_over_tiles_offsets_and_windows() {
             n_kv_heads: nkv,
             head_dim: hd,
             sliding_window: window,
+            scale: 1.0 / (scalar as f32).sqrt(),
         };
         let q = rng.vec(n * nh * hd, 1.0);
         let k = rng.vec((start + n) * nkv * hd, 1.0);
@@ -289,7 +292,7 @@ fn swiglu_residual_and_bias_adds_match_the_definitions() {
         let g = rng.vec(n, 6.0);
         let u = rng.vec(n, 2.0);
         let mut gt = upload(ctx, &g);
-        ops::swiglu(ctx, &mut gt, &upload(ctx, &u)).unwrap();
+        ops::glu(ctx, &mut gt, &upload(ctx, &u), Activation::Silu).unwrap();
         let want: Vec<f64> = g
             .iter()
             .zip(&u)
@@ -300,6 +303,27 @@ fn swiglu_residual_and_bias_adds_match_the_definitions() {
             &gt.to_vec(ctx).unwrap(),
             &want,
             1e-5,
+        );
+        // GELU, tanh form (Gemma): 0.5 a (1 + tanh(sqrt(2/pi) (a + 0.044715 a³))).
+        let mut gt = upload(ctx, &g);
+        ops::glu(ctx, &mut gt, &upload(ctx, &u), Activation::GeluTanh).unwrap();
+        let want: Vec<f64> = g
+            .iter()
+            .zip(&u)
+            .map(|(&a, &b)| {
+                let a = a as f64;
+                let z = (2.0 / std::f64::consts::PI).sqrt() * (a + 0.044715 * a * a * a);
+                0.5 * a * (1.0 + z.tanh()) * b as f64
+            })
+            .collect();
+        assert_close(&format!("geglu {n}"), &gt.to_vec(ctx).unwrap(), &want, 1e-5);
+        let mut st = upload(ctx, &g);
+        ops::scale(ctx, &mut st, 25.298).unwrap();
+        let want: Vec<f64> = g.iter().map(|&a| (a * 25.298) as f64).collect();
+        assert_eq!(
+            st.to_vec(ctx).unwrap(),
+            want.iter().map(|&x| x as f32).collect::<Vec<_>>(),
+            "scale {n}"
         );
 
         let mut xt = upload(ctx, &g);

@@ -186,7 +186,9 @@ mod gpu {
 
     /// Every tiny family's decoder (Qwen2 with q/k/v biases and HF RoPE,
     /// Llama, Mistral layouts, Qwen3's per-head q/k norms over a head width
-    /// apart from hidden / heads): hidden states within 1e-5, including a
+    /// apart from hidden / heads, Gemma 3's scaled embeddings, post-norms,
+    /// GELU and local layers with their own window and RoPE base): hidden
+    /// states within 1e-5, including a
     /// forward continued from a cache, a cache cloned and continued in two
     /// directions (copy on write), and a cache grown past its first
     /// capacity.
@@ -200,6 +202,7 @@ mod gpu {
             "rlhflow-tiny",
             "confidence-tiny",
             "qwen3-tiny-bf16",
+            "gemma3-tiny-bf16",
         ] {
             let model = tiny(name);
             let vocab = model.config().vocab_size as u32;

@@ -2,8 +2,11 @@
 //! (scripts/model_reference.py), on tiny checkpoints with the real HF layouts:
 //! Qwen2 (biases, untied, F32, sharded), Llama (tied, BF16, llama3 rope
 //! scaling), Mistral (F16, sliding window 4) and Qwen3 (per-head q/k norms,
-//! a head width apart from hidden / heads, tied, BF16), the last also from
-//! a GGUF file written with llama.cpp's tensor names and metadata keys.
+//! a head width apart from hidden / heads, tied, BF16) and Gemma 3 (norms
+//! stored as gain - 1, post-attention and post-MLP norms, GELU, scaled
+//! embeddings, local layers with their own window and RoPE base around a
+//! global one, scores scaled by query_pre_attn_scalar), the last two also
+//! from GGUF files written with llama.cpp's tensor names and metadata keys.
 //!
 //! Tolerance: |rust - numpy| <= 1e-4 * max(1, |numpy|). The reference runs in
 //! float64 on exactly the stored weights, so the gap is only our f32
@@ -14,11 +17,12 @@ use std::path::PathBuf;
 use stepscore::model::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
 
 const TOL: f32 = 1e-4;
-const FIXTURES: [&str; 4] = [
+const FIXTURES: [&str; 5] = [
     "qwen2-tiny-f32-sharded",
     "llama-tiny-bf16",
     "mistral-tiny-f16",
     "qwen3-tiny-bf16",
+    "gemma3-tiny-bf16",
 ];
 
 fn fixture_dir(name: &str) -> PathBuf {
@@ -291,7 +295,9 @@ fn adjacent_pair_rope_on_permuted_weights_equals_half_split() {
                 o_bias: None,
                 q_norm: None,
                 k_norm: None,
+                post_attn_norm: None,
                 mlp_norm: t(&p("post_attention_layernorm.weight")),
+                post_mlp_norm: None,
                 gate: m(t(&p("mlp.gate_proj.weight")), c.intermediate_size, h),
                 up: m(t(&p("mlp.up_proj.weight")), c.intermediate_size, h),
                 down: m(t(&p("mlp.down_proj.weight")), h, c.intermediate_size),
@@ -405,77 +411,110 @@ fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
     assert!(err.contains("lm_head"), "{err}");
 }
 
+/// A GGUF file of `ckpt`'s weights as llama.cpp's converter writes them
+/// for `arch`: its metadata keys (plus `extra`), F32 tensors under its
+/// names (`blocks`: GGUF name, HF name per layer), norms with
+/// `norm_offset` added (Gemma's converter adds the 1 its RMSNorm applies).
+fn write_gguf(
+    ckpt: &HfCheckpoint,
+    arch: &str,
+    extra: Vec<(String, stepscore::format::GgufValue)>,
+    blocks: &[(&str, &str)],
+    norm_offset: f32,
+) -> Vec<u8> {
+    use stepscore::format::{GgufValue, GgufWriter};
+    use stepscore::ggml::GgmlType;
+    let c = ckpt.config();
+    let mut w = GgufWriter::new();
+    let u = |v: usize| GgufValue::U32(v as u32);
+    let k = |s: &str| format!("{arch}.{s}");
+    w.kv("general.architecture", GgufValue::String(arch.into()))
+        .kv(&k("embedding_length"), u(c.hidden_size))
+        .kv(&k("feed_forward_length"), u(c.intermediate_size))
+        .kv(&k("block_count"), u(c.n_layers))
+        .kv(&k("attention.head_count"), u(c.n_heads))
+        .kv(&k("attention.head_count_kv"), u(c.n_kv_heads))
+        .kv(&k("attention.key_length"), u(c.head_dim))
+        .kv(&k("attention.value_length"), u(c.head_dim))
+        .kv(&k("rope.dimension_count"), u(c.head_dim))
+        .kv(&k("context_length"), u(c.max_position_embeddings))
+        .kv(&k("vocab_size"), u(c.vocab_size))
+        .kv(&k("rope.freq_base"), GgufValue::F32(c.rope_theta as f32))
+        .kv(
+            &k("attention.layer_norm_rms_epsilon"),
+            GgufValue::F32(c.rms_norm_eps),
+        );
+    for (key, v) in extra {
+        w.kv(&key, v);
+    }
+    let mut put = |gguf_name: &str, hf_name: &str| {
+        let t = ckpt.tensor_f32(hf_name).unwrap();
+        let offset = if hf_name.contains("norm") {
+            norm_offset
+        } else {
+            0.0
+        };
+        let dims: Vec<u64> = t.shape.iter().rev().map(|&d| d as u64).collect();
+        let bytes = t
+            .data
+            .iter()
+            .flat_map(|x| (x + offset).to_le_bytes())
+            .collect();
+        w.tensor(gguf_name, &dims, GgmlType::F32, bytes).unwrap();
+    };
+    put("token_embd.weight", "model.embed_tokens.weight");
+    put("output_norm.weight", "model.norm.weight");
+    for i in 0..c.n_layers {
+        for (g, h) in blocks {
+            put(
+                &format!("blk.{i}.{g}.weight"),
+                &format!("model.layers.{i}.{h}.weight"),
+            );
+        }
+    }
+    w.into_bytes().unwrap()
+}
+
+fn parse_gguf(bytes: Vec<u8>, file: &str) -> Result<Transformer, String> {
+    use stepscore::format::ModelBytes;
+    stepscore::model::GgufModel::parse(ModelBytes::from_vec(bytes), file)
+        .and_then(|m| m.transformer())
+        .map_err(|e| e.to_string())
+}
+
+/// The Llama block's tensors, GGUF name and HF name.
+const LLAMA_BLOCK: [(&str, &str); 9] = [
+    ("attn_norm", "input_layernorm"),
+    ("attn_q", "self_attn.q_proj"),
+    ("attn_k", "self_attn.k_proj"),
+    ("attn_v", "self_attn.v_proj"),
+    ("attn_output", "self_attn.o_proj"),
+    ("ffn_norm", "post_attention_layernorm"),
+    ("ffn_gate", "mlp.gate_proj"),
+    ("ffn_up", "mlp.up_proj"),
+    ("ffn_down", "mlp.down_proj"),
+];
+const QK_NORMS: [(&str, &str); 2] = [
+    ("attn_q_norm", "self_attn.q_norm"),
+    ("attn_k_norm", "self_attn.k_norm"),
+];
+
 /// Qwen3 from GGUF (arch `qwen3`, `attention.key_length` as the head width,
 /// `attn_q_norm` / `attn_k_norm`, NEOX rotation without a permutation, as
 /// llama.cpp's converter writes it) gives the bits of the same weights read
 /// from safetensors; a file without the q/k norms is refused by name.
 #[test]
 fn qwen3_from_gguf_equals_its_safetensors() {
-    use stepscore::format::{GgufValue, GgufWriter, ModelBytes};
-    use stepscore::ggml::GgmlType;
-    use stepscore::model::GgufModel;
     let name = "qwen3-tiny-bf16";
     let ckpt = HfCheckpoint::open_dir(fixture_dir(name)).unwrap();
     let c = ckpt.config().clone();
     assert!(c.has_qk_norm() && c.q_dim() != c.hidden_size, "{c:?}");
-    let gguf = |skip_norms: bool| -> Result<Transformer, String> {
-        let mut w = GgufWriter::new();
-        let u = |v: usize| GgufValue::U32(v as u32);
-        w.kv("general.architecture", GgufValue::String("qwen3".into()))
-            .kv("qwen3.embedding_length", u(c.hidden_size))
-            .kv("qwen3.feed_forward_length", u(c.intermediate_size))
-            .kv("qwen3.block_count", u(c.n_layers))
-            .kv("qwen3.attention.head_count", u(c.n_heads))
-            .kv("qwen3.attention.head_count_kv", u(c.n_kv_heads))
-            .kv("qwen3.attention.key_length", u(c.head_dim))
-            .kv("qwen3.attention.value_length", u(c.head_dim))
-            .kv("qwen3.rope.dimension_count", u(c.head_dim))
-            .kv("qwen3.context_length", u(c.max_position_embeddings))
-            .kv("qwen3.vocab_size", u(c.vocab_size))
-            .kv("qwen3.rope.freq_base", GgufValue::F32(c.rope_theta as f32))
-            .kv(
-                "qwen3.attention.layer_norm_rms_epsilon",
-                GgufValue::F32(c.rms_norm_eps),
-            );
-        let mut put = |gguf_name: &str, hf_name: &str| {
-            let t = ckpt.tensor_f32(hf_name).unwrap();
-            let dims: Vec<u64> = t.shape.iter().rev().map(|&d| d as u64).collect();
-            let bytes = t.data.iter().flat_map(|x| x.to_le_bytes()).collect();
-            w.tensor(gguf_name, &dims, GgmlType::F32, bytes).unwrap();
-        };
-        put("token_embd.weight", "model.embed_tokens.weight");
-        put("output_norm.weight", "model.norm.weight");
-        for i in 0..c.n_layers {
-            let mut names = vec![
-                ("attn_norm", "input_layernorm"),
-                ("attn_q", "self_attn.q_proj"),
-                ("attn_k", "self_attn.k_proj"),
-                ("attn_v", "self_attn.v_proj"),
-                ("attn_output", "self_attn.o_proj"),
-                ("ffn_norm", "post_attention_layernorm"),
-                ("ffn_gate", "mlp.gate_proj"),
-                ("ffn_up", "mlp.up_proj"),
-                ("ffn_down", "mlp.down_proj"),
-            ];
-            if !skip_norms {
-                names.extend([
-                    ("attn_q_norm", "self_attn.q_norm"),
-                    ("attn_k_norm", "self_attn.k_norm"),
-                ]);
-            }
-            for (g, h) in names {
-                put(
-                    &format!("blk.{i}.{g}.weight"),
-                    &format!("model.layers.{i}.{h}.weight"),
-                );
-            }
-        }
-        let bytes = w.into_bytes().unwrap();
-        GgufModel::parse(ModelBytes::from_vec(bytes), "qwen3.gguf")
-            .and_then(|m| m.transformer())
-            .map_err(|e| e.to_string())
-    };
-    let from_gguf = gguf(false).unwrap();
+    let with_norms: Vec<_> = LLAMA_BLOCK.iter().chain(&QK_NORMS).copied().collect();
+    let from_gguf = parse_gguf(
+        write_gguf(&ckpt, "qwen3", vec![], &with_norms, 0.0),
+        "qwen3.gguf",
+    )
+    .unwrap();
     assert_eq!(from_gguf.rope_style(), RopeStyle::HalfSplit);
     assert_eq!(from_gguf.config().head_dim, c.head_dim);
     let from_hf = load(name);
@@ -486,9 +525,125 @@ fn qwen3_from_gguf_equals_its_safetensors() {
         let logits = from_gguf.logits_for(&a.data, None).unwrap();
         assert_close("qwen3 GGUF logits", &logits, &case.logits, TOL);
     }
-    let e = gguf(true).unwrap_err();
+    let e = parse_gguf(
+        write_gguf(&ckpt, "qwen3", vec![], &LLAMA_BLOCK, 0.0),
+        "qwen3.gguf",
+    )
+    .unwrap_err();
     assert!(
         e.contains("blk.0.attn_q_norm.weight") && e.contains("qwen3.gguf"),
         "{e}"
     );
+}
+
+/// Gemma 3 from GGUF as llama.cpp's converter writes it (arch `gemma3`,
+/// norms with the 1 added, `post_attention_norm` / `post_ffw_norm`, the
+/// local layers as a flag array, `rope.freq_base_swa`) gives the bits of
+/// the safetensors checkpoint. GGUF has no `query_pre_attn_scalar`:
+/// llama.cpp scales by the head width (27B aside), so the comparison is
+/// with the checkpoint's config saying the same; the fixture's own value
+/// (20, apart from its head width 24) is checked against numpy above.
+#[test]
+fn gemma3_from_gguf_equals_its_safetensors() {
+    use stepscore::format::{GgufArray, GgufValue};
+    let name = "gemma3-tiny-bf16";
+    let ckpt = HfCheckpoint::open_dir(fixture_dir(name)).unwrap();
+    let c = ckpt.config().clone();
+    assert_eq!(c.local_layers, [true, false, true]);
+    assert_ne!(c.query_pre_attn_scalar, c.head_dim);
+    let blocks = [
+        ("attn_norm", "input_layernorm"),
+        ("attn_q", "self_attn.q_proj"),
+        ("attn_k", "self_attn.k_proj"),
+        ("attn_v", "self_attn.v_proj"),
+        ("attn_output", "self_attn.o_proj"),
+        ("attn_q_norm", "self_attn.q_norm"),
+        ("attn_k_norm", "self_attn.k_norm"),
+        ("post_attention_norm", "post_attention_layernorm"),
+        ("ffn_norm", "pre_feedforward_layernorm"),
+        ("ffn_gate", "mlp.gate_proj"),
+        ("ffn_up", "mlp.up_proj"),
+        ("ffn_down", "mlp.down_proj"),
+        ("post_ffw_norm", "post_feedforward_layernorm"),
+    ];
+    let extra = |pattern: GgufValue| {
+        vec![
+            (
+                "gemma3.attention.sliding_window".to_string(),
+                GgufValue::U32(4),
+            ),
+            (
+                "gemma3.attention.sliding_window_pattern".to_string(),
+                pattern,
+            ),
+            (
+                "gemma3.rope.freq_base_swa".to_string(),
+                GgufValue::F32(10_000.0),
+            ),
+        ]
+    };
+    let flags = GgufValue::Array(GgufArray::Bool(c.local_layers.clone()));
+    let from_gguf = parse_gguf(
+        write_gguf(&ckpt, "gemma3", extra(flags), &blocks, 1.0),
+        "gemma3.gguf",
+    )
+    .unwrap();
+    let g = from_gguf.config();
+    assert_eq!(
+        (
+            g.local_layers.as_slice(),
+            g.sliding_window,
+            g.rope_local_theta,
+            g.query_pre_attn_scalar
+        ),
+        (
+            c.local_layers.as_slice(),
+            Some(4),
+            Some(10_000.0),
+            c.head_dim
+        )
+    );
+    // The same checkpoint, its config scaling by the head width.
+    let dir = std::env::temp_dir().join(format!("stepscore-gemma3-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let text = std::fs::read_to_string(fixture_dir(name).join("config.json")).unwrap();
+    let mut cfg: serde_json::Value = serde_json::from_str(&text).unwrap();
+    cfg["query_pre_attn_scalar"] = c.head_dim.into();
+    std::fs::write(dir.join("config.json"), cfg.to_string()).unwrap();
+    std::fs::copy(
+        fixture_dir(name).join("model.safetensors"),
+        dir.join("model.safetensors"),
+    )
+    .unwrap();
+    let from_hf = HfCheckpoint::open_dir(&dir).and_then(|m| m.transformer());
+    std::fs::remove_dir_all(&dir).unwrap();
+    let from_hf = from_hf.unwrap();
+    for case in reference(name) {
+        let a = from_gguf.forward(&case.tokens, None).unwrap();
+        let b = from_hf.forward(&case.tokens, None).unwrap();
+        assert_eq!(a.data, b.data, "tokens {:?}", case.tokens);
+    }
+    // llama.cpp's default pattern: every 6th layer global (none of three here).
+    let plain = parse_gguf(
+        write_gguf(&ckpt, "gemma3", extra(GgufValue::U32(6)), &blocks, 1.0),
+        "gemma3.gguf",
+    )
+    .unwrap();
+    assert_eq!(plain.config().local_layers, [true, true, true]);
+    let short = GgufValue::Array(GgufArray::Bool(vec![true]));
+    let e = parse_gguf(
+        write_gguf(&ckpt, "gemma3", extra(short), &blocks, 1.0),
+        "gemma3.gguf",
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("sliding_window_pattern") && e.contains("1 flags for 3 layers"),
+        "{e}"
+    );
+    let e = parse_gguf(
+        write_gguf(&ckpt, "gemma3", extra(GgufValue::U32(6)), &LLAMA_BLOCK, 1.0),
+        "gemma3.gguf",
+    )
+    .unwrap_err();
+    assert!(e.contains("blk.0.attn_q_norm.weight"), "{e}");
 }

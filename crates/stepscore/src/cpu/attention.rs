@@ -25,6 +25,7 @@ use crate::quant::Simd;
 /// since later tokens attend to more keys.
 pub(super) fn attention(
     c: &ModelConfig,
+    layer: usize,
     threads: usize,
     q: &[f32],
     keys: &[f32],
@@ -34,6 +35,7 @@ pub(super) fn attention(
     out: &mut [f32],
 ) {
     let qd = c.q_dim();
+    let window = c.window(layer);
     let all = effective_threads(threads);
     let simd = Simd::detect();
     if n < all && c.n_heads > 1 {
@@ -53,7 +55,7 @@ pub(super) fn attention(
             for (t, at, part) in list {
                 let qs = &q[t * qd + at..t * qd + at + part.len()];
                 let h0 = at / c.head_dim;
-                attend_one(c, simd, qs, keys, values, start + t, h0, part);
+                attend_one(c, window, simd, qs, keys, values, start + t, h0, part);
             }
         });
         return;
@@ -70,12 +72,12 @@ pub(super) fn attention(
         // The tiles' scores, reused over the job's tiles.
         let mut scratch = Vec::new();
         for (t0, chunk) in list {
-            if c.sliding_window.is_some() {
+            if window.is_some() {
                 // Rows of one tile would start at different keys: one by one.
                 for (dt, orow) in chunk.chunks_exact_mut(qd).enumerate() {
                     let t = t0 + dt;
                     let qs = &q[t * qd..(t + 1) * qd];
-                    attend_one(c, simd, qs, keys, values, start + t, 0, orow);
+                    attend_one(c, window, simd, qs, keys, values, start + t, 0, orow);
                 }
                 continue;
             }
@@ -133,6 +135,7 @@ fn attend_tile(
         kv_heads: c.n_kv_heads,
         pos0,
         key_block: (KEY_BLOCK_BYTES / (4 * c.head_dim.max(1))).max(8),
+        scale: c.attention_scale(),
     };
     match simd {
         // SAFETY: `Simd::detect` found the features the variants are compiled for.
@@ -156,6 +159,8 @@ struct TileShape {
     pos0: usize,
     /// Keys per block.
     key_block: usize,
+    /// The factor of every score ([`ModelConfig::attention_scale`]).
+    scale: f32,
 }
 
 /// [`attend_tile_body`] compiled with AVX2 (see [`attend_one_avx2`]).
@@ -195,8 +200,7 @@ fn attend_tile_body<const V: u8>(
     out: &mut [f32],
     scratch: &mut Vec<f32>,
 ) {
-    let (hd, kvd, qd, group) = (s.hd, s.kvd, s.qd, s.group);
-    let scale = 1.0 / (hd as f32).sqrt();
+    let (hd, kvd, qd, group, scale) = (s.hd, s.kvd, s.qd, s.group, s.scale);
     let tokens = out.len() / qd;
     // Row r = (token t, head g * group + gh) with r = t * group + gh; the
     // last token reads `width` keys, token t reads pos0 + t + 1.
@@ -251,6 +255,7 @@ fn attend_tile_body<const V: u8>(
 #[allow(clippy::too_many_arguments)]
 fn attend_one(
     c: &ModelConfig,
+    window: Option<usize>,
     simd: Simd,
     q: &[f32],
     keys: &[f32],
@@ -259,7 +264,7 @@ fn attend_one(
     h0: usize,
     out: &mut [f32],
 ) {
-    let first = match c.sliding_window {
+    let first = match window {
         Some(w) => (pos + 1).saturating_sub(w),
         None => 0,
     };
@@ -270,6 +275,7 @@ fn attend_one(
         first,
         pos,
         h0,
+        scale: c.attention_scale(),
     };
     match simd {
         // SAFETY: `Simd::detect` found the features the variants are compiled for.
@@ -290,6 +296,7 @@ struct AttnShape {
     pos: usize,
     /// Head index of the first head in the query and output slices.
     h0: usize,
+    scale: f32,
 }
 
 /// [`attend_one_body`] compiled with AVX2 (the baseline x86_64 target only
@@ -434,8 +441,7 @@ fn attend_one_body<const V: u8>(
     values: &[f32],
     out: &mut [f32],
 ) {
-    let (hd, kvd) = (s.hd, s.kvd);
-    let scale = 1.0 / (hd as f32).sqrt();
+    let (hd, kvd, scale) = (s.hd, s.kvd, s.scale);
     let mut scores = vec![0.0f32; s.pos + 1 - s.first];
     for (h, (qh, oh)) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)).enumerate() {
         let off = ((s.h0 + h) / s.group) * hd;
@@ -641,6 +647,10 @@ mod tests {
             attention_bias: false,
             o_bias: false,
             sliding_window: None,
+            local_layers: vec![false],
+            rope_local_theta: None,
+            query_pre_attn_scalar: head_dim,
+            activation: crate::model::Activation::Silu,
             architectures: vec![],
         }
     }
@@ -680,7 +690,7 @@ mod tests {
                 let mut want = vec![f32::NAN; n * qd];
                 for (t, orow) in want.chunks_exact_mut(qd).enumerate() {
                     let qs = &q[t * qd..(t + 1) * qd];
-                    attend_one(&c, simd, qs, &keys, &values, start + t, 0, orow);
+                    attend_one(&c, None, simd, qs, &keys, &values, start + t, 0, orow);
                 }
                 let mut got = vec![f32::NAN; n * qd];
                 let mut scratch = Vec::new();
@@ -699,7 +709,7 @@ mod tests {
                 );
                 // The whole pass, threads and all, is the tiles' result.
                 let mut whole = vec![f32::NAN; n * qd];
-                attention(&c, 2, &q, &keys, &values, start, n, &mut whole);
+                attention(&c, 0, 2, &q, &keys, &values, start, n, &mut whole);
                 if simd == Simd::detect() {
                     assert!(whole
                         .iter()

@@ -8,7 +8,7 @@
 use super::attention;
 use crate::error::{Error, Result};
 use crate::model::decoder::{self, Act, DecoderPass, Taps};
-use crate::model::{Hidden, Matrix, RopeStyle, Transformer};
+use crate::model::{Activation, Hidden, Matrix, RopeStyle, Transformer};
 use crate::quant::{dot, QuantizedActs};
 
 /// Keys and values of every position processed so far, per layer, so a later
@@ -224,16 +224,22 @@ impl Transformer {
             Act::K | Act::V => n * kvd,
             Act::Gate | Act::Up => n * ff,
         };
-        let mut rope = Vec::new();
-        for seg in segs.iter() {
-            rope.extend(decoder::rope_table(self.inv_freq(), seg.start, seg.rows));
-        }
+        let table = |inv_freq: &[f64]| {
+            let mut t = Vec::new();
+            for seg in segs.iter() {
+                t.extend(decoder::rope_table(inv_freq, seg.start, seg.rows));
+            }
+            t
+        };
+        let rope = table(self.inv_freq());
+        let rope_local = self.inv_freq_local().map(table);
         let mut pass = CpuPass {
             model: self,
             segs,
             n,
             layer: 0,
             rope,
+            rope_local,
             bufs: ACTS.map(|a| {
                 if a == Act::X {
                     Vec::new()
@@ -245,7 +251,7 @@ impl Transformer {
             acts: None,
         };
         pass.bufs[Act::X as usize] = x;
-        decoder::run(&mut pass, self.weights(), taps)?;
+        decoder::run(&mut pass, self.config(), self.weights(), taps)?;
         let last = std::mem::take(&mut pass.bufs[Act::Xn as usize]);
         // The pass tapped every layer below the last, in order; a tap of
         // the last layer is the final states themselves.
@@ -373,6 +379,8 @@ struct CpuPass<'a, 'c> {
     n: usize,
     layer: usize,
     rope: Vec<f32>,
+    /// The local layers' table, where their RoPE base differs.
+    rope_local: Option<Vec<f32>>,
     bufs: [Vec<f32>; 9],
     /// The tapped layers' states so far, in block order.
     tapped: Vec<Vec<f32>>,
@@ -410,6 +418,12 @@ impl DecoderPass for CpuPass<'_, '_> {
 
     fn begin_block(&mut self, layer: usize) -> Result<()> {
         self.layer = layer;
+        Ok(())
+    }
+
+    fn scale(&mut self, dst: Act, s: f32) -> Result<()> {
+        self.acts = None;
+        self.bufs[dst as usize].iter_mut().for_each(|x| *x *= s);
         Ok(())
     }
 
@@ -470,8 +484,12 @@ impl DecoderPass for CpuPass<'_, '_> {
         } else {
             c.n_kv_heads
         };
+        let table = match &self.rope_local {
+            Some(local) if c.local_rope(self.layer) => local,
+            _ => &self.rope,
+        };
         self.model
-            .apply_rope(&mut self.bufs[dst as usize], heads, &self.rope);
+            .apply_rope(&mut self.bufs[dst as usize], heads, table);
         Ok(())
     }
 
@@ -495,6 +513,7 @@ impl DecoderPass for CpuPass<'_, '_> {
             cv.extend_from_slice(&self.bufs[Act::V as usize][rows.start * kvd..rows.end * kvd]);
             attention::attention(
                 self.model.config(),
+                self.layer,
                 self.model.threads(),
                 &self.bufs[Act::Q as usize][rows.start * qd..rows.end * qd],
                 ck,
@@ -519,9 +538,10 @@ impl DecoderPass for CpuPass<'_, '_> {
         })
     }
 
-    fn swiglu(&mut self) -> Result<()> {
+    fn glu(&mut self) -> Result<()> {
         self.acts = None;
         let threads = self.model.threads().max(1);
+        let gelu = self.model.config().activation == Activation::GeluTanh;
         self.with2(Act::Up, Act::Gate, |up, gate| {
             // Element by element, so split over the threads in equal parts
             // (an e^x each: 7% of a prefill when run on one thread).
@@ -530,8 +550,7 @@ impl DecoderPass for CpuPass<'_, '_> {
                 gate.chunks_mut(per).zip(up.chunks(per)).collect();
             crate::par::for_each(parts, |(gate, up)| {
                 for (g, u) in gate.iter_mut().zip(up) {
-                    // SiLU(g) * u
-                    *g = *g / (1.0 + crate::model::exp::exp(-*g)) * u;
+                    *g = gate_activation(*g, gelu) * u;
                 }
             });
             Ok(())
@@ -546,6 +565,23 @@ impl DecoderPass for CpuPass<'_, '_> {
         Ok(())
     }
 }
+
+/// SiLU(a) = a / (1 + e^-a), or GELU's tanh form written the same way:
+/// 0.5 a (1 + tanh(z)) = a / (1 + e^(-2z)), 2z = 2 sqrt(2/pi) (a + 0.044715 a³).
+/// swiglu.wgsl takes the same steps.
+#[inline]
+fn gate_activation(a: f32, gelu: bool) -> f32 {
+    let z = if gelu {
+        GELU_2Z * (a + GELU_CUBIC * a * a * a)
+    } else {
+        a
+    };
+    a / (1.0 + crate::model::exp::exp(-z))
+}
+
+/// 2 sqrt(2/pi) and the cubic coefficient of GELU's tanh approximation.
+const GELU_2Z: f32 = 1.595_769_1;
+const GELU_CUBIC: f32 = 0.044_715;
 
 /// `1 / sqrt(mean(row²) + eps)`: the one scale every RMSNorm here takes
 /// (shaders/rms_norm.wgsl and head_norm.wgsl take the same steps).

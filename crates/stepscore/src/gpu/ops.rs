@@ -17,7 +17,7 @@ use super::shaders;
 #[cfg(any(test, feature = "testing"))]
 use super::tensor::GpuTensor;
 use crate::error::{Error, Result};
-use crate::model::RopeStyle;
+use crate::model::{Activation, RopeStyle};
 
 /// Shape of a rotary embedding application.
 #[derive(Debug, Clone, Copy)]
@@ -43,6 +43,8 @@ pub struct AttentionShape {
     pub n_kv_heads: usize,
     pub head_dim: usize,
     pub sliding_window: Option<usize>,
+    /// The factor of every score ([`crate::model::ModelConfig::attention_scale`]).
+    pub scale: f32,
 }
 
 /// The attention kernel keeps a query and its accumulator in registers.
@@ -167,7 +169,6 @@ pub(crate) fn record_attention(
             s.n_heads, s.n_kv_heads
         )));
     }
-    let scale = 1.0 / (s.head_dim as f32).sqrt();
     let p = [
         u32_of(s.n_tokens, "tokens")?,
         u32_of(s.start, "start")?,
@@ -177,7 +178,7 @@ pub(crate) fn record_attention(
         u32_of(s.n_heads * s.head_dim, "q_dim")?,
         u32_of(s.n_kv_heads * s.head_dim, "kv_dim")?,
         u32_of(s.sliding_window.unwrap_or(0), "sliding window")?,
-        scale.to_bits(),
+        s.scale.to_bits(),
         0,
         0,
         0,
@@ -190,14 +191,25 @@ pub(crate) fn record_attention(
     )
 }
 
-pub(crate) fn record_swiglu(
+/// `gate = act(gate) * up`, in place, over `n` values.
+pub(crate) fn record_glu(
     b: &mut Batch<'_>,
     gate: &wgpu::Buffer,
     up: &wgpu::Buffer,
     n: usize,
+    act: Activation,
 ) -> Result<()> {
-    let p = [u32_of(n, "elements")?];
+    let p = [
+        u32_of(n, "elements")?,
+        u32::from(act == Activation::GeluTanh),
+    ];
     b.dispatch_flat(&shaders::SWIGLU, &[whole(gate), whole(up)], &p, n)
+}
+
+/// `x *= s`, in place, over `n` values.
+pub(crate) fn record_scale(b: &mut Batch<'_>, x: &wgpu::Buffer, s: f32, n: usize) -> Result<()> {
+    let p = [u32_of(n, "elements")?, s.to_bits()];
+    b.dispatch_flat(&shaders::SCALE, &[whole(x)], &p, n)
 }
 
 pub(crate) fn record_add(
@@ -376,15 +388,33 @@ pub fn attention(
     Ok(out)
 }
 
-/// `gate = silu(gate) * up`, in place.
+/// `gate = act(gate) * up`, in place.
 #[cfg(any(test, feature = "testing"))]
-pub fn swiglu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor) -> Result<()> {
-    check_len(up, gate.len(), "swiglu")?;
+pub fn glu(ctx: &GpuContext, gate: &mut GpuTensor, up: &GpuTensor, act: Activation) -> Result<()> {
+    check_len(up, gate.len(), "glu")?;
     if gate.is_empty() {
         return Ok(());
     }
-    let mut b = Batch::new(ctx, "swiglu");
-    record_swiglu(&mut b, gate.buf.buffer()?, up.buf.buffer()?, gate.len())?;
+    let mut b = Batch::new(ctx, "glu");
+    record_glu(
+        &mut b,
+        gate.buf.buffer()?,
+        up.buf.buffer()?,
+        gate.len(),
+        act,
+    )?;
+    b.submit()?;
+    Ok(())
+}
+
+/// `x *= s`, in place.
+#[cfg(any(test, feature = "testing"))]
+pub fn scale(ctx: &GpuContext, x: &mut GpuTensor, s: f32) -> Result<()> {
+    if x.is_empty() {
+        return Ok(());
+    }
+    let mut b = Batch::new(ctx, "scale");
+    record_scale(&mut b, x.buf.buffer()?, s, x.len())?;
     b.submit()?;
     Ok(())
 }

@@ -164,6 +164,7 @@ pub(crate) const ROPE: Shader = single!("rope", "rope.wgsl");
 pub(crate) const ATTENTION: Shader = with_exp!("attention", "attention.wgsl");
 pub(crate) const SWIGLU: Shader = with_exp!("swiglu", "swiglu.wgsl");
 pub(crate) const RESIDUAL_ADD: Shader = single!("residual_add", "residual_add.wgsl");
+pub(crate) const SCALE: Shader = single!("scale", "scale.wgsl");
 pub(crate) const BIAS_ADD: Shader = single!("bias_add", "bias_add.wgsl");
 pub(crate) const GATHER_ROWS: Shader = single!("gather_rows", "gather_rows.wgsl");
 pub(crate) const TOKEN_STATS: Shader = single!("token_stats", "token_stats.wgsl");

@@ -36,6 +36,7 @@ pub struct GpuTransformer {
     config: ModelConfig,
     rope_style: RopeStyle,
     inv_freq: Vec<f64>,
+    inv_freq_local: Option<Vec<f64>>,
     w: Weights<GpuMatrix, GpuTensor>,
 }
 
@@ -169,6 +170,7 @@ impl GpuTransformer {
         Ok(GpuTransformer {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             inv_freq: model.inv_freq().to_vec(),
+            inv_freq_local: model.inv_freq_local().map(<[f64]>::to_vec),
             rope_style: model.rope_style(),
             config,
             w,
@@ -316,6 +318,10 @@ impl GpuTransformer {
             start,
             n,
         )))?;
+        let rope_local = match &self.inv_freq_local {
+            Some(f) => Some(b.upload(bytemuck::cast_slice(&decoder::rope_table(f, start, n)))?),
+            None => None,
+        };
         let q = GpuTensor::uninit(ctx, n * qd)?;
         let attn = GpuTensor::uninit(ctx, n * qd)?;
         let proj = GpuTensor::uninit(ctx, n * h)?;
@@ -337,6 +343,8 @@ impl GpuTransformer {
             cache,
             bufs,
             rope,
+            rope_local,
+            layer: 0,
             taps: tapped
                 .iter()
                 .map(|t| t.buf.buffer())
@@ -347,7 +355,7 @@ impl GpuTransformer {
             kv: None,
             held: [None; ACT_KINDS],
         };
-        decoder::run(&mut pass, &self.w, taps)?;
+        decoder::run(&mut pass, c, &self.w, taps)?;
         pass.b.submit()?;
         cache.len = total;
         let mut tapped = tapped.into_iter();
@@ -412,6 +420,10 @@ struct GpuPass<'a> {
     /// X, Xn, Q, Attn, Proj, Gate, Up.
     bufs: [&'a wgpu::Buffer; 7],
     rope: wgpu::Buffer,
+    /// The local layers' table, where their RoPE base differs.
+    rope_local: Option<wgpu::Buffer>,
+    /// The block being recorded.
+    layer: usize,
     /// The tapped layers' buffers, in block order, and the next one to fill.
     taps: Vec<&'a wgpu::Buffer>,
     next_tap: usize,
@@ -467,7 +479,22 @@ impl<'a> DecoderPass for GpuPass<'a> {
             Some((k, v)) => Some((k.buffer()?, v.buffer()?)),
             None => return Err(Error::Gpu("KV cache has too few layers".into())),
         };
+        self.layer = layer;
         Ok(())
+    }
+
+    fn scale(&mut self, dst: Act, s: f32) -> Result<()> {
+        self.wrote(dst);
+        let (buf, _) = self.buf(dst)?;
+        let c = &self.model.config;
+        let width = match dst {
+            Act::X | Act::Xn | Act::Proj => c.hidden_size,
+            Act::Q | Act::Attn => c.q_dim(),
+            Act::Gate | Act::Up => c.intermediate_size,
+            // They live in the cache, past its earlier positions.
+            Act::K | Act::V => return Err(Error::Gpu("scaling cached keys or values".into())),
+        };
+        ops::record_scale(&mut self.b, buf, s, self.n * width)
     }
 
     fn rms_norm(&mut self, src: Act, w: &GpuTensor, dst: Act) -> Result<()> {
@@ -560,7 +587,11 @@ impl<'a> DecoderPass for GpuPass<'a> {
             base: at,
             style: self.model.rope_style,
         };
-        ops::record_rope(&mut self.b, buf, &self.rope, &shape)
+        let table = match &self.rope_local {
+            Some(local) if c.local_rope(self.layer) => local,
+            _ => &self.rope,
+        };
+        ops::record_rope(&mut self.b, buf, table, &shape)
     }
 
     fn attention(&mut self) -> Result<()> {
@@ -576,7 +607,8 @@ impl<'a> DecoderPass for GpuPass<'a> {
             n_heads: c.n_heads,
             n_kv_heads: c.n_kv_heads,
             head_dim: c.head_dim,
-            sliding_window: c.sliding_window,
+            sliding_window: c.window(self.layer),
+            scale: c.attention_scale(),
         };
         ops::record_attention(&mut self.b, q, k, v, out, &shape)
     }
@@ -593,15 +625,17 @@ impl<'a> DecoderPass for GpuPass<'a> {
         )
     }
 
-    fn swiglu(&mut self) -> Result<()> {
+    fn glu(&mut self) -> Result<()> {
         self.wrote(Act::Gate);
         let (g, _) = self.buf(Act::Gate)?;
         let (u, _) = self.buf(Act::Up)?;
-        ops::record_swiglu(
+        let c = &self.model.config;
+        ops::record_glu(
             &mut self.b,
             g,
             u,
-            self.n * self.model.config.intermediate_size,
+            self.n * c.intermediate_size,
+            c.activation,
         )
     }
 

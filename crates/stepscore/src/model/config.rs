@@ -15,6 +15,11 @@ pub enum Arch {
     /// RoPE, and biases only where `attention_bias` says (none in the
     /// published checkpoints).
     Qwen3,
+    /// Gemma 3's text decoder: Qwen3's per-head q/k norms, a norm after
+    /// attention and after the MLP as well as before each, embeddings
+    /// scaled by sqrt(hidden), a GELU-gated MLP, and local (sliding-window,
+    /// their own RoPE base) layers between global ones.
+    Gemma3,
 }
 
 impl Arch {
@@ -25,6 +30,9 @@ impl Arch {
             "qwen2" => Some(Arch::Qwen2),
             "mistral" => Some(Arch::Mistral),
             "qwen3" => Some(Arch::Qwen3),
+            // "gemma3" is the multimodal wrapper (weights under
+            // `language_model.`), not this decoder's layout.
+            "gemma3_text" => Some(Arch::Gemma3),
             _ => None,
         }
     }
@@ -49,6 +57,9 @@ impl Arch {
             Some(Arch::Llama)
         } else if name.starts_with("Mistral") {
             Some(Arch::Mistral)
+        } else if name.starts_with("Gemma3") && !name.starts_with("Gemma3ForConditionalGeneration")
+        {
+            Some(Arch::Gemma3)
         } else {
             None
         }
@@ -67,6 +78,18 @@ pub enum RopeScaling {
         high_freq_factor: f64,
         original_max_position_embeddings: usize,
     },
+    /// Every frequency divided by `factor` (`rope_type: "linear"`, Gemma 3's
+    /// larger models on their global layers).
+    Linear { factor: f64 },
+}
+
+/// The MLP's gate activation: `down(act(gate(x)) * up(x))`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Activation {
+    /// x * sigmoid(x) (`silu`).
+    Silu,
+    /// GELU's tanh approximation (`gelu_pytorch_tanh`), Gemma's.
+    GeluTanh,
 }
 
 /// Validated decoder hyper-parameters.
@@ -89,8 +112,19 @@ pub struct ModelConfig {
     pub attention_bias: bool,
     /// The output projection carries a bias too (Llama's `attention_bias`).
     pub o_bias: bool,
-    /// Keys further back than this many positions are masked (Mistral).
+    /// Keys this many positions back or further are masked, in the layers
+    /// `local_layers` marks (every layer of Mistral, Gemma 3's local ones).
     pub sliding_window: Option<usize>,
+    /// One flag per layer: local attention (the sliding window, and the
+    /// local RoPE base where `rope_local_theta` is set).
+    pub local_layers: Vec<bool>,
+    /// RoPE base of the local layers, unscaled (Gemma 3's
+    /// `rope_local_base_freq`); `None`: every layer rotates with `rope_theta`.
+    pub rope_local_theta: Option<f64>,
+    /// Attention scores are scaled by 1/sqrt(this) (Gemma's
+    /// `query_pre_attn_scalar`; `head_dim` elsewhere).
+    pub query_pre_attn_scalar: usize,
+    pub activation: Activation,
     /// The raw `architectures` list, for the PRM layer to pick its head.
     pub architectures: Vec<String>,
 }
@@ -199,9 +233,55 @@ fn parse_rope_scaling(scaling: &Map<String, Value>, key: &str) -> Result<RopeSca
                 )?,
             })
         }
+        "linear" => {
+            let factor = get_f64(scaling, "factor")?.ok_or_else(|| {
+                err(format!(
+                    "`{key}.factor` is required for linear rope scaling"
+                ))
+            })?;
+            if factor <= 0.0 {
+                return Err(err(format!(
+                    "`{key}.factor` must be positive, got {factor}"
+                )));
+            }
+            Ok(RopeScaling::Linear { factor })
+        }
         other => Err(err(format!(
-            "`{key}` of type `{other}` is not supported (only none/default and llama3)"
+            "`{key}` of type `{other}` is not supported (only none/default, linear and llama3)"
         ))),
+    }
+}
+
+/// Which of Gemma 3's layers are local: `layer_types` where given, else
+/// every layer but each `sliding_window_pattern`-th (6 by default).
+fn gemma_local_layers(map: &Map<String, Value>, n_layers: usize) -> Result<Vec<bool>> {
+    match map.get("layer_types") {
+        Some(Value::Array(types)) => {
+            if types.len() != n_layers {
+                return Err(err(format!(
+                    "`layer_types` lists {} layers, the model has {n_layers}",
+                    types.len()
+                )));
+            }
+            types
+                .iter()
+                .enumerate()
+                .map(|(i, t)| match t.as_str() {
+                    Some("sliding_attention") => Ok(true),
+                    Some("full_attention") => Ok(false),
+                    _ => Err(err(format!(
+                        "`layer_types[{i}]` = {t}: expected \"sliding_attention\" or \"full_attention\""
+                    ))),
+                })
+                .collect()
+        }
+        None | Some(Value::Null) => {
+            let pattern = get_usize(map, "sliding_window_pattern")?.unwrap_or(6);
+            Ok((0..n_layers)
+                .map(|i| pattern == 0 || (i + 1) % pattern != 0)
+                .collect())
+        }
+        Some(v) => Err(err(format!("`layer_types` must be a list, got {v}"))),
     }
 }
 
@@ -237,7 +317,7 @@ impl ModelConfig {
         let arch = match model_type {
             Some(mt) => Arch::from_model_type(mt).ok_or_else(|| {
                 err(format!(
-                    "`model_type` `{mt}` is not supported (llama, qwen2, qwen3, mistral)"
+                    "`model_type` `{mt}` is not supported (llama, qwen2, qwen3, mistral, gemma3_text)"
                 ))
             })?,
             None => architectures
@@ -248,10 +328,31 @@ impl ModelConfig {
                 })?,
         };
 
-        if let Some(act) = get_str(map, "hidden_act")? {
-            if act != "silu" {
+        // Gemma's configs name it `hidden_activation`.
+        let act_key = if map.contains_key("hidden_activation") {
+            "hidden_activation"
+        } else {
+            "hidden_act"
+        };
+        let activation = match get_str(map, act_key)? {
+            None if arch == Arch::Gemma3 => Activation::GeluTanh,
+            None | Some("silu") => Activation::Silu,
+            Some("gelu_pytorch_tanh") => Activation::GeluTanh,
+            Some(act) => {
                 return Err(err(format!(
-                    "`hidden_act` `{act}` is not supported (only silu)"
+                    "`{act_key}` `{act}` is not supported (silu, gelu_pytorch_tanh)"
+                )))
+            }
+        };
+        if get_bool(map, "use_bidirectional_attention")?.unwrap_or(false) {
+            return Err(err(
+                "`use_bidirectional_attention` = true (an embedding model, EmbeddingGemma) is not a decoder",
+            ));
+        }
+        for key in ["final_logit_softcapping", "attn_logit_softcapping"] {
+            if let Some(v) = get_f64(map, key)? {
+                return Err(err(format!(
+                    "`{key}` = {v} is not supported (Gemma 2's soft-capping; Gemma 3 has none)"
                 )));
             }
         }
@@ -317,8 +418,33 @@ impl ModelConfig {
             )));
         }
 
-        // Newer transformers versions move rope settings into `rope_parameters`.
+        // Newer transformers versions move rope settings into
+        // `rope_parameters`, per layer type where the types differ (Gemma 3).
+        let mut local_theta = None;
         let (rope_theta, rope_scaling) = match map.get("rope_parameters") {
+            Some(Value::Object(params)) if params.contains_key("full_attention") => {
+                let part = |k: &str| match params.get(k) {
+                    Some(Value::Object(p)) => Ok(Some(p)),
+                    None | Some(Value::Null) => Ok(None),
+                    Some(v) => Err(err(format!(
+                        "`rope_parameters.{k}` must be an object, got {v}"
+                    ))),
+                };
+                let full = part("full_attention")?
+                    .ok_or_else(|| err("`rope_parameters.full_attention` is missing"))?;
+                if let Some(local) = part("sliding_attention")? {
+                    if parse_rope_scaling(local, "rope_parameters.sliding_attention")?
+                        != RopeScaling::None
+                    {
+                        return Err(err("`rope_parameters.sliding_attention`: scaled local RoPE is not supported"));
+                    }
+                    local_theta = get_f64(local, "rope_theta")?;
+                }
+                (
+                    get_f64(full, "rope_theta")?,
+                    parse_rope_scaling(full, "rope_parameters.full_attention")?,
+                )
+            }
             Some(Value::Object(params)) => (
                 get_f64(params, "rope_theta")?.or(get_f64(map, "rope_theta")?),
                 parse_rope_scaling(params, "rope_parameters")?,
@@ -337,17 +463,19 @@ impl ModelConfig {
             ),
             Some(v) => return Err(err(format!("`rope_parameters` must be an object, got {v}"))),
         };
-        let rope_theta = rope_theta.unwrap_or(10_000.0);
+        let rope_theta = rope_theta.unwrap_or(if arch == Arch::Gemma3 { 1e6 } else { 10_000.0 });
         if rope_theta <= 1.0 {
             return Err(err(format!("`rope_theta` must exceed 1, got {rope_theta}")));
         }
 
-        let tie_word_embeddings = get_bool(map, "tie_word_embeddings")?.unwrap_or(false);
+        // Gemma's configs leave it out: transformers' default there is tied.
+        let tie_word_embeddings =
+            get_bool(map, "tie_word_embeddings")?.unwrap_or(arch == Arch::Gemma3);
         let (attention_bias, o_bias) = match arch {
             // Qwen2 always has q/k/v biases and never an output bias.
             Arch::Qwen2 => (true, false),
             // Both read `attention_bias` for all four projections.
-            Arch::Llama | Arch::Qwen3 => {
+            Arch::Llama | Arch::Qwen3 | Arch::Gemma3 => {
                 let b = get_bool(map, "attention_bias")?.unwrap_or(false);
                 (b, b)
             }
@@ -366,7 +494,32 @@ impl ModelConfig {
                 }
                 None
             }
+            // transformers' Gemma3TextConfig defaults where a key is absent.
+            Arch::Gemma3 => Some(bounded(
+                "sliding_window",
+                get_usize(map, "sliding_window")?.unwrap_or(4096),
+                usize::MAX,
+            )?),
             Arch::Llama => None,
+        };
+        let local_layers = match arch {
+            Arch::Gemma3 => gemma_local_layers(map, n_layers)?,
+            _ => vec![sliding_window.is_some(); n_layers],
+        };
+        let (rope_local_theta, query_pre_attn_scalar) = match arch {
+            Arch::Gemma3 => (
+                Some(
+                    local_theta
+                        .or(get_f64(map, "rope_local_base_freq")?)
+                        .unwrap_or(10_000.0),
+                ),
+                bounded(
+                    "query_pre_attn_scalar",
+                    get_usize(map, "query_pre_attn_scalar")?.unwrap_or(256),
+                    MAX_HIDDEN,
+                )?,
+            ),
+            _ => (None, head_dim),
         };
 
         let config = ModelConfig {
@@ -386,6 +539,10 @@ impl ModelConfig {
             attention_bias,
             o_bias,
             sliding_window,
+            local_layers,
+            rope_local_theta,
+            query_pre_attn_scalar,
+            activation,
             architectures,
         };
         config.validate()?;
@@ -463,6 +620,29 @@ impl ModelConfig {
                 self.rope_theta
             )));
         }
+        if self.local_layers.len() != self.n_layers {
+            return Err(err(format!(
+                "{} layer kinds for {} layers",
+                self.local_layers.len(),
+                self.n_layers
+            )));
+        }
+        if let Some(t) = self
+            .rope_local_theta
+            .filter(|t| !(t.is_finite() && *t > 1.0))
+        {
+            return Err(err(format!(
+                "`{}` must be a finite number above 1, got {t}",
+                key("rope_local_base_freq")
+            )));
+        }
+        if self.query_pre_attn_scalar == 0 || self.query_pre_attn_scalar > MAX_HIDDEN {
+            return Err(err(format!(
+                "`{}` must lie in 1..={MAX_HIDDEN}, got {}",
+                key("query_pre_attn_scalar"),
+                self.query_pre_attn_scalar
+            )));
+        }
         if let Some(0) = self.sliding_window {
             return Err(err(format!(
                 "`{}` must be positive, got 0",
@@ -475,7 +655,59 @@ impl ModelConfig {
     /// Queries and keys are RMS-normed per head before RoPE (Qwen3's
     /// `q_norm` / `k_norm`, one gain vector of `head_dim` each).
     pub fn has_qk_norm(&self) -> bool {
-        self.arch == Arch::Qwen3
+        matches!(self.arch, Arch::Qwen3 | Arch::Gemma3)
+    }
+
+    /// The attention output and the MLP output are RMS-normed before each
+    /// joins the residual (Gemma's `post_attention_layernorm` and
+    /// `post_feedforward_layernorm`).
+    pub fn has_post_norms(&self) -> bool {
+        self.arch == Arch::Gemma3
+    }
+
+    /// Gemma multiplies the token embeddings by sqrt(hidden_size) (in f32,
+    /// as llama.cpp and a float32 transformers run do).
+    pub fn embed_scale(&self) -> Option<f32> {
+        (self.arch == Arch::Gemma3).then(|| (self.hidden_size as f32).sqrt())
+    }
+
+    /// What Hugging Face checkpoints store of each RMSNorm gain less than
+    /// the gain: Gemma's norms multiply by `1 + weight` (llama.cpp's
+    /// converter adds the 1, so GGUF files hold the gain itself).
+    pub fn hf_norm_offset(&self) -> f32 {
+        if self.arch == Arch::Gemma3 {
+            1.0
+        } else {
+            0.0
+        }
+    }
+
+    /// The factor of every attention score, 1/sqrt(`query_pre_attn_scalar`).
+    pub fn attention_scale(&self) -> f32 {
+        1.0 / (self.query_pre_attn_scalar as f32).sqrt()
+    }
+
+    /// The sliding window of `layer`'s attention, if it has one.
+    pub fn window(&self, layer: usize) -> Option<usize> {
+        self.sliding_window
+            .filter(|_| self.local_layers.get(layer).copied().unwrap_or(false))
+    }
+
+    /// Whether `layer` rotates with the local RoPE base.
+    pub fn local_rope(&self, layer: usize) -> bool {
+        self.rope_local_theta.is_some() && self.local_layers.get(layer).copied().unwrap_or(false)
+    }
+
+    /// Keeps the first `n` layers' settings (a decoder cut after layer `n`).
+    pub(crate) fn truncate_layers(&mut self, n: usize) {
+        self.n_layers = n;
+        self.local_layers.truncate(n);
+    }
+
+    /// The local layers' rotary inverse frequencies, where they differ.
+    pub(crate) fn rope_local_inv_freq(&self) -> Option<Vec<f64>> {
+        self.rope_local_theta
+            .map(|theta| plain_inv_freq(theta, self.head_dim))
     }
 
     /// Width of the query projection output (`n_heads * head_dim`).
@@ -490,12 +722,10 @@ impl ModelConfig {
 
     /// Rotary inverse frequencies, one per rotated pair (`head_dim / 2`).
     pub(crate) fn rope_inv_freq(&self) -> Vec<f64> {
-        let d = self.head_dim as f64;
-        let base: Vec<f64> = (0..self.head_dim / 2)
-            .map(|i| self.rope_theta.powf(-(2.0 * i as f64) / d))
-            .collect();
+        let base = plain_inv_freq(self.rope_theta, self.head_dim);
         match self.rope_scaling {
             RopeScaling::None => base,
+            RopeScaling::Linear { factor } => base.into_iter().map(|f| f / factor).collect(),
             RopeScaling::Llama3 {
                 factor,
                 low_freq_factor,
@@ -524,4 +754,12 @@ impl ModelConfig {
             }
         }
     }
+}
+
+/// `theta^(-2i/d)` for each rotated pair of a `head_dim`-wide head.
+fn plain_inv_freq(theta: f64, head_dim: usize) -> Vec<f64> {
+    let d = head_dim as f64;
+    (0..head_dim / 2)
+        .map(|i| theta.powf(-(2.0 * i as f64) / d))
+        .collect()
 }

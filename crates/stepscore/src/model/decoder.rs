@@ -32,7 +32,13 @@ pub struct Block<M, V> {
     /// each), where the architecture has them ([`ModelConfig::has_qk_norm`]).
     pub q_norm: Option<V>,
     pub k_norm: Option<V>,
+    /// RMSNorm gains of the attention output before the residual add
+    /// ([`ModelConfig::has_post_norms`]).
+    pub post_attn_norm: Option<V>,
+    /// The norm before the MLP.
     pub mlp_norm: V,
+    /// RMSNorm gains of the MLP output before the residual add.
+    pub post_mlp_norm: Option<V>,
     pub gate: M,
     pub up: M,
     pub down: M,
@@ -101,7 +107,9 @@ impl<M, V> Weights<M, V> {
                 o_bias: l.o_bias.as_ref().map(&mut v).transpose()?,
                 q_norm: l.q_norm.as_ref().map(&mut v).transpose()?,
                 k_norm: l.k_norm.as_ref().map(&mut v).transpose()?,
+                post_attn_norm: l.post_attn_norm.as_ref().map(&mut v).transpose()?,
                 mlp_norm: v(&l.mlp_norm)?,
+                post_mlp_norm: l.post_mlp_norm.as_ref().map(&mut v).transpose()?,
                 gate,
                 up,
                 down,
@@ -200,8 +208,12 @@ pub enum Act {
 pub trait DecoderPass {
     type M;
     type V;
-    /// The block whose keys and values `Act::K` / `Act::V` are now.
+    /// The block whose keys and values `Act::K` / `Act::V` are now (and
+    /// whose attention window, scale and RoPE base the next calls use:
+    /// [`ModelConfig::window`], [`ModelConfig::local_rope`]).
     fn begin_block(&mut self, layer: usize) -> Result<()>;
+    /// `dst *= s`, every element.
+    fn scale(&mut self, dst: Act, s: f32) -> Result<()>;
     /// `dst = src / sqrt(mean(src²) + eps) * w`, per token.
     fn rms_norm(&mut self, src: Act, w: &Self::V, dst: Act) -> Result<()>;
     /// `dst = src · Wᵀ`, per token.
@@ -217,18 +229,28 @@ pub trait DecoderPass {
     fn attention(&mut self) -> Result<()>;
     /// `dst += src`.
     fn add(&mut self, dst: Act, src: Act) -> Result<()>;
-    /// `Gate = SiLU(Gate) * Up`.
-    fn swiglu(&mut self) -> Result<()>;
+    /// `Gate = act(Gate) * Up` with the model's [`Activation`]
+    /// (`crate::model::Activation`).
+    fn glu(&mut self) -> Result<()>;
     /// Keeps `RMSNorm(X)` with the final norm `w` as the next tapped layer's states.
     fn tap(&mut self, w: &Self::V) -> Result<()>;
 }
 
 /// The decoder blocks and the final norm over a pass whose `Act::X` holds
-/// the token embeddings; afterwards `Act::Xn` holds the final-normed
-/// states, and the pass has tapped each layer of `taps` below the last, in
-/// ascending order (the last layer's states are `Act::Xn` itself).
-pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, taps: &[usize]) -> Result<()> {
+/// the token embeddings as stored; afterwards `Act::Xn` holds the
+/// final-normed states, and the pass has tapped each layer of `taps` below
+/// the last, in ascending order (the last layer's states are `Act::Xn`
+/// itself).
+pub fn run<P: DecoderPass>(
+    p: &mut P,
+    c: &ModelConfig,
+    w: &Weights<P::M, P::V>,
+    taps: &[usize],
+) -> Result<()> {
     use Act::*;
+    if let Some(s) = c.embed_scale() {
+        p.scale(X, s)?;
+    }
     let last = w.layers.len();
     if taps.contains(&0) && last > 0 {
         p.tap(&w.norm)?;
@@ -256,18 +278,30 @@ pub fn run<P: DecoderPass>(p: &mut P, w: &Weights<P::M, P::V>, taps: &[usize]) -
         if let Some(b) = &l.o_bias {
             p.add_bias(Proj, b)?;
         }
-        p.add(X, Proj)?;
+        residual(p, &l.post_attn_norm)?;
         p.rms_norm(X, &l.mlp_norm, Xn)?;
         p.matmul(&l.gate, Xn, Gate)?;
         p.matmul(&l.up, Xn, Up)?;
-        p.swiglu()?;
+        p.glu()?;
         p.matmul(&l.down, Gate, Proj)?;
-        p.add(X, Proj)?;
+        residual(p, &l.post_mlp_norm)?;
         if li + 1 < last && taps.contains(&(li + 1)) {
             p.tap(&w.norm)?;
         }
     }
     p.rms_norm(X, &w.norm, Xn)
+}
+
+/// `X += Proj`, through the post-norm where the block has one (into
+/// `Xn`, free until the next pre-norm writes it).
+fn residual<P: DecoderPass>(p: &mut P, post_norm: &Option<P::V>) -> Result<()> {
+    match post_norm {
+        Some(w) => {
+            p.rms_norm(Act::Proj, w, Act::Xn)?;
+            p.add(Act::X, Act::Xn)
+        }
+        None => p.add(Act::X, Act::Proj),
+    }
 }
 
 /// What one forward pass leaves for the heads: the final-normed states of

@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
-use super::config::{Arch, ModelConfig, RopeScaling};
+use super::config::{Activation, Arch, ModelConfig, RopeScaling};
 use super::matrix::{Matrix, SharedBytes};
 use super::transformer::{Layer, LmHead, RopeStyle, Transformer};
 use crate::error::{Error, Result};
+use crate::format::{GgufArray, GgufValue};
 use crate::format::{GgufFile, ModelBytes, TensorInfo};
 use crate::ggml::GgmlType;
 use crate::quant::dequantize_row;
@@ -39,9 +40,10 @@ impl GgufModel {
             "llama" => Arch::Llama,
             "qwen2" => Arch::Qwen2,
             "qwen3" => Arch::Qwen3,
+            "gemma3" => Arch::Gemma3,
             other => {
                 return Err(self.err(format!(
-                    "architecture `{other}` is not supported (llama, qwen2, qwen3)"
+                    "architecture `{other}` is not supported (llama, qwen2, qwen3, gemma3)"
                 )))
             }
         };
@@ -93,18 +95,73 @@ impl GgufModel {
                 )));
             }
         }
+        let n_layers = usize_of("block_count")?;
+        let gemma = arch == Arch::Gemma3;
+        if let Some(cap) = f
+            .opt_f32(&key("final_logit_softcapping"))?
+            .filter(|&c| c != 0.0)
+        {
+            return Err(self.err(format!(
+                "`{}` = {cap} is not supported (logit soft-capping)",
+                key("final_logit_softcapping")
+            )));
+        }
+        // llama.cpp's Gemma 3 rules where the file has no key: local layers
+        // all but every 6th, local RoPE base 10000, and scores scaled by the
+        // head width except in the 62-layer (27B) model, by hidden / heads.
+        let sliding_window = if gemma {
+            opt_usize_of("attention.sliding_window")?.filter(|&w| w > 0)
+        } else {
+            None
+        };
+        let pattern_key = key("attention.sliding_window_pattern");
+        // A flag per layer, or every n-th layer global.
+        let local_layers = match (sliding_window, f.get(&pattern_key)) {
+            (None, _) => vec![false; n_layers],
+            (Some(_), Some(GgufValue::Array(GgufArray::Bool(flags)))) => {
+                if flags.len() != n_layers {
+                    return Err(self.err(format!(
+                        "`{}` has {} flags for {n_layers} layers",
+                        pattern_key,
+                        flags.len()
+                    )));
+                }
+                flags.clone()
+            }
+            (Some(_), _) => {
+                let n = f.opt_u32(&pattern_key)?.unwrap_or(6) as usize;
+                (0..n_layers).map(|i| n == 0 || i % n < n - 1).collect()
+            }
+        };
+        let query_pre_attn_scalar = if gemma && n_layers == 62 {
+            hidden_size.checked_div(n_heads).unwrap_or(0)
+        } else {
+            head_dim
+        };
+        let rope_scaling = match f.opt_str(&key("rope.scaling.type"))? {
+            None | Some("none") => RopeScaling::None,
+            Some("linear") => RopeScaling::Linear {
+                factor: f.get_f32(&key("rope.scaling.factor"))? as f64,
+            },
+            Some(other) => {
+                return Err(self.err(format!(
+                    "`{}` = {other} is not supported (none, linear)",
+                    key("rope.scaling.type")
+                )))
+            }
+        };
         let config = ModelConfig {
             arch,
             hidden_size,
             intermediate_size: usize_of("feed_forward_length")?,
-            n_layers: usize_of("block_count")?,
+            n_layers,
             n_heads,
             n_kv_heads: opt_usize_of("attention.head_count_kv")?.unwrap_or(n_heads),
             head_dim,
             vocab_size,
             rms_norm_eps: f.get_f32(&key("attention.layer_norm_rms_epsilon"))?,
             rope_theta: f.opt_f32(&key("rope.freq_base"))?.unwrap_or(10_000.0) as f64,
-            rope_scaling: RopeScaling::None,
+            rope_scaling,
             max_position_embeddings: usize_of("context_length")?,
             tie_word_embeddings: f.tensor("output.weight").is_none(),
             // Qwen2 always has q/k/v biases; Qwen3 has them where its
@@ -112,7 +169,18 @@ impl GgufModel {
             attention_bias: arch == Arch::Qwen2
                 || (arch == Arch::Qwen3 && f.tensor("blk.0.attn_q.bias").is_some()),
             o_bias: arch == Arch::Qwen3 && f.tensor("blk.0.attn_output.bias").is_some(),
-            sliding_window: None,
+            sliding_window,
+            local_layers,
+            rope_local_theta: gemma
+                .then(|| f.opt_f32(&key("rope.freq_base_swa")))
+                .transpose()?
+                .map(|t| t.map_or(10_000.0, f64::from)),
+            query_pre_attn_scalar,
+            activation: if gemma {
+                Activation::GeluTanh
+            } else {
+                Activation::Silu
+            },
             architectures: vec![name.to_string()],
         };
         // Errors name this file's metadata keys, not config.json's.
@@ -126,6 +194,7 @@ impl GgufModel {
             "max_position_embeddings" => key("context_length"),
             "rms_norm_eps" => key("attention.layer_norm_rms_epsilon"),
             "rope_theta" => key("rope.freq_base"),
+            "rope_local_base_freq" => key("rope.freq_base_swa"),
             "vocab_size" => format!("{} (or tokenizer.ggml.tokens)", key("vocab_size")),
             other => key(other),
         })?;
@@ -179,7 +248,8 @@ impl GgufModel {
     }
 
     /// Builds the decoder. llama.cpp's converter permutes Llama q/k rows for
-    /// adjacent-pair RoPE; Qwen2 and Qwen3 keep the HF layout (NEOX rotation).
+    /// adjacent-pair RoPE; Qwen2, Qwen3 and Gemma 3 keep the HF layout (NEOX
+    /// rotation).
     pub fn transformer(&self) -> Result<Transformer> {
         let c = self.config()?;
         let (h, q, kv, ff) = (c.hidden_size, c.q_dim(), c.kv_dim(), c.intermediate_size);
@@ -203,7 +273,9 @@ impl GgufModel {
                 o_bias: optional("attn_output.bias", h, c.o_bias)?,
                 q_norm: optional("attn_q_norm.weight", c.head_dim, c.has_qk_norm())?,
                 k_norm: optional("attn_k_norm.weight", c.head_dim, c.has_qk_norm())?,
+                post_attn_norm: optional("post_attention_norm.weight", h, c.has_post_norms())?,
                 mlp_norm: self.vector(&p("ffn_norm.weight"), h)?,
+                post_mlp_norm: optional("post_ffw_norm.weight", h, c.has_post_norms())?,
                 gate: self.matrix(&p("ffn_gate.weight"), ff, h)?,
                 up: self.matrix(&p("ffn_up.weight"), ff, h)?,
                 down: self.matrix(&p("ffn_down.weight"), h, ff)?,
@@ -215,7 +287,7 @@ impl GgufModel {
         } else {
             LmHead::Separate(self.matrix("output.weight", c.vocab_size, h)?)
         };
-        let rope = if matches!(c.arch, Arch::Qwen2 | Arch::Qwen3) {
+        let rope = if matches!(c.arch, Arch::Qwen2 | Arch::Qwen3 | Arch::Gemma3) {
             RopeStyle::HalfSplit
         } else {
             RopeStyle::AdjacentPairs

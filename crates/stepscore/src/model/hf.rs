@@ -315,6 +315,17 @@ impl HfCheckpoint {
         Ok(self.tensor_f32(name)?.data)
     }
 
+    /// An RMSNorm's gains: the stored vector plus the architecture's
+    /// offset ([`ModelConfig::hf_norm_offset`]).
+    fn norm(&self, name: &str, len: usize) -> Result<Vec<f32>> {
+        let mut w = self.shaped(name, &[len])?;
+        let offset = self.config.hf_norm_offset();
+        if offset != 0.0 {
+            w.iter_mut().for_each(|x| *x += offset);
+        }
+        Ok(w)
+    }
+
     fn matrix(&self, name: &str, rows: usize, cols: usize) -> Result<Matrix> {
         Matrix::from_f32(rows, cols, self.shaped(name, &[rows, cols])?)
     }
@@ -332,8 +343,22 @@ impl HfCheckpoint {
             let optional = |s: &str, len: usize, on: bool| -> Result<Option<Vec<f32>>> {
                 on.then(|| self.shaped(&p(s), &[len])).transpose()
             };
+            let post = c.has_post_norms();
+            // Gemma names its norm after attention `post_attention_layernorm`,
+            // the name Llama gives the norm before the MLP.
+            let (post_attn, pre_mlp) = if post {
+                (
+                    Some("post_attention_layernorm.weight"),
+                    "pre_feedforward_layernorm.weight",
+                )
+            } else {
+                (None, "post_attention_layernorm.weight")
+            };
+            let norm = |s: &str, len: usize| self.norm(&p(s), len);
+            let optional_norm =
+                |s: &str, len: usize, on: bool| on.then(|| norm(s, len)).transpose();
             layers.push(Layer {
-                attn_norm: self.shaped(&p("input_layernorm.weight"), &[h])?,
+                attn_norm: norm("input_layernorm.weight", h)?,
                 q: self.matrix(&p("self_attn.q_proj.weight"), q, h)?,
                 k: self.matrix(&p("self_attn.k_proj.weight"), kv, h)?,
                 v: self.matrix(&p("self_attn.v_proj.weight"), kv, h)?,
@@ -342,15 +367,17 @@ impl HfCheckpoint {
                 k_bias: optional("self_attn.k_proj.bias", kv, c.attention_bias)?,
                 v_bias: optional("self_attn.v_proj.bias", kv, c.attention_bias)?,
                 o_bias: optional("self_attn.o_proj.bias", h, c.o_bias)?,
-                q_norm: optional("self_attn.q_norm.weight", c.head_dim, c.has_qk_norm())?,
-                k_norm: optional("self_attn.k_norm.weight", c.head_dim, c.has_qk_norm())?,
-                mlp_norm: self.shaped(&p("post_attention_layernorm.weight"), &[h])?,
+                q_norm: optional_norm("self_attn.q_norm.weight", c.head_dim, c.has_qk_norm())?,
+                k_norm: optional_norm("self_attn.k_norm.weight", c.head_dim, c.has_qk_norm())?,
+                post_attn_norm: post_attn.map(|s| norm(s, h)).transpose()?,
+                mlp_norm: norm(pre_mlp, h)?,
+                post_mlp_norm: optional_norm("post_feedforward_layernorm.weight", h, post)?,
                 gate: self.matrix(&p("mlp.gate_proj.weight"), ff, h)?,
                 up: self.matrix(&p("mlp.up_proj.weight"), ff, h)?,
                 down: self.matrix(&p("mlp.down_proj.weight"), h, ff)?,
             });
         }
-        let norm = self.shaped("model.norm.weight", &[h])?;
+        let norm = self.norm("model.norm.weight", h)?;
         let lm_head = if c.tie_word_embeddings {
             LmHead::Tied
         } else if self.has_tensor("lm_head.weight") {

@@ -13,7 +13,7 @@ pub mod kernels;
 pub mod matrix;
 pub mod transformer;
 
-pub use config::{Arch, ModelConfig, RopeScaling};
+pub use config::{Activation, Arch, ModelConfig, RopeScaling};
 pub use decoder::{Block, Taps, VocabHead, Weights};
 pub use gguf::GgufModel;
 pub use hf::{HfCheckpoint, TensorF32};

@@ -1,4 +1,4 @@
-//! A loaded Llama-family decoder (Llama, Qwen2, Qwen3, Mistral): its configuration
+//! A loaded Llama-family decoder (Llama, Qwen2, Qwen3, Mistral, Gemma 3): its configuration
 //! and weights, checked against each other at assembly. The engines run it:
 //! the CPU engine in place (`crate::cpu`, which adds `forward`, `logits_for`
 //! and the KV cache), the WGSL engine after uploading it (`crate::gpu`).
@@ -67,6 +67,8 @@ pub struct Transformer {
     config: ModelConfig,
     rope_style: RopeStyle,
     inv_freq: Vec<f64>,
+    /// The local layers' frequencies, where their base differs.
+    inv_freq_local: Option<Vec<f64>>,
     w: Weights<Matrix, Vec<f32>>,
     threads: usize,
 }
@@ -163,7 +165,20 @@ impl Transformer {
                 }
                 check_vec(&p(what), norm.as_ref(), config.head_dim, qk)?;
             }
-            check_vec(&p("post_attention_layernorm"), Some(&l.mlp_norm), h, true)?;
+            let post = config.has_post_norms();
+            for (what, norm) in [
+                ("post_attention_norm", &l.post_attn_norm),
+                ("post_feedforward_norm", &l.post_mlp_norm),
+            ] {
+                if norm.is_some() && !post {
+                    return Err(Error::model(
+                        "transformer",
+                        format!("{}: {:?} has no post-norms", p(what), config.arch),
+                    ));
+                }
+                check_vec(&p(what), norm.as_ref(), h, post)?;
+            }
+            check_vec(&p("pre_feedforward_norm"), Some(&l.mlp_norm), h, true)?;
             check_matrix(&p("gate_proj"), &l.gate, ff, h)?;
             check_matrix(&p("up_proj"), &l.up, ff, h)?;
             check_matrix(&p("down_proj"), &l.down, h, ff)?;
@@ -175,6 +190,7 @@ impl Transformer {
         let threads = crate::par::available();
         Ok(Transformer {
             inv_freq: config.rope_inv_freq(),
+            inv_freq_local: config.rope_local_inv_freq(),
             config,
             rope_style,
             w: Weights {
@@ -204,6 +220,12 @@ impl Transformer {
     /// RoPE inverse frequencies (f64, as the engines' tables use them).
     pub(crate) fn inv_freq(&self) -> &[f64] {
         &self.inv_freq
+    }
+
+    /// The local layers' RoPE inverse frequencies, where their base differs
+    /// ([`ModelConfig::local_rope`]).
+    pub(crate) fn inv_freq_local(&self) -> Option<&[f64]> {
+        self.inv_freq_local.as_deref()
     }
 
     /// Threads used by matmuls and attention (at least 1; on wasm32 at most
@@ -287,7 +309,7 @@ impl Transformer {
     pub(crate) fn truncate_layers(&mut self, n: usize) {
         if n < self.w.layers.len() {
             self.w.layers.truncate(n);
-            self.config.n_layers = n;
+            self.config.truncate_layers(n);
         }
     }
 
