@@ -17,7 +17,7 @@ Setup: numpy, pyyaml, and gguf-py from the llama-cpp-python 0.3.36 sdist
 (vendor/llama.cpp/gguf-py), e.g.
     PYTHONPATH=<sdist>/vendor/llama.cpp/gguf-py python3 scripts/gguf_exact_reference.py MODEL.gguf [FIXTURE_DIR]
 FIXTURE_DIR (default tests/fixtures/llama_cpp/smollm2_q4_1) holds the
-prompts.json of scripts/llama_reference.py or scripts/qwen2_llama_reference.py;
+prompts.json of scripts/llama_reference.py or scripts/llama_cpp_logits_reference.py;
 the last position of its first three prompts is computed. With a full-row
 fixture (no "stride" in prompts.json) this writes exact_last_logits.f32 (the
 full rows); with a strided one, exact.json (per prompt the top-64 ids and

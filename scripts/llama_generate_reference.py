@@ -8,6 +8,9 @@ scripts/llama_reference.py describes; the output is committed:
     /work/llama-venv/bin/python scripts/llama_generate_reference.py \
         ~/.cache/stepscore/SmolLM2-135M-Instruct.Q4_1.gguf tests/fixtures/llama_cpp/generate_smollm2.json
 
+(likewise generate_qwen2.5-coder-0.5b.json and generate_gemma-3-270m.json;
+Gemma's prompts use its turn markers).
+
 Each prompt is tokenized by llama.cpp (BOS as the model says, special
 tokens parsed), then 64 tokens are decoded greedily (top-k 1, no penalty),
 stopping early at the end-of-generation token, which is not recorded.
@@ -25,6 +28,10 @@ PROMPTS = [
     "def fibonacci(n):\n",
     "Step 1: 3 boxes x 4 apples = 12 apples.\nStep 2:",
 ]
+# Gemma has its own turn markers.
+GEMMA_PROMPTS = [p.replace("<|im_start|>user\n", "<start_of_turn>user\n")
+                 .replace("<|im_end|>\n<|im_start|>assistant\n", "<end_of_turn>\n<start_of_turn>model\n")
+                 for p in PROMPTS]
 N = 64
 
 
@@ -34,7 +41,7 @@ def main(model, out):
     # tokens on these prompts: near-ties decide, see tests/generate.rs.)
     llm = llama_cpp.Llama(model_path=model, n_ctx=512, n_threads=2, verbose=False, seed=0)
     rows = []
-    for prompt in PROMPTS:
+    for prompt in GEMMA_PROMPTS if "gemma" in model.rsplit("/", 1)[-1].lower() else PROMPTS:
         tokens = llm.tokenize(prompt.encode(), add_bos=llm.metadata.get("tokenizer.ggml.add_bos_token", "true") != "false", special=True)
         llm.reset()
         got = []

@@ -31,7 +31,7 @@ scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavail
 # The default PRM (Qwen2.5-Coder-1.5B, 1.1 GB) and the fast one (SmolLM2, 98 MB): most
 # model tests use the fast one; the README's example check uses the default.
 "$STEPSCORE_DEV_CLI" fetch stepscore-prm-qwen1.5b stepscore-prm-smollm2 || echo "warning: default models unavailable; tests that need them will be skipped"
-# Qwen2 parity (tests/qwen2_llama_cpp.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
+# Qwen2 parity (tests/llama_cpp_logits.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
 "$STEPSCORE_DEV_CLI" fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
 
 section "cargo test (workspace)"

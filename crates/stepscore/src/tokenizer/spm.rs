@@ -1,5 +1,5 @@
 //! SentencePiece vocabularies in GGUF (`tokenizer.ggml.model = "llama"`:
-//! Llama 2, Mistral, Math-Shepherd). llama.cpp tokenizes them by repeatedly
+//! Llama 2, Mistral, Math-Shepherd, Gemma). llama.cpp tokenizes them by repeatedly
 //! joining the adjacent pair whose joined text is the highest-scoring token,
 //! with spaces written as "▁", a "▁" before each text run, and unknown
 //! characters spelled as `<0xXX>` byte tokens. A BPE whose merges are ranked
@@ -130,6 +130,20 @@ pub(super) fn build(g: &GgufFile) -> Result<Tokenizer> {
     inner
         .add_special_tokens(special)
         .map_err(|e| err(format!("adding control tokens: {e}")))?;
+    // llama.cpp matches user-defined tokens in the raw text before the
+    // SentencePiece merges, special tokens parsed or not: Gemma's runs of
+    // spaces and newlines are such tokens ("    " is one token, not four "▁").
+    let user: Vec<AddedToken> = tokens
+        .iter()
+        .zip(types)
+        .filter(|(t, &ty)| !t.is_empty() && ty == TYPE_USER_DEFINED)
+        .map(|(t, _)| AddedToken::from(t.clone(), false).normalized(false))
+        .collect();
+    if !user.is_empty() {
+        inner
+            .add_tokens(user)
+            .map_err(|e| err(format!("adding user-defined tokens: {e}")))?;
+    }
 
     let id_key = |key: &str| -> Result<Option<u32>> {
         match g.opt_u32(key).map_err(meta)? {

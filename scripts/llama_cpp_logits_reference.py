@@ -1,23 +1,25 @@
 #!/usr/bin/env python3
-"""Golden logits for the Qwen2.5-Coder GGUFs (0.5B and 1.5B) from llama.cpp.
+"""Golden logits for catalog GGUFs (Qwen2.5-Coder 0.5B and 1.5B, Gemma 3 270M)
+from llama.cpp.
 
-The Qwen2 counterpart of scripts/llama_reference.py (same llama.cpp build,
-same two runs per prompt: f32 KV cache as stepscore keeps K/V, and llama.cpp's
-default f16 cache as the scale of llama.cpp's own numerics noise). Run by
-hand; the output is committed under tests/fixtures/llama_cpp/NAME/.
+The counterpart of scripts/llama_reference.py (same llama.cpp build, same two
+runs per prompt: f32 KV cache as stepscore keeps K/V, and llama.cpp's default
+f16 cache as the scale of llama.cpp's own numerics noise). Run by hand; the
+output is committed under tests/fixtures/llama_cpp/NAME/.
 
-Qwen's vocabulary has 151,936 entries, so a full row is 600 KB: the fixture
-keeps, for each prompt's last position, every STRIDE-th logit (an unbiased
-sample of the vocabulary for mean and max differences) and the top 64 (where
-the probability mass is), plus the top-5 ids at every position. llama.cpp's
-own f16-vs-f32 differences are recorded on the same ids, so the Rust test
-compares like with like.
+A Qwen row is 151,936 logits (Gemma's 262,144), so the fixture keeps, for
+each prompt's last position, every STRIDE-th logit (an unbiased sample of
+the vocabulary for mean and max differences) and the top 64 (where the
+probability mass is), plus the top-5 ids at every position. llama.cpp's own
+f16-vs-f32 differences are recorded on the same ids, so the Rust test
+compares like with like. Prompts are tokenized with BOS where the model
+asks for one (Gemma), special tokens parsed.
 
-    /work/llama-venv/bin/python scripts/qwen2_llama_reference.py MODEL.gguf NAME
+    /work/llama-venv/bin/python scripts/llama_cpp_logits_reference.py MODEL.gguf NAME
 
-NAME is the catalog name (qwen2.5-coder-0.5b, qwen2.5-coder-1.5b). Writes
-prompts.json and last_strided.f32 (little-endian f32, prompts in order, ids
-0, STRIDE, 2*STRIDE, ...).
+NAME is the catalog name (qwen2.5-coder-0.5b, qwen2.5-coder-1.5b,
+gemma-3-270m). Writes prompts.json and last_strided.f32 (little-endian f32,
+prompts in order, ids 0, STRIDE, 2*STRIDE, ...).
 """
 import json
 import os
@@ -45,6 +47,14 @@ PROMPTS = [
 ]
 
 
+# Gemma's turn markers; the 270M in the catalog is the base model, so
+# plain text too.
+GEMMA_PROMPTS = [
+    "<start_of_turn>user\nA shop sells pens at $3 each. How many pens can Ana buy with $27?<end_of_turn>\n"
+    "<start_of_turn>model\nStep 1: 27 / 3 = 9, so Ana can buy 9 pens.",
+] + PROMPTS[1:]
+
+
 def main() -> None:
     model_path, name = sys.argv[1], sys.argv[2]
     out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "llama_cpp", name)
@@ -56,8 +66,9 @@ def main() -> None:
     strided = np.arange(0, vocab, STRIDE)
     records = []
     rows = []
-    for text in PROMPTS:
-        tokens = llm.tokenize(text.encode("utf-8"), add_bos=False, special=True)
+    add_bos = llm.metadata.get("tokenizer.ggml.add_bos_token", "false") == "true"
+    for text in GEMMA_PROMPTS if name.startswith("gemma") else PROMPTS:
+        tokens = llm.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True)
         llm.reset()
         llm.eval(tokens)
         logits = np.array(llm.scores[: len(tokens)], dtype=np.float32)
@@ -70,6 +81,7 @@ def main() -> None:
         diff = np.abs(logits16[-1] - last)
         records.append({
             "text": text,
+            "add_bos": add_bos,
             # llama.cpp against itself (f16 vs f32 KV) at the last position:
             # on the committed ids (what the test measures us on) and on the
             # whole vocabulary (for the record).
