@@ -33,6 +33,8 @@ scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavail
 "$STEPSCORE_DEV_CLI" fetch stepscore-prm-qwen1.5b stepscore-prm-smollm2 || echo "warning: default models unavailable; tests that need them will be skipped"
 # Qwen2 parity (tests/llama_cpp_logits.rs, tokenizer_reference.rs, chat_template.rs): 491 MB, cached like the default.
 "$STEPSCORE_DEV_CLI" fetch qwen2.5-coder-0.5b || echo "warning: qwen2.5-coder-0.5b unavailable; the Qwen2 parity tests will be skipped"
+# Gemma 3 parity (llama_cpp_logits.rs, generate.rs): 253 MB.
+"$STEPSCORE_DEV_CLI" fetch gemma-3-270m || echo "warning: gemma-3-270m unavailable; the Gemma 3 parity tests will be skipped"
 
 section "cargo test (workspace)"
 cargo test --workspace --locked
