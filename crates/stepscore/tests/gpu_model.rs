@@ -213,6 +213,19 @@ mod gpu {
             let e = max_rel(&got.data, &want.data);
             eprintln!("{name}: hidden max |Δ|/(1+|ref|) = {e:.2e}");
             assert!(e <= 1e-5, "{name}: {e:e}");
+            if model.has_lm_head() {
+                // The logits too (README's parity table reports max |Δ logit|);
+                // the f32 vocabulary projection sums in the kernel's own order,
+                // hence a looser bound than the hidden states'.
+                let h = gm.forward_gpu(&tokens, None).unwrap();
+                let mut gl = gm.logits_gpu(&h).unwrap().to_vec(&ctx).unwrap();
+                let cl = model.logits_for(&want.data, None).unwrap();
+                gl.truncate(cl.len());
+                let d = gl.iter().zip(&cl).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                eprintln!("{name}: WGSL logits vs CPU, max |Δ| {d:.2e}");
+                let e = max_rel(&gl, &cl);
+                assert!(e <= 1e-4, "{name}: logits {e:e}");
+            }
 
             // Prefix of 100 (capacity grows from 64), then two continuations.
             let mut cache = gm.new_cache();
