@@ -145,6 +145,20 @@ mod gpu {
         whole_model_parity(&ctx, &path, QWEN_05B, 24);
     }
 
+    /// Gemma 3 on the GPU: scaled embeddings, post-norms, GELU, q/k norms,
+    /// head width 256, local and global layers (window 512, two RoPE
+    /// bases), Q5_0/Q8_0/Q4_K/Q6_K, the Q8_0 embedding as the tied
+    /// vocabulary projection (262,144 rows).
+    #[test]
+    fn gemma3_270m_hidden_states_and_top5_logits_match_the_cpu_engine() {
+        let Some(path) = find_catalog_model("gemma-3-270m") else {
+            eprintln!("SKIPPED: gemma-3-270m GGUF not found (run `stepscore fetch gemma-3-270m`)");
+            return;
+        };
+        let Some(ctx) = arc_ctx() else { return };
+        whole_model_parity(&ctx, &path, "gemma-3-270m", 24);
+    }
+
     #[test]
     fn smollm2_incremental_forward_equals_the_full_forward() {
         let Some(path) = find_smollm2_gguf() else {
