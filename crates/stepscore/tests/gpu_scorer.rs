@@ -380,9 +380,10 @@ fn engines_agree(path: &std::path::Path, head: &HeadFile, name: &str, ids: &[&st
 /// The Qwen2 scoring path on a real checkpoint (q/k/v biases, untied Q8_0
 /// output, RoPE theta 1e6, the formats Q5_0/Q8_0/Q6_K/Q4_K), with the
 /// default PRM's digit head (statistics of the digits' and operators'
-/// log-probabilities: the most sensitive to last-bit logit differences) and
-/// with a value head over the final hidden state joined with the confidence
-/// statistics (the h+4 layout `stepscore train` exports).
+/// log-probabilities: the most sensitive to last-bit logit differences).
+/// The h+4 value head over the confidence statistics reads the same
+/// statistics path and is checked on SmolLM2 below; the 0.5B's forward is
+/// checked bit for bit in gpu_model.rs.
 #[test]
 fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
     let Some(path) = find_catalog_model(QWEN_05B) else {
@@ -394,15 +395,9 @@ fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
     }
     let digit =
         HeadFile::embedded(stepscore::prm::head_file::QWEN15B_ARITHMETIC_HEAD_NAME).unwrap();
-    // One trace per head: the 0.5B on llvmpipe costs ~1 min per trace in CI,
-    // and the path each head reads is the same on every trace.
+    // One trace: the 0.5B on llvmpipe costs ~40 s per trace in CI, and the
+    // path the head reads is the same on every trace.
     engines_agree(&path, &digit, "Qwen2.5-Coder-0.5B, digit head", &["slip-1"]);
-    engines_agree(
-        &path,
-        &value_head_with_confidence(896),
-        "Qwen2.5-Coder-0.5B, value head",
-        &["operation-1"],
-    );
 }
 
 /// The Llama scoring path on SmolLM2-135M (Q4_1, Q8_0 tied embedding and
