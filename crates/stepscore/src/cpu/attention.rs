@@ -23,6 +23,7 @@ use crate::quant::Simd;
 /// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
 /// Work is split over `threads` by interleaved blocks of query tokens,
 /// since later tokens attend to more keys.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn attention(
     c: &ModelConfig,
     layer: usize,
