@@ -235,7 +235,11 @@ mod gpu {
                 let mut gl = gm.logits_gpu(&h).unwrap().to_vec(&ctx).unwrap();
                 let cl = model.logits_for(&want.data, None).unwrap();
                 gl.truncate(cl.len());
-                let d = gl.iter().zip(&cl).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+                let d = gl
+                    .iter()
+                    .zip(&cl)
+                    .map(|(a, b)| (a - b).abs())
+                    .fold(0.0f32, f32::max);
                 eprintln!("{name}: WGSL logits vs CPU, max |Δ| {d:.2e}");
                 let e = max_rel(&gl, &cl);
                 assert!(e <= 1e-4, "{name}: logits {e:e}");

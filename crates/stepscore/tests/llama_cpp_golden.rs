@@ -20,7 +20,11 @@
 //! The model file comes from `stepscore fetch` (or $STEPSCORE_SMOLLM2_GGUF);
 //! without it these tests print why and pass without checking.
 
+mod llama_cpp_support;
+
 use std::path::PathBuf;
+
+use llama_cpp_support::{top5, Spread};
 
 use serde::Deserialize;
 use stepscore::format::ModelBytes;
@@ -64,26 +68,11 @@ fn reference() -> (Reference, Vec<f32>) {
     let r: Reference =
         serde_json::from_str(&std::fs::read_to_string(fixtures().join("prompts.json")).unwrap())
             .unwrap();
-    let raw = std::fs::read(fixtures().join("last_logits.f32")).unwrap();
-    let last = raw
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect();
-    (r, last)
-}
-
-fn top5(row: &[f32]) -> Vec<u32> {
-    let mut idx: Vec<u32> = (0..row.len() as u32).collect();
-    idx.sort_by(|&a, &b| row[b as usize].total_cmp(&row[a as usize]).then(a.cmp(&b)));
-    idx.truncate(5);
-    idx
+    (r, read_f32("last_logits.f32"))
 }
 
 fn read_f32(name: &str) -> Vec<f32> {
-    let raw = std::fs::read(fixtures().join(name)).unwrap();
-    raw.chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    llama_cpp_support::read_f32(&fixtures().join(name))
 }
 
 #[test]
@@ -93,9 +82,7 @@ fn quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_itself() {
     model.set_threads(2);
     let (reference, last) = reference();
     let vocab = reference.n_vocab;
-    let (mut our_max, mut their_max) = (0.0f32, 0.0f32);
-    let (mut our_mean, mut their_mean) = (0.0f32, 0.0f32);
-    let (mut agree, mut positions) = (0usize, 0usize);
+    let mut spread = Spread::default();
     for (k, p) in reference.prompts.iter().enumerate() {
         let hidden = model.forward(&p.tokens, None).expect("forward");
         let logits = model.logits_for(&hidden.data, None).expect("logits");
@@ -123,25 +110,14 @@ fn quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_itself() {
             p.kv_f16_last_mean_abs_diff,
             p.tokens.len()
         );
-        our_max = our_max.max(max);
-        their_max = their_max.max(p.kv_f16_last_max_abs_diff);
-        our_mean += mean / reference.prompts.len() as f32;
-        their_mean += p.kv_f16_last_mean_abs_diff / reference.prompts.len() as f32;
-        agree += top1;
-        positions += p.tokens.len();
+        spread.our_max = spread.our_max.max(max);
+        spread.their_max = spread.their_max.max(p.kv_f16_last_max_abs_diff);
+        spread.our_mean += mean / reference.prompts.len() as f32;
+        spread.their_mean += p.kv_f16_last_mean_abs_diff / reference.prompts.len() as f32;
+        spread.agree += top1;
+        spread.positions += p.tokens.len();
     }
-    assert!(
-        our_max <= 1.25 * their_max,
-        "max |Δ| {our_max} vs llama.cpp's own {their_max}"
-    );
-    assert!(
-        our_mean <= 1.5 * their_mean,
-        "mean |Δ| {our_mean} vs llama.cpp's own {their_mean}"
-    );
-    assert!(
-        agree * 100 >= positions * 95,
-        "top-1 agreement {agree}/{positions}"
-    );
+    spread.assert_within_llama_cpp_own("SmolLM2");
 }
 
 #[test]

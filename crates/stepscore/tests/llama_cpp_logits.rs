@@ -32,7 +32,11 @@
 //! from scripts/qwen2_parity_1.5b.sh. Without the model file the tests print
 //! why and pass without checking.
 
+mod llama_cpp_support;
+
 use std::path::PathBuf;
+
+use llama_cpp_support::{top5, Spread};
 
 use serde::Deserialize;
 use stepscore::format::ModelBytes;
@@ -81,11 +85,7 @@ fn fixtures(name: &str) -> PathBuf {
 }
 
 fn read_f32(name: &str, file: &str) -> Vec<f32> {
-    std::fs::read(fixtures(name).join(file))
-        .unwrap()
-        .chunks_exact(4)
-        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-        .collect()
+    llama_cpp_support::read_f32(&fixtures(name).join(file))
 }
 
 fn reference(name: &str) -> (Reference, Vec<f32>) {
@@ -105,13 +105,6 @@ fn load(name: &str) -> Option<GgufModel> {
         return None;
     };
     Some(GgufModel::parse(ModelBytes::open(&path).expect("open model"), name).expect("parse GGUF"))
-}
-
-fn top5(row: &[f32]) -> Vec<u32> {
-    let mut idx: Vec<u32> = (0..row.len() as u32).collect();
-    idx.sort_by(|&a, &b| row[b as usize].total_cmp(&row[a as usize]).then(a.cmp(&b)));
-    idx.truncate(5);
-    idx
 }
 
 /// Largest and mean |a - b| over the strided ids, and largest over `top`.
@@ -147,9 +140,7 @@ fn quantized_path_check(name: &str) {
     let (reference, strided) = reference(name);
     let vocab = reference.n_vocab;
     let per_prompt = vocab.div_ceil(reference.stride);
-    let (mut our_max, mut their_max) = (0.0f32, 0.0f32);
-    let (mut our_mean, mut their_mean) = (0.0f32, 0.0f32);
-    let (mut agree, mut positions) = (0usize, 0usize);
+    let mut spread = Spread::default();
     let n = reference.prompts.len() as f32;
     for (k, p) in reference.prompts.iter().enumerate() {
         assert_eq!(
@@ -181,28 +172,14 @@ fn quantized_path_check(name: &str) {
             p.kv_f16_strided_mean_abs_diff,
             p.tokens.len()
         );
-        our_max = our_max.max(max.max(top_max));
-        their_max = their_max.max(theirs);
-        our_mean += mean / n;
-        their_mean += p.kv_f16_strided_mean_abs_diff / n;
-        agree += top1;
-        positions += p.tokens.len();
+        spread.our_max = spread.our_max.max(max.max(top_max));
+        spread.their_max = spread.their_max.max(theirs);
+        spread.our_mean += mean / n;
+        spread.their_mean += p.kv_f16_strided_mean_abs_diff / n;
+        spread.agree += top1;
+        spread.positions += p.tokens.len();
     }
-    eprintln!(
-        "{name}: max |Δ| {our_max:.3} vs {their_max:.3}, mean |Δ| {our_mean:.4} vs {their_mean:.4}, top-1 {agree}/{positions}"
-    );
-    assert!(
-        our_max <= 1.25 * their_max,
-        "max |Δ| {our_max} vs llama.cpp's own {their_max}"
-    );
-    assert!(
-        our_mean <= 1.5 * their_mean,
-        "mean |Δ| {our_mean} vs llama.cpp's own {their_mean}"
-    );
-    assert!(
-        agree * 100 >= positions * 95,
-        "top-1 agreement {agree}/{positions}"
-    );
+    spread.assert_within_llama_cpp_own(name);
 }
 
 #[test]

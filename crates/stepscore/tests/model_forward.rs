@@ -118,7 +118,12 @@ fn hidden_states_and_logits_match_numpy() {
             assert_eq!(hidden.n_tokens, case.tokens.len());
             assert_close(&format!("{what} hidden"), &hidden.data, &case.hidden, TOL);
             let logits = model.logits_for(&hidden.data, None).unwrap();
-            worst = worst.max(assert_close(&format!("{what} logits"), &logits, &case.logits, TOL));
+            worst = worst.max(assert_close(
+                &format!("{what} logits"),
+                &logits,
+                &case.logits,
+                TOL,
+            ));
         }
         eprintln!("{name}: CPU logits vs float64 numpy, max |Δ| {worst:.2e}");
     }
