@@ -198,7 +198,8 @@ def reference_forward(cfg, w, tokens):
             allowed &= (i - j) < window
         return np.where(allowed, 0.0, -np.inf)
 
-    scale = 1.0 / np.sqrt(cfg["query_pre_attn_scalar"] if gemma else hd)
+    # Scores are divided by sqrt(query_pre_attn_scalar) (Gemma) or sqrt(head_dim).
+    denom = np.sqrt(cfg["query_pre_attn_scalar"] if gemma else hd)
 
     for layer in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{layer}."
@@ -227,7 +228,7 @@ def reference_forward(cfg, w, tokens):
         k = apply_rope(k, cos, sin)
         k = np.repeat(k, nh // nkv, axis=0)  # repeat_kv: head h reads kv head h // group
         v = np.repeat(v, nh // nkv, axis=0)
-        scores = q @ k.transpose(0, 2, 1) * scale + mask[None]
+        scores = q @ k.transpose(0, 2, 1) / denom + mask[None]
         o = softmax(scores) @ v  # [nh, T, hd]
         o = o.transpose(1, 0, 2).reshape(T, nh * hd)
         o = o @ W[p + "self_attn.o_proj.weight"].T

@@ -150,6 +150,34 @@ def metaspace_tokenizer(vocab_size):
     return tok
 
 
+def gemma_tokenizer(vocab_size):
+    """Gemma's layout: <pad> <eos> <bos> <unk> as ids 0-3, then its turn
+    markers, 256 <0xNN> byte tokens, normalizer Replace(" ", "▁") with no
+    prepended "▁" (add_space_prefix false), byte_fallback, and a post-processor
+    that adds <bos>."""
+    specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>", "<end_of_turn>"]
+    byte_tokens = [f"<0x{b:02X}>" for b in range(256)]
+    tok = Tokenizer(models.BPE(unk_token="<unk>", byte_fallback=True, fuse_unk=True))
+    tok.pre_tokenizer = pre_tokenizers.Metaspace(replacement="▁", prepend_scheme="never", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False, special_tokens=specials + byte_tokens)
+    lines = [line for chunk in corpus() for line in chunk.split("\n") if line]
+    tok.train_from_iterator(lines, trainer)
+
+    spec = json.loads(tok.to_str())
+    spec["added_tokens"] = [t for t in spec["added_tokens"] if t["content"] in specials]
+    spec["normalizer"] = {"type": "Replace", "pattern": {"String": " "}, "content": "▁"}
+    spec["pre_tokenizer"] = None
+    spec["decoder"] = {"type": "Sequence", "decoders": [
+        {"type": "Replace", "pattern": {"String": "▁"}, "content": " "},
+        {"type": "ByteFallback"},
+        {"type": "Fuse"},
+    ]}
+    tok = Tokenizer.from_str(json.dumps(spec))
+    tok.post_processor = processors.TemplateProcessing(
+        single="<bos>:0 $A:0", pair="<bos>:0 $A:0 <bos>:1 $B:1", special_tokens=[("<bos>", tok.token_to_id("<bos>"))])
+    return tok
+
+
 def render(template, **kwargs):
     """Chat template rendering as transformers does it (sandboxed jinja2, trim/lstrip blocks)."""
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
@@ -533,9 +561,17 @@ def confidence(rng):
     w = f64(w32)
 
     sep = tok.encode("\n\n", add_special_tokens=False).ids
+    cases = confidence_cases(tok, cfg, w, sep)
+    ref = {"family": "confidence", "separator": "\n\n", "separator_ids": sep, "cases": cases}
+    write_fixture("confidence-tiny", cfg, tok, llama3_tok_config(tok, None), lambda p: save_file(w32, p), ref)
+
+
+def confidence_cases(tok, cfg, w, sep):
+    """Each case's ids (problem, separator, steps each followed by it) and
+    its steps' mean/min token log-probabilities and entropies."""
     cases = []
     for c in CASES:
-        ids = tok.encode(c["problem"] + "\n\n").ids  # post-processor adds <|begin_of_text|>
+        ids = tok.encode(c["problem"] + "\n\n").ids  # the post-processor adds BOS
         spans = []
         for step in c["steps"]:
             step_ids = tok.encode(step, add_special_tokens=False).ids
@@ -556,8 +592,33 @@ def confidence(rng):
                       "mean_logprob": [r(m) for m, _, _ in per_step],
                       "min_logprob": [r(m) for _, m, _ in per_step],
                       "mean_entropy": [r(e) for _, _, e in per_step]})
+    return cases
+
+
+def gemma3_confidence(rng):
+    """The confidence family on a Gemma 3 decoder (scaled embeddings, post
+    norms, GELU, local and global layers) behind a Gemma-layout tokenizer."""
+    tok = gemma_tokenizer(430)
+    n = tok.get_vocab_size()
+    cfg = small_config("gemma3_text", "Gemma3ForCausalLM", n, 32, num_hidden_layers=3, num_key_value_heads=1,
+                       head_dim=16, query_pre_attn_scalar=16, sliding_window=8,
+                       layer_types=["sliding_attention", "full_attention", "sliding_attention"],
+                       rope_theta=1000000.0, rope_local_base_freq=10000.0, tie_word_embeddings=True,
+                       attention_bias=False, hidden_activation="gelu_pytorch_tanh",
+                       final_logit_softcapping=None, attn_logit_softcapping=None,
+                       bos_token_id=tok.token_to_id("<bos>"), eos_token_id=tok.token_to_id("<eos>"),
+                       pad_token_id=tok.token_to_id("<pad>"))
+    del cfg["hidden_act"]
+    w32 = mr.make_weights(rng, cfg, "gemma3")
+    w32["model.norm.weight"] -= 0.7  # gain 0.3 (stored as gain - 1): tied logits less peaked
+    w = f64(w32)
+    sep = tok.encode("\n\n", add_special_tokens=False).ids
+    cases = confidence_cases(tok, cfg, w, sep)
     ref = {"family": "confidence", "separator": "\n\n", "separator_ids": sep, "cases": cases}
-    write_fixture("confidence-tiny", cfg, tok, llama3_tok_config(tok, None), lambda p: save_file(w32, p), ref)
+    tok_config = {"add_bos_token": True, "add_eos_token": False, "bos_token": "<bos>", "eos_token": "<eos>",
+                  "pad_token": "<pad>", "unk_token": "<unk>", "added_tokens_decoder": added_tokens_decoder(tok),
+                  "tokenizer_class": "GemmaTokenizer"}
+    write_fixture("gemma3-confidence-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)
 
 
 # ---------------------------------------------------------------- read-back check
@@ -632,7 +693,9 @@ def main():
     math_shepherd(np.random.default_rng(303))
     rlhflow(np.random.default_rng(404))
     confidence(np.random.default_rng(505))
-    for name in ["qwen2-prm-tiny", "skywork-prm-tiny", "math-shepherd-tiny", "rlhflow-tiny", "confidence-tiny"]:
+    gemma3_confidence(np.random.default_rng(606))
+    for name in ["qwen2-prm-tiny", "skywork-prm-tiny", "math-shepherd-tiny", "rlhflow-tiny", "confidence-tiny",
+                 "gemma3-confidence-tiny"]:
         verify(name)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)

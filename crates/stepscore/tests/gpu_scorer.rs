@@ -36,19 +36,20 @@ struct Case {
     step_scores: Vec<f64>,
 }
 
-const FAMILIES: [&str; 5] = [
+const FAMILIES: [&str; 6] = [
     "qwen2-prm-tiny",
     "skywork-prm-tiny",
     "math-shepherd-tiny",
     "rlhflow-tiny",
     "confidence-tiny",
+    "gemma3-confidence-tiny",
 ];
 
 /// Families nothing in the checkpoint names (as in prm_families.rs).
 fn family_of(name: &str) -> Option<Family> {
     match name {
         "rlhflow-tiny" => Some(Family::Rlhflow),
-        "confidence-tiny" => Some(Family::Confidence),
+        "confidence-tiny" | "gemma3-confidence-tiny" => Some(Family::Confidence),
         _ => None,
     }
 }

@@ -133,6 +133,14 @@ fn confidence_family() {
     check("confidence-tiny", Some(Family::Confidence));
 }
 
+/// The confidence family on a Gemma 3 checkpoint as transformers lays it out:
+/// `gemma3_text` config, norms stored as gain - 1, a SentencePiece-style
+/// tokenizer.json without a prepended "▁" whose post-processor adds `<bos>`.
+#[test]
+fn confidence_family_on_gemma3() {
+    check("gemma3-confidence-tiny", Some(Family::Confidence));
+}
+
 #[test]
 fn confidence_has_per_step_statistics() {
     let scorer = Scorer::open(
