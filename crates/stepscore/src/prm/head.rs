@@ -7,11 +7,9 @@
 //! reading their output back.
 
 use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
-use super::family::Family;
-use super::template::{Encoded, Protocol};
+use super::template::Encoded;
 use crate::error::{Error, Result};
 use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
-use crate::tokenizer::Tokenizer;
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub(crate) const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -246,15 +244,17 @@ pub struct MinWith {
 /// A head and its weights, `W` being the engine's weight storage.
 #[derive(Debug, Clone)]
 pub struct Head<W = Matrix> {
-    kind: Kind<W>,
+    pub(crate) kind: Kind<W>,
     /// The layers the engine must tap (empty: the final states).
-    layers: Vec<usize>,
-    threshold: Option<f64>,
-    solution_threshold: Option<f64>,
+    pub(crate) layers: Vec<usize>,
+    pub(crate) threshold: Option<f64>,
+    pub(crate) solution_threshold: Option<f64>,
 }
 
+/// The shape of a head, which the families' files build (`family/`) and
+/// [`Head::apply`] runs.
 #[derive(Debug, Clone)]
-enum Kind<W> {
+pub(crate) enum Kind<W> {
     /// Linear(h,h) -> ReLU -> Linear(h,2), softmax, class 1.
     Score {
         w0: W,
@@ -283,19 +283,19 @@ pub struct ValueHead {
     b0: Vec<f32>,
     /// The MLP's output layer `[1, units]` and its bias, after a ReLU.
     out: Option<(Vec<f32>, f32)>,
-    stats: Vec<StepStat>,
+    pub(crate) stats: Vec<StepStat>,
     /// Rows are the statistics alone (see [`HeadInput::stats_only`]).
-    stats_only: bool,
+    pub(crate) stats_only: bool,
     /// Some statistic reads the step's [`DigitConfidence`].
-    reads_digits: bool,
+    pub(crate) reads_digits: bool,
     /// A stats-only head whose probability caps this one's, and the power
     /// this head's probability is raised to first ([`HeadInput::min_with`]).
-    guard: Option<(Box<ValueHead>, f64)>,
+    pub(crate) guard: Option<(Box<ValueHead>, f64)>,
 }
 
 impl ValueHead {
     /// The statistics its score reads: its own, then its guard's.
-    fn read_stats(&self) -> impl Iterator<Item = StepStat> + '_ {
+    pub(crate) fn read_stats(&self) -> impl Iterator<Item = StepStat> + '_ {
         let guard = self.guard.iter().flat_map(|(g, _)| g.stats.iter());
         self.stats.iter().chain(guard).copied()
     }
@@ -393,7 +393,7 @@ pub struct HeadOutput {
 /// A named tensor as (shape, f32 values), or `None` when absent.
 pub type TensorLookup<'a> = dyn Fn(&str) -> Result<Option<(Vec<usize>, Vec<f32>)>> + 'a;
 
-fn require(get: &TensorLookup<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
+pub(crate) fn require(get: &TensorLookup<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
     match get(name)? {
         None => Err(Error::model(
             name,
@@ -426,7 +426,11 @@ fn width_hint(got: &[usize], want: &[usize]) -> String {
     }
 }
 
-fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Result<ValueHead> {
+pub(crate) fn value_head(
+    get: &TensorLookup<'_>,
+    width: usize,
+    stats: &[StepStat],
+) -> Result<ValueHead> {
     if get(V_HEAD_WEIGHT)?.is_some() {
         let w0 = require(get, V_HEAD_WEIGHT, &[1, width])?;
         let b = match get(V_HEAD_BIAS)? {
@@ -484,7 +488,7 @@ fn value_head(get: &TensorLookup<'_>, width: usize, stats: &[StepStat]) -> Resul
 /// The guard `min_with` names, from its head file's input and tensors
 /// (`guard`, which the caller reads: a built-in head over step statistics
 /// alone), and the power of the guarded head's probability.
-fn guard_head(
+pub(crate) fn guard_head(
     min_with: &MinWith,
     guard: Option<(&HeadInput, &TensorLookup<'_>)>,
 ) -> Result<(Box<ValueHead>, f64)> {
@@ -506,123 +510,24 @@ fn guard_head(
     Ok((Box::new(g), min_with.power))
 }
 
-impl Head {
-    /// Builds the head `protocol`'s family needs for `model` (its final
-    /// form: the "+"/"-" rows are cut from its vocabulary projection as
-    /// scoring will use it), reading `input`'s layer and statistics; the
-    /// tokenizer finds the operator tokens for the operation statistic.
-    /// `guard` is the input and tensors of the head `input.min_with` names.
-    pub fn load(
-        protocol: &Protocol,
-        model: &Transformer,
-        tokenizer: &Tokenizer,
-        input: &HeadInput,
-        get: &TensorLookup<'_>,
-        guard: Option<(&HeadInput, &TensorLookup<'_>)>,
-    ) -> Result<Head> {
-        let h = model.config().hidden_size;
-        let n_layers = model.config().n_layers;
-        if let Some(&l) = input.layers.iter().find(|&&l| l > n_layers) {
-            return Err(Error::model(
-                "stepscore.layer",
-                format!("the head reads layer {l}, the model has {n_layers} layers (0 is the embeddings)"),
-            ));
-        }
-        if input.layers.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(Error::model(
-                "stepscore.layer",
-                format!(
-                    "the head's layers {:?} are not strictly ascending",
-                    input.layers
-                ),
-            ));
-        }
-        let hidden_state_head = matches!(protocol.family, Family::ScoreHead | Family::ValueHead);
-        if !hidden_state_head && (!input.layers.is_empty() || !input.stats.is_empty()) {
-            return Err(Error::model(
-                "stepscore.layer",
-                format!("the {} family reads the LM's own outputs: it has no layer or confidence features to choose", protocol.family),
-            ));
-        }
-        if protocol.family == Family::ScoreHead && input.layers.len() > 1 {
-            return Err(Error::model(
-                "stepscore.layer",
-                "a 2-class score head reads one layer; several are for value heads",
-            ));
-        }
-        if protocol.family == Family::ScoreHead && !input.stats.is_empty() {
-            return Err(Error::model(
-                "stepscore.step_stats",
-                "only value heads join the confidence statistics to the hidden state",
-            ));
-        }
-        let kind = match protocol.family {
-            Family::ScoreHead => {
-                let b2 = require(get, SCORE_2_BIAS, &[2])?;
-                Kind::Score {
-                    w0: Matrix::from_f32(h, h, require(get, SCORE_0_WEIGHT, &[h, h])?)?,
-                    b0: require(get, SCORE_0_BIAS, &[h])?,
-                    w2: Matrix::from_f32(2, h, require(get, SCORE_2_WEIGHT, &[2, h])?)?,
-                    b2: [b2[0], b2[1]],
-                }
-            }
-            Family::ValueHead => {
-                if input.stats_only && input.stats.is_empty() {
-                    return Err(Error::model(
-                        "stepscore.stats_only",
-                        "a head over the step statistics alone must name them in `stepscore.step_stats`",
-                    ));
-                }
-                let reads = if input.stats_only {
-                    0
-                } else {
-                    h * input.layers.len().max(1)
-                };
-                let mut v = value_head(get, reads + input.stats.len(), &input.stats)?;
-                v.stats_only = input.stats_only;
-                v.guard = match &input.min_with {
-                    Some(m) => Some(guard_head(m, guard)?),
-                    None => None,
-                };
-                let all: Vec<StepStat> = v.read_stats().collect();
-                v.reads_digits = all.iter().any(|s| s.reads_digit_confidence());
-                let operators = if all.iter().any(|s| s.reads_operations()) {
-                    Some(OperatorRows::load(model, tokenizer)?)
-                } else {
-                    None
-                };
-                Kind::Value(v, operators)
-            }
-            Family::MathShepherd | Family::Rlhflow => {
-                let (plus, minus) = protocol
-                    .plus_minus
-                    .ok_or_else(|| Error::Tokenizer("no \"+\"/\"-\" token ids resolved".into()))?;
-                let vocab = model.config().vocab_size;
-                if let Some(r) = [plus, minus].into_iter().find(|&r| r as usize >= vocab) {
-                    return Err(Error::InvalidArgument(format!(
-                        "vocabulary row {r} is out of range for vocabulary size {vocab}"
-                    )));
-                }
-                Kind::PlusMinus {
-                    rows: model.vocab_projection()?.select_rows(&[plus, minus])?,
-                }
-            }
-            Family::Confidence => Kind::Confidence,
-        };
-        // The final layer alone is the forward's own output: nothing to tap.
-        let layers = if input.layers == [n_layers] {
-            Vec::new()
-        } else {
-            input.layers.clone()
-        };
-        Ok(Head {
-            kind,
-            layers,
-            threshold: input.threshold,
-            solution_threshold: input.solution_threshold,
-        })
+/// The "+" and "-" rows of the vocabulary projection, in that order (the
+/// families scored by the LM's own "+"/"-" logits).
+pub(crate) fn plus_minus_rows(
+    model: &Transformer,
+    (plus, minus): (u32, u32),
+) -> Result<Kind<Matrix>> {
+    let vocab = model.config().vocab_size;
+    if let Some(r) = [plus, minus].into_iter().find(|&r| r as usize >= vocab) {
+        return Err(Error::InvalidArgument(format!(
+            "vocabulary row {r} is out of range for vocabulary size {vocab}"
+        )));
     }
+    Ok(Kind::PlusMinus {
+        rows: model.vocab_projection()?.select_rows(&[plus, minus])?,
+    })
+}
 
+impl Head {
     /// The head with its weights in `k`'s storage.
     pub fn upload<K: Kernels>(&self, k: &K) -> Result<Head<K::Weights>> {
         let kind = match &self.kind {

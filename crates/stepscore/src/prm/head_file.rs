@@ -8,9 +8,7 @@ use std::path::Path;
 use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
-use super::head::{
-    HeadInput, MinWith, StepStat, SCORE_0_WEIGHT, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT,
-};
+use super::head::{HeadInput, MinWith, StepStat};
 use crate::error::{Error, Result};
 use crate::format::storage::open_regular;
 use crate::model::hf::to_f32;
@@ -336,19 +334,16 @@ impl HeadFile {
 
     /// The family whose head tensors the file holds.
     pub fn family(&self) -> Result<Family> {
-        if self.tensor(V_HEAD_WEIGHT).is_some() || self.tensor(V_HEAD_MLP_0_WEIGHT).is_some() {
-            Ok(Family::ValueHead)
-        } else if self.tensor(SCORE_0_WEIGHT).is_some() {
-            Ok(Family::ScoreHead)
-        } else {
+        Family::of_head_file(|t| self.tensor(t).is_some()).ok_or_else(|| {
             let names: Vec<&str> = self.tensors.iter().map(|(n, _, _)| n.as_str()).collect();
-            Err(Error::model(
+            Error::model(
                 &self.name,
                 format!(
-                    "no head tensors: expected `{V_HEAD_WEIGHT}` or `{V_HEAD_MLP_0_WEIGHT}` (value head) or `{SCORE_0_WEIGHT}` (score head), found {names:?}"
+                    "no head tensors: expected {}, found {names:?}",
+                    Family::head_file_expectation()
                 ),
-            ))
-        }
+            )
+        })
     }
 }
 
@@ -463,6 +458,7 @@ impl HeadInput {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::prm::head::V_HEAD_WEIGHT;
     use safetensors::tensor::{serialize, Dtype, TensorView};
 
     fn file(tensors: &[(&str, Vec<usize>, Vec<f32>)]) -> Vec<u8> {

@@ -1,0 +1,111 @@
+//! RLHFlow PRMs (plain Llama causal LMs: nothing in the files says so, the
+//! family is chosen by name): each step a user turn, the first prefixed by
+//! the problem, answered "+" by the assistant; softmax over the "+"/"-"
+//! logits just before each "+", probability of "+".
+
+use super::{plus_minus, reads_no_features, HeadLoad, Protocol, Spec};
+use crate::error::{Error, Result};
+use crate::model::Matrix;
+use crate::prm::chat::{ChatFormat, Message};
+use crate::prm::head::Kind;
+use crate::prm::template::{token_ranges, token_spans, Encoded};
+use crate::tokenizer::Tokenizer;
+
+/// The special tokens a Llama-3 conversation is written with.
+const LLAMA3_MARKUP: [&str; 4] = [
+    "<|begin_of_text|>",
+    "<|start_header_id|>",
+    "<|end_header_id|>",
+    "<|eot_id|>",
+];
+
+pub(super) const SPEC: Spec = Spec {
+    names: &["rlhflow"],
+    needs_lm_head: true,
+    detect: None,
+    head_file_tensors: &[],
+    prepare,
+    encode,
+    head,
+};
+
+fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {
+    p.plus_minus = Some((p.last_token(tokenizer, "+")?, p.last_token(tokenizer, "-")?));
+    let chat = p.chat.get_or_insert(ChatFormat::Llama31).clone();
+    // Without these as single tokens the conversation would be tokenized as
+    // plain text: a prompt the model never saw, and scores that look fine.
+    if matches!(chat, ChatFormat::Llama3 | ChatFormat::Llama31) {
+        for t in LLAMA3_MARKUP {
+            if tokenizer.token_to_id(t).is_none() {
+                return Err(p.missing(&format!(
+                    "the Llama-3 chat token `{t}` (its turns are Llama-3 conversations)"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
+    // The reference scores step i on the conversation up to its answer, at
+    // position -3 (the token before "+"). One pass over the whole
+    // conversation gives the same logits, since the model is causal.
+    let chat = p.chat.clone().unwrap_or(ChatFormat::Llama31);
+    let first = format!("{problem} {}", steps[0]);
+    let contents: Vec<&str> = std::iter::once(first.as_str())
+        .chain(steps[1..].iter().copied())
+        .collect();
+    let mut messages = Vec::with_capacity(2 * steps.len());
+    let mut markers = Vec::with_capacity(steps.len());
+    for c in &contents {
+        messages.push(Message {
+            role: "user",
+            content: c,
+        });
+        messages.push(Message {
+            role: "assistant",
+            content: "+",
+        });
+        let prefix = tok.encode(&chat.render(&messages), false)?;
+        if prefix.len() < 3 {
+            return Err(Error::Tokenizer(
+                "the RLHFlow prompt tokenized to fewer than 3 tokens".into(),
+            ));
+        }
+        markers.push(prefix.len() - 3);
+    }
+    let text = chat.render(&messages);
+    let enc = tok.encode_with_offsets(&text, false)?;
+    // Step text spans: each user content (trimmed by the template) in order.
+    let mut spans = Vec::with_capacity(steps.len());
+    let mut from = 0;
+    for (i, s) in steps.iter().enumerate() {
+        let needle = if i == 0 { first.trim() } else { s.trim() };
+        let at = text[from..].find(needle).map_or(from, |k| from + k);
+        let start = if i == 0 {
+            at + needle.len() - s.trim().len()
+        } else {
+            at
+        };
+        spans.push(start..at + needle.len());
+        from = at + needle.len();
+    }
+    if markers.last().is_some_and(|&m| m >= enc.ids.len()) {
+        return Err(Error::Tokenizer(
+            "RLHFlow prompt prefixes do not tokenize as prefixes of the whole".into(),
+        ));
+    }
+    let step_tokens = token_ranges(&enc.offsets, &spans);
+    Ok(Encoded {
+        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
+        step_tokens,
+        tokens: enc.ids,
+        markers,
+        step_texts: steps.iter().map(|s| s.trim().to_string()).collect(),
+    })
+}
+
+fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {
+    reads_no_features(load)?;
+    plus_minus(load)
+}
