@@ -621,6 +621,83 @@ def gemma3_confidence(rng):
     write_fixture("gemma3-confidence-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)
 
 
+# ---------------------------------------------------------------- 7. outcome reward model
+
+CHATML_TEMPLATE = r"""{%- for message in messages %}
+{{- '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>\n' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|im_start|>assistant\n' }}
+{%- endif %}
+"""
+
+
+def outcome(rng):
+    """A sequence-classification reward model (Qwen3ForSequenceClassification,
+    num_labels 1, as Skywork-Reward-V2-Qwen3 is laid out): the conversation
+    through the chat template, `score.weight` on the last token's final
+    state. One score per solution, on its last step; the steps are joined by
+    blank lines in the assistant's turn."""
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    tok = byte_level_tokenizer(QWEN2_PATTERN, specials, 410, nfc=True)
+    n = tok.get_vocab_size()
+    cfg = small_config("qwen3", "Qwen3ForSequenceClassification", padded(n), 64, head_dim=20,
+                       attention_bias=False, rope_theta=1000000.0, tie_word_embeddings=True,
+                       bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=tok.token_to_id("<|im_end|>"),
+                       pad_token_id=tok.token_to_id("<|endoftext|>"),
+                       id2label={"0": "LABEL_0"}, label2id={"LABEL_0": 0})
+    w32 = mr.make_weights(rng, cfg, "qwen3")
+    w32.pop("lm_head.weight", None)  # a sequence classifier has no vocabulary projection
+    h = cfg["hidden_size"]
+    prompts = []
+    for c in CASES:
+        messages = [{"role": "user", "content": c["problem"]},
+                    {"role": "assistant", "content": "\n\n".join(c["steps"])}]
+        text = render(CHATML_TEMPLATE, messages=messages, add_generation_prompt=False)
+        ids = tok.encode(text, add_special_tokens=False).ids
+        prompts.append((text, ids))
+
+    # Every conversation ends with the same tokens: centre and scale a random
+    # direction on these last states so the scores spread out.
+    w = f64(w32)
+    raw_w = rng.standard_normal(h)
+    raw = np.array([hidden_states(cfg, w, ids)[-1] @ raw_w for _, ids in prompts])
+    scale = 1.5 / raw.std()
+    w32["score.weight"] = (scale * raw_w).astype(np.float32)[None, :]
+    # A bias is written too (TRL's RewardTrainer heads have none; a checkpoint
+    # with one must still load it).
+    w32["score.bias"] = np.array([-scale * raw.mean() + 0.1], dtype=np.float32)
+    w = f64(w32)
+    b = w["score.bias"][0]
+    cases, all_scores = [], []
+    for c, (text, ids) in zip(CASES, prompts):
+        logit = hidden_states(cfg, w, ids)[-1] @ w["score.weight"][0] + b
+        p = float(sigmoid(logit))
+        all_scores.append([p])
+        # Each step's own last token marks it; the last step's is the
+        # conversation's last token, where the score is read.
+        offsets = tok.encode(text, add_special_tokens=False).offsets
+        at = text.rfind("\n\n".join(c["steps"]))
+        markers = []
+        for step in c["steps"]:
+            end = at + len(step)  # str offsets, as `tokenizers` gives them
+            markers.append(max(i for i, (a, e) in enumerate(offsets) if a < end and e > a))
+            at = end + 2
+        markers[-1] = len(ids) - 1
+        cases.append({"problem": c["problem"], "steps": c["steps"], "prompt_text": text, "input_ids": ids,
+                      "marker_positions": markers,
+                      "step_scores": [None] * (len(c["steps"]) - 1) + [r(p)], "logit": r(logit)})
+    check_spread("outcome-tiny", [[x for s in all_scores for x in s]])
+    tok_config = {
+        "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>", "unk_token": None, "model_max_length": 4096, "errors": "replace",
+        "clean_up_tokenization_spaces": False, "split_special_tokens": False,
+        "added_tokens_decoder": added_tokens_decoder(tok), "chat_template": CHATML_TEMPLATE,
+    }
+    ref = {"family": "outcome", "step_join": "\n\n", "cases": cases}
+    write_fixture("outcome-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)
+
+
 # ---------------------------------------------------------------- read-back check
 
 
@@ -679,6 +756,9 @@ def verify(name):
         got = np.exp(log_softmax(z @ w["score.2.weight"].T + w["score.2.bias"]))[:, 1]
     elif fam == "value-head":
         got = sigmoid(hidden_states(cfg, w, ids)[m] @ w["v_head.summary.weight"][0] + w["v_head.summary.bias"][0])
+    elif fam == "outcome":
+        z = hidden_states(cfg, w, ids)[-1] @ w["score.weight"][0] + w["score.bias"][0]
+        got, case = [sigmoid(z)], dict(case, step_scores=case["step_scores"][-1:])
     elif fam in ("math-shepherd", "rlhflow"):
         got = np.exp(log_softmax(logits_of(cfg, w, ids)[m][:, ref["candidate_token_ids"]]))[:, 0]
     else:
@@ -694,8 +774,9 @@ def main():
     rlhflow(np.random.default_rng(404))
     confidence(np.random.default_rng(505))
     gemma3_confidence(np.random.default_rng(606))
+    outcome(np.random.default_rng(707))
     for name in ["qwen2-prm-tiny", "skywork-prm-tiny", "math-shepherd-tiny", "rlhflow-tiny", "confidence-tiny",
-                 "gemma3-confidence-tiny"]:
+                 "gemma3-confidence-tiny", "outcome-tiny"]:
         verify(name)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)

@@ -28,7 +28,7 @@ export class StepscoreError extends Error {
 
 /** The core's backend names: 'gpu' and 'webgpu' both name the WGSL engine on WebGPU. */
 export type Backend = 'auto' | 'webgpu' | 'gpu' | 'cpu';
-export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence';
+export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence' | 'outcome';
 export type Truncation = 'error' | 'drop-steps';
 export type Quantize = 'q8_0' | 'q8' | 'q4_0' | 'q4';
 export type Aggregation = 'min' | 'prod' | 'last' | 'mean' | 'geo_mean';
@@ -247,10 +247,12 @@ export interface ScoreOptions {
 }
 
 export interface TraceScore {
-  /** One per step; null for steps dropped by truncation. */
+  /** One per step; null for steps dropped by truncation, and for every step but the last under the 'outcome' family. */
   stepScores: Array<number | null>;
   tokens: number;
   truncatedSteps: number;
+  /** Only for the 'outcome' family: the reward model's logit for the whole solution (the last step's score is its sigmoid). */
+  outcomeLogit?: number;
   /** Only for the 'confidence' family. */
   confidence?: StepConfidence[];
   /** With `{ tokenLogprobs: true }`: per scored step, its tokens in order. */

@@ -23,12 +23,12 @@ pub struct ModelArgs {
     /// A PRM head in its own safetensors file (e.g. from `stepscore train`),
     /// applied to the --model backbone (default: the default PRM's backbone,
     /// Qwen2.5-Coder-1.5B-Instruct, in place of its built-in head). Refused
-    /// with a --family that reads no head file (confidence, math-shepherd, rlhflow).
+    /// with a --family that reads no head file (confidence, math-shepherd, rlhflow, outcome).
     #[arg(long)]
     pub head: Option<PathBuf>,
 
-    /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence
-    /// (detected from the checkpoint when omitted).
+    /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence,
+    /// outcome (detected from the checkpoint when omitted).
     #[arg(long)]
     pub family: Option<Family>,
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::prm::{
     least_likely, HeadSource, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
     TokenLogprob, TraceScore as CoreTraceScore,
@@ -26,6 +26,9 @@ pub struct TraceScore {
     inner: CoreTraceScore,
     /// Asked for with `token_logprobs=True` and given by the head.
     tokens: Option<StepTokens>,
+    /// The scorer's threshold in force: its head's shipped one, else 0.5
+    /// (`Scorer::threshold_in_force`, the one rule of every front end).
+    threshold: f64,
 }
 
 /// A stretch of a step's text (char indices) and a log-prob; a token also
@@ -113,10 +116,19 @@ fn least_list<'py>(py: Python<'py>, steps: &[Option<CharSpan>]) -> PyResult<Boun
 
 #[pymethods]
 impl TraceScore {
-    /// One score per step; `None` for steps dropped by truncation.
+    /// One score per step; `None` for steps dropped by truncation, and for
+    /// every step but the last under the outcome family (one score for the
+    /// whole solution).
     #[getter]
     fn step_scores(&self) -> Vec<Option<f64>> {
         self.inner.step_scores.clone()
+    }
+
+    /// An outcome reward model's logit for the whole solution (the last
+    /// step's score is its sigmoid); None for the other families.
+    #[getter]
+    fn outcome_logit(&self) -> Option<f64> {
+        self.inner.outcome_logit
     }
 
     /// Tokens the engine processed.
@@ -170,13 +182,17 @@ impl TraceScore {
     #[pyo3(signature = (how = "min"))]
     fn aggregate(&self, py: Python<'_>, how: &str) -> PyResult<Option<f64>> {
         let how: Aggregation = how.parse().py_err(py)?;
-        Ok(aggregate(&self.scored(), how))
+        Ok(aggregate(&self.inner.scored().scores, how))
     }
 
-    /// The index of the first scored step below `threshold`, or None.
-    #[pyo3(signature = (threshold = 0.5))]
-    fn first_error(&self, threshold: f64) -> Option<usize> {
-        first_error(&self.scored(), threshold)
+    /// The index of the first scored step below `threshold`, or None;
+    /// without one, the threshold the scorer's head ships (else 0.5), as
+    /// the CLI and the npm package use.
+    #[pyo3(signature = (threshold = None))]
+    fn first_error(&self, threshold: Option<f64>) -> Option<usize> {
+        self.inner
+            .scored()
+            .first_error(threshold.unwrap_or(self.threshold))
     }
 
     fn __len__(&self) -> usize {
@@ -196,16 +212,6 @@ impl TraceScore {
             self.inner.tokens,
             self.inner.truncated_steps
         )
-    }
-}
-
-impl TraceScore {
-    fn scored(&self) -> Vec<f64> {
-        let n = self.inner.step_scores.len() - self.inner.truncated_steps;
-        self.inner.step_scores[..n]
-            .iter()
-            .map(|s| s.unwrap_or(f64::NAN))
-            .collect()
     }
 }
 
@@ -232,7 +238,7 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 /// `head` is a PRM head in its own safetensors file (e.g. from `stepscore
 /// train`). The options are the core's `ScorerOptions`, by the same names
 /// and with the same defaults as the CLI's flags and the npm load options:
-/// `family` (score-head, value-head, math-shepherd, rlhflow, confidence;
+/// `family` (score-head, value-head, math-shepherd, rlhflow, confidence, outcome;
 /// detected when omitted), `backend` (auto (default): a hardware GPU if
 /// there is one, else the CPU; gpu; cpu), `threads` (None or 0: this
 /// process's share, see `info()["threads_source"]`: the CPUs it may use
@@ -553,7 +559,12 @@ impl Scorer {
                 Ok::<_, stepscore::Error>((score, tokens))
             })
             .py_err(py)?;
-        Ok(TraceScore { inner, tokens })
+        let threshold = self.inner.threshold_in_force(None);
+        Ok(TraceScore {
+            inner,
+            tokens,
+            threshold,
+        })
     }
 
     /// Scores many traces with the interpreter released. Each trace is a
@@ -604,7 +615,12 @@ impl Scorer {
                     let inner = scorer.score(t)?;
                     let texts: Vec<&str> = t.steps.iter().map(|s| s.text.as_str()).collect();
                     let tokens = StepTokens::of(&inner, &texts, token_logprobs);
-                    Ok(TraceScore { inner, tokens })
+                    let threshold = scorer.threshold_in_force(None);
+                    Ok(TraceScore {
+                        inner,
+                        tokens,
+                        threshold,
+                    })
                 })
                 .collect()
         });

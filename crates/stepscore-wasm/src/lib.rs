@@ -162,6 +162,35 @@ fn scores_arg(value: &JsValue) -> JsResult<Vec<f64>> {
     Ok(scores)
 }
 
+/// A score list as the core lays it out ([`stepscore::validate::Scored`]):
+/// one score on the last step alone (an outcome reward model's, every other
+/// entry null) is the whole solution's, at that step; otherwise each step's
+/// score, a missing one counting as failing. Returns the scores and the index
+/// of the step the first one belongs to.
+fn scored_arg(value: &JsValue) -> JsResult<(Vec<f64>, usize)> {
+    let scores = scores_arg(value)?;
+    let nulls = null_entries(value);
+    let n = scores.len();
+    if n > 1 && nulls.len() == n - 1 && nulls.iter().all(|&i| i < n - 1) {
+        return Ok((vec![scores[n - 1]], n - 1));
+    }
+    Ok((scores, 0))
+}
+
+/// The indices of `null` / `undefined` entries of a JS array (none in a
+/// typed array).
+fn null_entries(value: &JsValue) -> Vec<usize> {
+    if !js_sys::Array::is_array(value) {
+        return Vec::new();
+    }
+    js_sys::Array::from(value)
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| v.is_null() || v.is_undefined())
+        .map(|(i, _)| i)
+        .collect()
+}
+
 fn scores_list(value: &JsValue) -> JsResult<Vec<f64>> {
     let bad = |m: String| js_error(Error::invalid_argument(m));
     if let Some(typed) = value.dyn_ref::<js_sys::Float64Array>() {
@@ -945,16 +974,18 @@ pub fn is_software_adapter(description: &str, is_fallback: bool) -> bool {
 #[wasm_bindgen]
 pub fn aggregate(scores: JsValue, how: JsValue) -> JsResult<Option<f64>> {
     Ok(aggregate_scores(
-        &scores_arg(&scores)?,
+        &scored_arg(&scores)?.0,
         aggregation_arg(&how)?,
     ))
 }
 
 /// The index of the first step scoring below `threshold` (0.5 by default;
-/// a missing or NaN score counts as below), or -1 when every step passes.
+/// a missing or NaN score counts as below), or -1 when every step passes. A
+/// list scored on its last step alone (an outcome reward model's) is that
+/// step's score.
 #[wasm_bindgen(js_name = firstError)]
 pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
-    let scores = scores_arg(&scores)?;
+    let (scores, first) = scored_arg(&scores)?;
     let threshold = if threshold.is_undefined() || threshold.is_null() {
         0.5
     } else {
@@ -967,7 +998,7 @@ pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
                 ))
             })?
     };
-    match first_error(&scores, threshold) {
+    match first_error(&scores, threshold).map(|i| i + first) {
         None => Ok(-1),
         Some(i) => {
             i32::try_from(i).map_err(|_| js_error(Error::invalid_argument("too many scores")))

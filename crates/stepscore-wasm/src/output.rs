@@ -33,10 +33,14 @@ impl From<&StepConfidence> for Confidence {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Score {
-    /// One per step; `null` for steps dropped by truncation.
+    /// One per step; `null` for steps dropped by truncation, and for every
+    /// step but the last under the outcome family.
     pub step_scores: Vec<Option<f64>>,
     pub tokens: usize,
     pub truncated_steps: usize,
+    /// An outcome reward model's logit for the whole solution.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outcome_logit: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Vec<Confidence>>,
     /// Asked for with `tokenLogprobs`, from heads that read the LM's token
@@ -112,6 +116,7 @@ impl Score {
             step_scores: s.step_scores,
             tokens: s.tokens,
             truncated_steps: s.truncated_steps,
+            outcome_logit: s.outcome_logit,
             confidence: s
                 .confidence
                 .map(|c| c.iter().map(Confidence::from).collect()),

@@ -12,6 +12,7 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
+use crate::validate::Scored;
 
 /// How per-step scores combine into a trace score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -111,6 +112,19 @@ pub fn first_error(scores: &[f64], threshold: f64) -> Option<usize> {
 /// [`first_error`] in ProcessBench's integer form: `-1` when no step fails.
 pub fn first_error_label(scores: &[f64], threshold: f64) -> i64 {
     first_error(scores, threshold).map_or(-1, |i| i as i64)
+}
+
+impl Scored {
+    /// The index of the first step scoring below `threshold` (or NaN),
+    /// [`first_error`]'s rule counted in the trace's steps.
+    pub fn first_error(&self, threshold: f64) -> Option<usize> {
+        first_error(&self.scores, threshold).map(|i| i + self.first)
+    }
+
+    /// [`Scored::first_error`] in ProcessBench's form: `-1` when no step fails.
+    pub fn first_error_label(&self, threshold: f64) -> i64 {
+        self.first_error(threshold).map_or(-1, |i| i as i64)
+    }
 }
 
 #[cfg(test)]

@@ -154,6 +154,11 @@ fn trace_name(trace: &Trace, index: usize) -> String {
 /// A trace's step scores and ProcessBench label, or an error naming what is
 /// missing or out of range ([`crate::validate`]: every step scored, each
 /// score in [0, 1], a label).
+///
+/// For a solution scored on its last step alone (the `outcome` family) the
+/// scores are that one score and the label is counted from that step: an
+/// error labelled before it can never be the predicted one (it stays an
+/// erroneous trace, labelled [`UNREACHABLE`]).
 fn scores_and_label(trace: &Trace, index: usize) -> Result<(Vec<f64>, i64)> {
     let named = |p: crate::validate::Problem| {
         Error::InvalidArgument(format!("{}: {p}", trace_name(trace, index)))
@@ -161,8 +166,17 @@ fn scores_and_label(trace: &Trace, index: usize) -> Result<(Vec<f64>, i64)> {
     let label = crate::validate::first_error_label(trace).map_err(named)?;
     let scored =
         crate::validate::scored_steps(trace, crate::validate::Unscored::Reject).map_err(named)?;
+    let first = scored.first as i64;
+    let label = match label {
+        l if l < 0 => l,
+        l if l < first => UNREACHABLE,
+        l => l - first,
+    };
     Ok((scored.scores, label))
 }
+
+/// The relative label of an error before a trace's first scored step.
+const UNREACHABLE: i64 = i64::MAX;
 
 /// ProcessBench F1 of scored, labelled traces. The split is the `split`
 /// metadata string, else [`DEFAULT_SPLIT`]; the label comes from the step

@@ -164,28 +164,46 @@ impl FromStr for Unscored {
 }
 
 /// A trace's usable scores: the scored prefix, and how many steps after it
-/// are unscored.
+/// are unscored; or a solution's one score on its last step (an outcome
+/// reward model's), with `first` the index of that step.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Scored {
     pub scores: Vec<f64>,
+    /// The step `scores[0]` belongs to: 0 for a scored prefix, the last
+    /// step for a solution score.
+    pub first: usize,
     pub unscored: usize,
 }
 
 impl Scored {
-    /// Whether every step was scored.
+    /// Whether every step was scored (a solution score counts as complete).
     pub fn complete(&self) -> bool {
         self.unscored == 0
     }
 }
 
-/// The scores of `trace` laid out the documented way, under `policy`.
-/// Refused: a trace without steps, a step score outside [0, 1], no scored
-/// step at all, an unscored step followed by a scored one, and (under
-/// [`Unscored::Reject`]) any unscored step.
+/// The scores of `trace` laid out the documented way, under `policy`: a
+/// scored prefix, or the last step's score alone (a whole solution's, as
+/// the `outcome` family gives it). Refused: a trace without steps, a step
+/// score outside [0, 1], no scored step at all, any other unscored step
+/// followed by a scored one, and (under [`Unscored::Reject`]) any unscored
+/// step after the scored ones.
 pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> {
     check_trace_scores(trace)?;
     if trace.steps.is_empty() {
         return Err(Problem::at("steps", "the trace has no steps"));
+    }
+    let n = trace.steps.len();
+    if let [earlier @ .., last] = trace.steps.as_slice() {
+        if let (Some(s), false) = (last.score, earlier.is_empty()) {
+            if earlier.iter().all(|st| st.score.is_none()) {
+                return Ok(Scored {
+                    scores: vec![s],
+                    first: n - 1,
+                    unscored: 0,
+                });
+            }
+        }
     }
     let prefix = trace.steps.iter().take_while(|s| s.score.is_some()).count();
     if let Some(later) = trace.steps[prefix..].iter().position(|s| s.score.is_some()) {
@@ -193,7 +211,8 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
             format!("steps[{prefix}].score"),
             format!(
                 "step {prefix} has no score but step {} has one; only the last steps may be \
-                 unscored (as `score --truncation drop-steps` leaves them)",
+                 unscored (as `score --truncation drop-steps` leaves them), or all but the last \
+                 (a whole solution's score, as the outcome family gives it)",
                 prefix + later
             ),
         ));
@@ -227,6 +246,7 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
             .iter()
             .filter_map(|s| s.score)
             .collect(),
+        first: 0,
         unscored,
     })
 }
@@ -314,15 +334,24 @@ mod tests {
     }
 
     #[test]
-    fn scored_prefix_is_the_only_partial_shape() {
+    fn a_scored_prefix_or_a_solution_score_are_the_partial_shapes() {
         let full = trace(&[Some(0.9), Some(0.2)]);
         assert_eq!(
             scored_steps(&full, Unscored::Reject).unwrap(),
             Scored {
                 scores: vec![0.9, 0.2],
+                first: 0,
                 unscored: 0
             }
         );
+        // An outcome reward model's one score, on the last step.
+        let solution = trace(&[None, None, Some(0.3)]);
+        for policy in [Unscored::Prefix, Unscored::Reject] {
+            let s = scored_steps(&solution, policy).unwrap();
+            assert_eq!((s.scores.clone(), s.first, s.unscored), (vec![0.3], 2, 0));
+            assert_eq!(s.first_error(0.5), Some(2));
+            assert_eq!(s.first_error_label(0.2), -1);
+        }
         let truncated = trace(&[Some(0.9), None, None]);
         let s = scored_steps(&truncated, Unscored::Prefix).unwrap();
         assert_eq!((s.scores, s.unscored), (vec![0.9], 2));

@@ -267,6 +267,7 @@ fn results_and_pass_through_options_have_the_core_s_fields() {
         step_scores: vec![Some(0.5)],
         tokens: 3,
         truncated_steps: 0,
+        outcome_logit: Some(0.0),
         confidence: Some(vec![]),
         token_logprobs: Some(vec![]),
     };

@@ -169,6 +169,26 @@ fn from_traces_worked_example() {
 }
 
 #[test]
+fn a_solution_score_predicts_its_last_step() {
+    // Outcome reward models score the last step alone: flagged, the
+    // prediction is that step; an error labelled earlier is never hit.
+    let solution = |id: &str, score: f64, label: i64| {
+        let mut t = trace(id, &[0.0, 0.0, score], label, None);
+        t.steps[0].score = None;
+        t.steps[1].score = None;
+        t
+    };
+    let traces = [
+        solution("last", 0.2, 2),   // flagged at its labelled step: hit
+        solution("early", 0.2, 0),  // flagged, but the error is step 0: miss
+        solution("right", 0.9, -1), // not flagged, correct: hit
+        solution("wrong", 0.2, -1), // flagged, correct: miss
+    ];
+    let r = processbench_from_traces(&traces, 0.5).unwrap();
+    assert!(close(r.overall.f1.unwrap(), 0.5), "{:?}", r.overall);
+}
+
+#[test]
 fn from_traces_errors_name_the_trace() {
     let mut ts = dev_traces();
     ts[2].steps[1].score = None;

@@ -23,7 +23,11 @@ struct Case {
     steps: Vec<String>,
     input_ids: Vec<u32>,
     marker_positions: Vec<usize>,
-    step_scores: Vec<f64>,
+    /// `null` where the family scores no such step (outcome: all but the last).
+    step_scores: Vec<Option<f64>>,
+    /// An outcome reward model's logit.
+    #[serde(default)]
+    logit: Option<f64>,
     #[serde(default)]
     mean_logprob: Option<Vec<f64>>,
     #[serde(default)]
@@ -70,7 +74,14 @@ fn check(name: &str, explicit: Option<Family>) {
             .unwrap_or_else(|e| panic!("{name} case {k}: {e}"));
         assert_eq!(got.step_scores.len(), case.step_scores.len());
         for (i, (g, want)) in got.step_scores.iter().zip(&case.step_scores).enumerate() {
-            let g = g.expect("every step scored");
+            let Some(want) = want else {
+                assert_eq!(
+                    *g, None,
+                    "{name} case {k} step {i}: scored, the reference has none"
+                );
+                continue;
+            };
+            let g = g.unwrap_or_else(|| panic!("{name} case {k} step {i}: unscored"));
             // Confidence scores are tiny probabilities of a random model:
             // compare those relatively.
             let tol = if reference.family == "confidence" {
@@ -81,6 +92,13 @@ fn check(name: &str, explicit: Option<Family>) {
             assert!(
                 (g - want).abs() <= tol,
                 "{name} case {k} step {i}: {g} vs reference {want}"
+            );
+        }
+        if let Some(want) = case.logit {
+            let z = got.outcome_logit.expect("an outcome logit");
+            assert!(
+                (z - want).abs() <= 1e-4,
+                "{name} case {k}: logit {z} vs {want}"
             );
         }
         if let (Some(conf), Some(mean), Some(min), Some(ent)) = (
@@ -142,6 +160,46 @@ fn confidence_family_on_gemma3() {
 }
 
 #[test]
+fn outcome_reward_model() {
+    check("outcome-tiny", None);
+}
+
+#[test]
+fn an_outcome_score_is_of_the_whole_solution_only() {
+    let scorer = Scorer::open(fixture("outcome-tiny"), &ScorerOptions::default()).unwrap();
+    let steps = ["3 + 4 = 7.", "So 7 fruits.", "The answer is 7."];
+    // Aggregates and the first error read the one score, on the last step.
+    let got = scorer.score_steps("How many fruits?", &steps).unwrap();
+    let scored = got.scored();
+    assert_eq!((scored.first, scored.scores.len()), (2, 1));
+    assert_eq!(scored.first_error(1.0), Some(2));
+    assert_eq!(scored.first_error(0.0), None);
+    // Steps cannot be scored as they arrive.
+    let err = scorer
+        .session("How many fruits?")
+        .extend(&steps)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("scores a whole solution once"),
+        "{err}"
+    );
+    // Dropping steps to fit the limit would score another solution.
+    let n = scorer
+        .encode("How many fruits?", &steps)
+        .unwrap()
+        .tokens
+        .len();
+    let short = ScorerOptions {
+        max_tokens: Some(n - 1),
+        truncation: Truncation::DropSteps,
+        ..Default::default()
+    };
+    let scorer = Scorer::open(fixture("outcome-tiny"), &short).unwrap();
+    let err = scorer.score_steps("How many fruits?", &steps).unwrap_err();
+    assert!(err.to_string().contains("dropping its last"), "{err}");
+}
+
+#[test]
 fn confidence_has_per_step_statistics() {
     let scorer = Scorer::open(
         fixture("confidence-tiny"),
@@ -173,7 +231,7 @@ fn scoring_a_trace_uses_its_steps() {
         ..Default::default()
     };
     let r = scorer.score(&trace).unwrap();
-    assert!((r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4);
+    assert!((r.step_scores[0].unwrap() - case.step_scores[0].unwrap()).abs() < 1e-4);
 }
 
 #[test]
@@ -212,7 +270,7 @@ fn over_long_traces_error_or_truncate() {
     let r = lenient.score_steps(&case.problem, &steps).unwrap();
     assert_eq!(r.truncated_steps, steps.len() - 1);
     assert!(
-        (r.step_scores[0].unwrap() - case.step_scores[0]).abs() < 1e-4,
+        (r.step_scores[0].unwrap() - case.step_scores[0].unwrap()).abs() < 1e-4,
         "a step's score depends only on what precedes it"
     );
     assert!(r.step_scores[1..].iter().all(Option::is_none));
@@ -272,7 +330,7 @@ fn load_time_quantization_keeps_scores_close() {
     .unwrap();
     let got = q.score_steps(&case.problem, &steps).unwrap();
     for (g, w) in got.step_scores.iter().zip(&case.step_scores) {
-        let g = g.unwrap();
+        let (g, w) = (g.unwrap(), w.unwrap());
         assert!((g - w).abs() < 0.05, "{g} vs {w}");
     }
     let bad = Scorer::open(
@@ -314,7 +372,7 @@ fn incremental_sessions_match_full_scoring() {
                 let got = session
                     .append(step)
                     .unwrap_or_else(|e| panic!("{name} case {k} step {i}: {e}"));
-                let want = case.step_scores[i];
+                let want = case.step_scores[i].expect("every step scored");
                 let tol = if family == Some(Family::Confidence) {
                     1e-4 * want.abs()
                 } else {

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use serde::Serialize;
-use stepscore::aggregate::{aggregate, first_error_label, Aggregation};
+use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::validate::scored_steps;
 
 use crate::input::{finish, for_each_record, record_name, report, InputArgs, UnscoredArgs};
@@ -95,11 +95,11 @@ pub fn run(args: Args) -> Result<(), Failure> {
         index += 1;
         partial += usize::from(!scored.complete());
         let scores = &scored.scores;
-        let first = first_error_label(scores, args.threshold);
+        let first = scored.first_error_label(args.threshold);
         let label = trace.first_error_label();
         if as_table {
             let steps = if scored.complete() {
-                scores.len().to_string()
+                trace.steps.len().to_string()
             } else {
                 format!("{}/{}", scores.len(), trace.steps.len())
             };

@@ -4,9 +4,10 @@ use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::prm::verdict::{first_error_with_verdict, solution_score};
 use stepscore::prm::{Family, TraceScore, Verdict};
+use stepscore::validate::Scored;
 use stepscore::Trace;
 
 use crate::input::{finish, for_each_record, report_error, InputArgs};
@@ -124,7 +125,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
                         if let Some(t) = s.threshold {
                             j["solution_threshold"] = t.into();
                             j["solution_flagged"] = (s.score < t).into();
-                            j["first_error"] = s.first_error(&scored(&result), threshold).into();
+                            j["first_error"] = s.first_error(&result.scored(), threshold).into();
                         }
                     }
                     info["verdict"] = j;
@@ -201,6 +202,9 @@ fn attach(trace: &mut Trace, result: &TraceScore, family: Family, token_logprobs
         "tokens": result.tokens,
         "truncated_steps": result.truncated_steps,
     });
+    if let Some(z) = result.outcome_logit {
+        info["outcome_logit"] = z.into();
+    }
     if let Some(conf) = &result.confidence {
         info["confidence"] = serde_json::to_value(conf).unwrap_or_default();
     }
@@ -271,21 +275,10 @@ impl Solution {
     /// The first error by the step scores `scored` and the verdict together
     /// (`None` without a solution threshold): what the table marks and the
     /// JSONL's `verdict.first_error` holds.
-    fn first_error(&self, scored: &[f64], threshold: f64) -> Option<usize> {
+    fn first_error(&self, scored: &Scored, threshold: f64) -> Option<usize> {
         let t = self.threshold?;
-        first_error_with_verdict(scored, threshold, self.score, t)
+        first_error_with_verdict(&scored.scores, threshold, self.score, t).map(|i| i + scored.first)
     }
-}
-
-/// The scores of the steps within the token limit (NaN where a step has none).
-fn scored(result: &TraceScore) -> Vec<f64> {
-    let mut scores: Vec<f64> = result
-        .step_scores
-        .iter()
-        .map(|s| s.unwrap_or(f64::NAN))
-        .collect();
-    scores.truncate(scores.len() - result.truncated_steps);
-    scores
 }
 
 fn write_table(
@@ -303,8 +296,8 @@ fn write_table(
     } = *table;
     let io = crate::output::stdout_error;
     writeln!(out, "{name}: {}", clip(&trace.problem, 72)).map_err(io)?;
-    let scored = scored(result);
-    let by_steps = first_error(&scored, threshold);
+    let scored = result.scored();
+    let by_steps = scored.first_error(threshold);
     // With the verdict a flagged solution marks its lowest step when no step
     // is below the threshold.
     let first = by_steps.or_else(|| solution.and_then(|s| s.first_error(&scored, threshold)));
@@ -337,7 +330,7 @@ fn write_table(
             writeln!(out, "       arithmetic: {}", e.explain()).map_err(io)?;
         }
     }
-    let agg = aggregate(&scored, args.aggregation);
+    let agg = aggregate(&scored.scores, args.aggregation);
     let truncated = if result.truncated_steps > 0 {
         format!(
             ", {} steps past the token limit unscored",
@@ -346,9 +339,12 @@ fn write_table(
     } else {
         String::new()
     };
+    let logit = result.outcome_logit.map_or(String::new(), |z| {
+        format!(" (the solution's score; logit {z:.3})")
+    });
     writeln!(
         out,
-        "  {} = {}, {} tokens{truncated}",
+        "  {} = {}{logit}, {} tokens{truncated}",
         args.aggregation,
         num(agg, 3),
         result.tokens

@@ -17,6 +17,10 @@ pub(crate) const SCORE_0_BIAS: &str = "score.0.bias";
 pub(crate) const SCORE_2_WEIGHT: &str = "score.2.weight";
 pub(crate) const SCORE_2_BIAS: &str = "score.2.bias";
 pub const V_HEAD_WEIGHT: &str = "v_head.summary.weight";
+/// `*ForSequenceClassification`'s head, `[num_labels, h]`, and its bias
+/// (most reward models have none).
+pub(crate) const OUTCOME_WEIGHT: &str = "score.weight";
+pub(crate) const OUTCOME_BIAS: &str = "score.bias";
 pub const V_HEAD_BIAS: &str = "v_head.summary.bias";
 /// The MLP value head, `nn.Sequential(Linear(w, k), ReLU, Linear(k, 1))`
 /// naming (what stepscore-train exports).
@@ -270,6 +274,10 @@ pub(crate) enum Kind<W> {
     PlusMinus { rows: W },
     /// Token log-probabilities of each step under the LM itself.
     Confidence,
+    /// One score for the whole solution: `Linear(h,1)` (`score.weight`, and
+    /// `bias` when the checkpoint has one) on the last token's final state,
+    /// sigmoid; the earlier steps are not scored.
+    Outcome { weight: W, bias: f32 },
 }
 
 /// A value head: `sigmoid(Linear(x))` or `sigmoid(Linear(ReLU(Linear(x))))`
@@ -384,7 +392,11 @@ pub struct StepConfidence {
 /// A head's result for one prompt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeadOutput {
-    pub scores: Vec<f64>,
+    /// One per step; `None` for a step the head does not score (an outcome
+    /// head scores the last step only).
+    pub scores: Vec<Option<f64>>,
+    /// An outcome head's logit, before the sigmoid.
+    pub outcome_logit: Option<f64>,
     pub confidence: Option<Vec<StepConfidence>>,
     /// Per step, its tokens' `(log-prob, entropy)`, when the head read them.
     pub token_logprobs: Option<Vec<Vec<(f64, f64)>>>,
@@ -544,6 +556,10 @@ impl Head {
                 rows: k.upload(rows)?,
             },
             Kind::Confidence => Kind::Confidence,
+            Kind::Outcome { weight, bias } => Kind::Outcome {
+                weight: k.upload(weight)?,
+                bias: *bias,
+            },
         };
         Ok(Head {
             kind,
@@ -622,7 +638,8 @@ impl<W> Head<W> {
         let n = enc.markers.len();
         let mut confidence = None;
         let mut token_logprobs = None;
-        let scores = match &self.kind {
+        let mut outcome_logit = None;
+        let scores: Vec<Option<f64>> = match &self.kind {
             Kind::Score { w0, b0, w2, b2 } => {
                 let layers = [
                     Linear {
@@ -653,9 +670,9 @@ impl<W> Head<W> {
                             };
                             finite_logits(&what, i, &[a, b])?;
                         }
-                        Ok(softmax2(a, b).1)
+                        Ok(Some(softmax2(a, b).1))
                     })
-                    .collect::<Result<Vec<f64>>>()?
+                    .collect::<Result<Vec<_>>>()?
             }
             Kind::PlusMinus { rows } => {
                 let layers = [Linear {
@@ -669,9 +686,9 @@ impl<W> Head<W> {
                     .map(|(i, l)| {
                         let (a, b) = (l[0] as f64, l[1] as f64);
                         finite_logits("the LM head's \"+\"/\"-\" rows", i, &[a, b])?;
-                        Ok(softmax2(a, b).0)
+                        Ok(Some(softmax2(a, b).0))
                     })
-                    .collect::<Result<Vec<f64>>>()?
+                    .collect::<Result<Vec<_>>>()?
             }
             Kind::Value(v, ops) => {
                 let stats = if v.stats.is_empty() && v.guard.is_none() {
@@ -748,7 +765,7 @@ impl<W> Head<W> {
                     })
                     .collect::<Result<Vec<f64>>>()?;
                 confidence = stats.map(|s| s.into_iter().map(|(s, _)| s).collect());
-                scores
+                scores.into_iter().map(Some).collect()
             }
             Kind::Confidence => {
                 let per_token = step_token_logprobs(k, &states.last, enc).await?;
@@ -760,6 +777,21 @@ impl<W> Head<W> {
                 }
                 confidence = Some(stats);
                 token_logprobs = Some(per_token);
+                scores.into_iter().map(Some).collect()
+            }
+            Kind::Outcome { weight, bias } => {
+                let layers = [Linear {
+                    weight,
+                    bias: None,
+                    relu: false,
+                }];
+                let last = enc.markers[n - 1];
+                let l = k.rows(&states.last, &[last], &layers).await?;
+                let z = l[0] as f64 + *bias as f64;
+                finite_logits(&format!("head {OUTCOME_WEIGHT}"), n - 1, &[z])?;
+                outcome_logit = Some(z);
+                let mut scores = vec![None; n];
+                scores[n - 1] = Some(sigmoid(z));
                 scores
             }
         };
@@ -771,6 +803,7 @@ impl<W> Head<W> {
         }
         Ok(HeadOutput {
             scores,
+            outcome_logit,
             confidence,
             token_logprobs,
         })

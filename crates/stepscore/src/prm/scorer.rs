@@ -27,6 +27,7 @@ use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
 use crate::tokenizer::Tokenizer;
 use crate::trace::Trace;
+use crate::validate::Scored;
 
 /// What to do with a trace longer than the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -81,7 +82,7 @@ impl TryFrom<String> for Truncation {
 ///
 /// | option | default | values |
 /// |---|---|---|
-/// | `family` | detected from the checkpoint | `score-head`, `value-head`, `math-shepherd`, `rlhflow`, `confidence` |
+/// | `family` | detected from the checkpoint | `score-head`, `value-head`, `math-shepherd`, `rlhflow`, `confidence`, `outcome` |
 /// | `backend` | `auto` | `auto` (a hardware GPU, else the CPU), `gpu` (also `webgpu`), `cpu` |
 /// | `threads` | 0: this process's share of the CPUs | CPU engine worker threads |
 /// | `max_tokens` | the model's context length | token limit per trace, 1 to the context length |
@@ -180,12 +181,18 @@ pub fn parse_quantize(name: &str) -> Result<GgmlType> {
 /// Per-step scores of one trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TraceScore {
-    /// One entry per step; `None` for steps dropped by truncation.
+    /// One entry per step; `None` for steps dropped by truncation, and for
+    /// every step but the last under a family that scores the whole solution
+    /// (`outcome`).
     pub step_scores: Vec<Option<f64>>,
     /// Tokens the engine processed.
     pub tokens: usize,
     /// Steps dropped because the trace was over the token limit.
     pub truncated_steps: usize,
+    /// An outcome reward model's logit for the whole solution (its last
+    /// step's score is the sigmoid of it); `None` for the other families.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome_logit: Option<f64>,
     /// Confidence-family statistics per scored step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confidence: Option<Vec<StepConfidence>>,
@@ -195,6 +202,32 @@ pub struct TraceScore {
     /// statistics such as the default PRM's), `None` for the others.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_logprobs: Option<Vec<Vec<TokenLogprob>>>,
+}
+
+impl TraceScore {
+    /// The scores that aggregates and first errors read, laid out by
+    /// [`crate::validate::scored_steps`]'s rule: the steps scored before any
+    /// truncation, or a whole solution's one score on its last step.
+    pub fn scored(&self) -> Scored {
+        let n = self.step_scores.len();
+        let prefix = self.step_scores.iter().take_while(|s| s.is_some()).count();
+        if let (0, Some(&Some(s))) = (prefix, self.step_scores.last()) {
+            return Scored {
+                scores: vec![s],
+                first: n - 1,
+                unscored: 0,
+            };
+        }
+        Scored {
+            scores: self.step_scores[..prefix]
+                .iter()
+                .flatten()
+                .copied()
+                .collect(),
+            first: 0,
+            unscored: n - prefix,
+        }
+    }
 }
 
 /// One token of a step: `start..end` bytes of the step's text, its
@@ -772,11 +805,17 @@ impl Scorer {
     pub async fn score_steps_async(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
         self.head()?;
         let (enc, truncated_steps) = self.encode_fitted(problem, steps)?;
+        if truncated_steps > 0 && !self.protocol.family.scores_each_step() {
+            return Err(Error::InvalidArgument(format!(
+                "the {} family scores a whole solution, and this one is over the token limit of {}:                  dropping its last {truncated_steps} steps would score another solution (raise                  max_tokens)",
+                self.protocol.family, self.max_tokens
+            )));
+        }
         let out = self
             .run(&enc.tokens, None, Some(&enc))
             .await?
             .ok_or_else(|| Error::Internal("the head returned no output".into()))?;
-        let mut step_scores: Vec<Option<f64>> = out.scores.into_iter().map(Some).collect();
+        let mut step_scores = out.scores;
         step_scores.resize(steps.len(), None);
         let token_logprobs = out.token_logprobs.map(|steps| {
             steps
@@ -789,6 +828,7 @@ impl Scorer {
             step_scores,
             tokens: enc.tokens.len(),
             truncated_steps,
+            outcome_logit: out.outcome_logit,
             confidence: out.confidence,
             token_logprobs,
         })

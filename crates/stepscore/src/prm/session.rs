@@ -354,6 +354,12 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         if new.is_empty() {
             return Ok(None);
         }
+        let family = self.scorer.family();
+        if !family.scores_each_step() {
+            return Err(Error::InvalidArgument(format!(
+                "the {family} family scores a whole solution once, on its last step: steps cannot                  be scored as they arrive (sessions, streams, search); score the finished                  solution instead"
+            )));
+        }
         let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
         let k0 = steps.len();
         steps.extend_from_slice(new);
@@ -397,10 +403,11 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             keep,
             local,
         } = pending;
-        if out.scores.len() != new.len() {
+        let scores: Vec<f64> = out.scores.iter().flatten().copied().collect();
+        if scores.len() != new.len() {
             return Err(Error::Internal(format!(
                 "the head returned {} scores for {} steps",
-                out.scores.len(),
+                scores.len(),
                 new.len()
             )));
         }
@@ -413,7 +420,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         self.cache.truncate(stable);
         self.cached.truncate(stable);
         self.steps.extend(new);
-        self.scores.extend_from_slice(&out.scores);
+        self.scores.extend_from_slice(&scores);
         if let Some(c) = out.confidence {
             self.confidence.extend(c);
         }
@@ -423,7 +430,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
                     .push(TokenLogprob::with_spans(lp, spans));
             }
         }
-        Ok(out.scores)
+        Ok(scores)
     }
 
     async fn extend_cache(&mut self, tokens: &[u32]) -> Result<()> {

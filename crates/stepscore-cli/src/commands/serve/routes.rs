@@ -16,7 +16,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
-use stepscore::aggregate::{aggregate, first_error, Aggregation};
+use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::segment::Segmenter;
 
 use super::access::Access;
@@ -234,15 +234,6 @@ async fn run(state: &State, slots: Vec<Slot>) -> Result<Vec<Outcome>, ApiError> 
         .collect())
 }
 
-/// The scores of the steps that were scored (truncation drops the rest).
-fn scored_steps(s: &stepscore::prm::TraceScore) -> Vec<f64> {
-    let n = s.step_scores.len() - s.truncated_steps;
-    s.step_scores[..n]
-        .iter()
-        .map(|x| x.unwrap_or(f64::NAN))
-        .collect()
-}
-
 fn num(x: Option<f64>) -> Value {
     match x {
         Some(v) if v.is_finite() => json!(v),
@@ -272,7 +263,7 @@ async fn get_reward(AxumState(s): AxumState<Shared>, req: Request) -> Result<Res
     for (i, o) in outcomes.iter().enumerate() {
         let (reward, step_scores, error) = match o {
             Ok(score) => {
-                match aggregate(&scored_steps(score), s.aggregation).filter(|v| v.is_finite()) {
+                match aggregate(&score.scored().scores, s.aggregation).filter(|v| v.is_finite()) {
                     Some(r) => (r, json!(score.step_scores), None),
                     None => {
                         // Scored, yet no step has a score to aggregate.
@@ -339,12 +330,12 @@ async fn score(AxumState(s): AxumState<Shared>, req: Request) -> Result<Response
         .zip(ids)
         .map(|(o, id)| match o {
             Ok(score) => {
-                let scored = scored_steps(score);
+                let scored = score.scored();
                 json!({
                     "id": id,
                     "step_scores": score.step_scores,
-                    "score": num(aggregate(&scored, aggregation)),
-                    "first_error": first_error(&scored, s.threshold),
+                    "score": num(aggregate(&scored.scores, aggregation)),
+                    "first_error": scored.first_error(s.threshold),
                     "tokens": score.tokens,
                     "truncated_steps": score.truncated_steps,
                     "error": Value::Null,
@@ -420,7 +411,7 @@ async fn vllm_route(s: &State, req: Request, route: Route) -> Result<Response, A
             )),
             Ok(score) => {
                 tokens += score.tokens;
-                let steps = scored_steps(score);
+                let steps = score.scored().scores;
                 let probs = match parsed.pooled {
                     Pooled::PerStep => steps,
                     Pooled::PerInput => match aggregate(&steps, s.aggregation) {

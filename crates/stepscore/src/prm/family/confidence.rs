@@ -14,6 +14,7 @@ use crate::tokenizer::Tokenizer;
 pub(super) const SPEC: Spec = Spec {
     names: &["confidence"],
     needs_lm_head: true,
+    scores_each_step: true,
     detect: None,
     head_file_tensors: &[],
     prepare: |_, _| Ok(()),

@@ -14,6 +14,7 @@ const TAG: &str = "ки";
 pub(super) const SPEC: Spec = Spec {
     names: &["math-shepherd", "shepherd"],
     needs_lm_head: true,
+    scores_each_step: true,
     detect: Some(detect),
     head_file_tensors: &[],
     prepare,

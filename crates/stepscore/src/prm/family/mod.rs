@@ -6,6 +6,7 @@
 
 mod confidence;
 mod math_shepherd;
+mod outcome;
 mod rlhflow;
 mod score_head;
 mod value_head;
@@ -44,6 +45,11 @@ pub enum Family {
     /// (mean/min log-probability and entropy); the step score is the
     /// geometric-mean token probability, exp(mean log-prob).
     Confidence,
+    /// Outcome reward models (`*ForSequenceClassification`, e.g.
+    /// Skywork-Reward-V2): the conversation in the checkpoint's chat format,
+    /// `score` Linear(h,1) on the last token, sigmoid: one score for the
+    /// whole solution, on its last step.
+    Outcome,
 }
 
 /// What a checkpoint shows of its family: its config's `architectures`,
@@ -66,6 +72,9 @@ pub(crate) struct Spec {
     pub names: &'static [&'static str],
     /// Whether scoring needs the vocabulary projection.
     pub needs_lm_head: bool,
+    /// Whether every step gets a score (else the last step alone: one score
+    /// for the whole solution, which incremental scoring cannot give).
+    pub scores_each_step: bool,
     /// Whether a checkpoint is of this family; `None`: it is only chosen by
     /// name (nothing in its files says so). Tried in [`Family::ALL`] order.
     pub detect: Option<fn(&Clues<'_>) -> bool>,
@@ -81,12 +90,13 @@ pub(crate) struct Spec {
 }
 
 impl Family {
-    pub const ALL: [Family; 5] = [
+    pub const ALL: [Family; 6] = [
         Family::ScoreHead,
         Family::ValueHead,
         Family::MathShepherd,
         Family::Rlhflow,
         Family::Confidence,
+        Family::Outcome,
     ];
 
     /// The registry: each family's file.
@@ -97,6 +107,7 @@ impl Family {
             Family::MathShepherd => &math_shepherd::SPEC,
             Family::Rlhflow => &rlhflow::SPEC,
             Family::Confidence => &confidence::SPEC,
+            Family::Outcome => &outcome::SPEC,
         }
     }
 
@@ -107,6 +118,12 @@ impl Family {
     /// Whether scoring needs the vocabulary projection (and which part).
     pub fn needs_lm_head(&self) -> bool {
         self.spec().needs_lm_head
+    }
+
+    /// Whether every step gets its own score; `false` for a family that
+    /// scores the whole solution once (on its last step).
+    pub fn scores_each_step(&self) -> bool {
+        self.spec().scores_each_step
     }
 
     /// Tells the family from what a checkpoint carries: its config's
@@ -381,6 +398,12 @@ mod tests {
             Family::MathShepherd
         );
         assert_eq!(Family::detect(&mistral, none, none), Family::Confidence);
+        let rm = vec!["Qwen3ForSequenceClassification".to_string()];
+        assert_eq!(
+            Family::detect(&rm, |t| t == "score.weight", none),
+            Family::Outcome
+        );
+        assert_eq!(Family::detect(&rm, none, none), Family::Confidence);
     }
 
     #[test]
@@ -391,9 +414,9 @@ mod tests {
                 assert_eq!(alias.parse::<Family>().unwrap(), f);
             }
         }
-        let err = "orm".parse::<Family>().unwrap_err().to_string();
+        let err = "prm".parse::<Family>().unwrap_err().to_string();
         assert!(
-            err.contains("score-head, value-head, math-shepherd, rlhflow or confidence"),
+            err.contains("score-head, value-head, math-shepherd, rlhflow, confidence or outcome"),
             "{err}"
         );
     }

@@ -22,6 +22,7 @@ const LLAMA3_MARKUP: [&str; 4] = [
 pub(super) const SPEC: Spec = Spec {
     names: &["rlhflow"],
     needs_lm_head: true,
+    scores_each_step: true,
     detect: None,
     head_file_tensors: &[],
     prepare,
