@@ -342,6 +342,66 @@ fn score_writes_step_scores_from_a_checkpoint() {
 }
 
 #[test]
+fn an_outcome_reward_model_scores_the_last_step_and_every_command_reads_it() {
+    // The tiny sequence-classification reward model (scripts/prm_reference.py):
+    // one score on the last step, the logit in the metadata; aggregate, eval
+    // and the table read that one score.
+    let dir = fixture("prm/outcome-tiny");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let case = &reference["cases"][0];
+    let row = serde_json::json!({"id": "o1", "problem": case["problem"], "steps": case["steps"], "label": 2});
+    let model = dir.to_str().unwrap();
+    let out = stepscore(
+        &["score", "--model", model, "--output", "jsonl"],
+        Some(row.to_string().as_bytes()),
+    );
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON trace");
+    let info = &scored["metadata"]["stepscore"];
+    assert_eq!(info["family"], "outcome");
+    let logit = info["outcome_logit"].as_f64().unwrap();
+    assert!(
+        (logit - case["logit"].as_f64().unwrap()).abs() < 1e-4,
+        "{logit}"
+    );
+    let steps = scored["steps"].as_array().unwrap();
+    assert!(
+        steps[..2]
+            .iter()
+            .all(|s| s.get("score").is_none_or(|v| v.is_null())),
+        "{scored}"
+    );
+    let last = steps[2]["score"].as_f64().unwrap();
+    assert!((last - case["step_scores"][2].as_f64().unwrap()).abs() < 1e-4);
+    // aggregate: the one score, its first error at the last step when flagged.
+    let agg = stepscore(
+        &["aggregate", "--output", "jsonl", "--threshold", "0.9"],
+        Some(&out.stdout),
+    );
+    assert!(agg.status.success(), "stderr: {}", text(&agg.stderr));
+    let a: serde_json::Value = serde_json::from_slice(&agg.stdout).unwrap();
+    assert_eq!(a["aggregates"]["min"].as_f64(), Some(last));
+    assert_eq!(a["first_error"], 2);
+    // eval: the labelled error is the last step, flagged at 0.9.
+    let ev = stepscore(
+        &["eval", "--output", "jsonl", "--threshold", "0.9"],
+        Some(&out.stdout),
+    );
+    assert!(ev.status.success(), "stderr: {}", text(&ev.stderr));
+    let e: serde_json::Value = serde_json::from_slice(&ev.stdout).unwrap();
+    assert_eq!(e["processbench"]["overall"]["acc_erroneous"], 1.0, "{e}");
+    // The table says whose score it is.
+    let table = stepscore(
+        &["score", "--model", model, "--output", "table"],
+        Some(row.to_string().as_bytes()),
+    );
+    let shown = text(&table.stdout);
+    assert!(shown.contains("the solution's score; logit"), "{shown}");
+}
+
+#[test]
 fn score_rejects_traces_over_the_limit_unless_truncating() {
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");

@@ -124,6 +124,14 @@ impl TraceScore {
         self.inner.step_scores.clone()
     }
 
+    /// The index of the first scored step: 0, or the last step's when the
+    /// model scores the whole solution once (the outcome family). The scored
+    /// steps are `scored_from` up to `len(result) - truncated_steps`.
+    #[getter]
+    fn scored_from(&self) -> usize {
+        self.inner.scored().first
+    }
+
     /// An outcome reward model's logit for the whole solution (the last
     /// step's score is its sigmoid); None for the other families.
     #[getter]

@@ -250,3 +250,38 @@ def test_check_arithmetic_reads_the_equations_a_step_writes():
     (e,) = stepscore.check_arithmetic(text)
     assert text[e["start"] : e["end"]] == "2 + 2 = 5"  # str indices, not bytes
     assert stepscore.check_arithmetic("20% of 50 = 10") == []
+
+
+def test_first_error_defaults_to_the_threshold_the_head_ships(smollm2):
+    # SmolLM2's PRM ships 0.3097; the README's correct-1 trace scores
+    # 0.632, 0.544, 0.416, 0.311: flagged at step 2 by 0.5, by nothing at
+    # the shipped threshold, which is what the CLI and npm use too.
+    scorer = stepscore.Scorer("stepscore-prm-smollm2", threads=1)
+    row = json.loads((Path(__file__).parents[3] / "examples" / "traces.jsonl").read_text().splitlines()[0])
+    r = scorer.score(row["problem"], [s["text"] for s in stepscore.segment(row["response"])])
+    assert 0.3 < scorer.threshold < 0.32
+    assert r.first_error(threshold=0.5) == 2
+    assert r.first_error() is None
+    assert r.first_error() == r.first_error(threshold=scorer.threshold)
+
+
+def test_an_outcome_reward_model_scores_the_solution_on_its_last_step():
+    ref = json.loads((PRM / "outcome-tiny" / "reference.json").read_text(encoding="utf-8"))
+    scorer = stepscore.Scorer(PRM / "outcome-tiny", threads=1)
+    assert scorer.family == "outcome"
+    case = ref["cases"][0]
+    r = scorer.score(case["problem"], case["steps"])
+    last = case["step_scores"][-1]
+    assert r.step_scores[:-1] == [None, None]
+    assert r.step_scores[-1] == pytest.approx(last, abs=1e-4)
+    assert r.outcome_logit == pytest.approx(case["logit"], abs=1e-4)
+    assert r.scored_from == 2
+    assert r.aggregate("min") == r.step_scores[-1]
+    assert r.first_error(threshold=1.0) == 2 and r.first_error(threshold=0.0) is None
+    # Dense rewards: the solution's one score on the last step's last token.
+    response = "\n\n".join(case["steps"])
+    offsets = [(i, i + 1) for i in range(len(response))]
+    rewards = stepscore.dense_rewards_for_response(scorer, case["problem"], response, offsets)
+    assert np.count_nonzero(rewards) == 1 and rewards[-1] == pytest.approx(r.step_scores[-1])
+    with pytest.raises(stepscore.InvalidArgumentError, match="scores a whole solution once"):
+        scorer.session(case["problem"]).append(case["steps"][0])

@@ -120,6 +120,49 @@ fn every_family_scores_like_the_cpu_engine() {
 }
 
 #[test]
+fn an_outcome_reward_model_scores_like_the_cpu_engine() {
+    if !have_adapter() {
+        return;
+    }
+    let name = "outcome-tiny";
+    let (cpu, gpu) = (open(name, Backend::Cpu), open(name, Backend::Gpu));
+    assert_eq!(gpu.family(), Family::Outcome);
+    let text = std::fs::read_to_string(fixture(name).join("reference.json")).unwrap();
+    let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (k, case) in reference["cases"].as_array().unwrap().iter().enumerate() {
+        let steps: Vec<&str> = case["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let problem = case["problem"].as_str().unwrap();
+        let a = cpu.score_steps(problem, &steps).unwrap();
+        let b = gpu.score_steps(problem, &steps).unwrap();
+        let n = steps.len();
+        assert!(
+            b.step_scores[..n - 1].iter().all(Option::is_none),
+            "{name} case {k}"
+        );
+        let (x, y) = (a.outcome_logit.unwrap(), b.outcome_logit.unwrap());
+        let want = case["logit"].as_f64().unwrap();
+        assert!(
+            (x - y).abs() <= 1e-4,
+            "{name} case {k}: logit cpu {x} gpu {y}"
+        );
+        assert!(
+            (y - want).abs() <= 1e-4,
+            "{name} case {k}: logit gpu {y} reference {want}"
+        );
+        let last = case["step_scores"][n - 1].as_f64().unwrap();
+        assert!(
+            (b.step_scores[n - 1].unwrap() - last).abs() <= 1e-4,
+            "{name} case {k}"
+        );
+    }
+}
+
+#[test]
 fn gpu_sessions_equal_full_rescoring_and_candidates_share_the_prompt() {
     if !have_adapter() {
         return;

@@ -304,6 +304,7 @@ fn write_table(
     for (i, step) in trace.steps.iter().enumerate() {
         let s = result.step_scores.get(i).copied().flatten();
         let mark = match first {
+            Some(f) if f == i && result.outcome_logit.is_some() => "  <- the solution is flagged",
             Some(f) if f == i && by_steps.is_some() => "  <- first error",
             Some(f) if f == i => "  <- first error (lowest step of a flagged solution)",
             _ => "",

@@ -115,17 +115,19 @@ def dense_rewards_for_response(
     policy's tokens (see :func:`dense_rewards` for the placement rules).
 
     Steps dropped by truncation get no reward (their tokens get 0), as do
-    tokens after the last scored step. A response with no step gives zeros.
+    tokens after the last scored step; an outcome reward model scores the
+    last step alone, so its one reward is the only one. A response with no
+    step gives zeros.
     """
     steps = segment(response, segmenter)
     if not steps:
         return np.zeros(len(token_offsets))
     result = scorer.score(problem, [s["text"] for s in steps])
-    scored = len(result) - result.truncated_steps
+    lo, hi = result.scored_from, len(result) - result.truncated_steps
     return dense_rewards(
         response,
-        steps[:scored],
-        result.step_scores[:scored],
+        steps[lo:hi],
+        result.step_scores[lo:hi],
         token_offsets,
         mode=mode,
         shaping=shaping,

@@ -375,9 +375,9 @@ class DenseRewardManager:
             if isinstance(result, Exception):
                 error = f"{type(result).__name__}: {result}"
             else:
-                scored = len(result) - result.truncated_steps
+                lo, scored = result.scored_from, len(result) - result.truncated_steps
                 rewards = dense_rewards(
-                    texts[i], steps[i][:scored], result.step_scores[:scored], offsets[i], **self.options
+                    texts[i], steps[i][lo:scored], result.step_scores[lo:scored], offsets[i], **self.options
                 )
             extra["stepscore_steps"].append(scored)
             extra["stepscore_error"].append(error)
