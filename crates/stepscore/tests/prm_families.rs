@@ -156,7 +156,9 @@ fn confidence_family() {
 /// tokenizer.json without a prepended "▁" whose post-processor adds `<bos>`.
 #[test]
 fn confidence_family_on_gemma3() {
-    check("gemma3-confidence-tiny", Some(Family::Confidence));
+    // Detected, not named: Gemma's vocabulary holds Math-Shepherd's tag "ки"
+    // as an ordinary token, which alone once made it a Math-Shepherd PRM.
+    check("gemma3-confidence-tiny", None);
 }
 
 #[test]

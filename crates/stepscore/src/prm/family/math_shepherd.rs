@@ -22,8 +22,15 @@ pub(super) const SPEC: Spec = Spec {
     head,
 };
 
+/// The tag is an ordinary Cyrillic token of many vocabularies (Gemma's,
+/// Llama 3's), so it alone says nothing: Math-Shepherd's checkpoints are
+/// Mistral-7B (`MistralForCausalLM`, which llama.cpp converts as a `llama`
+/// GGUF with Mistral's 32k SentencePiece vocabulary, not Llama 3's).
 fn detect(c: &Clues<'_>) -> bool {
-    (c.has_token)(TAG) || (c.has_token)("▁ки")
+    let tagged = (c.has_token)(TAG) || (c.has_token)("▁ки");
+    let mistral = c.architecture("Mistral")
+        || (c.architectures == ["llama"] && !(c.has_token)("<|begin_of_text|>"));
+    tagged && mistral
 }
 
 fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {

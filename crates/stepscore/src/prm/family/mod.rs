@@ -398,6 +398,22 @@ mod tests {
             Family::MathShepherd
         );
         assert_eq!(Family::detect(&mistral, none, none), Family::Confidence);
+        // llama.cpp writes Mistral as `llama`; Llama 3 (its own markup) and
+        // Gemma have the tag as an ordinary token.
+        let gguf = vec!["llama".to_string()];
+        assert_eq!(
+            Family::detect(&gguf, none, |t| t == "▁ки"),
+            Family::MathShepherd
+        );
+        let llama3 = |t: &str| t == "ки" || t == "<|begin_of_text|>";
+        assert_eq!(Family::detect(&gguf, none, llama3), Family::Confidence);
+        for gemma in ["gemma3", "Gemma3ForCausalLM"] {
+            let arch = vec![gemma.to_string()];
+            assert_eq!(
+                Family::detect(&arch, none, |t| t == "ки"),
+                Family::Confidence
+            );
+        }
         let rm = vec!["Qwen3ForSequenceClassification".to_string()];
         assert_eq!(
             Family::detect(&rm, |t| t == "score.weight", none),
