@@ -72,6 +72,11 @@ test('firstError finds the first step below the threshold', () => {
   assert.equal(firstError([0.9, 0.6]), -1);
   assert.equal(firstError([]), -1);
   assert.equal(firstError([0.9, null, 0.9]), 1);
+  // One score on the last step alone (an outcome reward model's) is the
+  // whole solution's, at that step, as the core lays it out.
+  assert.equal(firstError([null, null, 0.2]), 2);
+  assert.equal(firstError([null, null, 0.9]), -1);
+  assert.equal(aggregate([null, null, 0.3], 'mean'), 0.3);
   throwsCode(() => firstError([0.9], Number.NaN), 'INVALID_ARGUMENT', /threshold/);
   throwsCode(() => firstError([0.9], 2), 'INVALID_ARGUMENT', /threshold must be a number in \[0, 1\]/);
 });

@@ -509,7 +509,8 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
             "value-head",
             "math-shepherd",
             "rlhflow",
-            "confidence"
+            "confidence",
+            "outcome"
         ])
     );
     let adapters = v["adapters"].as_array().expect("adapters array");
