@@ -86,3 +86,24 @@ for (const [name, family] of FAMILIES) {
     }
   });
 }
+
+test('outcome-tiny: one score for the whole solution, on its last step, and its logit', async () => {
+  const ref = reference('outcome-tiny');
+  const scorer = await StepScorer.load({ model: checkpointFiles('outcome-tiny'), backend: 'cpu' });
+  try {
+    assert.equal(scorer.info().family, 'outcome');
+    for (const [k, c] of ref.cases.entries()) {
+      const got = await scorer.score({ problem: c.problem, steps: c.steps });
+      const n = c.steps.length;
+      assert.equal(got.tokens, c.input_ids.length, `case ${k}: tokens`);
+      assert.deepEqual(got.stepScores.slice(0, n - 1), Array(n - 1).fill(null), `case ${k}`);
+      const want = c.step_scores[n - 1];
+      assert.ok(Math.abs(got.stepScores[n - 1] - want) <= 1e-4, `case ${k}: ${got.stepScores[n - 1]} vs ${want}`);
+      assert.ok(Math.abs(got.outcomeLogit - c.logit) <= 1e-4, `case ${k}: logit ${got.outcomeLogit} vs ${c.logit}`);
+      // The package's helpers read the one score where the core puts it.
+      assert.equal(scorer.firstError(got.stepScores, 1), n - 1);
+    }
+  } finally {
+    scorer.dispose();
+  }
+});
