@@ -6,6 +6,7 @@
 use std::ops::Range;
 
 use crate::error::{Error, Result};
+use crate::tokenizer::Encoding;
 
 /// A prompt ready for the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,24 @@ pub struct Encoded {
 }
 
 impl Encoded {
+    /// A prompt tokenized whole (`enc`), with each step's byte range in
+    /// the prompt text (`spans`) and the positions that score the steps.
+    pub(crate) fn of_prompt(
+        enc: Encoding,
+        markers: Vec<usize>,
+        spans: &[Range<usize>],
+        step_texts: Vec<String>,
+    ) -> Encoded {
+        let step_tokens = token_ranges(&enc.offsets, spans);
+        Encoded {
+            step_spans: token_spans(&enc.offsets, &step_tokens, spans),
+            step_tokens,
+            tokens: enc.ids,
+            markers,
+            step_texts,
+        }
+    }
+
     /// The first position whose output the steps from `from` on read (the
     /// token before a step's first token gives its first log-prob; the
     /// marker its score): a cache may hold the positions before it.
@@ -91,7 +110,7 @@ pub(crate) fn clamped(offsets: &[(usize, usize)], len: usize) -> Vec<(usize, usi
 
 /// Per step, the byte ranges of `ranges`' tokens relative to the step's
 /// `span` of the prompt text, clamped to it.
-pub(crate) fn token_spans(
+fn token_spans(
     offsets: &[(usize, usize)],
     ranges: &[Range<usize>],
     spans: &[Range<usize>],
@@ -112,10 +131,7 @@ pub(crate) fn token_spans(
 }
 
 /// Token ranges of byte ranges of the prompt, from the tokenizer's offsets.
-pub(crate) fn token_ranges(
-    offsets: &[(usize, usize)],
-    spans: &[Range<usize>],
-) -> Vec<Range<usize>> {
+fn token_ranges(offsets: &[(usize, usize)], spans: &[Range<usize>]) -> Vec<Range<usize>> {
     spans
         .iter()
         .map(|span| {

@@ -5,7 +5,7 @@ use super::{plus_minus, reads_no_features, Clues, HeadLoad, Protocol, Spec};
 use crate::error::Result;
 use crate::model::Matrix;
 use crate::prm::head::Kind;
-use crate::prm::template::{forbid, marker_positions, token_ranges, token_spans, Encoded};
+use crate::prm::template::{forbid, marker_positions, Encoded};
 use crate::tokenizer::Tokenizer;
 
 /// Math-Shepherd's step tag.
@@ -60,14 +60,8 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
     }
     let enc = tok.encode_with_offsets(&text, true)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
-    let step_tokens = token_ranges(&enc.offsets, &spans);
-    Ok(Encoded {
-        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
-        step_tokens,
-        tokens: enc.ids,
-        markers,
-        step_texts: steps.iter().map(|s| s.to_string()).collect(),
-    })
+    let texts = steps.iter().map(|s| s.to_string()).collect();
+    Ok(Encoded::of_prompt(enc, markers, &spans, texts))
 }
 
 fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::model::Matrix;
 use crate::prm::chat::Message;
 use crate::prm::head::{Kind, OUTCOME_BIAS, OUTCOME_WEIGHT};
-use crate::prm::template::{token_ranges, token_spans, Encoded};
+use crate::prm::template::Encoded;
 use crate::tokenizer::Tokenizer;
 
 /// Between steps in the assistant's turn: the blank line the segmenter splits
@@ -84,23 +84,20 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
             "the conversation tokenized to nothing".into(),
         ));
     }
-    let step_tokens = token_ranges(&enc.offsets, &spans);
+    let last = enc.ids.len() - 1;
+    let texts = steps.iter().map(|s| s.to_string()).collect();
+    let mut encoded = Encoded::of_prompt(enc, Vec::new(), &spans, texts);
     // Each step's own last token marks it (what `features` reads); the last
     // step's score is the whole conversation's, read at its last token.
-    let mut markers: Vec<usize> = step_tokens
+    encoded.markers = encoded
+        .step_tokens
         .iter()
         .map(|r| r.end.saturating_sub(1))
         .collect();
-    if let Some(m) = markers.last_mut() {
-        *m = enc.ids.len() - 1;
+    if let Some(m) = encoded.markers.last_mut() {
+        *m = last;
     }
-    Ok(Encoded {
-        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
-        step_tokens,
-        tokens: enc.ids,
-        markers,
-        step_texts: steps.iter().map(|s| s.to_string()).collect(),
-    })
+    Ok(encoded)
 }
 
 fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {

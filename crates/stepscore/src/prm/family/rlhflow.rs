@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::Matrix;
 use crate::prm::chat::{ChatFormat, Message};
 use crate::prm::head::Kind;
-use crate::prm::template::{token_ranges, token_spans, Encoded};
+use crate::prm::template::Encoded;
 use crate::tokenizer::Tokenizer;
 
 /// The special tokens a Llama-3 conversation is written with.
@@ -96,14 +96,8 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
             "RLHFlow prompt prefixes do not tokenize as prefixes of the whole".into(),
         ));
     }
-    let step_tokens = token_ranges(&enc.offsets, &spans);
-    Ok(Encoded {
-        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
-        step_tokens,
-        tokens: enc.ids,
-        markers,
-        step_texts: steps.iter().map(|s| s.trim().to_string()).collect(),
-    })
+    let texts = steps.iter().map(|s| s.trim().to_string()).collect();
+    Ok(Encoded::of_prompt(enc, markers, &spans, texts))
 }
 
 fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {

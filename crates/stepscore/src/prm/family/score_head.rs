@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::model::Matrix;
 use crate::prm::chat::{ChatFormat, Message};
 use crate::prm::head::{require, Kind, SCORE_0_BIAS, SCORE_0_WEIGHT, SCORE_2_BIAS, SCORE_2_WEIGHT};
-use crate::prm::template::{forbid, marker_positions, token_ranges, token_spans, Encoded};
+use crate::prm::template::{forbid, marker_positions, Encoded};
 use crate::tokenizer::Tokenizer;
 
 /// Qwen2.5-Math-PRM's system prompt.
@@ -78,14 +78,8 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
         .collect();
     let enc = tok.encode_with_offsets(&text, false)?;
     let markers = marker_positions(&enc.ids, p.marker_id.unwrap_or(u32::MAX), steps.len())?;
-    let step_tokens = token_ranges(&enc.offsets, &spans);
-    Ok(Encoded {
-        step_spans: token_spans(&enc.offsets, &step_tokens, &spans),
-        step_tokens,
-        tokens: enc.ids,
-        markers,
-        step_texts: steps.iter().map(|s| s.to_string()).collect(),
-    })
+    let texts = steps.iter().map(|s| s.to_string()).collect();
+    Ok(Encoded::of_prompt(enc, markers, &spans, texts))
 }
 
 fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {
