@@ -35,7 +35,6 @@ threshold the run's scorer ships (the head file's `stepscore.threshold`, recorde
 must name --model and --head files: their sha256 key the run.
 """
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -44,16 +43,11 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data"))
+from extract_features import sha256  # noqa: E402
+
 CHUNK = 20
 ROWS_TOTAL = 3400
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def read_rows(path):
