@@ -438,6 +438,15 @@ fn width_hint(got: &[usize], want: &[usize]) -> String {
     }
 }
 
+/// A one-unit head's bias: 0 when the checkpoint has none.
+pub(crate) fn optional_bias(get: &TensorLookup<'_>, name: &str) -> Result<f32> {
+    match get(name)? {
+        None => Ok(0.0),
+        Some((s, d)) if s == [1] => Ok(d[0]),
+        Some((s, _)) => Err(Error::model(name, format!("has shape {s:?}, expected [1]"))),
+    }
+}
+
 pub(crate) fn value_head(
     get: &TensorLookup<'_>,
     width: usize,
@@ -445,16 +454,7 @@ pub(crate) fn value_head(
 ) -> Result<ValueHead> {
     if get(V_HEAD_WEIGHT)?.is_some() {
         let w0 = require(get, V_HEAD_WEIGHT, &[1, width])?;
-        let b = match get(V_HEAD_BIAS)? {
-            None => 0.0,
-            Some((s, d)) if s == [1] => d[0],
-            Some((s, _)) => {
-                return Err(Error::model(
-                    V_HEAD_BIAS,
-                    format!("has shape {s:?}, expected [1]"),
-                ))
-            }
-        };
+        let b = optional_bias(get, V_HEAD_BIAS)?;
         return Ok(ValueHead {
             width,
             w0,

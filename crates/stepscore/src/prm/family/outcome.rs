@@ -16,7 +16,7 @@ use super::{Clues, HeadLoad, Protocol, Spec};
 use crate::error::{Error, Result};
 use crate::model::Matrix;
 use crate::prm::chat::Message;
-use crate::prm::head::{Kind, OUTCOME_BIAS, OUTCOME_WEIGHT};
+use crate::prm::head::{optional_bias, Kind, OUTCOME_BIAS, OUTCOME_WEIGHT};
 use crate::prm::template::Encoded;
 use crate::tokenizer::Tokenizer;
 
@@ -134,16 +134,7 @@ fn head(load: &HeadLoad<'_>) -> Result<Kind<Matrix>> {
             ))
         }
     };
-    let bias = match (load.get)(OUTCOME_BIAS)? {
-        None => 0.0,
-        Some((s, b)) if s == [1] => b[0],
-        Some((s, _)) => {
-            return Err(Error::model(
-                OUTCOME_BIAS,
-                format!("has shape {s:?}, expected [1]"),
-            ))
-        }
-    };
+    let bias = optional_bias(load.get, OUTCOME_BIAS)?;
     Ok(Kind::Outcome {
         weight: Matrix::from_f32(1, h, weight)?,
         bias,
