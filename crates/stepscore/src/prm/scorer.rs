@@ -807,7 +807,9 @@ impl Scorer {
         let (enc, truncated_steps) = self.encode_fitted(problem, steps)?;
         if truncated_steps > 0 && !self.protocol.family.scores_each_step() {
             return Err(Error::InvalidArgument(format!(
-                "the {} family scores a whole solution, and this one is over the token limit of {}:                  dropping its last {truncated_steps} steps would score another solution (raise                  max_tokens)",
+                "the {} family scores a whole solution, and this one is over the token limit of {}: \
+                 dropping its last {truncated_steps} steps would score another solution (raise \
+                 max_tokens)",
                 self.protocol.family, self.max_tokens
             )));
         }
