@@ -364,7 +364,9 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         }
         if !family.scores_each_step() {
             return Err(Error::InvalidArgument(format!(
-                "the {family} family scores a whole solution once, on its last step: steps cannot                  be scored as they arrive (sessions, streams, search); score the finished                  solution instead"
+                "the {family} family scores a whole solution once, on its last step: steps cannot \
+                 be scored as they arrive (sessions, streams, search); score the finished \
+                 solution instead"
             )));
         }
         let mut steps: Vec<&str> = self.steps.iter().map(String::as_str).collect();
