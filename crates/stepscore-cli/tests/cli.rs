@@ -353,7 +353,15 @@ fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
     let case = &reference["cases"][2];
     let row = serde_json::json!({"id": "g1", "problem": case["problem"], "steps": case["steps"]});
     let model = dir.to_str().unwrap();
-    let args = ["score", "--model", model, "--family", "generative", "--output", "jsonl"];
+    let args = [
+        "score",
+        "--model",
+        model,
+        "--family",
+        "generative",
+        "--output",
+        "jsonl",
+    ];
     let out = stepscore(&args, Some(row.to_string().as_bytes()));
     assert!(out.status.success(), "stderr: {}", text(&out.stderr));
     let scored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON trace");
@@ -369,14 +377,31 @@ fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
                 let g = steps[i]["score"].as_f64().unwrap();
                 assert!((g - w).abs() < 1e-4, "step {i}: {g} vs {w}");
             }
-            None => assert!(steps[i].get("score").is_none_or(|v| v.is_null()), "{scored}"),
+            None => assert!(
+                steps[i].get("score").is_none_or(|v| v.is_null()),
+                "{scored}"
+            ),
         }
     }
-    let table = stepscore(&["score", "--model", model, "--family", "generative"], Some(row.to_string().as_bytes()));
+    let table = stepscore(
+        &[
+            "score",
+            "--model",
+            model,
+            "--family",
+            "generative",
+            "--output",
+            "table",
+        ],
+        Some(row.to_string().as_bytes()),
+    );
     assert!(table.status.success(), "stderr: {}", text(&table.stderr));
     let shown = text(&table.stdout);
     assert!(shown.contains("critique's verdict: incorrect"), "{shown}");
-    assert!(shown.contains("critique's verdict: none (it ended before this step)"), "{shown}");
+    assert!(
+        shown.contains("critique's verdict: none (it ended before this step)"),
+        "{shown}"
+    );
 }
 
 #[test]

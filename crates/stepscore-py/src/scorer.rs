@@ -558,6 +558,20 @@ impl Scorer {
         self.model.clone()
     }
 
+    /// The text a generative verifier (family "generative") writes its
+    /// critique after, for `steps`: to have the critique written elsewhere
+    /// (a vLLM server) and read it with `score_critique`.
+    fn critique_prompt(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        steps: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let steps = steps_arg(steps, "steps")?;
+        let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+        self.inner.critique_prompt(problem, &refs).py_err(py)
+    }
+
     /// Scores `steps` from `critique`, the text a generative verifier
     /// (family "generative") wrote after its prompt, e.g. on a vLLM server:
     /// each step's score is P(correct) at its verdict, read as `score` reads

@@ -276,6 +276,7 @@ def test_a_generative_verifier_writes_and_reads_its_critique():
         assert r.critique["stop_reason"] == case["stop_reason"]
         assert r.step_scores == [None if w is None else pytest.approx(w, abs=1e-4) for w in case["step_scores"]]
     given = ref["given"]
+    assert scorer.critique_prompt(given["problem"], given["steps"]) == ref["cases"][1]["prompt_text"]
     r = scorer.score_critique(given["problem"], given["steps"], given["critique"])
     assert r.step_scores == [pytest.approx(w, abs=1e-4) for w in given["step_scores"]]
     assert "stop_reason" not in r.critique and r.tokens == len(given["input_ids"])

@@ -13,9 +13,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use stepscore::aggregate::Aggregation;
 use stepscore::prm::{
-    Backend, Critique, Family, GenerateOptions, ScorerOptions, SearchOptions, StopReason, TraceScore,
-    Truncation,
-    QUANTIZE_NAMES,
+    Backend, Critique, Family, GenerateOptions, ScorerOptions, SearchOptions, StopReason,
+    TraceScore, Truncation, QUANTIZE_NAMES,
 };
 use stepscore::reward::DenseMode;
 use stepscore::sample::Sampling;
@@ -302,7 +301,11 @@ fn results_and_pass_through_options_have_the_core_s_fields() {
     let critique = fields(score.critique.as_ref().unwrap());
     let declared = ts_interface(&ts, "Critique");
     for k in &critique {
-        assert!(declared.contains(&camel(k)), "index.d.ts Critique lacks `{}`", camel(k));
+        assert!(
+            declared.contains(&camel(k)),
+            "index.d.ts Critique lacks `{}`",
+            camel(k)
+        );
     }
     for (name, core) in [
         ("GenerateOptions", fields(&GenerateOptions::default())),

@@ -191,13 +191,22 @@ fn a_generative_verifier_writes_and_scores_like_the_cpu_engine() {
         let b = gpu.score_steps(problem, &steps).unwrap();
         // The same critique written, token for token, and the same verdicts read.
         assert_eq!(a.critique, b.critique, "{name} case {k}");
-        assert_eq!(b.critique.as_ref().unwrap().text, case["critique"].as_str().unwrap());
+        assert_eq!(
+            b.critique.as_ref().unwrap().text,
+            case["critique"].as_str().unwrap()
+        );
         assert_eq!(a.tokens, b.tokens, "{name} case {k}");
         for (i, want) in case["step_scores"].as_array().unwrap().iter().enumerate() {
             match (a.step_scores[i], b.step_scores[i], want.as_f64()) {
                 (Some(x), Some(y), Some(w)) => {
-                    assert!((x - y).abs() <= 1e-4, "{name} case {k} step {i}: cpu {x} gpu {y}");
-                    assert!((y - w).abs() <= 1e-4, "{name} case {k} step {i}: gpu {y} reference {w}");
+                    assert!(
+                        (x - y).abs() <= 1e-4,
+                        "{name} case {k} step {i}: cpu {x} gpu {y}"
+                    );
+                    assert!(
+                        (y - w).abs() <= 1e-4,
+                        "{name} case {k} step {i}: gpu {y} reference {w}"
+                    );
                 }
                 (None, None, None) => {}
                 other => panic!("{name} case {k} step {i}: {other:?}"),

@@ -323,7 +323,10 @@ fn write_table(
         if let Some(c) = &result.critique {
             match c.verdicts.get(i).copied().flatten() {
                 Some(v) => writeln!(out, "       critique's verdict: {}", v.word()),
-                None => writeln!(out, "       critique's verdict: none (it ended before this step)"),
+                None => writeln!(
+                    out,
+                    "       critique's verdict: none (it ended before this step)"
+                ),
             }
             .map_err(io)?;
         }

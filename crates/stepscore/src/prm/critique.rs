@@ -71,8 +71,7 @@ impl Scorer {
         steps: &[&str],
         options: &CritiqueOptions,
     ) -> Result<Reading> {
-        let chat = self.critique_chat(steps)?;
-        let (prompt, _, _) = generative::prompt(chat, problem, steps)?;
+        let prompt = self.critique_prompt(problem, steps)?;
         let generate = GenerateOptions {
             sampling: options.sampling.clone(),
             max_new_tokens: options.max_new_tokens,
@@ -93,6 +92,15 @@ impl Scorer {
         reading.written_tokens = writing.prompt_tokens() + writing.tokens().len();
         reading.critique.stop_reason = stop;
         Ok(reading)
+    }
+
+    /// The text a generative verifier writes its critique after, for
+    /// `steps` (the chat format's user turn, its assistant header and
+    /// "Let's verify step by step:"): to have a critique written elsewhere
+    /// (vLLM, a larger model) and read it with [`Scorer::score_critique`].
+    pub fn critique_prompt(&self, problem: &str, steps: &[&str]) -> Result<String> {
+        let chat = self.critique_chat(steps)?;
+        Ok(generative::prompt(chat, problem, steps)?.0)
     }
 
     /// The chat format a critique's prompt is laid out in, after the checks

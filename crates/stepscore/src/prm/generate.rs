@@ -610,7 +610,9 @@ mod tests {
     #[test]
     fn stop_reasons_are_named_as_serde_writes_them() {
         use StopReason::*;
-        for r in [EndOfTurn, StopString, StepEnd, MaxTokens, Context, Cancelled, Budget] {
+        for r in [
+            EndOfTurn, StopString, StepEnd, MaxTokens, Context, Cancelled, Budget,
+        ] {
             assert_eq!(serde_json::to_value(&r).unwrap(), r.name());
         }
     }

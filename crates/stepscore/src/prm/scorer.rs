@@ -17,7 +17,7 @@ use super::engine::{block_on, Engine, EngineCache};
 use super::family::Family;
 use super::family::{encode, Protocol};
 use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
-use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup, TokensRead};
+use super::head::{Head, HeadInput, HeadOutput, TensorLookup, TokensRead};
 use super::head_file::HeadFile;
 use super::template::Encoded;
 use crate::error::{Error, Result};
@@ -26,8 +26,6 @@ use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
 use crate::tokenizer::Tokenizer;
-use crate::trace::Trace;
-use crate::validate::Scored;
 
 /// What to do with a trace longer than the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

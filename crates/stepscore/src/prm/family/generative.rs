@@ -45,7 +45,7 @@ const INSTRUCTION: &str = "Review and critique each step in the proposed solutio
 whether each step is correct. If the solution is incomplete, only verify the provided steps.";
 
 /// What follows the assistant's header: the critique continues it.
-pub const LEAD: &str = "\nLet's verify step by step:";
+const LEAD: &str = "\nLet's verify step by step:";
 
 /// The verdict words, as the verifier boxes them.
 const CORRECT: &str = "correct";
@@ -261,15 +261,17 @@ pub fn parse_verdicts(critique: &str, n_steps: usize) -> Result<Vec<Option<Writt
     }
     let given = out.iter().take_while(|v| v.is_some()).count();
     if given == 0 {
-        return Err(Error::InvalidArgument(match out.iter().position(Option::is_some) {
-            Some(k) => format!(
-                "the critique gives no verdict for step 1 but gives one for step {}",
-                k + 1
-            ),
-            None => "the critique gives no step a verdict (`\\boxed{correct}` or \
+        return Err(Error::InvalidArgument(
+            match out.iter().position(Option::is_some) {
+                Some(k) => format!(
+                    "the critique gives no verdict for step 1 but gives one for step {}",
+                    k + 1
+                ),
+                None => "the critique gives no step a verdict (`\\boxed{correct}` or \
                      `\\boxed{incorrect}`)"
-                .into(),
-        }));
+                    .into(),
+            },
+        ));
     }
     if let Some(k) = out[given..].iter().position(Option::is_some) {
         return Err(Error::InvalidArgument(format!(
@@ -292,7 +294,10 @@ pub(crate) fn encode_critique(
     steps: &[&str],
     critique: &str,
 ) -> Result<(Encoded, Vec<Option<StepVerdict>>)> {
-    let chat = p.chat.as_ref().ok_or_else(|| p.missing("a chat template"))?;
+    let chat = p
+        .chat
+        .as_ref()
+        .ok_or_else(|| p.missing("a chat template"))?;
     let (correct, incorrect) = p
         .plus_minus
         .ok_or_else(|| Error::Internal("the verdict tokens were not resolved".into()))?;
@@ -378,7 +383,8 @@ mod tests {
 
     #[test]
     fn verdicts_outside_the_steps_belong_to_none() {
-        let critique = "\\boxed{incorrect} preamble\nStep 1: \\boxed{correct}\nStep 4: \\boxed{incorrect}";
+        let critique =
+            "\\boxed{incorrect} preamble\nStep 1: \\boxed{correct}\nStep 4: \\boxed{incorrect}";
         let v = parse_verdicts(critique, 2).unwrap();
         assert_eq!(words(&v), [Some("correct"), None]);
     }
@@ -386,18 +392,18 @@ mod tests {
     #[test]
     fn unreadable_critiques_are_errors_that_say_why() {
         let none = parse_verdicts("Step 1: looks fine.\nStep 2: also fine.", 2).unwrap_err();
-        assert!(none.to_string().contains("gives no step a verdict"), "{none}");
+        assert!(
+            none.to_string().contains("gives no step a verdict"),
+            "{none}"
+        );
         let gap = parse_verdicts("Step 1: ok\nStep 2: \\boxed{correct}", 2).unwrap_err();
         assert!(
             gap.to_string()
                 .contains("no verdict for step 1 but gives one for step 2"),
             "{gap}"
         );
-        let hole = parse_verdicts(
-            "Step 1: \\boxed{correct}\nStep 3: \\boxed{correct}",
-            3,
-        )
-        .unwrap_err();
+        let hole =
+            parse_verdicts("Step 1: \\boxed{correct}\nStep 3: \\boxed{correct}", 3).unwrap_err();
         assert!(
             hole.to_string()
                 .contains("no verdict for step 2 but gives one for step 3"),
@@ -431,8 +437,12 @@ mod tests {
         let chat = ChatFormat::ChatMl {
             default_system: None,
         };
-        let (text, spans, texts) =
-            prompt(&chat, "What is 2+3?", &["Step 1: 2+3 = 5. ", "So \\boxed{5}."]).unwrap();
+        let (text, spans, texts) = prompt(
+            &chat,
+            "What is 2+3?",
+            &["Step 1: 2+3 = 5. ", "So \\boxed{5}."],
+        )
+        .unwrap();
         let want = "<|im_start|>user\nYou are given a math problem and a proposed step-by-step \
              solution:\n\n[Math Problem]\n\nWhat is 2+3?\n\n[Solution]\n\nStep 1: 2+3 = 5.\nStep 2: \
              So \\boxed{5}.\n\nReview and critique each step in the proposed solution to determine \

@@ -454,7 +454,9 @@ mod tests {
         }
         let err = "prm".parse::<Family>().unwrap_err().to_string();
         assert!(
-            err.contains("score-head, value-head, math-shepherd, rlhflow, confidence, outcome or generative"),
+            err.contains(
+                "score-head, value-head, math-shepherd, rlhflow, confidence, outcome or generative"
+            ),
             "{err}"
         );
     }
