@@ -65,9 +65,10 @@ BASE_LINES = [
 ]
 
 
-def corpus():
-    """Math text, with the markers of every family frequent enough to merge."""
-    lines = list(BASE_LINES)
+def corpus(extra=()):
+    """Math text, with the markers of every family frequent enough to merge
+    (and `extra` lines for one fixture's own vocabulary)."""
+    lines = list(BASE_LINES) + list(extra)
     rng = np.random.default_rng(7)
     for k in range(60):
         a, b = (int(v) for v in rng.integers(1, 60, size=2))
@@ -83,7 +84,7 @@ def corpus():
 # ---------------------------------------------------------------- tokenizers
 
 
-def byte_level_tokenizer(pattern, specials, vocab_size, nfc, bos=None, ignore_merges=False):
+def byte_level_tokenizer(pattern, specials, vocab_size, nfc, bos=None, ignore_merges=False, extra=()):
     """A GPT-2 style byte-level BPE laid out like Qwen2's / Llama 3's tokenizer.json."""
     tok = Tokenizer(models.BPE(ignore_merges=ignore_merges))
     if nfc:
@@ -97,7 +98,7 @@ def byte_level_tokenizer(pattern, specials, vocab_size, nfc, bos=None, ignore_me
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
                                   show_progress=False, special_tokens=[])
-    tok.train_from_iterator(corpus(), trainer)
+    tok.train_from_iterator(corpus(extra), trainer)
     tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
     byte_level = processors.ByteLevel(**dict({"trim_offsets": False}, **opts))
     if bos is None:
@@ -698,6 +699,165 @@ def outcome(rng):
     write_fixture("outcome-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)
 
 
+# ---------------------------------------------------------------- 7. generative verifier
+
+# ThinkPRM's prompt (mukhal/ThinkPRM, utils/helper.py, format_verification_cot_for_thinkprm,
+# inference branch) and stop rule (prm/thinkprm_api.py), written from that code.
+THINKPRM_INSTRUCTION = ("Review and critique each step in the proposed solution to determine whether each "
+                        "step is correct. If the solution is incomplete, only verify the provided steps.")
+THINKPRM_TEMPLATE = """You are given a math problem and a proposed step-by-step solution:
+
+[Math Problem]
+
+{problem}
+
+[Solution]
+
+{solution}
+
+{_instruction}
+""".strip()
+
+GEN_CASES = [
+    {"problem": "What is 12 + 7 \\times 3?", "steps": ["First compute 7 \\times 3 = 21."]},
+    {"problem": "Compute $2^{10}$.", "steps": ["$2^{10} = 1024$.", "So the answer is \\boxed{1000}."]},
+    {"problem": "Solve $x^2 - 5x + 6 = 0$.",
+     "steps": ["Step 1: We factor: $(x - 2)(x - 3) = 0$.", "So $x = 2$ or $x = 3$.", "The sum is 6."]},
+]
+# What the fixture's model is arranged to write after each case's prompt (greedy), and the
+# P(correct) - P(incorrect) logit gap it is arranged to have at each verdict.
+GEN_WRITES = [
+    ("\nStep 1: fine \\boxed{correct}\nStep 2:", [1.3]),
+    ("\nStep 1: fine \\boxed{correct}\nStep 2: wrong \\boxed{incorrect}.<|im_end|>", [2.1, -1.6]),
+    ("\nStep 1: fine \\boxed{correct}\nStep 2: wrong \\boxed{incorrect}.<|im_end|>", [0.7, -0.9]),
+]
+# A critique given to be read (not written by the model): case 1 judged the other way round.
+GEN_GIVEN = (1, "\nStep 1: wrong \\boxed{incorrect}\nStep 2: fine \\boxed{correct}")
+
+
+def thinkprm_prompt(problem, steps):
+    import re
+    shown = [f"Step {i + 1}: " + re.sub(r"Step \d+:", "", s).strip() for i, s in enumerate(steps)]
+    user = (THINKPRM_TEMPLATE.replace("{problem}", problem).replace("{solution}", "\n".join(shown))
+            .replace("{_instruction}", THINKPRM_INSTRUCTION))
+    return render(CHATML_TEMPLATE, messages=[{"role": "user", "content": user}],
+                  add_generation_prompt=True) + "\nLet's verify step by step:"
+
+
+def thinkprm_stops(n):
+    return ["Is the solution correct?", "</think>", f"Step {n + 1}:"]
+
+
+def greedy_critique(tok, cfg, w, prompt, n_steps, eos, budget=40):
+    """Greedy decoding in float64 (a full forward per token), stopped as ThinkPRM stops."""
+    ids = tok.encode(prompt, add_special_tokens=True).ids
+    start = len(ids)
+    for _ in range(budget):
+        nxt = int(np.argmax(logits_of(cfg, w, ids)[-1]))
+        if nxt == eos:
+            return tok.decode(ids[start:], skip_special_tokens=True), "end-of-turn"
+        ids.append(nxt)
+        text = tok.decode(ids[start:], skip_special_tokens=True)
+        cut = [text.find(s) for s in thinkprm_stops(n_steps) if s in text]
+        if cut:
+            return text[:min(cut)], "stop-string"
+    raise AssertionError("the arranged critique did not stop")
+
+
+def read_verdicts(tok, cfg, w, prompt, critique, pair):
+    """P(correct) at each `\\boxed{` verdict, teacher-forced over prompt + critique: softmax over the
+    two verdict tokens' logits at the token before the verdict token."""
+    import re
+    text = prompt + critique
+    enc = tok.encode(text, add_special_tokens=True)
+    logits = logits_of(cfg, w, enc.ids)
+    out, markers = [], []
+    for m in re.finditer(r"\\boxed\{(correct|incorrect)\}", critique):
+        at = len(prompt) + m.start(1)
+        i = next(k for k, (a, e) in enumerate(enc.offsets) if a <= at < e)
+        assert enc.ids[i] == pair[0 if m.group(1) == "correct" else 1], (critique, enc.ids[i])
+        out.append(float(np.exp(log_softmax(logits[i - 1][list(pair)]))[0]))
+        markers.append(i - 1)
+    return out, markers, enc.ids
+
+
+def generative(rng):
+    """A generative verifier (ThinkPRM's protocol) on a Qwen2 CausalLM whose vocabulary
+    projection is arranged so that greedy decoding writes GEN_WRITES after each case's prompt:
+    the rows are fitted (ridge least squares) to the float64 final hidden states at the
+    positions that write the critique. The step scores are P(correct) at the verdicts."""
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    extra = ["This step is \\boxed{correct}", "This step is \\boxed{incorrect}.", "\\boxed{correct}"] * 25
+    tok = byte_level_tokenizer(QWEN2_PATTERN, specials, 440, nfc=True, extra=extra)
+    # Headings and judgements as single tokens, so each token that writes the critique has one
+    # successor (the verdict tokens themselves come from BPE, as in a real vocabulary).
+    tok.add_tokens([AddedToken(t, normalized=False) for t in
+                    ["\nStep 1:", "\nStep 2:", " fine \\boxed", " wrong \\boxed"]])
+    pair = tuple(tok.encode("\\boxed{" + v + "}", add_special_tokens=False).ids[1] for v in ("correct", "incorrect"))
+    assert [tok.id_to_token(t) for t in pair] == ["{correct", "{incorrect"], [tok.id_to_token(t) for t in pair]
+    n = tok.get_vocab_size()
+    eos = tok.token_to_id("<|im_end|>")
+    cfg = small_config("qwen2", "Qwen2ForCausalLM", padded(n), 64, rope_theta=1000000.0,
+                       use_sliding_window=False, sliding_window=4096, max_window_layers=2,
+                       bos_token_id=tok.token_to_id("<|endoftext|>"), eos_token_id=eos)
+    cfg["max_position_embeddings"] = 1024
+    w32 = mr.make_weights(rng, cfg, "qwen2")
+    w = f64(w32)
+    # The positions that write each case's critique, and the logits wanted there.
+    rows, wants = [], []
+    for c, (write, gaps) in zip(GEN_CASES, GEN_WRITES):
+        prompt = thinkprm_prompt(c["problem"], c["steps"])
+        ids = tok.encode(prompt + write, add_special_tokens=True).ids
+        start = len(tok.encode(prompt, add_special_tokens=True).ids)
+        h = hidden_states(cfg, w, ids)
+        gaps = list(gaps)
+        for p in range(start - 1, len(ids) - 1):
+            want = np.zeros(cfg["vocab_size"])
+            want[ids[p + 1]] = 12.0
+            if ids[p + 1] in pair:
+                g = gaps.pop(0)
+                want[pair[0]], want[pair[1]] = 10.0 + g / 2, 10.0 - g / 2
+            rows.append(h[p])
+            wants.append(want)
+    H, D = np.array(rows), np.array(wants)
+    base = w["lm_head.weight"]
+    # lm_head = base + correction, the correction fitted so that H @ lm_head.T ~ D.
+    resid = D - H @ base.T
+    corr = np.linalg.solve(H.T @ H + 1e-3 * np.eye(H.shape[1]), H.T @ resid)
+    w32["lm_head.weight"] = (base + corr.T).astype(np.float32)
+    w = f64(w32)
+
+    cases = []
+    for c, (write, _) in zip(GEN_CASES, GEN_WRITES):
+        prompt = thinkprm_prompt(c["problem"], c["steps"])
+        critique, stop = greedy_critique(tok, cfg, w, prompt, len(c["steps"]), eos)
+        assert critique == write.replace("<|im_end|>", "").replace("\nStep 2:", "\n") if stop == "stop-string" \
+            else critique == write.replace("<|im_end|>", ""), (critique, write)
+        scores, markers, ids = read_verdicts(tok, cfg, w, prompt, critique, pair)
+        verdicts = ["correct" if s > 0.5 else "incorrect" for s in scores]
+        steps_n = len(c["steps"])
+        cases.append({"problem": c["problem"], "steps": c["steps"], "prompt_text": prompt, "critique": critique,
+                      "stop_reason": stop, "input_ids": ids, "marker_positions": markers,
+                      "verdicts": verdicts + [None] * (steps_n - len(verdicts)),
+                      "step_scores": [r(x) for x in scores] + [None] * (steps_n - len(scores))})
+    k, given = GEN_GIVEN
+    c = GEN_CASES[k]
+    prompt = thinkprm_prompt(c["problem"], c["steps"])
+    scores, markers, ids = read_verdicts(tok, cfg, w, prompt, given, pair)
+    given_case = {"problem": c["problem"], "steps": c["steps"], "critique": given, "input_ids": ids,
+                  "marker_positions": markers, "verdicts": ["incorrect", "correct"],
+                  "step_scores": [r(x) for x in scores]}
+    check_spread("generative-tiny", [[s for case in cases for s in case["step_scores"] if s is not None]])
+    tok_config = {
+        "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "eos_token": "<|im_end|>",
+        "pad_token": "<|endoftext|>", "unk_token": None, "model_max_length": 1024, "errors": "replace",
+        "clean_up_tokenization_spaces": False, "split_special_tokens": False,
+        "added_tokens_decoder": added_tokens_decoder(tok), "chat_template": CHATML_TEMPLATE,
+    }
+    ref = {"family": "generative", "verdict_token_ids": list(pair), "cases": cases, "given": given_case}
+    write_fixture("generative-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)
+
+
 # ---------------------------------------------------------------- read-back check
 
 
@@ -733,6 +893,14 @@ def verify(name):
     with open(os.path.join(d, "config.json")) as f:
         cfg = json.load(f)
     w = read_safetensors_f64(os.path.join(d, "model.safetensors"))
+    if ref["family"] == "generative":
+        pair = ref["verdict_token_ids"]
+        for case in ref["cases"] + [ref["given"]]:
+            prompt = thinkprm_prompt(case["problem"], case["steps"])
+            got, markers, ids = read_verdicts(tok, cfg, w, prompt, case["critique"], pair)
+            assert ids == case["input_ids"] and markers == case["marker_positions"], name
+            assert np.allclose(got, [x for x in case["step_scores"] if x is not None], rtol=1e-12), name
+        return
     assert ("lm_head.weight" in w) == (not cfg["tie_word_embeddings"] and ref["family"] != "score-head"), name
     for case in ref["cases"]:
         if "prompt_text" in case:
@@ -775,8 +943,9 @@ def main():
     confidence(np.random.default_rng(505))
     gemma3_confidence(np.random.default_rng(606))
     outcome(np.random.default_rng(707))
+    generative(np.random.default_rng(808))
     for name in ["qwen2-prm-tiny", "skywork-prm-tiny", "math-shepherd-tiny", "rlhflow-tiny", "confidence-tiny",
-                 "gemma3-confidence-tiny", "outcome-tiny"]:
+                 "gemma3-confidence-tiny", "outcome-tiny", "generative-tiny"]:
         verify(name)
     for name in sorted(os.listdir(ROOT)):
         d = os.path.join(ROOT, name)

@@ -28,7 +28,7 @@ export class StepscoreError extends Error {
 
 /** The core's backend names: 'gpu' and 'webgpu' both name the WGSL engine on WebGPU. */
 export type Backend = 'auto' | 'webgpu' | 'gpu' | 'cpu';
-export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence' | 'outcome';
+export type Family = 'score-head' | 'value-head' | 'math-shepherd' | 'rlhflow' | 'confidence' | 'outcome' | 'generative';
 export type Truncation = 'error' | 'drop-steps';
 export type Quantize = 'q8_0' | 'q8' | 'q4_0' | 'q4';
 export type Aggregation = 'min' | 'prod' | 'last' | 'mean' | 'geo_mean';
@@ -246,6 +246,16 @@ export interface ScoreOptions {
   signal?: AbortSignal;
 }
 
+/** A generative verifier's critique of a solution. */
+export interface Critique {
+  /** The text written after the prompt's "Let's verify step by step:". */
+  text: string;
+  /** Per step, the verdict it boxed; null for the steps after its last verdict (they are unscored). */
+  verdicts: Array<'correct' | 'incorrect' | null>;
+  /** Why writing stopped: 'end-of-turn', 'stop-string', 'max-tokens' or 'context'. */
+  stopReason?: string;
+}
+
 export interface TraceScore {
   /** One per step; null for steps dropped by truncation, and for every step but the last under the 'outcome' family. */
   stepScores: Array<number | null>;
@@ -253,6 +263,8 @@ export interface TraceScore {
   truncatedSteps: number;
   /** Only for the 'outcome' family: the reward model's logit for the whole solution (the last step's score is its sigmoid). */
   outcomeLogit?: number;
+  /** Only for the 'generative' family: the critique the verifier wrote, whose verdicts gave the scores. */
+  critique?: Critique;
   /** Only for the 'confidence' family. */
   confidence?: StepConfidence[];
   /** With `{ tokenLogprobs: true }`: per scored step, its tokens in order. */

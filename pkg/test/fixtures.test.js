@@ -87,6 +87,26 @@ for (const [name, family] of FAMILIES) {
   });
 }
 
+test('generative-tiny: the verifier writes its critique and each verdict scores its step', async () => {
+  const ref = reference('generative-tiny');
+  const scorer = await StepScorer.load({ model: checkpointFiles('generative-tiny'), backend: 'cpu', family: 'generative' });
+  try {
+    assert.equal(scorer.info().family, 'generative');
+    for (const [k, c] of ref.cases.entries()) {
+      const got = await scorer.score({ problem: c.problem, steps: c.steps });
+      assert.equal(got.critique.text, c.critique, `case ${k}: critique`);
+      assert.deepEqual(got.critique.verdicts, c.verdicts, `case ${k}: verdicts`);
+      assert.equal(got.critique.stopReason, c.stop_reason, `case ${k}: stop`);
+      for (const [i, want] of c.step_scores.entries()) {
+        if (want === null) assert.equal(got.stepScores[i], null, `case ${k} step ${i}`);
+        else assert.ok(Math.abs(got.stepScores[i] - want) <= 1e-4, `case ${k} step ${i}: ${got.stepScores[i]} vs ${want}`);
+      }
+    }
+  } finally {
+    scorer.dispose();
+  }
+});
+
 test('outcome-tiny: one score for the whole solution, on its last step, and its logit', async () => {
   const ref = reference('outcome-tiny');
   const scorer = await StepScorer.load({ model: checkpointFiles('outcome-tiny'), backend: 'cpu' });

@@ -23,12 +23,15 @@ pub struct ModelArgs {
     /// A PRM head in its own safetensors file (e.g. from `stepscore train`),
     /// applied to the --model backbone (default: the default PRM's backbone,
     /// Qwen2.5-Coder-1.5B-Instruct, in place of its built-in head). Refused
-    /// with a --family that reads no head file (confidence, math-shepherd, rlhflow, outcome).
+    /// with a --family that reads no head file (confidence, math-shepherd, rlhflow, outcome,
+    /// generative).
     #[arg(long)]
     pub head: Option<PathBuf>,
 
     /// PRM family: score-head, value-head, math-shepherd, rlhflow, confidence,
-    /// outcome (detected from the checkpoint when omitted).
+    /// outcome, generative (detected from the checkpoint when omitted; a
+    /// generative verifier such as ThinkPRM must be named: it writes a
+    /// critique of each trace first).
     #[arg(long)]
     pub family: Option<Family>,
 

@@ -342,6 +342,69 @@ fn score_writes_step_scores_from_a_checkpoint() {
 }
 
 #[test]
+fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
+    // The tiny arranged verifier (scripts/prm_reference.py): the critique,
+    // its verdicts and why writing stopped land in the metadata; the step
+    // without a verdict is unscored, and the table shows each verdict.
+    let dir = fixture("prm/generative-tiny");
+    let reference: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
+            .unwrap();
+    let case = &reference["cases"][2];
+    let row = serde_json::json!({"id": "g1", "problem": case["problem"], "steps": case["steps"]});
+    let model = dir.to_str().unwrap();
+    let args = [
+        "score",
+        "--model",
+        model,
+        "--family",
+        "generative",
+        "--output",
+        "jsonl",
+    ];
+    let out = stepscore(&args, Some(row.to_string().as_bytes()));
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let scored: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON trace");
+    let info = &scored["metadata"]["stepscore"];
+    assert_eq!(info["family"], "generative");
+    assert_eq!(info["critique"]["text"], case["critique"]);
+    assert_eq!(info["critique"]["verdicts"], case["verdicts"]);
+    assert_eq!(info["critique"]["stop_reason"], "end-of-turn");
+    let steps = scored["steps"].as_array().unwrap();
+    for (i, want) in case["step_scores"].as_array().unwrap().iter().enumerate() {
+        match want.as_f64() {
+            Some(w) => {
+                let g = steps[i]["score"].as_f64().unwrap();
+                assert!((g - w).abs() < 1e-4, "step {i}: {g} vs {w}");
+            }
+            None => assert!(
+                steps[i].get("score").is_none_or(|v| v.is_null()),
+                "{scored}"
+            ),
+        }
+    }
+    let table = stepscore(
+        &[
+            "score",
+            "--model",
+            model,
+            "--family",
+            "generative",
+            "--output",
+            "table",
+        ],
+        Some(row.to_string().as_bytes()),
+    );
+    assert!(table.status.success(), "stderr: {}", text(&table.stderr));
+    let shown = text(&table.stdout);
+    assert!(shown.contains("critique's verdict: incorrect"), "{shown}");
+    assert!(
+        shown.contains("critique's verdict: none (it ended before this step)"),
+        "{shown}"
+    );
+}
+
+#[test]
 fn an_outcome_reward_model_scores_the_last_step_and_every_command_reads_it() {
     // The tiny sequence-classification reward model (scripts/prm_reference.py):
     // one score on the last step, the logit in the metadata; aggregate, eval
@@ -510,7 +573,8 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
             "math-shepherd",
             "rlhflow",
             "confidence",
-            "outcome"
+            "outcome",
+            "generative"
         ])
     );
     let adapters = v["adapters"].as_array().expect("adapters array");

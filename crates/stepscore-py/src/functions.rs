@@ -440,7 +440,10 @@ pub fn dense_rewards<'py>(
 }
 
 /// Any serde value as Python data (through JSON: dicts, lists, numbers).
-fn to_python<'py>(py: Python<'py>, value: &impl serde::Serialize) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn to_python<'py>(
+    py: Python<'py>,
+    value: &impl serde::Serialize,
+) -> PyResult<Bound<'py, PyAny>> {
     let text = serde_json::to_string(value)
         .map_err(|e| PyValueError::new_err(format!("internal: result not serializable: {e}")))?;
     py.import("json")?.call_method1("loads", (text,))

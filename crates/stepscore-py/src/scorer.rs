@@ -139,6 +139,19 @@ impl TraceScore {
         self.inner.outcome_logit
     }
 
+    /// What a generative verifier wrote, as a dict: `text` (the critique),
+    /// `verdicts` (per step "correct", "incorrect", or None after its last
+    /// verdict) and `stop_reason` (why writing stopped, absent for a given
+    /// critique); None for the other families.
+    #[getter]
+    fn critique<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.inner
+            .critique
+            .as_ref()
+            .map(|c| crate::functions::to_python(py, c))
+            .transpose()
+    }
+
     /// Tokens the engine processed.
     #[getter]
     fn tokens(&self) -> usize {
@@ -246,8 +259,8 @@ fn confidence_list<'py>(py: Python<'py>, c: &[StepConfidence]) -> PyResult<Bound
 /// `head` is a PRM head in its own safetensors file (e.g. from `stepscore
 /// train`). The options are the core's `ScorerOptions`, by the same names
 /// and with the same defaults as the CLI's flags and the npm load options:
-/// `family` (score-head, value-head, math-shepherd, rlhflow, confidence, outcome;
-/// detected when omitted), `backend` (auto (default): a hardware GPU if
+/// `family` (score-head, value-head, math-shepherd, rlhflow, confidence, outcome,
+/// generative; detected when omitted, except generative), `backend` (auto (default): a hardware GPU if
 /// there is one, else the CPU; gpu; cpu), `threads` (None or 0: this
 /// process's share, see `info()["threads_source"]`: the CPUs it may use
 /// (affinity, cgroup quota), fewer when `OMP_NUM_THREADS` says so (torchrun's
@@ -543,6 +556,51 @@ impl Scorer {
     #[getter]
     fn model(&self) -> PathBuf {
         self.model.clone()
+    }
+
+    /// The text a generative verifier (family "generative") writes its
+    /// critique after, for `steps`: to have the critique written elsewhere
+    /// (a vLLM server) and read it with `score_critique`.
+    fn critique_prompt(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        steps: &Bound<'_, PyAny>,
+    ) -> PyResult<String> {
+        let steps = steps_arg(steps, "steps")?;
+        let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+        self.inner.critique_prompt(problem, &refs).py_err(py)
+    }
+
+    /// Scores `steps` from `critique`, the text a generative verifier
+    /// (family "generative") wrote after its prompt, e.g. on a vLLM server:
+    /// each step's score is P(correct) at its verdict, read as `score` reads
+    /// the critique it writes itself (`TraceScore.critique`).
+    #[pyo3(signature = (problem, steps, critique))]
+    fn score_critique(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        steps: &Bound<'_, PyAny>,
+        critique: &str,
+    ) -> PyResult<TraceScore> {
+        let steps = steps_arg(steps, "steps")?;
+        let scorer = Arc::clone(&self.inner);
+        let (problem, critique) = (problem.to_string(), critique.to_string());
+        let (inner, tokens) = py
+            .detach(move || {
+                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+                let score = scorer.score_critique(&problem, &refs, &critique)?;
+                let tokens = StepTokens::of(&score, &refs, false);
+                Ok::<_, stepscore::Error>((score, tokens))
+            })
+            .py_err(py)?;
+        let threshold = self.inner.threshold_in_force(None);
+        Ok(TraceScore {
+            inner,
+            tokens,
+            threshold,
+        })
     }
 
     /// Scores `steps` (a sequence of str) as the response to `problem`.

@@ -265,6 +265,25 @@ def test_first_error_defaults_to_the_threshold_the_head_ships(smollm2):
     assert r.first_error() == r.first_error(threshold=scorer.threshold)
 
 
+def test_a_generative_verifier_writes_and_reads_its_critique():
+    ref = json.loads((PRM / "generative-tiny" / "reference.json").read_text(encoding="utf-8"))
+    scorer = stepscore.Scorer(PRM / "generative-tiny", family="generative", threads=1)
+    assert scorer.family == "generative"
+    for case in ref["cases"]:
+        r = scorer.score(case["problem"], case["steps"])
+        assert r.critique["text"] == case["critique"]
+        assert r.critique["verdicts"] == case["verdicts"]
+        assert r.critique["stop_reason"] == case["stop_reason"]
+        assert r.step_scores == [None if w is None else pytest.approx(w, abs=1e-4) for w in case["step_scores"]]
+    given = ref["given"]
+    assert scorer.critique_prompt(given["problem"], given["steps"]) == ref["cases"][1]["prompt_text"]
+    r = scorer.score_critique(given["problem"], given["steps"], given["critique"])
+    assert r.step_scores == [pytest.approx(w, abs=1e-4) for w in given["step_scores"]]
+    assert "stop_reason" not in r.critique and r.tokens == len(given["input_ids"])
+    with pytest.raises(stepscore.InvalidArgumentError, match="gives no step a verdict"):
+        scorer.score_critique(given["problem"], given["steps"], "Step 1: fine.")
+
+
 def test_an_outcome_reward_model_scores_the_solution_on_its_last_step():
     ref = json.loads((PRM / "outcome-tiny" / "reference.json").read_text(encoding="utf-8"))
     scorer = stepscore.Scorer(PRM / "outcome-tiny", threads=1)

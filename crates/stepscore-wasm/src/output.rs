@@ -51,6 +51,21 @@ pub struct Score {
     /// number ([`stepscore::prm::least_likely`]), `null` when none shows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub least_likely: Option<Vec<Option<TokenSpan>>>,
+    /// What a generative verifier wrote (its verdicts gave the scores).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub critique: Option<CritiqueOut>,
+}
+
+/// A generative verifier's critique, in the npm package's spelling.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CritiqueOut {
+    pub text: String,
+    /// Per step, "correct", "incorrect", or `null` after the last verdict.
+    pub verdicts: Vec<Option<stepscore::prm::StepVerdict>>,
+    /// Why writing stopped (absent for a given critique).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<&'static str>,
 }
 
 /// What a scoring call returns besides the scores.
@@ -122,6 +137,11 @@ impl Score {
                 .map(|c| c.iter().map(Confidence::from).collect()),
             token_logprobs,
             least_likely,
+            critique: s.critique.map(|c| CritiqueOut {
+                text: c.text,
+                verdicts: c.verdicts,
+                stop_reason: c.stop_reason.as_ref().map(|r| r.name()),
+            }),
         }
     }
 }

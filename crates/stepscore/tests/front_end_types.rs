@@ -13,8 +13,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 use stepscore::aggregate::Aggregation;
 use stepscore::prm::{
-    Backend, Family, GenerateOptions, ScorerOptions, SearchOptions, TraceScore, Truncation,
-    QUANTIZE_NAMES,
+    Backend, Critique, Family, GenerateOptions, ScorerOptions, SearchOptions, StopReason,
+    TraceScore, Truncation, QUANTIZE_NAMES,
 };
 use stepscore::reward::DenseMode;
 use stepscore::sample::Sampling;
@@ -270,6 +270,11 @@ fn results_and_pass_through_options_have_the_core_s_fields() {
         outcome_logit: Some(0.0),
         confidence: Some(vec![]),
         token_logprobs: Some(vec![]),
+        critique: Some(Critique {
+            text: String::new(),
+            verdicts: vec![],
+            stop_reason: Some(StopReason::EndOfTurn),
+        }),
     };
     let core = fields(&score);
     let npm = ts_interface(&ts, "TraceScore");
@@ -292,6 +297,16 @@ fn results_and_pass_through_options_have_the_core_s_fields() {
             _ => BTreeSet::new(),
         }
     };
+    // A critique's fields, as npm spells them.
+    let critique = fields(score.critique.as_ref().unwrap());
+    let declared = ts_interface(&ts, "Critique");
+    for k in &critique {
+        assert!(
+            declared.contains(&camel(k)),
+            "index.d.ts Critique lacks `{}`",
+            camel(k)
+        );
+    }
     for (name, core) in [
         ("GenerateOptions", fields(&GenerateOptions::default())),
         ("SearchOptions", fields(&SearchOptions::default())),

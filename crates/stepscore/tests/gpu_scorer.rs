@@ -163,6 +163,59 @@ fn an_outcome_reward_model_scores_like_the_cpu_engine() {
 }
 
 #[test]
+fn a_generative_verifier_writes_and_scores_like_the_cpu_engine() {
+    if !have_adapter() {
+        return;
+    }
+    let options = |backend| ScorerOptions {
+        backend,
+        family: Some(Family::Generative),
+        threads: 1,
+        ..Default::default()
+    };
+    let name = "generative-tiny";
+    let cpu = Scorer::open(fixture(name), &options(Backend::Cpu)).unwrap();
+    let gpu = Scorer::open(fixture(name), &options(Backend::Gpu)).unwrap();
+    assert_eq!(gpu.backend_report().chosen, Backend::Gpu);
+    let text = std::fs::read_to_string(fixture(name).join("reference.json")).unwrap();
+    let reference: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for (k, case) in reference["cases"].as_array().unwrap().iter().enumerate() {
+        let steps: Vec<&str> = case["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap())
+            .collect();
+        let problem = case["problem"].as_str().unwrap();
+        let a = cpu.score_steps(problem, &steps).unwrap();
+        let b = gpu.score_steps(problem, &steps).unwrap();
+        // The same critique written, token for token, and the same verdicts read.
+        assert_eq!(a.critique, b.critique, "{name} case {k}");
+        assert_eq!(
+            b.critique.as_ref().unwrap().text,
+            case["critique"].as_str().unwrap()
+        );
+        assert_eq!(a.tokens, b.tokens, "{name} case {k}");
+        for (i, want) in case["step_scores"].as_array().unwrap().iter().enumerate() {
+            match (a.step_scores[i], b.step_scores[i], want.as_f64()) {
+                (Some(x), Some(y), Some(w)) => {
+                    assert!(
+                        (x - y).abs() <= 1e-4,
+                        "{name} case {k} step {i}: cpu {x} gpu {y}"
+                    );
+                    assert!(
+                        (y - w).abs() <= 1e-4,
+                        "{name} case {k} step {i}: gpu {y} reference {w}"
+                    );
+                }
+                (None, None, None) => {}
+                other => panic!("{name} case {k} step {i}: {other:?}"),
+            }
+        }
+    }
+}
+
+#[test]
 fn gpu_sessions_equal_full_rescoring_and_candidates_share_the_prompt() {
     if !have_adapter() {
         return;

@@ -166,6 +166,139 @@ fn outcome_reward_model() {
     check("outcome-tiny", None);
 }
 
+/// A generative verifier's case: what the fixture's model writes (greedy) and
+/// the verdicts' P(correct) read teacher-forced, from the float64 reference.
+#[derive(Deserialize)]
+struct CritiqueCase {
+    problem: String,
+    #[serde(default)]
+    prompt_text: String,
+    steps: Vec<String>,
+    critique: String,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    input_ids: Vec<u32>,
+    verdicts: Vec<Option<String>>,
+    step_scores: Vec<Option<f64>>,
+}
+
+#[derive(Deserialize)]
+struct CritiqueReference {
+    cases: Vec<CritiqueCase>,
+    given: CritiqueCase,
+}
+
+fn generative_scorer() -> Scorer {
+    let options = ScorerOptions {
+        family: Some(Family::Generative),
+        threads: 2,
+        ..Default::default()
+    };
+    Scorer::open(fixture("generative-tiny"), &options).expect("the generative fixture loads")
+}
+
+fn check_critique(what: &str, got: &stepscore::prm::TraceScore, want: &CritiqueCase) {
+    let critique = got.critique.as_ref().expect("a critique");
+    assert_eq!(critique.text, want.critique, "{what}: the critique written");
+    let verdicts: Vec<Option<&str>> = critique
+        .verdicts
+        .iter()
+        .map(|v| v.map(|v| v.word()))
+        .collect();
+    let want_verdicts: Vec<Option<&str>> = want.verdicts.iter().map(|v| v.as_deref()).collect();
+    assert_eq!(verdicts, want_verdicts, "{what}: verdicts");
+    assert_eq!(
+        critique.stop_reason.as_ref().map(|r| r.name()),
+        want.stop_reason.as_deref(),
+        "{what}: why writing stopped"
+    );
+    assert_eq!(got.step_scores.len(), want.step_scores.len(), "{what}");
+    for (i, (g, w)) in got.step_scores.iter().zip(&want.step_scores).enumerate() {
+        match (g, w) {
+            (Some(g), Some(w)) => assert!(
+                (g - w).abs() <= 1e-4,
+                "{what} step {i}: {g} vs reference {w}"
+            ),
+            (None, None) => {}
+            _ => panic!("{what} step {i}: {g:?} vs reference {w:?}"),
+        }
+    }
+}
+
+#[test]
+fn generative_verifier_writes_its_critique_and_scores_the_verdicts() {
+    let text = std::fs::read_to_string(fixture("generative-tiny").join("reference.json")).unwrap();
+    let reference: CritiqueReference = serde_json::from_str(&text).unwrap();
+    let scorer = generative_scorer();
+    assert_eq!(scorer.family(), Family::Generative);
+    for (k, case) in reference.cases.iter().enumerate() {
+        let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
+        let got = scorer
+            .score_steps(&case.problem, &steps)
+            .unwrap_or_else(|e| panic!("case {k}: {e}"));
+        check_critique(&format!("case {k}"), &got, case);
+        // The prompt, the writing and the reading pass were all run.
+        assert!(
+            got.tokens > case.input_ids.len(),
+            "case {k}: {} tokens",
+            got.tokens
+        );
+    }
+    // A critique written elsewhere (after the prompt the scorer hands out)
+    // is read the same way, and only read.
+    let given = &reference.given;
+    let steps: Vec<&str> = given.steps.iter().map(String::as_str).collect();
+    let prompt = scorer.critique_prompt(&given.problem, &steps).unwrap();
+    assert_eq!(prompt, reference.cases[1].prompt_text);
+    let got = scorer
+        .score_critique(&given.problem, &steps, &given.critique)
+        .unwrap();
+    check_critique("the given critique", &got, given);
+    assert_eq!(got.tokens, given.input_ids.len());
+}
+
+#[test]
+fn generative_verifier_errors_say_what_is_wrong() {
+    let scorer = generative_scorer();
+    let steps = ["$2^{10} = 1024$.", "So the answer is \\boxed{1000}."];
+    let err = |e: Error| e.to_string();
+    // No verdict at all, or a gap before a verdict.
+    let none = err(scorer
+        .score_critique("Compute $2^{10}$.", &steps, "Step 1: fine.")
+        .unwrap_err());
+    assert!(none.contains("gives no step a verdict"), "{none}");
+    // A budget that runs out before the first verdict says so.
+    let short = stepscore::prm::CritiqueOptions {
+        max_new_tokens: 2,
+        ..Default::default()
+    };
+    let budget = err(scorer
+        .critique("Compute $2^{10}$.", &steps, &short)
+        .unwrap_err());
+    assert!(budget.contains("writing stopped: max-tokens"), "{budget}");
+    // Steps cannot be scored as they arrive, and a prompt alone has no marker.
+    let session = err(scorer
+        .session("Compute $2^{10}$.")
+        .extend(&steps)
+        .unwrap_err());
+    assert!(
+        session.contains("one critique of the whole solution"),
+        "{session}"
+    );
+    let encode = err(scorer.encode("Compute $2^{10}$.", &steps).unwrap_err());
+    assert!(encode.contains("verdict of a critique"), "{encode}");
+    // The family is named, never detected: the checkpoint is a plain causal LM.
+    let plain = Scorer::open(fixture("generative-tiny"), &ScorerOptions::default()).unwrap();
+    assert_eq!(plain.family(), Family::Confidence);
+    let other = err(plain
+        .score_critique("p", &steps, "Step 1: \\boxed{correct}")
+        .unwrap_err());
+    assert!(
+        other.contains("this scorer's family is confidence"),
+        "{other}"
+    );
+}
+
 #[test]
 fn an_outcome_score_is_of_the_whole_solution_only() {
     let scorer = Scorer::open(fixture("outcome-tiny"), &ScorerOptions::default()).unwrap();

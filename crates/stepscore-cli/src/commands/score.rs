@@ -208,6 +208,9 @@ fn attach(trace: &mut Trace, result: &TraceScore, family: Family, token_logprobs
     if let Some(conf) = &result.confidence {
         info["confidence"] = serde_json::to_value(conf).unwrap_or_default();
     }
+    if let Some(critique) = &result.critique {
+        info["critique"] = serde_json::to_value(critique).unwrap_or_default();
+    }
     if let Some(tokens) = result.token_logprobs.as_ref().filter(|_| token_logprobs) {
         info["token_logprobs"] = serde_json::to_value(tokens).unwrap_or_default();
     }
@@ -317,6 +320,16 @@ fn write_table(
             clip(&step.text, 60)
         )
         .map_err(io)?;
+        if let Some(c) = &result.critique {
+            match c.verdicts.get(i).copied().flatten() {
+                Some(v) => writeln!(out, "       critique's verdict: {}", v.word()),
+                None => writeln!(
+                    out,
+                    "       critique's verdict: none (it ended before this step)"
+                ),
+            }
+            .map_err(io)?;
+        }
         if first == Some(i) {
             if let Some((text, lp)) = least_likely_token(result, i, &step.text) {
                 writeln!(

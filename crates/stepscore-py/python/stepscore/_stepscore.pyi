@@ -17,7 +17,7 @@ FloatArray = npt.NDArray[np.float64]
 
 # The core's option vocabularies (checked against the Rust definitions by
 # crates/stepscore/tests/front_end_types.rs).
-FamilyName = Literal["score-head", "value-head", "math-shepherd", "rlhflow", "confidence", "outcome"]
+FamilyName = Literal["score-head", "value-head", "math-shepherd", "rlhflow", "confidence", "outcome", "generative"]
 BackendName = Literal["auto", "gpu", "cpu", "webgpu"]
 TruncationName = Literal["error", "drop-steps"]
 QuantizeName = Literal["q8_0", "q8", "q4_0", "q4"]
@@ -63,6 +63,8 @@ class TraceScore:
     def scored_from(self) -> int: ...
     @property
     def outcome_logit(self) -> Optional[float]: ...
+    @property
+    def critique(self) -> Optional[Dict[str, Any]]: ...
     @property
     def confidence(self) -> Optional[List[Dict[str, float]]]: ...
     @property
@@ -153,6 +155,8 @@ class Scorer:
     @property
     def model(self) -> str: ...
     def score(self, problem: str, steps: Steps, *, token_logprobs: bool = False) -> TraceScore: ...
+    def critique_prompt(self, problem: str, steps: Steps) -> str: ...
+    def score_critique(self, problem: str, steps: Steps, critique: str) -> TraceScore: ...
     def score_batch(
         self,
         traces: Sequence[Trace],

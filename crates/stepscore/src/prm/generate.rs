@@ -74,6 +74,21 @@ pub enum StopReason {
     Budget,
 }
 
+impl StopReason {
+    /// The name the JSON outputs spell it with.
+    pub fn name(&self) -> &'static str {
+        match self {
+            StopReason::EndOfTurn => "end-of-turn",
+            StopReason::StopString => "stop-string",
+            StopReason::StepEnd => "step-end",
+            StopReason::MaxTokens => "max-tokens",
+            StopReason::Context => "context",
+            StopReason::Cancelled => "cancelled",
+            StopReason::Budget => "budget",
+        }
+    }
+}
+
 /// One generated token: its id, the text it completed (empty while a
 /// character is split across tokens; the held bytes come with a later
 /// token) and its log-probability under the model (temperature 1).
@@ -590,6 +605,16 @@ mod tests {
         assert_eq!(step_boundary("A.\nB."), None);
         // Any whitespace-only line is blank, as for the segmenter (U+00A0 here).
         assert_eq!(step_boundary("A.\n\u{a0}\nB"), Some(6));
+    }
+
+    #[test]
+    fn stop_reasons_are_named_as_serde_writes_them() {
+        use StopReason::*;
+        for r in [
+            EndOfTurn, StopString, StepEnd, MaxTokens, Context, Cancelled, Budget,
+        ] {
+            assert_eq!(serde_json::to_value(&r).unwrap(), r.name());
+        }
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod arithmetic;
 pub mod backend;
 mod blocking;
 pub mod chat;
+pub mod critique;
 mod engine;
 pub mod family;
 pub mod features;
@@ -12,6 +13,7 @@ pub mod generate;
 pub mod head;
 pub mod head_file;
 pub mod least_likely;
+pub mod score;
 pub mod scorer;
 pub mod search;
 pub mod session;
@@ -23,7 +25,9 @@ pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, Token
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
 pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
+pub use critique::{Critique, CritiqueOptions, CRITIQUE_TOKENS};
 pub use engine::EngineCache;
+pub use family::generative::StepVerdict;
 pub use family::Family;
 pub use features::{FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
 pub use generate::{
@@ -33,9 +37,9 @@ pub use generate::{
 pub use head::{HeadInput, MinWith, StepConfidence, StepStat, TokensRead};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
+pub use score::TraceScore;
 pub use scorer::{
-    parse_quantize, HeadSource, Scorer, ScorerOptions, TokenLogprob, TraceScore, Truncation,
-    QUANTIZE_NAMES,
+    parse_quantize, HeadSource, Scorer, ScorerOptions, TokenLogprob, Truncation, QUANTIZE_NAMES,
 };
 pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,

@@ -17,7 +17,7 @@ use super::engine::{block_on, Engine, EngineCache};
 use super::family::Family;
 use super::family::{encode, Protocol};
 use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
-use super::head::{Head, HeadInput, HeadOutput, StepConfidence, TensorLookup, TokensRead};
+use super::head::{Head, HeadInput, HeadOutput, TensorLookup, TokensRead};
 use super::head_file::HeadFile;
 use super::template::Encoded;
 use crate::error::{Error, Result};
@@ -26,8 +26,6 @@ use crate::format::ModelBytes;
 use crate::ggml::GgmlType;
 use crate::model::{GgufModel, HfCheckpoint, Hidden, Transformer};
 use crate::tokenizer::Tokenizer;
-use crate::trace::Trace;
-use crate::validate::Scored;
 
 /// What to do with a trace longer than the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -82,7 +80,7 @@ impl TryFrom<String> for Truncation {
 ///
 /// | option | default | values |
 /// |---|---|---|
-/// | `family` | detected from the checkpoint | `score-head`, `value-head`, `math-shepherd`, `rlhflow`, `confidence`, `outcome` |
+/// | `family` | detected from the checkpoint | `score-head`, `value-head`, `math-shepherd`, `rlhflow`, `confidence`, `outcome`, `generative` (never detected: name it) |
 /// | `backend` | `auto` | `auto` (a hardware GPU, else the CPU), `gpu` (also `webgpu`), `cpu` |
 /// | `threads` | 0: this process's share of the CPUs | CPU engine worker threads |
 /// | `max_tokens` | the model's context length | token limit per trace, 1 to the context length |
@@ -175,58 +173,6 @@ pub fn parse_quantize(name: &str) -> Result<GgmlType> {
         _ => Err(Error::InvalidArgument(format!(
             "quantize `{name}`: load-time quantization supports q8_0 (q8) and q4_0 (q4)"
         ))),
-    }
-}
-
-/// Per-step scores of one trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TraceScore {
-    /// One entry per step; `None` for steps dropped by truncation, and for
-    /// every step but the last under a family that scores the whole solution
-    /// (`outcome`).
-    pub step_scores: Vec<Option<f64>>,
-    /// Tokens the engine processed.
-    pub tokens: usize,
-    /// Steps dropped because the trace was over the token limit.
-    pub truncated_steps: usize,
-    /// An outcome reward model's logit for the whole solution (its last
-    /// step's score is the sigmoid of it); `None` for the other families.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outcome_logit: Option<f64>,
-    /// Confidence-family statistics per scored step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confidence: Option<Vec<StepConfidence>>,
-    /// Per scored step, each of its tokens' log-probability under the LM
-    /// with the byte range of the step text it covers: from heads that read
-    /// the LM's token statistics (confidence family, heads over step
-    /// statistics such as the default PRM's), `None` for the others.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub token_logprobs: Option<Vec<Vec<TokenLogprob>>>,
-}
-
-impl TraceScore {
-    /// The scores that aggregates and first errors read, laid out by
-    /// [`crate::validate::scored_steps`]'s rule: the steps scored before any
-    /// truncation, or a whole solution's one score on its last step.
-    pub fn scored(&self) -> Scored {
-        let n = self.step_scores.len();
-        let prefix = self.step_scores.iter().take_while(|s| s.is_some()).count();
-        if let (0, Some(&Some(s))) = (prefix, self.step_scores.last()) {
-            return Scored {
-                scores: vec![s],
-                first: n - 1,
-                unscored: 0,
-            };
-        }
-        Scored {
-            scores: self.step_scores[..prefix]
-                .iter()
-                .flatten()
-                .copied()
-                .collect(),
-            first: 0,
-            unscored: n - prefix,
-        }
     }
 }
 
@@ -761,9 +707,14 @@ impl Scorer {
     /// The token ids and marker positions the scorer would run for a trace.
     pub fn encode(&self, problem: &str, steps: &[&str]) -> Result<Encoded> {
         let enc = encode(&self.protocol, &self.tokenizer, problem, steps)?;
-        // The tokenizer gave an id the model has no embedding for: the
-        // tokenizer and the model do not match (a model error), whatever the
-        // text was.
+        self.check_vocabulary(&enc)?;
+        Ok(enc)
+    }
+
+    /// The tokenizer gave an id the model has no embedding for: the
+    /// tokenizer and the model do not match (a model error), whatever the
+    /// text was.
+    pub(super) fn check_vocabulary(&self, enc: &Encoded) -> Result<()> {
         let vocab = self.model().config().vocab_size;
         if let Some((i, &t)) = enc
             .tokens
@@ -779,61 +730,7 @@ impl Scorer {
                 ),
             ));
         }
-        Ok(enc)
-    }
-
-    /// Scores every step of `trace`.
-    pub fn score(&self, trace: &Trace) -> Result<TraceScore> {
-        let steps: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
-        self.score_steps(&trace.problem, &steps)
-    }
-
-    /// Scores `steps` as the response to `problem`.
-    pub fn score_steps(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
-        self.blocking_allowed()?;
-        block_on(self.score_steps_async(problem, steps))
-    }
-
-    /// [`Scorer::score`], awaited: the only way to score on WebGPU in a
-    /// browser; on the CPU engine, or natively, it completes in one poll.
-    pub async fn score_async(&self, trace: &Trace) -> Result<TraceScore> {
-        let steps: Vec<&str> = trace.steps.iter().map(|s| s.text.as_str()).collect();
-        self.score_steps_async(&trace.problem, &steps).await
-    }
-
-    /// [`Scorer::score_steps`], awaited.
-    pub async fn score_steps_async(&self, problem: &str, steps: &[&str]) -> Result<TraceScore> {
-        self.head()?;
-        let (enc, truncated_steps) = self.encode_fitted(problem, steps)?;
-        if truncated_steps > 0 && !self.protocol.family.scores_each_step() {
-            return Err(Error::InvalidArgument(format!(
-                "the {} family scores a whole solution, and this one is over the token limit of {}: \
-                 dropping its last {truncated_steps} steps would score another solution (raise \
-                 max_tokens)",
-                self.protocol.family, self.max_tokens
-            )));
-        }
-        let out = self
-            .run(&enc.tokens, None, Some(&enc))
-            .await?
-            .ok_or_else(|| Error::Internal("the head returned no output".into()))?;
-        let mut step_scores = out.scores;
-        step_scores.resize(steps.len(), None);
-        let token_logprobs = out.token_logprobs.map(|steps| {
-            steps
-                .iter()
-                .zip(&enc.step_spans)
-                .map(|(lps, spans)| TokenLogprob::with_spans(lps, spans))
-                .collect()
-        });
-        Ok(TraceScore {
-            step_scores,
-            tokens: enc.tokens.len(),
-            truncated_steps,
-            outcome_logit: out.outcome_logit,
-            confidence: out.confidence,
-            token_logprobs,
-        })
+        Ok(())
     }
 
     /// The hidden state at each step's marker.
@@ -1088,7 +985,7 @@ impl Scorer {
     /// cannot fit by their text's length alone are never tokenized
     /// ([`Scorer::fit_by_length`]): a 15 MiB step is refused at once, not
     /// after gigabytes of tokenizer state.
-    fn encode_fitted(&self, problem: &str, steps: &[&str]) -> Result<(Encoded, usize)> {
+    pub(super) fn encode_fitted(&self, problem: &str, steps: &[&str]) -> Result<(Encoded, usize)> {
         let possible = self.fit_by_length(problem, steps)?;
         let mut enc = self.encode(problem, &steps[..possible])?;
         let dropped = self.fit(&mut enc)?;

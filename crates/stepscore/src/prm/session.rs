@@ -355,6 +355,13 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
             return Ok(None);
         }
         let family = self.scorer.family();
+        if family.writes_critique() {
+            return Err(Error::InvalidArgument(format!(
+                "the {family} family scores the steps from one critique of the whole solution: \
+                 steps cannot be scored as they arrive (sessions, streams, search); score the \
+                 finished solution instead"
+            )));
+        }
         if !family.scores_each_step() {
             return Err(Error::InvalidArgument(format!(
                 "the {family} family scores a whole solution once, on its last step: steps cannot \

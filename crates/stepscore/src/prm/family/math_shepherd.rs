@@ -15,6 +15,7 @@ pub(super) const SPEC: Spec = Spec {
     names: &["math-shepherd", "shepherd"],
     needs_lm_head: true,
     scores_each_step: true,
+    writes_critique: false,
     detect: Some(detect),
     head_file_tensors: &[],
     prepare,

@@ -5,6 +5,7 @@
 //! and its line in [`Family::spec`] (docs/ARCHITECTURE.md walks through it).
 
 mod confidence;
+pub mod generative;
 mod math_shepherd;
 mod outcome;
 mod rlhflow;
@@ -50,6 +51,10 @@ pub enum Family {
     /// `score` Linear(h,1) on the last token, sigmoid: one score for the
     /// whole solution, on its last step.
     Outcome,
+    /// Generative verifiers (ThinkPRM): the model writes a critique that
+    /// boxes a verdict per step; a step's score is P(correct) over the
+    /// `correct`/`incorrect` tokens where its verdict is written.
+    Generative,
 }
 
 /// What a checkpoint shows of its family: its config's `architectures`,
@@ -75,6 +80,9 @@ pub(crate) struct Spec {
     /// Whether every step gets a score (else the last step alone: one score
     /// for the whole solution, which incremental scoring cannot give).
     pub scores_each_step: bool,
+    /// Whether the model writes a critique first and the steps are scored
+    /// from its verdicts (so a prompt alone scores nothing).
+    pub writes_critique: bool,
     /// Whether a checkpoint is of this family; `None`: it is only chosen by
     /// name (nothing in its files says so). Tried in [`Family::ALL`] order.
     pub detect: Option<fn(&Clues<'_>) -> bool>,
@@ -90,13 +98,14 @@ pub(crate) struct Spec {
 }
 
 impl Family {
-    pub const ALL: [Family; 6] = [
+    pub const ALL: [Family; 7] = [
         Family::ScoreHead,
         Family::ValueHead,
         Family::MathShepherd,
         Family::Rlhflow,
         Family::Confidence,
         Family::Outcome,
+        Family::Generative,
     ];
 
     /// The registry: each family's file.
@@ -108,6 +117,7 @@ impl Family {
             Family::Rlhflow => &rlhflow::SPEC,
             Family::Confidence => &confidence::SPEC,
             Family::Outcome => &outcome::SPEC,
+            Family::Generative => &generative::SPEC,
         }
     }
 
@@ -124,6 +134,12 @@ impl Family {
     /// scores the whole solution once (on its last step).
     pub fn scores_each_step(&self) -> bool {
         self.spec().scores_each_step
+    }
+
+    /// Whether the model writes a critique whose verdicts score the steps
+    /// (see [`crate::prm::Scorer::critique`]).
+    pub fn writes_critique(&self) -> bool {
+        self.spec().writes_critique
     }
 
     /// Tells the family from what a checkpoint carries: its config's
@@ -267,6 +283,12 @@ pub fn encode(
     problem: &str,
     steps: &[&str],
 ) -> Result<Encoded> {
+    check_steps(steps)?;
+    (protocol.family.spec().encode)(protocol, tokenizer, problem, steps)
+}
+
+/// What every family asks of the steps it scores: at least one, none blank.
+pub(crate) fn check_steps(steps: &[&str]) -> Result<()> {
     if steps.is_empty() {
         return Err(Error::InvalidArgument(
             "a trace needs at least one step to score".into(),
@@ -279,7 +301,7 @@ pub fn encode(
             "step {i} is empty (nothing but whitespace or invisible characters)"
         )));
     }
-    (protocol.family.spec().encode)(protocol, tokenizer, problem, steps)
+    Ok(())
 }
 
 /// What a family's head is built from: the protocol, the model, the head
@@ -432,7 +454,9 @@ mod tests {
         }
         let err = "prm".parse::<Family>().unwrap_err().to_string();
         assert!(
-            err.contains("score-head, value-head, math-shepherd, rlhflow, confidence or outcome"),
+            err.contains(
+                "score-head, value-head, math-shepherd, rlhflow, confidence, outcome or generative"
+            ),
             "{err}"
         );
     }

@@ -28,6 +28,7 @@ pub(super) const SPEC: Spec = Spec {
     names: &["outcome", "orm", "sequence-classification"],
     needs_lm_head: false,
     scores_each_step: false,
+    writes_critique: false,
     detect: Some(detect),
     head_file_tensors: &[],
     prepare,

@@ -23,6 +23,7 @@ pub(super) const SPEC: Spec = Spec {
     names: &["rlhflow"],
     needs_lm_head: true,
     scores_each_step: true,
+    writes_critique: false,
     detect: None,
     head_file_tensors: &[],
     prepare,

@@ -20,6 +20,7 @@ pub(super) const SPEC: Spec = Spec {
     names: &["score-head", "qwen-prm", "qwen2.5-math-prm"],
     needs_lm_head: false,
     scores_each_step: true,
+    writes_critique: false,
     detect: Some(detect),
     head_file_tensors: &[SCORE_0_WEIGHT],
     prepare,

@@ -18,6 +18,7 @@ pub(super) const SPEC: Spec = Spec {
     names: &["value-head", "skywork"],
     needs_lm_head: false,
     scores_each_step: true,
+    writes_critique: false,
     detect: Some(detect),
     head_file_tensors: &[V_HEAD_WEIGHT, V_HEAD_MLP_0_WEIGHT],
     prepare,
