@@ -20,7 +20,7 @@ use crate::traces::traces;
 
 /// Scores with None (an unscored step) read as NaN, which aggregation and
 /// first-error treat as failing.
-fn scores_arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f64>> {
+pub(crate) fn scores_arg(v: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<f64>> {
     if v.is_instance_of::<PyString>() {
         return Err(PyTypeError::new_err(format!(
             "{what} must be a sequence of numbers, not a str"

@@ -9,6 +9,7 @@ mod catalog;
 mod errors;
 mod functions;
 mod generate;
+mod metrics;
 mod scorer;
 mod text;
 mod traces;
@@ -36,6 +37,9 @@ fn _stepscore(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(functions::normalize_answer, m)?)?;
     m.add_function(wrap_pyfunction!(functions::answers_equal, m)?)?;
     m.add_function(wrap_pyfunction!(functions::solution_score, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::auroc, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::calibration, m)?)?;
+    m.add_function(wrap_pyfunction!(metrics::processbench_f1, m)?)?;
     m.add_function(wrap_pyfunction!(functions::progress_rewards, m)?)?;
     m.add_function(wrap_pyfunction!(functions::clip_rewards, m)?)?;
     m.add_function(wrap_pyfunction!(functions::delta_rewards, m)?)?;

@@ -794,12 +794,43 @@ fn value_ranges(doc: &[u8], first_line: usize) -> Option<Vec<(usize, usize, usiz
     }
 }
 
+/// Where the string literals of a JSON text are, fed one byte at a time:
+/// the one scanner of strings and their escapes behind the readers' byte
+/// scans (array items here, number tokens in `strict.rs`).
+#[derive(Debug, Default)]
+struct JsonStrings {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonStrings {
+    /// Whether byte `b`, the next one of the text, is structural: outside
+    /// every string literal and not a quote (those are the string's own).
+    fn structural(&mut self, b: u8) -> bool {
+        if self.in_string {
+            match (self.escaped, b) {
+                (true, _) => self.escaped = false,
+                (false, b'\\') => self.escaped = true,
+                (false, b'"') => self.in_string = false,
+                _ => {}
+            }
+            return false;
+        }
+        if b == b'"' {
+            self.in_string = true;
+            return false;
+        }
+        true
+    }
+}
+
 /// The byte ranges of the top-level items of `doc`, a syntactically valid
 /// JSON array (validated by the caller), found by tracking nesting depth
 /// outside strings.
 fn array_items(doc: &[u8]) -> Vec<(usize, usize)> {
     let mut items = Vec::new();
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut depth = 0usize;
+    let mut strings = JsonStrings::default();
     let mut start: Option<usize> = None;
     let push = |a: usize, b: usize, items: &mut Vec<(usize, usize)>| {
         if let Some(slice) = doc.get(a..b) {
@@ -815,17 +846,10 @@ fn array_items(doc: &[u8]) -> Vec<(usize, usize)> {
         }
     };
     for (i, &b) in doc.iter().enumerate() {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
+        if !strings.structural(b) {
             continue;
         }
         match b {
-            b'"' => in_string = true,
             b'[' | b'{' => {
                 depth += 1;
                 if depth == 1 {

@@ -100,19 +100,11 @@ impl Context<'_> {
 /// serde_json accepts, whose numbers are exactly these runs.
 fn number_tokens(bytes: &[u8]) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
-    let (mut in_string, mut escaped) = (false, false);
+    let mut strings = super::JsonStrings::default();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            i += 1;
-        } else if b == b'"' {
-            in_string = true;
+        // A number's bytes hold no quote, so skipping them leaves the tracker right.
+        if !strings.structural(b) {
             i += 1;
         } else if b == b'-' || b.is_ascii_digit() {
             let len = bytes[i..]
