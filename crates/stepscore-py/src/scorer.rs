@@ -369,6 +369,41 @@ fn ray_cpus(py: Python<'_>) -> PyResult<Option<(usize, String)>> {
     }))
 }
 
+impl Scorer {
+    /// One trace scored by `run` with the interpreter released, kept with
+    /// its steps' token spans (when `token_logprobs`) and the threshold in force.
+    fn score_with(
+        &self,
+        py: Python<'_>,
+        problem: &str,
+        steps: &Bound<'_, PyAny>,
+        token_logprobs: bool,
+        run: impl FnOnce(
+                &stepscore::prm::Scorer,
+                &str,
+                &[&str],
+            ) -> stepscore::Result<stepscore::prm::TraceScore>
+            + Send,
+    ) -> PyResult<TraceScore> {
+        let steps = steps_arg(steps, "steps")?;
+        let scorer = Arc::clone(&self.inner);
+        let problem = problem.to_string();
+        let (inner, tokens) = py
+            .detach(move || {
+                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
+                let score = run(&scorer, &problem, &refs)?;
+                let tokens = StepTokens::of(&score, &refs, token_logprobs);
+                Ok::<_, stepscore::Error>((score, tokens))
+            })
+            .py_err(py)?;
+        Ok(TraceScore {
+            inner,
+            tokens,
+            threshold: self.inner.threshold_in_force(None),
+        })
+    }
+}
+
 /// The thread count for `threads` and where it came from.
 fn choose_threads(py: Python<'_>, threads: Option<usize>) -> PyResult<(usize, String)> {
     if let Some(n) = threads.filter(|&n| n > 0) {
@@ -584,22 +619,9 @@ impl Scorer {
         steps: &Bound<'_, PyAny>,
         critique: &str,
     ) -> PyResult<TraceScore> {
-        let steps = steps_arg(steps, "steps")?;
-        let scorer = Arc::clone(&self.inner);
-        let (problem, critique) = (problem.to_string(), critique.to_string());
-        let (inner, tokens) = py
-            .detach(move || {
-                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
-                let score = scorer.score_critique(&problem, &refs, &critique)?;
-                let tokens = StepTokens::of(&score, &refs, false);
-                Ok::<_, stepscore::Error>((score, tokens))
-            })
-            .py_err(py)?;
-        let threshold = self.inner.threshold_in_force(None);
-        Ok(TraceScore {
-            inner,
-            tokens,
-            threshold,
+        let critique = critique.to_string();
+        self.score_with(py, problem, steps, false, move |scorer, problem, steps| {
+            scorer.score_critique(problem, steps, &critique)
         })
     }
 
@@ -614,23 +636,13 @@ impl Scorer {
         steps: &Bound<'_, PyAny>,
         token_logprobs: bool,
     ) -> PyResult<TraceScore> {
-        let steps = steps_arg(steps, "steps")?;
-        let scorer = Arc::clone(&self.inner);
-        let problem = problem.to_string();
-        let (inner, tokens) = py
-            .detach(move || {
-                let refs: Vec<&str> = steps.iter().map(String::as_str).collect();
-                let score = scorer.score_steps(&problem, &refs)?;
-                let tokens = StepTokens::of(&score, &refs, token_logprobs);
-                Ok::<_, stepscore::Error>((score, tokens))
-            })
-            .py_err(py)?;
-        let threshold = self.inner.threshold_in_force(None);
-        Ok(TraceScore {
-            inner,
-            tokens,
-            threshold,
-        })
+        self.score_with(
+            py,
+            problem,
+            steps,
+            token_logprobs,
+            |scorer, problem, steps| scorer.score_steps(problem, steps),
+        )
     }
 
     /// Scores many traces with the interpreter released. Each trace is a
