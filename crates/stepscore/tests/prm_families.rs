@@ -287,6 +287,16 @@ fn generative_verifier_errors_say_what_is_wrong() {
     );
     let encode = err(scorer.encode("Compute $2^{10}$.", &steps).unwrap_err());
     assert!(encode.contains("verdict of a critique"), "{encode}");
+    // A checkpoint without a chat format stepscore renders is refused at load, saying so.
+    let bare = ScorerOptions {
+        family: Some(Family::Generative),
+        ..Default::default()
+    };
+    let no_chat = err(Scorer::open(fixture("confidence-tiny"), &bare).unwrap_err());
+    assert!(
+        no_chat.contains("a chat template in a format stepscore renders"),
+        "{no_chat}"
+    );
     // The family is named, never detected: the checkpoint is a plain causal LM.
     let plain = Scorer::open(fixture("generative-tiny"), &ScorerOptions::default()).unwrap();
     assert_eq!(plain.family(), Family::Confidence);

@@ -79,10 +79,7 @@ pub struct WrittenVerdict {
 
 fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {
     if p.chat.is_none() {
-        return Err(p.missing(
-            "a chat template (chat_template in tokenizer_config.json or the GGUF): the verifier \
-             reads the solution in a user turn",
-        ));
+        return Err(p.missing_chat("the verifier reads the solution in a user turn"));
     }
     let correct = verdict_token(p, tokenizer, CORRECT)?;
     let incorrect = verdict_token(p, tokenizer, INCORRECT)?;

@@ -42,16 +42,15 @@ fn detect(c: &Clues<'_>) -> bool {
 
 fn prepare(p: &mut Protocol, _: &Tokenizer) -> Result<()> {
     if p.chat.is_none() {
-        return Err(p.missing(
-            "a chat template (chat_template in tokenizer_config.json or the GGUF), which lays out \
-             the conversation the reward model was trained on",
-        ));
+        return Err(p.missing_chat("it lays out the conversation the reward model was trained on"));
     }
     Ok(())
 }
 
 fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Result<Encoded> {
-    let chat = p.chat.clone().ok_or_else(|| p.missing("a chat template"))?;
+    let chat = p.chat.clone().ok_or_else(|| {
+        p.missing_chat("it lays out the conversation the reward model was trained on")
+    })?;
     let answer = steps.join(STEP_JOIN);
     let messages = [
         Message {
