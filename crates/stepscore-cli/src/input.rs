@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use stepscore::io::{open_traces, InputFormat, ProblemRow, Problems, ReadOptions, Record};
 use stepscore::segment::Segmenter;
-use stepscore::validate::{Problem, Unscored};
+use stepscore::validate::{FieldError, Unscored};
 use stepscore::{Error, Location, Trace};
 
 use crate::Failure;
@@ -120,7 +120,7 @@ pub fn report_error(e: &Error) {
 }
 
 /// Prints what is wrong with the record at `at` on stderr.
-pub fn report(at: &Location, problem: Problem) {
+pub fn report(at: &Location, problem: FieldError) {
     report_error(&Error::input_at(
         at.with_field(problem.field),
         problem.message,

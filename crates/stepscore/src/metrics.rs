@@ -160,7 +160,7 @@ fn trace_name(trace: &Trace, index: usize) -> String {
 /// error labelled before it can never be the predicted one (it stays an
 /// erroneous trace, labelled [`UNREACHABLE`]).
 fn scores_and_label(trace: &Trace, index: usize) -> Result<(Vec<f64>, i64)> {
-    let named = |p: crate::validate::Problem| {
+    let named = |p: crate::validate::FieldError| {
         Error::InvalidArgument(format!("{}: {p}", trace_name(trace, index)))
     };
     let label = crate::validate::first_error_label(trace).map_err(named)?;

@@ -34,28 +34,28 @@ use crate::trace::Trace;
 /// `steps[1].score`, `label`) when one is at fault, and what is wrong. The
 /// readers add where the record sits (source, line, array item, id).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
+pub struct FieldError {
     pub field: Option<String>,
     pub message: String,
 }
 
-impl Problem {
+impl FieldError {
     pub fn at(field: impl Into<String>, message: impl Into<String>) -> Self {
-        Problem {
+        FieldError {
             field: Some(field.into()),
             message: message.into(),
         }
     }
 
     pub fn whole(message: impl Into<String>) -> Self {
-        Problem {
+        FieldError {
             field: None,
             message: message.into(),
         }
     }
 }
 
-impl fmt::Display for Problem {
+impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.field {
             Some(field) => write!(f, "field `{field}`: {}", self.message),
@@ -81,17 +81,17 @@ pub(crate) fn score_problem(score: f64) -> Option<String> {
 }
 
 /// `score` when it is a usable step score, else the problem at `field`.
-pub fn check_score(score: f64, field: &str) -> Result<f64, Problem> {
+pub fn check_score(score: f64, field: &str) -> Result<f64, FieldError> {
     match score_problem(score) {
         None => Ok(score),
-        Some(m) => Err(Problem::at(field, m)),
+        Some(m) => Err(FieldError::at(field, m)),
     }
 }
 
 /// Every step score of `trace` in [0, 1] (unscored steps pass); the first
 /// bad one named `steps[i].score`. For traces built in code: the readers
 /// check scores as they parse them.
-pub(crate) fn check_trace_scores(trace: &Trace) -> Result<(), Problem> {
+pub(crate) fn check_trace_scores(trace: &Trace) -> Result<(), FieldError> {
     for (i, step) in trace.steps.iter().enumerate() {
         if let Some(s) = step.score {
             check_score(s, &format!("steps[{i}].score"))?;
@@ -188,10 +188,10 @@ impl Scored {
 /// score outside [0, 1], no scored step at all, any other unscored step
 /// followed by a scored one, and (under [`Unscored::Reject`]) any unscored
 /// step after the scored ones.
-pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> {
+pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, FieldError> {
     check_trace_scores(trace)?;
     if trace.steps.is_empty() {
-        return Err(Problem::at("steps", "the trace has no steps"));
+        return Err(FieldError::at("steps", "the trace has no steps"));
     }
     let n = trace.steps.len();
     if let [earlier @ .., last] = trace.steps.as_slice() {
@@ -207,7 +207,7 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
     }
     let prefix = trace.steps.iter().take_while(|s| s.score.is_some()).count();
     if let Some(later) = trace.steps[prefix..].iter().position(|s| s.score.is_some()) {
-        return Err(Problem::at(
+        return Err(FieldError::at(
             format!("steps[{prefix}].score"),
             format!(
                 "step {prefix} has no score but step {} has one; only the last steps may be \
@@ -218,14 +218,14 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
         ));
     }
     if prefix == 0 {
-        return Err(Problem::at(
+        return Err(FieldError::at(
             "steps[0].score",
             "no step has a score (score the traces first: `stepscore score`)",
         ));
     }
     let unscored = trace.steps.len() - prefix;
     if unscored > 0 && policy == Unscored::Reject {
-        return Err(Problem::at(
+        return Err(FieldError::at(
             format!("steps[{prefix}].score"),
             if unscored == 1 {
                 format!(
@@ -253,9 +253,9 @@ pub fn scored_steps(trace: &Trace, policy: Unscored) -> Result<Scored, Problem> 
 
 /// The trace's ProcessBench label (first wrong step, or -1), or the problem
 /// when no step carries one.
-pub fn first_error_label(trace: &Trace) -> Result<i64, Problem> {
+pub fn first_error_label(trace: &Trace) -> Result<i64, FieldError> {
     trace.first_error_label().ok_or_else(|| {
-        Problem::at(
+        FieldError::at(
             "label",
             "no step carries a label (ProcessBench rows need `label`, TRL rows `labels`, \
              native steps `label`)",

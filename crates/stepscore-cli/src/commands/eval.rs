@@ -9,7 +9,7 @@ use stepscore::metrics::{
     step_calibration_from_traces, Calibration, ProcessBenchReport,
 };
 
-use stepscore::validate::{first_error_label, scored_steps, Problem, Unscored};
+use stepscore::validate::{first_error_label, scored_steps, FieldError, Unscored};
 use stepscore::Trace;
 
 use crate::commands::aggregate::json_number;
@@ -62,7 +62,7 @@ struct EvalRecord<'a> {
 }
 
 /// Whether a trace can be evaluated: labelled, and every step scored.
-fn evaluable(trace: &Trace) -> Result<(), Problem> {
+fn evaluable(trace: &Trace) -> Result<(), FieldError> {
     first_error_label(trace)?;
     scored_steps(trace, Unscored::Reject).map_err(|mut p| {
         if trace.steps.iter().any(|s| s.score.is_none()) {

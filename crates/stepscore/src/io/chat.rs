@@ -11,13 +11,13 @@ use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
-use super::fields::{type_name, wrong_type, RowError, RowResult};
+use super::fields::{type_name, wrong_type, FieldError, RowResult};
 use crate::segment::role_prefix;
 use crate::trace::{Span, Step, StepRole, Trace};
 
 pub(crate) fn chat_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
     let messages = match row.remove("messages") {
-        None => return Err(RowError::at("messages", "missing field `messages`")),
+        None => return Err(FieldError::at("messages", "missing field `messages`")),
         Some(Value::Array(a)) => a,
         Some(v) => return Err(wrong_type("messages", "an array", &v)),
     };
@@ -36,7 +36,7 @@ pub(crate) fn chat_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
             Some(Value::String(r)) => r.to_ascii_lowercase(),
             Some(v) => return Err(wrong_type(&format!("{field}.role"), "a string", v)),
             None => {
-                return Err(RowError::at(
+                return Err(FieldError::at(
                     format!("{field}.role"),
                     "missing field `role`",
                 ))
@@ -48,7 +48,7 @@ pub(crate) fn chat_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
             "assistant" => StepRole::Assistant,
             "tool" | "function" | "ipython" => StepRole::ToolResult,
             other => {
-                return Err(RowError::at(
+                return Err(FieldError::at(
                     format!("{field}.role"),
                     format!("unknown role `{other}` (expected system, user, assistant or tool)"),
                 ))
@@ -96,13 +96,13 @@ pub(crate) fn chat_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
         }
     }
     if !seen_assistant {
-        return Err(RowError::at(
+        return Err(FieldError::at(
             "messages",
             "no assistant message: nothing to score",
         ));
     }
     if steps.is_empty() {
-        return Err(RowError::at(
+        return Err(FieldError::at(
             "messages",
             "empty step list: the assistant turns have no text or tool calls",
         ));
@@ -173,7 +173,7 @@ fn content_text(v: Option<&Value>, field: &str) -> RowResult<String> {
             }
             Ok(texts.join("\n"))
         }
-        Some(other) => Err(RowError::at(
+        Some(other) => Err(FieldError::at(
             field,
             format!(
                 "expected a string, null or a list of parts, found {}",
@@ -206,7 +206,7 @@ fn tool_calls(
                     Some(Value::Object(f)) => f,
                     Some(v) => return Err(wrong_type(&format!("{cf}.function"), "an object", v)),
                     None => {
-                        return Err(RowError::at(
+                        return Err(FieldError::at(
                             format!("{cf}.function"),
                             "missing field `function`",
                         ))
@@ -239,7 +239,7 @@ fn function_parts(f: &Map<String, Value>, field: &str) -> RowResult<(String, Str
         Some(Value::String(n)) => n.clone(),
         Some(v) => return Err(wrong_type(&format!("{field}.name"), "a string", v)),
         None => {
-            return Err(RowError::at(
+            return Err(FieldError::at(
                 format!("{field}.name"),
                 "missing field `name`",
             ))

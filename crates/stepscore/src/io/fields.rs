@@ -4,9 +4,9 @@
 use serde_json::Value;
 
 /// A row-level problem: the field at fault (if known) and what is wrong.
-pub(crate) use crate::validate::Problem as RowError;
+pub(crate) use crate::validate::FieldError;
 
-pub(crate) type RowResult<T> = std::result::Result<T, RowError>;
+pub(crate) type RowResult<T> = std::result::Result<T, FieldError>;
 
 /// A row's final answer, by its spellings (the first present is read).
 pub(crate) const FINAL_ANSWER_FIELDS: [&str; 3] = ["final_answer", "finalAnswer", "answer"];
@@ -39,8 +39,8 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-pub(crate) fn wrong_type(field: &str, expected: &str, v: &Value) -> RowError {
-    RowError::at(
+pub(crate) fn wrong_type(field: &str, expected: &str, v: &Value) -> FieldError {
+    FieldError::at(
         field,
         format!("expected {expected}, found {}", type_name(v)),
     )

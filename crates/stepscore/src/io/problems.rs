@@ -8,7 +8,7 @@
 
 use serde_json::{Map, Value};
 
-use super::fields::{wrong_type, RowError, RowResult};
+use super::fields::{wrong_type, FieldError, RowResult};
 use super::rows::take_text_opt;
 use crate::answer::extract_answer;
 use crate::error::{Error, Location, Result};
@@ -51,7 +51,7 @@ fn problem_fields(value: Value) -> RowResult<(Option<String>, String, Option<Str
     let mut row = match value {
         Value::Object(row) => row,
         other => {
-            return Err(RowError::whole(format!(
+            return Err(FieldError::whole(format!(
                 "expected a JSON object, found {}",
                 super::json_type_name(&other)
             )))
@@ -77,7 +77,7 @@ fn problem_text(row: &mut Map<String, Value>) -> RowResult<String> {
             Some(v) => return Err(wrong_type(field, "a string", &v)),
         }
     }
-    Err(RowError::whole(
+    Err(FieldError::whole(
         "no `problem`, `prompt` or `question` field",
     ))
 }

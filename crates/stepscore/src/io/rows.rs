@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use super::chat::chat_row;
 use super::fields::{
-    type_name, wrong_type, RowError, RowResult, FINAL_ANSWER_FIELDS, REFERENCE_FIELDS,
+    type_name, wrong_type, FieldError, RowResult, FINAL_ANSWER_FIELDS, REFERENCE_FIELDS,
 };
 use super::InputFormat;
 use crate::segment::Segmenter;
@@ -17,7 +17,7 @@ use crate::validate::check_score;
 /// Removes a required string field.
 pub(crate) fn take_string(row: &mut Map<String, Value>, field: &str) -> RowResult<String> {
     match row.remove(field) {
-        None => Err(RowError::at(field, format!("missing field `{field}`"))),
+        None => Err(FieldError::at(field, format!("missing field `{field}`"))),
         Some(Value::String(s)) => Ok(s),
         Some(v) => Err(wrong_type(field, "a string", &v)),
     }
@@ -57,8 +57,8 @@ fn take_string_list(row: &mut Map<String, Value>, field: &str) -> RowResult<Vec<
 /// Removes a required, non-empty array.
 fn take_array(row: &mut Map<String, Value>, field: &str) -> RowResult<Vec<Value>> {
     match row.remove(field) {
-        None => Err(RowError::at(field, format!("missing field `{field}`"))),
-        Some(Value::Array(a)) if a.is_empty() => Err(RowError::at(field, "empty step list")),
+        None => Err(FieldError::at(field, format!("missing field `{field}`"))),
+        Some(Value::Array(a)) if a.is_empty() => Err(FieldError::at(field, "empty step list")),
         Some(Value::Array(a)) => Ok(a),
         Some(v) => Err(wrong_type(field, "an array", &v)),
     }
@@ -80,7 +80,7 @@ fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
         .map(|(f, fmt)| format!("`{f}` ({fmt})"))
         .collect();
     if present.len() > 1 {
-        return Err(RowError::whole(format!(
+        return Err(FieldError::whole(format!(
             "cannot tell the row format: it has both {}; keep one, or name the format \
              with --input-format",
             present.join(" and ")
@@ -108,7 +108,7 @@ fn detect(row: &Map<String, Value>) -> RowResult<InputFormat> {
     if row.contains_key("response") {
         return Ok(InputFormat::Raw);
     }
-    Err(RowError::whole(
+    Err(FieldError::whole(
         "cannot tell the row format: expected a field `steps` (native/ProcessBench), \
          `completions` (TRL), `response` (raw), `messages` (chat) or `prefix` (PRM800K)",
     ))
@@ -124,7 +124,7 @@ pub(crate) fn row_to_trace(
     let mut row = match value {
         Value::Object(m) => m,
         v => {
-            return Err(RowError::whole(format!(
+            return Err(FieldError::whole(format!(
                 "expected a JSON object, found {}",
                 type_name(&v)
             )))
@@ -153,7 +153,7 @@ pub(crate) fn row_to_trace(
 
 // `detect` never returns Auto; an error instead of a panic keeps that local.
 fn unreachable_auto() -> RowResult<Trace> {
-    Err(RowError::whole(
+    Err(FieldError::whole(
         "internal error (a bug in stepscore, please report it): row format left undetected",
     ))
 }
@@ -186,7 +186,7 @@ fn parse_scores(v: &Value, n_steps: usize) -> RowResult<Vec<Option<f64>>> {
         return Err(wrong_type("scores", "an array", v));
     };
     if items.len() != n_steps {
-        return Err(RowError::at(
+        return Err(FieldError::at(
             "scores",
             format!("{} scores for {n_steps} steps", items.len()),
         ));
@@ -198,7 +198,7 @@ fn parse_scores(v: &Value, n_steps: usize) -> RowResult<Vec<Option<f64>>> {
             Value::Null => Ok(None),
             Value::Number(n) => match n.as_f64() {
                 Some(x) => check_score(x, &format!("scores[{i}]")).map(Some),
-                None => Err(RowError::at(
+                None => Err(FieldError::at(
                     format!("scores[{i}]"),
                     format!("{n} is not a number"),
                 )),
@@ -227,7 +227,7 @@ fn native_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
             return Err(wrong_type(&field, "an object", &v));
         }
         let step: Step =
-            serde_json::from_value(v).map_err(|e| RowError::at(&field, e.to_string()))?;
+            serde_json::from_value(v).map_err(|e| FieldError::at(&field, e.to_string()))?;
         if let Some(score) = step.score {
             check_score(score, &format!("{field}.score"))?;
         }
@@ -259,13 +259,13 @@ fn check_span(
 ) -> RowResult<()> {
     let field = format!("{field}.span");
     let Some(response) = response else {
-        return Err(RowError::at(
+        return Err(FieldError::at(
             field,
             "a span needs the trace's `response` to point into",
         ));
     };
     match response.get(span.start..span.end) {
-        None => Err(RowError::at(
+        None => Err(FieldError::at(
             field,
             format!(
                 "[{}, {}) is not a char-aligned range of the {}-byte response",
@@ -274,7 +274,7 @@ fn check_span(
                 response.len()
             ),
         )),
-        Some(s) if s != step.text => Err(RowError::at(
+        Some(s) if s != step.text => Err(FieldError::at(
             field,
             "the span's text differs from the step's `text`",
         )),
@@ -302,7 +302,7 @@ fn processbench_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
             match n.as_i64() {
                 Some(l) if (-1..n_steps).contains(&l) => trace.set_first_error_label(l),
                 Some(l) => {
-                    return Err(RowError::at(
+                    return Err(FieldError::at(
                         "label",
                         format!(
                             "label {l} is outside -1..{} for {n_steps} steps",
@@ -311,7 +311,7 @@ fn processbench_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
                     ))
                 }
                 None => {
-                    return Err(RowError::at(
+                    return Err(FieldError::at(
                         "label",
                         format!("expected an integer, found {n}"),
                     ))
@@ -338,7 +338,7 @@ fn processbench_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
 fn prm800k_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
     let problem = take_string(row, "problem")?;
     let mut steps: Vec<Step> = match row.remove("prefix") {
-        None => return Err(RowError::at("prefix", "missing field `prefix`")),
+        None => return Err(FieldError::at("prefix", "missing field `prefix`")),
         Some(Value::Array(a)) => a
             .into_iter()
             .enumerate()
@@ -351,13 +351,13 @@ fn prm800k_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
     };
     let mut step = Step::new(take_string(row, "step")?);
     step.label = match row.get("rating") {
-        None => return Err(RowError::at("rating", "missing field `rating`")),
+        None => return Err(FieldError::at("rating", "missing field `rating`")),
         Some(Value::Null) => None,
         Some(Value::Number(n)) => match n.as_i64() {
             Some(1) | Some(0) => Some(true),
             Some(-1) => Some(false),
             _ => {
-                return Err(RowError::at(
+                return Err(FieldError::at(
                     "rating",
                     format!("rating {n} is not -1, 0, 1 or null"),
                 ))
@@ -384,7 +384,7 @@ fn trl_row(row: &mut Map<String, Value>) -> RowResult<Trace> {
         None | Some(Value::Null) => {}
         Some(Value::Array(labels)) => {
             if labels.len() != steps.len() {
-                return Err(RowError::at(
+                return Err(FieldError::at(
                     "labels",
                     format!(
                         "{} labels for {} steps (`completions`)",
@@ -421,7 +421,7 @@ fn raw_row(row: &mut Map<String, Value>, seg: &Segmenter) -> RowResult<Trace> {
     let chosen = seg.choose(&response);
     let steps = chosen.segment(&response);
     if steps.is_empty() {
-        return Err(RowError::at(
+        return Err(FieldError::at(
             "response",
             format!("the {chosen} segmenter found no steps in it"),
         ));
