@@ -5,10 +5,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
 use super::engine::{block_on, keep_shared, EngineCache};
 use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
+use super::token_classes::{operation_logprobs, DigitConfidence, OperatorRows};
 use crate::error::{Error, Result};
 use crate::model::{Hidden, Taps, Transformer};
 

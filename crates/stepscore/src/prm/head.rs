@@ -6,8 +6,8 @@
 //! and so do value heads, whose few weights per step cost less than
 //! reading their output back.
 
-use super::arithmetic::{operation_logprobs, DigitConfidence, OperatorRows};
 use super::template::Encoded;
+use super::token_classes::{operation_logprobs, DigitConfidence, OperatorRows};
 use crate::error::{Error, Result};
 use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
 
@@ -916,7 +916,7 @@ pub(crate) fn sigmoid(z: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::prm::arithmetic::ArithmeticConfidence;
+    use crate::prm::token_classes::ArithmeticConfidence;
 
     #[test]
     fn softmax2_is_stable_and_sums_to_one() {

@@ -3,8 +3,8 @@
 //! table, the npm package, Python, the demo), so they all point at the same
 //! number.
 
-use super::arithmetic::is_digit_text;
 use super::scorer::TokenLogprob;
+use super::token_classes::is_digit_text;
 
 /// A byte range of a step's text and the log-prob of the token that led to it.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]

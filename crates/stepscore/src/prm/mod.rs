@@ -1,7 +1,6 @@
 //! Process reward models: the families' prompt protocols, their heads, and
 //! the `Scorer` that runs a checkpoint over traces.
 
-pub mod arithmetic;
 pub mod backend;
 mod blocking;
 pub mod chat;
@@ -18,10 +17,10 @@ pub mod scorer;
 pub mod search;
 pub mod session;
 pub mod template;
+pub mod token_classes;
 pub mod verdict;
 pub mod verify;
 
-pub use arithmetic::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
 pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
@@ -45,5 +44,6 @@ pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
 pub use session::{CandidateError, Session, SessionOf};
+pub use token_classes::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 pub use verdict::Verdict;
 pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};

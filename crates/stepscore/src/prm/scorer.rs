@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::arithmetic::OperatorRows;
 use super::backend::{Backend, BackendReport};
 use super::blocking::ASYNC_ONLY;
 use super::chat::ChatFormat;
@@ -20,6 +19,7 @@ use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatur
 use super::head::{Head, HeadInput, HeadOutput, TensorLookup, TokensRead};
 use super::head_file::HeadFile;
 use super::template::Encoded;
+use super::token_classes::OperatorRows;
 use crate::error::{Error, Result};
 use crate::format::storage::{read_regular, SIDE_FILE_LIMIT};
 use crate::format::ModelBytes;

@@ -7,11 +7,11 @@
 use super::{Clues, HeadLoad, Protocol, Spec};
 use crate::error::{Error, Result};
 use crate::model::Matrix;
-use crate::prm::arithmetic::OperatorRows;
 use crate::prm::head::{
     guard_head, value_head, Kind, StepStat, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT,
 };
 use crate::prm::template::{clamped, Encoded};
+use crate::prm::token_classes::OperatorRows;
 use crate::tokenizer::Tokenizer;
 
 pub(super) const SPEC: Spec = Spec {
