@@ -311,9 +311,7 @@ fn score_writes_step_scores_from_a_checkpoint() {
     // (scripts/prm_reference.py): scores must match within 1e-4.
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
+    let reference = reference_json(&dir);
     let case = &reference["cases"][0];
     let row = serde_json::json!({"id": "t1", "problem": case["problem"], "steps": case["steps"], "label": -1});
     let out = stepscore(
@@ -341,15 +339,19 @@ fn score_writes_step_scores_from_a_checkpoint() {
     assert!(agg.status.success(), "stderr: {}", text(&agg.stderr));
 }
 
+/// A PRM fixture's reference.json (scripts/prm_reference.py).
+fn reference_json(dir: &std::path::Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(dir.join("reference.json")).expect("reference.json");
+    serde_json::from_str(&text).expect("reference.json parses")
+}
+
 #[test]
 fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
     // The tiny arranged verifier (scripts/prm_reference.py): the critique,
     // its verdicts and why writing stopped land in the metadata; the step
     // without a verdict is unscored, and the table shows each verdict.
     let dir = fixture("prm/generative-tiny");
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
+    let reference = reference_json(&dir);
     let case = &reference["cases"][2];
     let row = serde_json::json!({"id": "g1", "problem": case["problem"], "steps": case["steps"]});
     let model = dir.to_str().unwrap();
@@ -410,9 +412,7 @@ fn an_outcome_reward_model_scores_the_last_step_and_every_command_reads_it() {
     // one score on the last step, the logit in the metadata; aggregate, eval
     // and the table read that one score.
     let dir = fixture("prm/outcome-tiny");
-    let reference: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("reference.json")).unwrap())
-            .unwrap();
+    let reference = reference_json(&dir);
     let case = &reference["cases"][0];
     let row = serde_json::json!({"id": "o1", "problem": case["problem"], "steps": case["steps"], "label": 2});
     let model = dir.to_str().unwrap();
