@@ -18,11 +18,13 @@
 #   3. wasm-opt -Oz from npm binaryen (Debian's binaryen makes modules that fail to load);
 #   4. the package's JS and types copied next to the glue.
 # Prints each step's time and each build's wasm size raw and gzipped; fails
-# when either is over the budget of 1.5 MB gzipped.
+# when either is over the budget of 1.65 MB gzipped (1.5 MB until the
+# checkpoints' own chat templates came in: the Jinja engine adds ~190 KB
+# gzipped; the smallest model a page loads is ~100 MB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-budget_gz=1500000
+budget_gz=1650000
 target_dir=${CARGO_TARGET_DIR:-target}
 dist=pkg/dist
 

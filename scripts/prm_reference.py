@@ -633,13 +633,22 @@ CHATML_TEMPLATE = r"""{%- for message in messages %}
 """
 
 
+def qwen3_template():
+    """Qwen3's own chat template, as tests/fixtures/chat/qwen3.json records it (its last
+    assistant turn opens with an empty `<think>` block)."""
+    path = os.path.join(os.path.dirname(ROOT), "chat", "qwen3.json")
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)["template"]
+
+
 def outcome(rng):
     """A sequence-classification reward model (Qwen3ForSequenceClassification,
-    num_labels 1, as Skywork-Reward-V2-Qwen3 is laid out): the conversation
-    through the chat template, `score.weight` on the last token's final
-    state. One score per solution, on its last step; the steps are joined by
-    blank lines in the assistant's turn."""
-    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    num_labels 1, as Skywork-Reward-V2-Qwen3 is laid out, with Qwen3's chat
+    template): the conversation through the chat template, `score.weight` on
+    the last token's final state. One score per solution, on its last step;
+    the steps are joined by blank lines in the assistant's turn."""
+    template = qwen3_template()
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<think>", "</think>"]
     tok = byte_level_tokenizer(QWEN2_PATTERN, specials, 410, nfc=True)
     n = tok.get_vocab_size()
     cfg = small_config("qwen3", "Qwen3ForSequenceClassification", padded(n), 64, head_dim=20,
@@ -654,7 +663,7 @@ def outcome(rng):
     for c in CASES:
         messages = [{"role": "user", "content": c["problem"]},
                     {"role": "assistant", "content": "\n\n".join(c["steps"])}]
-        text = render(CHATML_TEMPLATE, messages=messages, add_generation_prompt=False)
+        text = render(template, messages=messages, add_generation_prompt=False)
         ids = tok.encode(text, add_special_tokens=False).ids
         prompts.append((text, ids))
 
@@ -693,7 +702,7 @@ def outcome(rng):
         "tokenizer_class": "Qwen2Tokenizer", "bos_token": None, "eos_token": "<|im_end|>",
         "pad_token": "<|endoftext|>", "unk_token": None, "model_max_length": 4096, "errors": "replace",
         "clean_up_tokenization_spaces": False, "split_special_tokens": False,
-        "added_tokens_decoder": added_tokens_decoder(tok), "chat_template": CHATML_TEMPLATE,
+        "added_tokens_decoder": added_tokens_decoder(tok), "chat_template": template,
     }
     ref = {"family": "outcome", "step_join": "\n\n", "cases": cases}
     write_fixture("outcome-tiny", cfg, tok, tok_config, lambda p: save_file(w32, p), ref)

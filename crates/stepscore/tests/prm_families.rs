@@ -287,14 +287,14 @@ fn generative_verifier_errors_say_what_is_wrong() {
     );
     let encode = err(scorer.encode("Compute $2^{10}$.", &steps).unwrap_err());
     assert!(encode.contains("verdict of a critique"), "{encode}");
-    // A checkpoint without a chat format stepscore renders is refused at load, saying so.
+    // A checkpoint without a chat template is refused at load, saying so.
     let bare = ScorerOptions {
         family: Some(Family::Generative),
         ..Default::default()
     };
     let no_chat = err(Scorer::open(fixture("confidence-tiny"), &bare).unwrap_err());
     assert!(
-        no_chat.contains("a chat template in a format stepscore renders"),
+        no_chat.contains("needs a chat template") && no_chat.contains("this checkpoint has none"),
         "{no_chat}"
     );
     // The family is named, never detected: the checkpoint is a plain causal LM.
@@ -342,6 +342,13 @@ fn an_outcome_score_is_of_the_whole_solution_only() {
     let scorer = Scorer::open(fixture("outcome-tiny"), &short).unwrap();
     let err = scorer.score_steps("How many fruits?", &steps).unwrap_err();
     assert!(err.to_string().contains("dropping its last"), "{err}");
+    // Qwen3's template splits an assistant turn at `</think>` and rewrites
+    // it: such a solution is refused, not scored at guessed positions.
+    let scorer = Scorer::open(fixture("outcome-tiny"), &ScorerOptions::default()).unwrap();
+    let err = scorer
+        .score_steps("How many fruits?", &["I count 3 </think> so 3.", "Done."])
+        .unwrap_err();
+    assert!(err.to_string().contains("rewrites the message text"), "{err}");
 }
 
 #[test]

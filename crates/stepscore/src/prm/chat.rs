@@ -1,9 +1,17 @@
-//! Chat prompt formats, rendered exactly as the checkpoints' own Jinja
-//! templates render the message lists PRMs use (an optional system message,
-//! then user/assistant turns, no generation prompt). Checked against Jinja2
-//! on the Qwen2.5 and SmolLM2 GGUFs' templates by tests/chat_template.rs.
+//! Chat prompt formats. A checkpoint's own Jinja chat template (its
+//! tokenizer_config.json or GGUF metadata) is rendered by minijinja the way
+//! transformers' `apply_chat_template` renders it with Jinja2: trim_blocks and
+//! lstrip_blocks, loop controls, `raise_exception`, a `tojson` that writes
+//! Python's `json.dumps` (non-ASCII kept), Python's string and dict methods,
+//! `bos_token`/`eos_token`, `tools` and `documents` none. Checked against
+//! Jinja2 on real templates (Qwen2.5, SmolLM2, Qwen3, DeepSeek-R1-Distill,
+//! Gemma 3) by tests/chat_template.rs. The two written-out formats are the
+//! layouts families fall back to on checkpoints that carry no template.
 
-use serde::{Deserialize, Serialize};
+use minijinja::value::{Kwargs, Value};
+use minijinja::{context, Environment, ErrorKind};
+
+use crate::error::{Error, Result};
 
 /// A chat message.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -12,73 +20,60 @@ pub struct Message<'a> {
     pub content: &'a str,
 }
 
-/// The chat formats of the supported PRM families.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+/// How a conversation becomes prompt text.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChatFormat {
-    /// Qwen2 / SmolLM: `<|im_start|>{role}\n{content}<|im_end|>\n` per message,
-    /// preceded by `default_system` as a system message when the
-    /// conversation does not start with one (Qwen2.5's "You are Qwen, ...",
-    /// SmolLM2's "You are a helpful AI assistant named SmolLM, ...").
-    ChatMl { default_system: Option<String> },
-    /// Llama 3: `<|begin_of_text|>` then
+    /// `<|im_start|>{role}\n{content}<|im_end|>\n` per message, nothing else:
+    /// Qwen2.5-Math-PRM's layout when the checkpoint carries no template.
+    ChatMl,
+    /// Llama 3.1's layout: `<|begin_of_text|>`, the default system block
+    /// ("Cutting Knowledge Date: December 2023 / Today Date: 26 Jul 2024",
+    /// then the conversation's own system message), then
     /// `<|start_header_id|>{role}<|end_header_id|>\n\n{content}<|eot_id|>`
-    /// per message (content trimmed, as the template does).
-    Llama3,
-    /// Llama 3.1: as Llama 3, with the template's default system block
-    /// ("Cutting Knowledge Date: December 2023 / Today Date: 26 Jul 2024")
-    /// when the conversation has no system message of its own.
+    /// per message, content trimmed: RLHFlow's layout when the checkpoint
+    /// carries no template.
     Llama31,
+    /// The checkpoint's own Jinja template.
+    Template(Box<JinjaTemplate>),
 }
 
+/// A checkpoint's Jinja chat template and the special-token texts it may
+/// write (`{{ bos_token }}`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JinjaTemplate {
+    source: String,
+    bos_token: Option<String>,
+    eos_token: Option<String>,
+}
+
+/// The assistant text `ChatFormat::end_of_turn` looks for in a rendering.
+const PROBE: &str = "stepscore-end-of-turn-probe";
+
 impl ChatFormat {
-    /// Tells the format from a checkpoint's Jinja chat template text.
-    pub fn from_template(template: &str) -> Option<ChatFormat> {
-        if template.contains("<|im_start|>") {
-            Some(ChatFormat::ChatMl {
-                default_system: chatml_default_system(template),
-            })
-        } else if template.contains("<|start_header_id|>") {
-            if template.contains("Cutting Knowledge Date") {
-                Some(ChatFormat::Llama31)
-            } else {
-                Some(ChatFormat::Llama3)
-            }
-        } else {
-            None
-        }
+    /// The checkpoint's template, checked to parse (the error names the line).
+    pub fn from_template(
+        source: &str,
+        bos_token: Option<String>,
+        eos_token: Option<String>,
+    ) -> Result<ChatFormat> {
+        environment()
+            .template_from_str(source)
+            .map_err(template_error)?;
+        Ok(ChatFormat::Template(Box::new(JinjaTemplate {
+            source: source.to_string(),
+            bos_token,
+            eos_token,
+        })))
     }
 
-    /// What the template appends for the assistant's next turn
-    /// (`add_generation_prompt`).
-    pub fn generation_prompt(&self) -> &'static str {
+    /// The prompt text for `messages`; with `add_generation_prompt`, followed
+    /// by what opens the assistant's next turn. A template that refuses the
+    /// conversation (`raise_exception`, e.g. roles that do not alternate) or
+    /// fails to render gives `Error::Tokenizer` with its message.
+    pub fn render(&self, messages: &[Message<'_>], add_generation_prompt: bool) -> Result<String> {
         match self {
-            ChatFormat::ChatMl { .. } => "<|im_start|>assistant\n",
-            ChatFormat::Llama3 | ChatFormat::Llama31 => {
-                "<|start_header_id|>assistant<|end_header_id|>\n\n"
-            }
-        }
-    }
-
-    /// The token text that ends a turn: generation stops there.
-    pub fn end_of_turn(&self) -> &'static str {
-        match self {
-            ChatFormat::ChatMl { .. } => "<|im_end|>",
-            ChatFormat::Llama3 | ChatFormat::Llama31 => "<|eot_id|>",
-        }
-    }
-
-    /// The prompt text for `messages`, without a generation prompt.
-    pub fn render(&self, messages: &[Message<'_>]) -> String {
-        let mut out = String::new();
-        match self {
-            ChatFormat::ChatMl { default_system } => {
-                let has_system = messages.first().is_some_and(|m| m.role == "system");
-                if let (Some(system), false) = (default_system, has_system) {
-                    out.push_str("<|im_start|>system\n");
-                    out.push_str(system);
-                    out.push_str("<|im_end|>\n");
-                }
+            ChatFormat::ChatMl => {
+                let mut out = String::new();
                 for m in messages {
                     out.push_str("<|im_start|>");
                     out.push_str(m.role);
@@ -86,81 +81,191 @@ impl ChatFormat {
                     out.push_str(m.content);
                     out.push_str("<|im_end|>\n");
                 }
-            }
-            ChatFormat::Llama3 | ChatFormat::Llama31 => {
-                out.push_str("<|begin_of_text|>");
-                let has_system = messages.first().is_some_and(|m| m.role == "system");
-                if *self == ChatFormat::Llama31 {
-                    let system = if has_system {
-                        messages[0].content.trim()
-                    } else {
-                        ""
-                    };
-                    header(&mut out, "system");
-                    out.push_str(
-                        "Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n",
-                    );
-                    out.push_str(system);
-                    out.push_str("<|eot_id|>");
+                if add_generation_prompt {
+                    out.push_str("<|im_start|>assistant\n");
                 }
-                let skip = usize::from(has_system && *self == ChatFormat::Llama31);
-                for m in &messages[skip..] {
+                Ok(out)
+            }
+            ChatFormat::Llama31 => {
+                let mut out = String::from("<|begin_of_text|>");
+                let (system, rest) = match messages.split_first() {
+                    Some((first, rest)) if first.role == "system" => (first.content.trim(), rest),
+                    _ => ("", messages),
+                };
+                header(&mut out, "system");
+                out.push_str("Cutting Knowledge Date: December 2023\nToday Date: 26 Jul 2024\n\n");
+                out.push_str(system);
+                out.push_str("<|eot_id|>");
+                for m in rest {
                     header(&mut out, m.role);
                     out.push_str(m.content.trim());
                     out.push_str("<|eot_id|>");
                 }
+                if add_generation_prompt {
+                    header(&mut out, "assistant");
+                }
+                Ok(out)
+            }
+            ChatFormat::Template(t) => t.render(messages, add_generation_prompt),
+        }
+    }
+
+    /// The text that ends an assistant turn (generation stops at its
+    /// token): what the format writes after an assistant message, trimmed;
+    /// empty when it writes nothing there.
+    pub fn end_of_turn(&self) -> Result<String> {
+        match self {
+            ChatFormat::ChatMl => Ok("<|im_end|>".into()),
+            ChatFormat::Llama31 => Ok("<|eot_id|>".into()),
+            ChatFormat::Template(t) => {
+                let text = t.render(
+                    &[
+                        Message {
+                            role: "user",
+                            content: "Hi",
+                        },
+                        Message {
+                            role: "assistant",
+                            content: PROBE,
+                        },
+                    ],
+                    false,
+                )?;
+                let at = text.rfind(PROBE).ok_or_else(|| {
+                    Error::Tokenizer(
+                        "chat template: it does not write the assistant's message".into(),
+                    )
+                })?;
+                Ok(text[at + PROBE.len()..].trim().to_string())
             }
         }
-        out
     }
 }
 
-/// The system prompt a ChatML template writes when the conversation has
-/// none: the first string literal in it that reads
-/// `<|im_start|>system\n{text}<|im_end|>` with `text` written out (not
-/// `' + messages[0]['content'] + '`). Jinja escapes in the literal are undone.
-fn chatml_default_system(template: &str) -> Option<String> {
-    const OPEN: &str = "<|im_start|>system";
-    const END: &str = "<|im_end|>";
-    let mut from = 0;
-    while let Some(k) = template[from..].find(OPEN) {
-        let at = from + k;
-        from = at + OPEN.len();
-        // The opening quote of the literal this marker starts.
-        let quote = match template[..at].chars().next_back() {
-            Some(q @ ('\'' | '"')) => q,
-            _ => continue,
+impl JinjaTemplate {
+    fn render(&self, messages: &[Message<'_>], add_generation_prompt: bool) -> Result<String> {
+        let messages: Vec<Value> = messages
+            .iter()
+            .map(|m| context! { role => m.role, content => m.content })
+            .collect();
+        let context = context! {
+            messages,
+            add_generation_prompt,
+            bos_token => self.bos_token.as_deref(),
+            eos_token => self.eos_token.as_deref(),
+            tools => (),
+            documents => (),
         };
-        let text = unescape_literal(&template[from..], quote);
-        let Some(body) = text.strip_prefix('\n') else {
-            continue;
-        };
-        if let Some(end) = body.find(END) {
-            return Some(body[..end].to_string());
-        }
+        environment()
+            .render_str(&self.source, context)
+            .map_err(template_error)
     }
-    None
 }
 
-/// The rest of a Jinja string literal delimited by `quote`, escapes undone,
-/// up to its closing quote (or the end of the input).
-fn unescape_literal(rest: &str, quote: char) -> String {
-    let mut out = String::new();
-    let mut chars = rest.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => match chars.next() {
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('r') => out.push('\r'),
-                Some(other) => out.push(other),
-                None => break,
-            },
-            c if c == quote => break,
-            c => out.push(c),
+/// The environment transformers renders chat templates in.
+fn environment() -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_syntax(
+        minijinja::syntax::SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .build()
+            .expect("the default delimiters are valid"),
+    );
+    env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+    env.add_function(
+        "raise_exception",
+        |message: String| -> std::result::Result<Value, minijinja::Error> {
+            Err(minijinja::Error::new(ErrorKind::InvalidOperation, message))
+        },
+    );
+    env.add_filter("tojson", tojson);
+    env
+}
+
+/// transformers' `tojson`: `json.dumps(value, ensure_ascii=False,
+/// indent=indent)` (minijinja's own escapes `<`, `>`, `&` and `'` for HTML).
+fn tojson(value: Value, kwargs: Kwargs) -> std::result::Result<String, minijinja::Error> {
+    let indent: Option<usize> = kwargs.get("indent")?;
+    kwargs.assert_all_used()?;
+    let mut out = Vec::new();
+    let written = match indent {
+        Some(n) => {
+            let pad = vec![b' '; n];
+            let fmt = serde_json::ser::PrettyFormatter::with_indent(&pad);
+            serde::Serialize::serialize(
+                &value,
+                &mut serde_json::Serializer::with_formatter(&mut out, fmt),
+            )
+        }
+        None => serde::Serialize::serialize(
+            &value,
+            &mut serde_json::Serializer::with_formatter(&mut out, PythonSeparators),
+        ),
+    };
+    written
+        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))?;
+    String::from_utf8(out)
+        .map_err(|e| minijinja::Error::new(ErrorKind::InvalidOperation, format!("tojson: {e}")))
+}
+
+/// `json.dumps`'s default separators: `", "` between items, `": "` after keys.
+struct PythonSeparators;
+
+impl serde_json::ser::Formatter for PythonSeparators {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
         }
     }
-    out
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            w.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+}
+
+/// A template's parse or render error, with minijinja's line and reason.
+fn template_error(e: minijinja::Error) -> Error {
+    let mut message = format!("chat template: {}", e.detail().unwrap_or("cannot render"));
+    if let Some(line) = e.line() {
+        message.push_str(&format!(" (line {line})"));
+    }
+    if e.kind() != ErrorKind::InvalidOperation {
+        message.push_str(&format!(" [{}]", e.kind()));
+    }
+    Error::Tokenizer(message)
+}
+
+/// Where `content`, a message's text, starts in `text`, its rendering (the
+/// last place it appears). Step spans are counted from there, so a
+/// template that rewrites message text (cuts a `<think>` block, strips
+/// whitespace) is refused rather than scored at guessed positions.
+pub(crate) fn locate(text: &str, content: &str) -> Result<usize> {
+    text.rfind(content).ok_or_else(|| {
+        Error::Tokenizer(
+            "chat template: it rewrites the message text (a `</think>` in it, or whitespace at \
+             its ends), so the steps cannot be placed in the prompt"
+                .into(),
+        )
+    })
 }
 
 fn header(out: &mut String, role: &str) {
@@ -173,78 +278,100 @@ fn header(out: &mut String, role: &str) {
 mod tests {
     use super::*;
 
+    fn msg<'a>(role: &'a str, content: &'a str) -> Message<'a> {
+        Message { role, content }
+    }
+
+    fn template(source: &str) -> ChatFormat {
+        ChatFormat::from_template(source, Some("<s>".into()), Some("</s>".into())).unwrap()
+    }
+
     #[test]
-    fn chatml_matches_the_qwen_template() {
+    fn chatml_writes_the_turns_only() {
         let m = [
-            Message {
-                role: "system",
-                content: "S",
-            },
-            Message {
-                role: "user",
-                content: "Q",
-            },
-            Message {
-                role: "assistant",
-                content: "a<extra_0>",
-            },
+            msg("system", "S"),
+            msg("user", "Q"),
+            msg("assistant", "a<extra_0>"),
         ];
         assert_eq!(
-            ChatFormat::ChatMl {
-                default_system: Some("unused: a system message is given".into())
-            }
-            .render(&m),
+            ChatFormat::ChatMl.render(&m, false).unwrap(),
             "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nQ<|im_end|>\n<|im_start|>assistant\na<extra_0><|im_end|>\n"
         );
+        assert!(ChatFormat::ChatMl
+            .render(&m[..2], true)
+            .unwrap()
+            .ends_with("Q<|im_end|>\n<|im_start|>assistant\n"));
     }
 
     #[test]
     fn llama31_adds_the_date_block() {
-        let m = [
-            Message {
-                role: "user",
-                content: " hi ",
-            },
-            Message {
-                role: "assistant",
-                content: "+",
-            },
-        ];
+        let m = [msg("user", " hi "), msg("assistant", "+")];
         assert_eq!(
-            ChatFormat::Llama31.render(&m),
+            ChatFormat::Llama31.render(&m, false).unwrap(),
             "<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nCutting Knowledge Date: December 2023\n\
              Today Date: 26 Jul 2024\n\n<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>\
              <|start_header_id|>assistant<|end_header_id|>\n\n+<|eot_id|>"
         );
+        // The conversation's own system message goes into the block.
+        let m = [msg("system", " be brief "), msg("user", "hi")];
+        let text = ChatFormat::Llama31.render(&m, true).unwrap();
+        assert!(
+            text.contains("Today Date: 26 Jul 2024\n\nbe brief<|eot_id|><|start_header_id|>user")
+        );
+        assert!(text.ends_with("hi<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n"));
+    }
+
+    #[test]
+    fn templates_render_as_transformers_does() {
+        // trim_blocks and lstrip_blocks, bos_token, Python's string methods.
+        let t = template(
+            "{{ bos_token }}\n{% for m in messages %}\n  {% if m.content.startswith(' ') %}\n\
+             [{{ m.role.upper() }}:{{ m.content.strip() }}]\n  {% else %}\n{{ m.content.split('|')[-1] }}\n  {% endif %}\n\
+             {% endfor %}\n{% if add_generation_prompt %}>{% endif %}",
+        );
+        let m = [msg("user", " padded "), msg("assistant", "a|b")];
+        // (Expected strings are Jinja2 3.1.6's renderings.)
+        assert_eq!(t.render(&m, false).unwrap(), "<s>\n[USER:padded]\nb\n");
+        assert_eq!(t.render(&m, true).unwrap(), "<s>\n[USER:padded]\nb\n>");
+    }
+
+    #[test]
+    fn tojson_writes_python_json() {
+        let t =
+            template("{{ {'a': [1, 'x<y'], 'b': 'é'} | tojson }}|{{ [1, 2] | tojson(indent=2) }}");
         assert_eq!(
-            ChatFormat::Llama3.render(&m),
-            "<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\nhi<|eot_id|>\
-             <|start_header_id|>assistant<|end_header_id|>\n\n+<|eot_id|>"
+            t.render(&[], false).unwrap(),
+            "{\"a\": [1, \"x<y\"], \"b\": \"é\"}|[\n  1,\n  2\n]"
         );
     }
 
     #[test]
-    fn detection() {
-        assert_eq!(
-            ChatFormat::from_template("{{'<|im_start|>' + role}}"),
-            Some(ChatFormat::ChatMl {
-                default_system: None
-            })
+    fn template_errors_are_typed_and_name_the_reason() {
+        let t = template(
+            "{% for m in messages %}{% if m.role == 'system' %}\
+             {{ raise_exception('System role not supported') }}{% endif %}{{ m.content }}{% endfor %}",
         );
-        // The literal after the one that splices in the caller's system
-        // message; `\\` and `\n` escapes undone.
-        let t = r"{{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
-            {%- else %}{{- '<|im_start|>system\nSay \\boxed{} and \'hi\'.<|im_end|>\n' }}";
-        assert_eq!(
-            ChatFormat::from_template(t),
-            Some(ChatFormat::ChatMl {
-                default_system: Some("Say \\boxed{} and 'hi'.".into())
-            })
+        let e = t.render(&[msg("system", "s")], false).unwrap_err();
+        assert!(matches!(e, Error::Tokenizer(_)), "{e:?}");
+        assert!(e.to_string().contains("System role not supported"), "{e}");
+        let e = ChatFormat::from_template("line one\n{% if %}", None, None).unwrap_err();
+        assert!(
+            e.to_string().starts_with("tokenizer: chat template: "),
+            "{e}"
         );
-        assert_eq!(
-            ChatFormat::from_template("<|start_header_id|>"),
-            Some(ChatFormat::Llama3)
-        );
-        assert_eq!(ChatFormat::from_template("x"), None);
+        assert!(e.to_string().contains("line 2"), "{e}");
+        // transformers' `strftime_now` (Llama 3.2's date line) is not given:
+        // the prompt would change with the day. The error names it.
+        let e = template("{{ strftime_now('%d %b %Y') }}").render(&[], false).unwrap_err();
+        assert!(e.to_string().contains("strftime_now"), "{e}");
+    }
+
+    #[test]
+    fn end_of_turn_is_what_follows_an_assistant_message() {
+        assert_eq!(ChatFormat::ChatMl.end_of_turn().unwrap(), "<|im_end|>");
+        let t = template("{% for m in messages %}<{{ m.role }}>{{ m.content }}<end>\n{% endfor %}");
+        assert_eq!(t.end_of_turn().unwrap(), "<end>");
+        let t = template("{% for m in messages %}{{ m.role }}{% endfor %}");
+        assert!(t.end_of_turn().is_err());
     }
 }

@@ -138,7 +138,7 @@ impl Scorer {
     /// The prompt text generation runs for `prompt`: the chat template's
     /// user turn and assistant header when `options.chat` (and the model
     /// has a template), else `prompt` itself.
-    pub fn generation_prompt(&self, prompt: &str, options: &GenerateOptions) -> String {
+    pub fn generation_prompt(&self, prompt: &str, options: &GenerateOptions) -> Result<String> {
         match (&self.protocol().chat, options.chat) {
             (Some(chat), true) => {
                 let mut messages = Vec::new();
@@ -152,9 +152,9 @@ impl Scorer {
                     role: "user",
                     content: prompt,
                 });
-                chat.render(&messages) + chat.generation_prompt()
+                chat.render(&messages, true)
             }
-            _ => prompt.to_string(),
+            _ => Ok(prompt.to_string()),
         }
     }
 
@@ -197,7 +197,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
             )));
         }
         scorer.can_generate()?;
-        let text = scorer.generation_prompt(prompt, options);
+        let text = scorer.generation_prompt(prompt, options)?;
         let tokens = scorer.tokenizer().encode(&text, true)?;
         if tokens.is_empty() {
             return Err(Error::InvalidArgument("the prompt has no tokens".into()));
@@ -213,7 +213,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
         }
         let mut stop_ids: Vec<u32> = scorer.tokenizer().eos_id().into_iter().collect();
         if let Some(chat) = &scorer.protocol().chat {
-            stop_ids.extend(scorer.tokenizer().token_to_id(chat.end_of_turn()));
+            stop_ids.extend(scorer.tokenizer().token_to_id(&chat.end_of_turn()?));
         }
         let mut cache = scorer.new_cache();
         scorer.cache_ready(&mut cache).await?;

@@ -271,6 +271,8 @@ struct TokenizerConfig {
     #[serde(default)]
     bos_token: Option<TokenText>,
     #[serde(default)]
+    eos_token: Option<TokenText>,
+    #[serde(default)]
     chat_template: Option<ChatTemplate>,
 }
 
@@ -301,22 +303,54 @@ impl TokenizerConfig {
     }
 
     fn bos(&self) -> Option<String> {
-        self.bos_token.as_ref().map(|t| match t {
-            TokenText::Plain(s) => s.clone(),
-            TokenText::Added { content } => content.clone(),
-        })
+        self.bos_token.as_ref().map(TokenText::text)
     }
 
-    fn chat_format(&self) -> Option<ChatFormat> {
-        match self.chat_template.as_ref()? {
-            ChatTemplate::One(t) => ChatFormat::from_template(t),
-            ChatTemplate::Named(list) => list
-                .iter()
-                .find(|t| t.name == "default")
-                .or(list.first())
-                .and_then(|t| ChatFormat::from_template(&t.template)),
+    /// The chat template (the one named "default" in a list, else the
+    /// first), with the special-token texts it may write.
+    fn chat_format(&self, eos_fallback: Option<String>) -> Result<Option<ChatFormat>> {
+        let source = match &self.chat_template {
+            None => return Ok(None),
+            Some(ChatTemplate::One(t)) => t,
+            Some(ChatTemplate::Named(list)) => {
+                match list.iter().find(|t| t.name == "default").or(list.first()) {
+                    Some(t) => &t.template,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let eos = self
+            .eos_token
+            .as_ref()
+            .map(TokenText::text)
+            .or(eos_fallback);
+        chat_format(source, self.bos(), eos, "tokenizer_config.json").map(Some)
+    }
+}
+
+impl TokenText {
+    fn text(&self) -> String {
+        match self {
+            TokenText::Plain(s) | TokenText::Added { content: s } => s.clone(),
         }
     }
+}
+
+/// `source`, the chat template stored in `file`, ready to render; a
+/// template that does not parse is an error of that file.
+fn chat_format(
+    source: &str,
+    bos: Option<String>,
+    eos: Option<String>,
+    file: &str,
+) -> Result<ChatFormat> {
+    ChatFormat::from_template(source, bos, eos).map_err(|e| Error::Model {
+        file: file.to_string(),
+        message: match e {
+            Error::Tokenizer(m) => m,
+            other => other.to_string(),
+        },
+    })
 }
 
 impl Scorer {
@@ -488,7 +522,9 @@ impl Scorer {
             |t| checkpoint.has_tensor(t),
             &tokenizer,
         )?;
-        let protocol = Protocol::new(family, &tokenizer, tok_config.chat_format(), bos_text)?;
+        let eos_text = tokenizer.eos_id().and_then(|id| tokenizer.id_to_token(id));
+        let chat = tok_config.chat_format(eos_text)?;
+        let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
         let input = head_input(external)?;
         let mut model = checkpoint.transformer()?;
         let needs_lm = family.needs_lm_head() || !input.stats.is_empty();
@@ -537,11 +573,13 @@ impl Scorer {
             )));
         }
         let tokenizer = Tokenizer::from_gguf(&gguf.file)?;
+        let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
+        let eos_text = tokenizer.eos_id().and_then(|id| tokenizer.id_to_token(id));
         let chat = gguf
             .file
             .opt_str("tokenizer.chat_template")?
-            .and_then(ChatFormat::from_template);
-        let bos_text = tokenizer.bos_id().and_then(|id| tokenizer.id_to_token(id));
+            .map(|t| chat_format(t, bos_text.clone(), eos_text, &gguf.file.file_name))
+            .transpose()?;
         let family = choose_family(
             options,
             external,

@@ -23,8 +23,10 @@ const SYSTEM: &str =
 /// The prompt text of the verdict pass for `steps` (rendered with the
 /// model's chat template, ending with the assistant's header), or `None`
 /// when the model has no chat template.
-pub fn verdict_prompt(scorer: &Scorer, problem: &str, steps: &[&str]) -> Option<String> {
-    let chat = scorer.protocol().chat.as_ref()?;
+pub fn verdict_prompt(scorer: &Scorer, problem: &str, steps: &[&str]) -> Result<Option<String>> {
+    let Some(chat) = scorer.protocol().chat.as_ref() else {
+        return Ok(None);
+    };
     let mut user = format!("Problem:\n{problem}\n\nThe student's solution so far:\n");
     for (k, step) in steps.iter().enumerate() {
         user.push_str(&format!("\nStep {}:\n{}\n", k + 1, step.trim()));
@@ -44,7 +46,7 @@ pub fn verdict_prompt(scorer: &Scorer, problem: &str, steps: &[&str]) -> Option<
             content: &user,
         },
     ];
-    Some(chat.render(&messages) + chat.generation_prompt())
+    chat.render(&messages, true).map(Some)
 }
 
 /// One score per solution from its step scores and the verdict: the sum of
@@ -107,7 +109,7 @@ impl Scorer {
             ));
         }
         self.can_generate()?;
-        let prompt = verdict_prompt(self, problem, steps).ok_or_else(|| {
+        let prompt = verdict_prompt(self, problem, steps)?.ok_or_else(|| {
             Error::InvalidArgument(
                 "the verdict needs a chat model: this checkpoint has no chat template".into(),
             )

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 use super::{plus_minus, reads_no_features, HeadLoad, Protocol, Spec};
 use crate::error::{Error, Result};
 use crate::model::Matrix;
-use crate::prm::chat::{ChatFormat, Message};
+use crate::prm::chat::{locate, ChatFormat, Message};
 use crate::prm::head::Kind;
 use crate::prm::template::Encoded;
 use crate::tokenizer::Tokenizer;
@@ -154,15 +154,14 @@ pub(crate) fn prompt(
          Problem]\n\n{problem}\n\n[Solution]\n\n"
     );
     let user = format!("{before}{solution}\n\n{INSTRUCTION}");
-    let text = chat.render(&[Message {
-        role: "user",
-        content: &user,
-    }]) + chat.generation_prompt()
-        + LEAD;
-    let at = text
-        .find(&user)
-        .ok_or_else(|| Error::Internal("the user turn is missing from its own prompt".into()))?
-        + before.len();
+    let text = chat.render(
+        &[Message {
+            role: "user",
+            content: &user,
+        }],
+        true,
+    )? + LEAD;
+    let at = locate(&text, &user)? + before.len();
     let spans = local
         .into_iter()
         .map(|r| r.start + at..r.end + at)
@@ -431,9 +430,7 @@ mod tests {
 
     #[test]
     fn the_prompt_is_thinkprms_user_turn_with_steps_numbered() {
-        let chat = ChatFormat::ChatMl {
-            default_system: None,
-        };
+        let chat = ChatFormat::ChatMl;
         let (text, spans, texts) = prompt(
             &chat,
             "What is 2+3?",
@@ -449,6 +446,43 @@ mod tests {
         assert_eq!(texts, ["2+3 = 5.", "So \\boxed{5}."]);
         for (span, shown) in spans.iter().zip(&texts) {
             assert_eq!(&text[span.clone()], shown);
+        }
+    }
+
+    /// ThinkPRM-1.5B's checkpoint carries DeepSeek-R1-Distill's template: the
+    /// prompt is Jinja2's rendering of the user turn with the generation
+    /// prompt (tests/fixtures/chat/deepseek-r1-distill.json), then the lead.
+    #[test]
+    fn the_prompt_in_deepseek_r1s_template_is_jinja2s_rendering() {
+        let fx: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../../tests/fixtures/chat/deepseek-r1-distill.json"
+        ))
+        .unwrap();
+        let text_of = |k: &str| fx[k].as_str().unwrap().to_string();
+        let chat = ChatFormat::from_template(
+            &text_of("template"),
+            Some(text_of("bos_token")),
+            Some(text_of("eos_token")),
+        )
+        .unwrap();
+        let steps = ["2 + 3 = 5.", "The answer is \\boxed{5}."];
+        let (text, spans, _) = prompt(&chat, "What is 2+3?", &steps).unwrap();
+        let case = fx["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| {
+                c["messages"][0]["content"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("You are given a math problem")
+            })
+            .unwrap();
+        let jinja2 = case["with_generation_prompt"].as_str().unwrap();
+        assert!(jinja2.ends_with("<｜Assistant｜><think>\n"), "{jinja2:?}");
+        assert_eq!(text, format!("{jinja2}{LEAD}"));
+        for (span, step) in spans.iter().zip(steps) {
+            assert_eq!(&text[span.clone()], step);
         }
     }
 }

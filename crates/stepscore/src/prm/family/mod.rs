@@ -267,10 +267,11 @@ impl Protocol {
     }
 
     /// The error for a family whose prompt is a chat turn, on a checkpoint
-    /// without a chat format stepscore renders; `why` says what the turn is.
+    /// without a chat template; `why` says what the turn is.
     pub(crate) fn missing_chat(&self, why: &str) -> Error {
         Error::Tokenizer(format!(
-            "the {} family needs a chat template in a format stepscore renders (ChatML, Llama 3;              chat_template in tokenizer_config.json or the GGUF): this checkpoint has none, or one              of another format (such as DeepSeek-R1's or Gemma's); {why}",
+            "the {} family needs a chat template (chat_template in tokenizer_config.json or \
+             the GGUF), and this checkpoint has none; {why}",
             self.family
         ))
     }

@@ -15,7 +15,7 @@
 use super::{Clues, HeadLoad, Protocol, Spec};
 use crate::error::{Error, Result};
 use crate::model::Matrix;
-use crate::prm::chat::Message;
+use crate::prm::chat::{locate, Message};
 use crate::prm::head::{optional_bias, Kind, OUTCOME_BIAS, OUTCOME_WEIGHT};
 use crate::prm::template::Encoded;
 use crate::tokenizer::Tokenizer;
@@ -62,16 +62,13 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
             content: &answer,
         },
     ];
-    let text = chat.render(&messages);
+    let text = chat.render(&messages, false)?;
     // The assistant's turn is the last place the answer appears (some
     // formats trim it: find the trimmed text, and count from where the
     // untrimmed one would start).
     let shown = answer.trim();
     let lead = answer.len() - answer.trim_start().len();
-    let at = text
-        .rfind(shown)
-        .ok_or_else(|| Error::Internal("the answer is missing from its own prompt".into()))?
-        .saturating_sub(lead);
+    let at = locate(&text, shown)?.saturating_sub(lead);
     let mut spans = Vec::with_capacity(steps.len());
     let mut from = at;
     for s in steps {

@@ -33,16 +33,25 @@ pub(super) const SPEC: Spec = Spec {
 
 fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {
     p.plus_minus = Some((p.last_token(tokenizer, "+")?, p.last_token(tokenizer, "-")?));
-    let chat = p.chat.get_or_insert(ChatFormat::Llama31).clone();
+    let chat = p.chat.get_or_insert(ChatFormat::Llama31);
     // Without these as single tokens the conversation would be tokenized as
     // plain text: a prompt the model never saw, and scores that look fine.
-    if matches!(chat, ChatFormat::Llama3 | ChatFormat::Llama31) {
-        for t in LLAMA3_MARKUP {
-            if tokenizer.token_to_id(t).is_none() {
-                return Err(p.missing(&format!(
-                    "the Llama-3 chat token `{t}` (its turns are Llama-3 conversations)"
-                )));
-            }
+    let turn = [
+        Message {
+            role: "user",
+            content: "1 + 1 = 2",
+        },
+        Message {
+            role: "assistant",
+            content: "+",
+        },
+    ];
+    let rendered = chat.render(&turn, false)?;
+    for t in LLAMA3_MARKUP {
+        if rendered.contains(t) && tokenizer.token_to_id(t).is_none() {
+            return Err(p.missing(&format!(
+                "the Llama-3 chat token `{t}` (its turns are Llama-3 conversations)"
+            )));
         }
     }
     Ok(())
@@ -52,23 +61,38 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
     // The reference scores step i on the conversation up to its answer, at
     // position -3 (the token before "+"). One pass over the whole
     // conversation gives the same logits, since the model is causal.
-    let chat = p.chat.clone().unwrap_or(ChatFormat::Llama31);
+    let chat = p.chat.as_ref().unwrap_or(&ChatFormat::Llama31);
     let first = format!("{problem} {}", steps[0]);
     let contents: Vec<&str> = std::iter::once(first.as_str())
         .chain(steps[1..].iter().copied())
         .collect();
-    let mut messages = Vec::with_capacity(2 * steps.len());
+    let messages: Vec<Message> = contents
+        .iter()
+        .flat_map(|c| {
+            [
+                Message {
+                    role: "user",
+                    content: c,
+                },
+                Message {
+                    role: "assistant",
+                    content: "+",
+                },
+            ]
+        })
+        .collect();
+    let text = chat.render(&messages, false)?;
     let mut markers = Vec::with_capacity(steps.len());
-    for c in &contents {
-        messages.push(Message {
-            role: "user",
-            content: c,
-        });
-        messages.push(Message {
-            role: "assistant",
-            content: "+",
-        });
-        let prefix = tok.encode(&chat.render(&messages), false)?;
+    for k in 1..=contents.len() {
+        let prefix = chat.render(&messages[..2 * k], false)?;
+        if !text.starts_with(&prefix) {
+            return Err(Error::Tokenizer(
+                "chat template: it renders the conversation up to a step differently from the \
+                 start of the whole conversation, and RLHFlow's one pass needs them equal"
+                    .into(),
+            ));
+        }
+        let prefix = tok.encode(&prefix, false)?;
         if prefix.len() < 3 {
             return Err(Error::Tokenizer(
                 "the RLHFlow prompt tokenized to fewer than 3 tokens".into(),
@@ -76,7 +100,6 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
         }
         markers.push(prefix.len() - 3);
     }
-    let text = chat.render(&messages);
     let enc = tok.encode_with_offsets(&text, false)?;
     // Step text spans: each user content (trimmed by the template) in order.
     let mut spans = Vec::with_capacity(steps.len());

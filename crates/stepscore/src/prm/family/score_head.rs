@@ -6,7 +6,7 @@
 use super::{Clues, HeadLoad, Protocol, Spec};
 use crate::error::{Error, Result};
 use crate::model::Matrix;
-use crate::prm::chat::{ChatFormat, Message};
+use crate::prm::chat::{locate, ChatFormat, Message};
 use crate::prm::head::{require, Kind, SCORE_0_BIAS, SCORE_0_WEIGHT, SCORE_2_BIAS, SCORE_2_WEIGHT};
 use crate::prm::template::{forbid, marker_positions, Encoded};
 use crate::tokenizer::Tokenizer;
@@ -38,9 +38,7 @@ fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {
             .token_to_id(MARKER)
             .ok_or_else(|| p.missing("the `<extra_0>` token"))?,
     );
-    p.chat.get_or_insert(ChatFormat::ChatMl {
-        default_system: None,
-    });
+    p.chat.get_or_insert(ChatFormat::ChatMl);
     Ok(())
 }
 
@@ -53,9 +51,7 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
         answer.push_str(s);
         answer.push_str(MARKER);
     }
-    let chat = p.chat.clone().unwrap_or(ChatFormat::ChatMl {
-        default_system: None,
-    });
+    let chat = p.chat.as_ref().unwrap_or(&ChatFormat::ChatMl);
     let messages = [
         Message {
             role: "system",
@@ -70,9 +66,8 @@ fn encode(p: &Protocol, tok: &Tokenizer, problem: &str, steps: &[&str]) -> Resul
             content: &answer,
         },
     ];
-    let text = chat.render(&messages);
-    // The assistant content is the last place the answer text appears.
-    let answer_at = text.rfind(&answer).unwrap_or(0);
+    let text = chat.render(&messages, false)?;
+    let answer_at = locate(&text, &answer)?;
     let spans: Vec<_> = spans
         .iter()
         .map(|r| answer_at + r.start..answer_at + r.end)
