@@ -8,30 +8,25 @@
 pub mod aggregate;
 pub mod answer;
 pub mod catalog;
-pub mod cpu;
-pub mod error;
-pub mod format;
-pub mod ggml;
-#[cfg(feature = "gpu")]
-pub mod gpu;
 pub mod io;
 pub mod metrics;
-pub mod model;
-pub mod par;
 pub mod prm;
-pub mod quant;
 pub mod rational;
 pub mod recompute;
 pub mod reward;
-pub mod sample;
 pub mod segment;
 pub mod select;
 pub mod stream;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
-pub mod tokenizer;
 pub mod trace;
 pub mod validate;
+
+// The engine (crates/stepscore-engine), under the paths it had when it was
+// part of this crate.
+#[cfg(feature = "gpu")]
+pub use stepscore_engine::gpu;
+pub use stepscore_engine::{cpu, error, format, ggml, model, par, quant, sample, tokenizer};
 
 pub use error::{Error, LengthBound, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};

@@ -1,8 +1,9 @@
-//! The core crate's public API, checked against a snapshot
-//! (`crates/stepscore/public-api.txt`) so a change to it is deliberate:
-//! adding, removing or re-typing a public item fails this test until the
-//! snapshot is rewritten with `STEPSCORE_BLESS=1 cargo test -p stepscore
-//! --test public_api` and the change is committed with it.
+//! The public APIs of the core crate and of the engine crate under it, each
+//! checked against a snapshot (`crates/stepscore/public-api.txt`,
+//! `crates/stepscore-engine/public-api.txt`) so a change to either is
+//! deliberate: adding, removing or re-typing a public item fails this test
+//! until the snapshots are rewritten with `STEPSCORE_BLESS=1 cargo test -p
+//! stepscore --test public_api` and the change is committed with them.
 //!
 //! The listing is read from the source, without rustdoc (nightly-only JSON):
 //! every `pub` item of a public module (a chain of `pub mod` from lib.rs) at
@@ -14,13 +15,29 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-fn src() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+/// A crate whose API is read: its name in paths and its folder.
+struct Crate {
+    name: &'static str,
+    dir: PathBuf,
 }
 
-/// The file of module `path` (`["prm", "scorer"]`), if any.
-fn module_file(path: &[String]) -> Option<PathBuf> {
-    let mut base = src();
+fn crates() -> [Crate; 2] {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    [
+        Crate {
+            name: "stepscore",
+            dir: here.clone(),
+        },
+        Crate {
+            name: "stepscore_engine",
+            dir: here.join("../stepscore-engine"),
+        },
+    ]
+}
+
+/// The file of module `path` (`["prm", "scorer"]`) of `krate`, if any.
+fn module_file(krate: &Crate, path: &[String]) -> Option<PathBuf> {
+    let mut base = krate.dir.join("src");
     if path.is_empty() {
         return Some(base.join("lib.rs"));
     }
@@ -155,12 +172,13 @@ fn reexported(lines: &[&str]) -> BTreeSet<String> {
 /// `types`: the crate's public types, whose inherent `pub` methods are API
 /// wherever their `impl` block is (the CPU engine's `impl Transformer`).
 fn listing(
+    krate: &Crate,
     path: &[String],
     out: &mut BTreeSet<String>,
     only: Option<&BTreeSet<String>>,
     types: &BTreeSet<String>,
 ) {
-    let Some(file) = module_file(path) else {
+    let Some(file) = module_file(krate, path) else {
         return;
     };
     let text = std::fs::read_to_string(&file).unwrap();
@@ -168,9 +186,9 @@ fn listing(
     let exported = reexported(&lines);
     let wanted = |name: &str| only.is_none_or(|o| o.contains(name));
     let module = if path.is_empty() {
-        "stepscore".to_string()
+        krate.name.to_string()
     } else {
-        format!("stepscore::{}", path.join("::"))
+        format!("{}::{}", krate.name, path.join("::"))
     };
     // The attribute lines right above an item decide its features.
     let mut tag = Some(String::new());
@@ -208,7 +226,7 @@ fn listing(
                 let name = rest.trim_end_matches(';').trim().to_string();
                 let mut sub = path.to_vec();
                 sub.push(name);
-                listing(&sub, out, None, types);
+                listing(krate, &sub, out, None, types);
                 continue;
             }
             // A private module: what the file re-exports from it is API.
@@ -216,7 +234,7 @@ fn listing(
                 let name = rest.trim_end_matches(';').trim().to_string();
                 let mut sub = path.to_vec();
                 sub.push(name);
-                listing(&sub, out, Some(&exported), types);
+                listing(krate, &sub, out, Some(&exported), types);
                 continue;
             }
             if trimmed.starts_with("pub use ") && only.is_none() {
@@ -305,10 +323,10 @@ fn listing(
     }
 }
 
-fn current() -> BTreeSet<String> {
+fn current(krate: &Crate) -> BTreeSet<String> {
     // Two passes: the first finds the public types.
     let mut first = BTreeSet::new();
-    listing(&[], &mut first, None, &BTreeSet::new());
+    listing(krate, &[], &mut first, None, &BTreeSet::new());
     let types: BTreeSet<String> = first
         .iter()
         .filter_map(|l| {
@@ -320,23 +338,26 @@ fn current() -> BTreeSet<String> {
         })
         .collect();
     let mut out = BTreeSet::new();
-    listing(&[], &mut out, None, &types);
+    listing(krate, &[], &mut out, None, &types);
     out
-}
-
-fn snapshot_path() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("public-api.txt")
 }
 
 #[test]
 fn the_public_api_is_the_snapshot() {
-    let now = current();
+    for krate in crates() {
+        check_snapshot(&krate);
+    }
+}
+
+fn check_snapshot(krate: &Crate) {
+    let now = current(krate);
     assert!(
-        now.len() > 50,
-        "found only {} items: the reader is broken",
+        now.len() > 20,
+        "{}: found only {} items: the reader is broken",
+        krate.name,
         now.len()
     );
-    let path = snapshot_path();
+    let path = krate.dir.join("public-api.txt");
     let text: String = now.iter().map(|l| format!("{l}\n")).collect();
     if std::env::var_os("STEPSCORE_BLESS").is_some() {
         std::fs::write(&path, &text).unwrap();
@@ -374,7 +395,9 @@ fn the_public_api_is_the_snapshot() {
 /// test code or crate-private items (a check that cannot fail checks nothing).
 #[test]
 fn the_reader_sees_what_is_public() {
-    let now = current();
+    let [core, engine] = crates();
+    let mut now = current(&core);
+    now.extend(current(&engine));
     let has = |s: &str| now.iter().any(|l| l.contains(s));
     assert!(has("stepscore::prm::scorer: impl Scorer: pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer>"));
     assert!(has(
@@ -388,7 +411,7 @@ fn the_reader_sees_what_is_public() {
         "feature tags"
     );
     assert!(
-        has("stepscore::cpu::forward: impl Transformer: pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden>"),
+        has("stepscore_engine::cpu::forward: impl Transformer: pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden>"),
         "a public type's methods are API in a private module too"
     );
     assert!(!has("fn with_spans"), "pub(crate) is not API");

@@ -291,7 +291,7 @@ impl Transformer {
 
     /// Frees the vocabulary projection when the head never needs it (score
     /// and value heads): for a 1.5B Qwen2 that is ~230M parameters.
-    pub(crate) fn drop_lm_head(&mut self) {
+    pub fn drop_lm_head(&mut self) {
         if let LmHead::Separate(_) = self.w.lm_head {
             self.w.lm_head = LmHead::Absent;
         }
@@ -306,7 +306,7 @@ impl Transformer {
     /// output of the truncated model is by definition the hidden state of
     /// layer `n` (see [`Transformer::forward_tapped`]), and the later blocks
     /// are never run. Caches made before the call no longer fit.
-    pub(crate) fn truncate_layers(&mut self, n: usize) {
+    pub fn truncate_layers(&mut self, n: usize) {
         if n < self.w.layers.len() {
             self.w.layers.truncate(n);
             self.config.truncate_layers(n);
@@ -314,7 +314,7 @@ impl Transformer {
     }
 
     /// The vocabulary projection: the embedding when tied.
-    pub(crate) fn vocab_projection(&self) -> Result<&Matrix> {
+    pub fn vocab_projection(&self) -> Result<&Matrix> {
         self.w.vocab_projection().ok_or_else(|| {
             Error::InvalidArgument(
                 "this checkpoint has no lm_head; only hidden states are available".into(),

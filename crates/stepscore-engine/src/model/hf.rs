@@ -398,7 +398,7 @@ impl HfCheckpoint {
 
 /// Converts a safetensors tensor's raw little-endian bytes to f32 (F32, F16
 /// and BF16); other dtypes are an error naming `file` and `tensor`.
-pub(crate) fn to_f32(dtype: Dtype, bytes: &[u8], file: &str, tensor: &str) -> Result<Vec<f32>> {
+pub fn to_f32(dtype: Dtype, bytes: &[u8], file: &str, tensor: &str) -> Result<Vec<f32>> {
     Ok(match dtype {
         Dtype::F32 => bytes
             .chunks_exact(4)

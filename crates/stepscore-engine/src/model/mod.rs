@@ -6,7 +6,7 @@
 
 pub mod config;
 pub mod decoder;
-pub(crate) mod exp;
+pub mod exp;
 pub mod gguf;
 pub mod hf;
 pub mod kernels;

@@ -41,7 +41,7 @@ fn round_even(v: f32) -> f32 {
 
 /// e^x (see the module comment).
 #[inline]
-pub(crate) fn exp(x: f32) -> f32 {
+pub fn exp(x: f32) -> f32 {
     if x.is_nan() {
         return x;
     }

@@ -10,14 +10,14 @@ use std::path::Path;
 /// The largest side file of a checkpoint read into memory (`config.json`,
 /// `tokenizer.json`; the largest real tokenizer files are tens of MiB): the
 /// trace reader's document limit.
-pub(crate) const SIDE_FILE_LIMIT: u64 = 256 << 20;
+pub const SIDE_FILE_LIMIT: u64 = 256 << 20;
 
 /// Opens `path` for reading once its metadata says it is a regular file,
 /// with its length. A FIFO given as `--model` blocked the open forever
 /// (issue 44, D18), and a device or socket is no model either; the length is
 /// known before a byte is read, so a caller can refuse a file by its size
 /// (D4: a 1 GiB sparse head file was read whole before its limit refused it).
-pub(crate) fn open_regular(path: &Path) -> Result<(File, u64)> {
+pub fn open_regular(path: &Path) -> Result<(File, u64)> {
     let fail = |e: std::io::Error| Error::io(path.display().to_string(), e);
     let meta = std::fs::metadata(path).map_err(fail)?;
     if !meta.is_file() {
@@ -36,7 +36,7 @@ pub(crate) fn open_regular(path: &Path) -> Result<(File, u64)> {
 /// files (`config.json`, `tokenizer.json`), refused by size before they are
 /// read, and read no further than `max` should the file grow meanwhile.
 /// [`SIDE_FILE_LIMIT`] is the bound for model side files.
-pub(crate) fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>> {
+pub fn read_regular(path: &Path, max: u64) -> Result<Vec<u8>> {
     // `max` bounds the reservation below: callers pass a few hundred MiB.
     let (file, len) = open_regular(path)?;
     let too_large = |len: u64| {

@@ -718,7 +718,7 @@ impl ModelConfig {
     }
 
     /// Keeps the first `n` layers' settings (a decoder cut after layer `n`).
-    pub(crate) fn truncate_layers(&mut self, n: usize) {
+    pub fn truncate_layers(&mut self, n: usize) {
         self.n_layers = n;
         self.local_layers.truncate(n);
     }
