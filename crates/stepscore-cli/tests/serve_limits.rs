@@ -33,9 +33,12 @@ impl Server {
     }
 
     /// `cmd` runs the binary (directly, or through `sh -c` to set limits).
-    fn start_with(mut cmd: Command, extra: &[&str]) -> Server {
-        let model = tiny_model();
-        let mut args = vec!["serve", "--model", &model, "--threads", "1"];
+    fn start_with(cmd: Command, extra: &[&str]) -> Server {
+        Server::start_model(cmd, &tiny_model(), extra)
+    }
+
+    fn start_model(mut cmd: Command, model: &str, extra: &[&str]) -> Server {
+        let mut args = vec!["serve", "--model", model, "--threads", "1"];
         args.extend_from_slice(&["--listen", "127.0.0.1:0"]);
         args.extend_from_slice(extra);
         let mut child = cmd
@@ -762,6 +765,35 @@ fn classify_and_the_pooling_vocabulary() {
 }
 
 /// Issue 22: `serve --help` names only flags that exist.
+/// An outcome reward model (Qwen3ForSequenceClassification, Qwen3's chat
+/// template) behind `/classify`, the route vLLM serves reward models on:
+/// the chat text verl posts gets the reference's one score, the same as
+/// stepscore's own route gives it on the last step.
+#[test]
+fn an_outcome_reward_model_answers_classify() {
+    let dir = format!(
+        "{}/../../tests/fixtures/prm/outcome-tiny",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let reference: Value =
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/reference.json")).unwrap())
+            .unwrap();
+    let case = &reference["cases"][0];
+    let want = case["step_scores"][2].as_f64().unwrap();
+    let srv = Server::start_model(Command::new(bin()), &dir, &[]);
+    let v = post(&srv, "/classify", &json!({"input": case["prompt_text"]})).json();
+    let got = v["data"][0]["probs"][1].as_f64().unwrap();
+    assert!((got - want).abs() < 1e-4, "{v}");
+    let body = json!({"traces": [{"problem": case["problem"], "steps": case["steps"]}]});
+    let own = post(&srv, "/v1/score_steps", &body).json();
+    assert_eq!(own["family"], "outcome");
+    assert_eq!(
+        own["results"][0]["step_scores"][2].as_f64(),
+        Some(got),
+        "{own}"
+    );
+}
+
 #[test]
 fn help_names_no_port_flag() {
     let out = Command::new(bin())

@@ -339,7 +339,9 @@ fn circles(m: &str, graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
 fn submodules_form_no_import_circle() {
     let mut errors = Vec::new();
     let mut modules = 0;
-    let dirs = source_dirs().into_iter().flat_map(|src| std::fs::read_dir(src).unwrap());
+    let dirs = source_dirs()
+        .into_iter()
+        .flat_map(|src| std::fs::read_dir(src).unwrap());
     for e in dirs {
         let dir = e.unwrap().path();
         if !dir.is_dir() {

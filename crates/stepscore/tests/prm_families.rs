@@ -348,7 +348,10 @@ fn an_outcome_score_is_of_the_whole_solution_only() {
     let err = scorer
         .score_steps("How many fruits?", &["I count 3 </think> so 3.", "Done."])
         .unwrap_err();
-    assert!(err.to_string().contains("rewrites the message text"), "{err}");
+    assert!(
+        err.to_string().contains("rewrites the message text"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -362,7 +362,9 @@ mod tests {
         assert!(e.to_string().contains("line 2"), "{e}");
         // transformers' `strftime_now` (Llama 3.2's date line) is not given:
         // the prompt would change with the day. The error names it.
-        let e = template("{{ strftime_now('%d %b %Y') }}").render(&[], false).unwrap_err();
+        let e = template("{{ strftime_now('%d %b %Y') }}")
+            .render(&[], false)
+            .unwrap_err();
         assert!(e.to_string().contains("strftime_now"), "{e}");
     }
 
