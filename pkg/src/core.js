@@ -500,9 +500,9 @@ export class StepScorer {
     return this.#live().score(trace, options, what);
   }
 
-  /** Index of the first step below `threshold` (default: the head's shipped threshold, info().threshold, else 0.5), or -1. */
+  /** Index of the first step below `threshold` (default: info().thresholdInForce, the core's rule), or -1. */
   firstError(scores, threshold) {
-    return firstError(scores, threshold ?? this.info().threshold ?? undefined);
+    return firstError(scores, threshold ?? this.info().thresholdInForce);
   }
 
   /** Starts scoring a trace step by step, reusing the work of earlier steps. */

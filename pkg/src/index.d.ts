@@ -329,6 +329,11 @@ export interface ScorerInfo {
    */
   threshold: number | null;
   /**
+   * The threshold `firstError` flags below when given none: `threshold`,
+   * else the core's default 0.5 (the same rule as the CLI and Python).
+   */
+  thresholdInForce: number;
+  /**
    * Which of a step's tokens the score reads through the model's token
    * statistics: 'all' (the confidence family; heads over every token's
    * log-probability, such as the default PRM's), 'arithmetic' (numbers and
@@ -576,7 +581,7 @@ export class StepScorer {
    * model: times a measured time per token, how long a trace will take.
    */
   countTokens(trace: TraceInput): Promise<number>;
-  /** Index of the first step below `threshold` (default: `info().threshold`, else 0.5), or -1. */
+  /** Index of the first step below `threshold` (default: `info().thresholdInForce`), or -1. */
   firstError(scores: ArrayLike<number | null> | Float64Array, threshold?: number): number;
   session(problem: string): Session;
   /**

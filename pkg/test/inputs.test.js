@@ -70,18 +70,20 @@ test("catalog() is the core's catalog: the CLI's `fetch --list --json` rows, les
   assert.deepEqual(entries, rows.map(({ cached, path, default: _, ...entry }) => entry));
 });
 
-test('info().threshold is the head file\'s stepscore.threshold; scorer.firstError defaults to it', { skip: !existsSync(SMOLLM2) && 'SmolLM2 not in the cache' }, async () => {
+test('info().threshold is the head file\'s stepscore.threshold; thresholdInForce is the core\'s rule and firstError\'s default', { skip: !existsSync(SMOLLM2) && 'SmolLM2 not in the cache' }, async () => {
   const bytes = new Uint8Array(readFileSync(SMOLLM2));
   // The default PRM's head ships 0.78; on SmolLM2's width it is the same format with the threshold.
   const head = headWithThreshold(576, '0.7');
   const scorer = await StepScorer.load({ model: bytes, head, threads: 1 });
   assert.equal(scorer.info().threshold, 0.7);
+  assert.equal(scorer.info().thresholdInForce, 0.7);
   assert.equal(scorer.info().tokensRead, 'none'); // a hidden-state head reads no token statistics
   assert.equal(scorer.firstError([0.9, 0.65, 0.2]), 1);
   assert.equal(scorer.firstError([0.9, 0.65, 0.2], 0.5), 2);
   scorer.dispose();
   const plain = await StepScorer.load({ model: bytes, family: 'confidence', threads: 1 });
   assert.equal(plain.info().threshold, null);
+  assert.equal(plain.info().thresholdInForce, 0.5); // the core's DEFAULT_THRESHOLD
   assert.equal(plain.info().tokensRead, 'all');
   assert.equal(plain.firstError([0.9, 0.65, 0.2]), 2);
   plain.dispose();

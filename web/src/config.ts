@@ -70,7 +70,5 @@ export const FIXTURE_MODELS: ModelEntry[] = [
 
 export const MODELS: ModelEntry[] = [DEFAULT_MODEL, FAST_MODEL, CONFIDENCE_MODEL, ...FIXTURE_MODELS];
 
-/** Step scores below this count as errors until the user moves the slider. */
-export const DEFAULT_THRESHOLD = 0.5;
 /** v_{-1} of the progress rewards r_k = v_k - v_{k-1} drawn in the chart. */
 export const PROGRESS_BASELINE = 0.5;

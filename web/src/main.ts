@@ -12,7 +12,7 @@ import {
   type ModelSource,
 } from 'stepscore';
 import { addCandidate, candidateTexts, renderRanking, setCandidates } from './bestofn';
-import { DEFAULT_THRESHOLD, MODELS, type ModelEntry } from './config';
+import { MODELS, type ModelEntry } from './config';
 import { $, button, el, input, nextFrame, numberSections, replace, select, textarea } from './dom';
 import { download } from './download';
 import { exportDocument, exportRows } from './exporting';
@@ -121,7 +121,7 @@ async function loadModel(source: ModelSource, name: string, entry: ModelEntry | 
     await showInfo(info, name, entry?.note ?? null);
     if (!thresholdMoved) {
       // The model's own entry, else the threshold its head ships with.
-      input('threshold').value = String(entry?.threshold ?? info.threshold ?? DEFAULT_THRESHOLD);
+      input('threshold').value = String(entry?.threshold ?? info.thresholdInForce);
       renderResults();
     }
     void showEstimate(draftSteps().steps);
@@ -528,8 +528,10 @@ function restoreFromHash(): boolean {
     select('aggregation').value = state.aggregation;
     select('bon-aggregation').value = state.aggregation;
   }
-  input('threshold').value = String(state.threshold);
-  thresholdMoved = true;
+  if (state.threshold !== undefined) {
+    input('threshold').value = String(state.threshold);
+    thresholdMoved = true;
+  }
   setDraft(state.problem, state.response);
   if (state.candidates) setCandidates(state.candidates);
   if (state.bon) {
@@ -653,7 +655,6 @@ function start(): void {
     },
     threshold,
   });
-  input('threshold').value = String(DEFAULT_THRESHOLD);
   if (!restoreFromHash()) {
     const ex = EXAMPLES[0];
     setDraft(ex.problem, ex.response);

@@ -10,7 +10,8 @@ export interface SharedState {
   segmenter: string;
   regex?: string;
   aggregation: string;
-  threshold: number;
+  /** Absent when the link holds none in [0, 1]: the slider keeps the model's threshold in force. */
+  threshold?: number;
   /** The scored steps and their scores, when there is a result. */
   steps?: string[];
   scores?: Array<number | null>;
@@ -55,8 +56,8 @@ export function decodeState(hash: string): SharedState | null {
   if (typeof raw !== 'object' || raw === null) return null;
   const o = raw as Record<string, unknown>;
   if (o.v !== 1 || !isStr(o.problem) || !isStr(o.response) || !isStr(o.segmenter) || !isStr(o.aggregation)) return null;
-  const threshold = typeof o.threshold === 'number' && o.threshold >= 0 && o.threshold <= 1 ? o.threshold : 0.5;
-  const state: SharedState = { v: 1, problem: o.problem, response: o.response, segmenter: o.segmenter, aggregation: o.aggregation, threshold };
+  const state: SharedState = { v: 1, problem: o.problem, response: o.response, segmenter: o.segmenter, aggregation: o.aggregation };
+  if (typeof o.threshold === 'number' && o.threshold >= 0 && o.threshold <= 1) state.threshold = o.threshold;
   if (isStr(o.regex)) state.regex = o.regex;
   if (isStr(o.model)) state.model = o.model;
   if (Array.isArray(o.steps) && o.steps.every(isStr) && Array.isArray(o.scores) && o.scores.length === o.steps.length

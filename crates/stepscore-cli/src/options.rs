@@ -92,24 +92,22 @@ pub fn millis(s: &str) -> Result<u64, String> {
 }
 
 /// The cores this process may use.
-fn cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// CPU threads: 0 means `stepscore::par::default_threads`; more threads than cores only adds
-/// contention (100,000 threads on 2 cores ran 3.6x slower), so the value is
-/// capped at the cores with a note on stderr.
+/// CPU threads: 0 is this process's share; a count is the core's
+/// (`stepscore::par::thread_count`: capped at the CPUs, said on stderr).
 pub fn threads(s: &str) -> Result<usize, String> {
     let n: usize = s
         .trim()
         .parse()
         .map_err(|_| format!("`{s}` is not a whole number"))?;
-    let cores = cores();
-    if n > cores {
-        eprintln!("stepscore: --threads {n} is more than the {cores} cores here; using {cores}");
-        return Ok(cores);
+    if n == 0 {
+        return Ok(0);
     }
-    Ok(n)
+    let count = stepscore::par::thread_count(n, None);
+    if count.threads != n {
+        let using = count.threads;
+        eprintln!("stepscore: --threads {n} is more than the {using} CPUs this process may use; using {using}");
+    }
+    Ok(count.threads)
 }
 
 #[cfg(test)]
@@ -126,7 +124,8 @@ mod tests {
         assert_eq!(positive("3"), Ok(3));
         assert!(positive("0").is_err() && positive("-1").is_err());
         assert_eq!(threads("0"), Ok(0));
-        assert_eq!(threads("100000"), Ok(cores()));
+        let cores = stepscore::par::available();
+        assert_eq!(threads("100000"), Ok(cores));
         assert!(threads("many").is_err());
         assert_eq!(millis("2"), Ok(2));
         assert_eq!(millis("60000"), Ok(60_000));

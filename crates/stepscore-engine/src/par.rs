@@ -4,9 +4,10 @@
 //! none names a thread API. The caller decides how work is split, so the
 //! result of each output never depends on which thread computed it.
 //!
-//! - natively: a rayon pool of [`available`] threads
-//!   (`available_parallelism`), started on first use. [`install`] runs a
-//!   whole pass on one of its threads, so each parallel site inside it hands
+//! - natively: a rayon pool per thread count, started on first use, so a
+//!   scorer of N threads runs on N threads whatever the machine has
+//!   ([`thread_count`] caps N at [`available`]). [`install`] runs a
+//!   whole pass on one of its pool's threads, so each parallel site inside it hands
 //!   its items to the pool's other threads and, when none of them is free
 //!   (another process has the cores), runs them itself instead of waiting:
 //!   a decode step has ~200 sites, and a thread started per site (or woken
@@ -17,10 +18,11 @@
 //!   thread takes the first item and the pool the rest;
 //! - plain wasm32: one thread, the items in order.
 //!
-//! [`default_threads`] is the one rule for how many threads a process uses
-//! when it names no count: the CPUs it may use, capped by `OMP_NUM_THREADS`
-//! (how Ray tells an actor its `num_cpus` and torchrun each rank its share),
-//! so N trainer ranks on one machine do not each start every core's worth.
+//! [`thread_count`] is the one rule for how many threads a scorer uses: what
+//! it asked for, else the CPUs the process may use, capped by
+//! `OMP_NUM_THREADS` (how Ray tells an actor its `num_cpus` and torchrun
+//! each rank its share) and a scheduler's reservation, so N trainer ranks on
+//! one machine do not each start every core's worth.
 
 #[cfg(all(target_arch = "wasm32", target_feature = "atomics"))]
 mod pool {
@@ -38,21 +40,28 @@ mod pool {
 
 #[cfg(not(target_arch = "wasm32"))]
 mod pool {
-    use std::sync::OnceLock;
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
 
-    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    type Pools = BTreeMap<usize, Option<&'static rayon::ThreadPool>>;
 
-    /// The native pool, built on first use; `None` when the OS refused its
-    /// threads (then every site runs on the calling thread).
-    pub(super) fn get() -> Option<&'static rayon::ThreadPool> {
-        POOL.get_or_init(|| {
-            rayon::ThreadPoolBuilder::new()
-                .num_threads(super::available())
-                .thread_name(|i| format!("stepscore-par-{i}"))
+    /// One pool per thread count, each built on first use and kept for the
+    /// process (at most [`super::available`] of them, one per count).
+    static POOLS: Mutex<Pools> = Mutex::new(BTreeMap::new());
+
+    /// The pool of `threads` threads (1 to the CPUs); `None` when the OS
+    /// refused its threads (then every site runs on the calling thread).
+    pub(super) fn get(threads: usize) -> Option<&'static rayon::ThreadPool> {
+        let threads = threads.clamp(1, super::available());
+        let mut pools = POOLS.lock().unwrap_or_else(|e| e.into_inner());
+        *pools.entry(threads).or_insert_with(|| {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(threads)
+                .thread_name(move |i| format!("stepscore-par{threads}-{i}"))
                 .build()
-                .ok()
+                .ok()?;
+            Some(&*Box::leak(Box::new(pool)))
         })
-        .as_ref()
     }
 }
 
@@ -82,7 +91,7 @@ pub fn usable(requested: usize) -> usize {
     }
 }
 
-/// How many engine threads a process gets when it names no count, and why.
+/// How many engine threads a scorer gets, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ThreadBudget {
     pub threads: usize,
@@ -90,17 +99,49 @@ pub struct ThreadBudget {
     pub source: String,
 }
 
-/// The thread count for a request of 0: [`available`] (natively the CPUs this
-/// process may use: its affinity mask and cgroup CPU quota, as
-/// `available_parallelism` reads them), capped by `OMP_NUM_THREADS` when that
-/// is set to a smaller count. Ray sets it in every worker to the CPUs the
-/// actor or task reserved (at least 1), torchrun to 1 per rank; a process
-/// that shares its cores that way gets its share, not every core.
-pub fn default_threads() -> ThreadBudget {
-    budget(
+/// A scheduler's CPU reservation for this worker, read by the front end
+/// that knows the scheduler (Python: the CPUs Ray reserved for an actor or
+/// task), with its description.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reservation {
+    pub cpus: usize,
+    pub why: String,
+}
+
+/// The one rule for a thread count, used by every front end: a `requested`
+/// count above 0 is kept, up to [`available`]; 0 is this
+/// process's share: [`available`] (natively the CPUs this process may use:
+/// its affinity mask and cgroup CPU quota, as `available_parallelism` reads
+/// them), capped by `OMP_NUM_THREADS` when that says fewer (Ray sets it in
+/// every worker to the CPUs it reserved, torchrun to 1 per rank), and by a
+/// scheduler's `reserved` CPUs when fewer still.
+pub fn thread_count(requested: usize, reserved: Option<Reservation>) -> ThreadBudget {
+    if requested > 0 {
+        // More threads than CPUs only adds contention (100,000 threads on
+        // 2 cores ran 3.6x slower), so a request is capped at them.
+        let threads = requested.min(available());
+        return ThreadBudget {
+            threads,
+            source: match threads == requested {
+                true => format!("{threads}: threads={requested}"),
+                false => format!(
+                    "{threads}: threads={requested} capped at the {threads} CPUs this process \
+                     may use"
+                ),
+            },
+        };
+    }
+    let share = budget(
         available(),
         std::env::var("OMP_NUM_THREADS").ok().as_deref(),
-    )
+    );
+    match reserved {
+        Some(r) if r.cpus >= 1 && r.cpus <= share.threads => ThreadBudget {
+            threads: r.cpus,
+            source: format!("{}: {}", r.cpus, r.why),
+        },
+        _ => share,
+    }
 }
 
 fn budget(cpus: usize, omp: Option<&str>) -> ThreadBudget {
@@ -160,33 +201,43 @@ pub fn for_each<T: Send>(items: Vec<T>, f: impl Fn(T) + Sync) {
 
 #[cfg(not(target_arch = "wasm32"))]
 fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
-    let Some(pool) = pool::get() else {
+    if rayon::current_thread_index().is_some() {
+        // Inside `install`: the pass's own pool, sized by its thread count.
+        rayon::in_place_scope(|s| spread(s, items, f));
+    } else if let Some(pool) = pool::get(items.len()) {
+        // Outside a pass: a pool of as many threads as the work's parts.
+        pool.in_place_scope(|s| spread(s, items, f));
+    } else {
         items.into_iter().for_each(f);
-        return;
-    };
-    let mut items = items.into_iter();
-    let first = items.next();
-    // In place: the calling thread runs the first item; on a pool thread
-    // (inside `install`) it also runs any item no other thread has taken.
-    pool.in_place_scope(|s| {
-        for item in items {
-            s.spawn(move |_| f(item));
-        }
-        if let Some(item) = first {
-            f(item);
-        }
-    });
+    }
 }
 
-/// Runs `op` on a thread of the native pool (at once when already on one),
-/// so the parallel sites inside it never wait for a thread that has not
-/// started: what the pool's other threads do not take, this one runs. Once
-/// per pass (a forward, a vocabulary projection). Elsewhere `op()`.
-pub fn install<R: Send>(op: impl FnOnce() -> R + Send) -> R {
+/// Hands every item but the first to the scope's pool and runs the first on
+/// the calling thread; in place, so on a pool thread (inside `install`) the
+/// caller also runs any item no other thread has taken.
+#[cfg(any(not(target_arch = "wasm32"), target_feature = "atomics"))]
+fn spread<'s, T: Send + 's>(s: &rayon::Scope<'s>, items: Vec<T>, f: &'s (impl Fn(T) + Sync)) {
+    let mut items = items.into_iter();
+    let first = items.next();
+    for item in items {
+        s.spawn(move |_| f(item));
+    }
+    if let Some(item) = first {
+        f(item);
+    }
+}
+
+/// Runs `op` on a thread of the native pool of `threads` threads (at once
+/// when already on it), so the parallel sites inside it never wait for a
+/// thread that has not started and never use more than `threads`: what
+/// the pool's other threads do not take, this one runs. Once per pass (a
+/// forward, a vocabulary projection). Elsewhere `op()`.
+pub fn install<R: Send>(threads: usize, op: impl FnOnce() -> R + Send) -> R {
     #[cfg(not(target_arch = "wasm32"))]
-    if let Some(pool) = pool::get() {
+    if let Some(pool) = pool::get(threads) {
         return pool.install(op);
     }
+    let _ = threads;
     op()
 }
 
@@ -196,18 +247,9 @@ fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
         items.into_iter().for_each(f);
         return;
     };
-    let mut items = items.into_iter();
-    let first = items.next();
     // In place: the calling thread (a worker, or Node's main thread, never a
     // page's main thread, which cannot wait) runs the first item itself.
-    pool.in_place_scope(|s| {
-        for item in items {
-            s.spawn(move |_| f(item));
-        }
-        if let Some(item) = first {
-            f(item);
-        }
-    });
+    pool.in_place_scope(|s| spread(s, items, f));
 }
 
 #[cfg(all(target_arch = "wasm32", not(target_feature = "atomics")))]
@@ -282,7 +324,7 @@ mod tests {
     /// more items than the pool has threads, and gets every result in order.
     #[test]
     fn install_runs_nested_sites_to_completion() {
-        let got = install(|| {
+        let got = install(available(), || {
             map((0..4 * available() + 3).collect(), |i: usize| {
                 map((0..5).collect(), |j: usize| i * 10 + j)
                     .into_iter()
@@ -292,7 +334,26 @@ mod tests {
         let want: Vec<usize> = (0..4 * available() + 3).map(|i| 50 * i + 10).collect();
         assert_eq!(got, want);
         // Already on a pool thread: runs at once, no second hop.
-        assert_eq!(install(|| install(|| 7)), 7);
+        assert_eq!(install(2, || install(2, || 7)), 7);
+    }
+
+    /// A pass of N threads runs on N threads, not on every core: `threads`
+    /// bounds the threads that do the work.
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn a_pass_uses_no_more_threads_than_its_count() {
+        use std::collections::BTreeSet;
+        for threads in 1..=available().min(4) {
+            let ids = install(threads, || {
+                map((0..64).collect(), |_: usize| {
+                    // Long enough that idle threads would take some items.
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    format!("{:?}", std::thread::current().id())
+                })
+            });
+            let distinct: BTreeSet<String> = ids.into_iter().collect();
+            assert!(distinct.len() <= threads, "{threads} threads: {distinct:?}");
+        }
     }
 
     #[test]
@@ -301,6 +362,30 @@ mod tests {
         assert_eq!(usable(16), 16);
         assert!(available() >= 1);
         assert!(pooled());
+    }
+
+    #[test]
+    fn a_thread_count_is_the_request_else_the_share_else_the_reservation() {
+        let cpus = available();
+        assert_eq!(thread_count(1, None).threads, 1);
+        let capped = thread_count(cpus + 7, None);
+        assert_eq!(capped.threads, cpus);
+        assert!(capped.source.contains("capped"), "{}", capped.source);
+        // A request wins over a reservation; a reservation within the share wins over it.
+        let ray = |cpus| {
+            Some(Reservation {
+                cpus,
+                why: "Ray reserved CPU=1".into(),
+            })
+        };
+        assert_eq!(thread_count(1, ray(1)).source, "1: threads=1");
+        let share = thread_count(0, None);
+        let reserved = thread_count(0, ray(1));
+        assert_eq!(reserved.threads, 1);
+        assert_eq!(reserved.source, "1: Ray reserved CPU=1");
+        // More than the share (or none) leaves the share.
+        assert_eq!(thread_count(0, ray(share.threads + 1)), share);
+        assert_eq!(thread_count(0, ray(0)), share);
     }
 
     #[test]

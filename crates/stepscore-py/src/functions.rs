@@ -98,7 +98,7 @@ pub fn aggregate(py: Python<'_>, scores: &Bound<'_, PyAny>, how: &str) -> PyResu
 /// >>> first_error([0.94, 0.91, 0.93], 0.6, solution_score=2.0, solution_threshold=4.2)
 /// 1
 #[pyfunction]
-#[pyo3(signature = (scores, threshold = 0.5, solution_score = None, solution_threshold = None))]
+#[pyo3(signature = (scores, threshold = stepscore::aggregate::DEFAULT_THRESHOLD, solution_score = None, solution_threshold = None))]
 pub fn first_error(
     scores: &Bound<'_, PyAny>,
     threshold: f64,

@@ -6,45 +6,101 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+use std::collections::BTreeMap;
+
+use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{Map, Value};
 use stepscore::prm::{GenerateOptions, GenerationOf, Scorer as CoreScorer};
-use stepscore::sample::Sampling;
 
 use crate::errors::IntoPy;
 
-/// Sampling and stopping options as keyword arguments, with the core's defaults.
-#[allow(clippy::too_many_arguments)]
-pub fn options(
-    max_new_tokens: usize,
-    temperature: Option<f64>,
-    top_k: Option<usize>,
-    top_p: Option<f64>,
-    min_p: Option<f64>,
-    repetition_penalty: Option<f64>,
-    seed: u64,
-    stop: Option<Vec<String>>,
-    stop_at_step: bool,
-    chat: bool,
-    system: Option<String>,
-) -> GenerateOptions {
-    let d = Sampling::default();
-    GenerateOptions {
-        sampling: Sampling {
-            temperature: temperature.unwrap_or(d.temperature),
-            top_k: top_k.unwrap_or(d.top_k),
-            top_p: top_p.unwrap_or(d.top_p),
-            min_p: min_p.unwrap_or(d.min_p),
-            repetition_penalty: repetition_penalty.unwrap_or(d.repetition_penalty),
-            seed,
-            ..d
-        },
-        max_new_tokens,
-        stop: stop.unwrap_or_default(),
-        stop_at_step,
-        chat,
-        system,
+/// The core's options `T` (`GenerateOptions`, `SearchOptions`) from the
+/// keyword arguments of `call`, read by serde: the core's names, defaults
+/// and checks, so no keyword or default is written here. Keywords are flat
+/// (`temperature=0`, not `sampling={...}`): each lands at its field's place
+/// in `T`. `None` leaves the core's default; a keyword `T` lacks, or one
+/// of `refused` (with its reason), is a TypeError.
+pub fn core_options<T: Serialize + DeserializeOwned + Default>(
+    py: Python<'_>,
+    call: &str,
+    given: Option<&Bound<'_, PyDict>>,
+    refused: &[(&str, &str)],
+) -> PyResult<T> {
+    let places = keyword_places(&serde_json::to_value(T::default()).expect("options serialize"));
+    let mut tree = Map::new();
+    for (key, value) in given.into_iter().flat_map(|d| d.iter()) {
+        let key: String = key.extract()?;
+        if let Some((_, why)) = refused.iter().find(|(k, _)| *k == key) {
+            return Err(PyTypeError::new_err(format!(
+                "{call}() takes no `{key}`: {why}"
+            )));
+        }
+        let Some(path) = places.get(&key) else {
+            let known: Vec<&str> = places.keys().map(String::as_str).collect();
+            return Err(PyTypeError::new_err(format!(
+                "{call}() got an unexpected keyword argument '{key}' (its options: {})",
+                known.join(", ")
+            )));
+        };
+        if value.is_none() {
+            continue;
+        }
+        let value: Value = pythonize::depythonize(&value)
+            .map_err(|e| PyTypeError::new_err(format!("{call}({key}=...): {e}")))?;
+        let mut at = &mut tree;
+        for group in &path[..path.len() - 1] {
+            at = match at
+                .entry(group.clone())
+                .or_insert_with(|| Value::Object(Map::new()))
+            {
+                Value::Object(m) => m,
+                _ => unreachable!("groups are objects"),
+            };
+        }
+        at.insert(key, value);
     }
+    serde_path_to_error::deserialize(Value::Object(tree))
+        .map_err(|e| stepscore::Error::InvalidArgument(keyword_error(call, &e)))
+        .py_err(py)
+}
+
+/// Each keyword's path in the options' serde form: the fields of `default`,
+/// with those holding an object (`sampling`, a search's `generate`) opened
+/// so their own fields are keywords too.
+fn keyword_places(default: &Value) -> BTreeMap<String, Vec<String>> {
+    fn walk(v: &Value, path: &mut Vec<String>, out: &mut BTreeMap<String, Vec<String>>) {
+        for (k, field) in v.as_object().into_iter().flatten() {
+            path.push(k.clone());
+            match field {
+                Value::Object(_) => walk(field, path, out),
+                _ => {
+                    let before = out.insert(k.clone(), path.clone());
+                    debug_assert!(before.is_none(), "keyword `{k}` at two places");
+                }
+            }
+            path.pop();
+        }
+    }
+    let mut out = BTreeMap::new();
+    walk(default, &mut Vec::new(), &mut out);
+    out
+}
+
+/// A serde error as the keyword it is about: `call(key=...): message`. A
+/// nested group read by its own reader (a search's `generate`) names its
+/// field in backticks at the start of the message.
+fn keyword_error(call: &str, e: &serde_path_to_error::Error<serde_json::Error>) -> String {
+    let inner = e.inner().to_string();
+    let (path, message) = match inner.strip_prefix('`').and_then(|r| r.split_once("`: ")) {
+        Some((nested, m)) => (nested.to_string(), m.to_string()),
+        None => (e.path().to_string(), inner),
+    };
+    let key = path.rsplit('.').next().unwrap_or(&path);
+    format!("{call}({key}=...): {message}")
 }
 
 pub fn start(

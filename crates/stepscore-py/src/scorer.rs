@@ -404,16 +404,16 @@ impl Scorer {
     }
 }
 
-/// The thread count for `threads` and where it came from.
+/// The thread count for `threads` and where it came from: the core's rule,
+/// told the CPUs Ray reserved when this is a Ray worker.
 fn choose_threads(py: Python<'_>, threads: Option<usize>) -> PyResult<(usize, String)> {
-    if let Some(n) = threads.filter(|&n| n > 0) {
-        return Ok((n, format!("{n}: threads={n}")));
-    }
-    let budget = stepscore::par::default_threads();
-    Ok(match ray_cpus(py)? {
-        Some((n, why)) if n <= budget.threads => (n, format!("{n}: {why}")),
-        _ => (budget.threads, budget.source),
-    })
+    let requested = threads.unwrap_or(0);
+    let reserved = match requested {
+        0 => ray_cpus(py)?.map(|(cpus, why)| stepscore::par::Reservation { cpus, why }),
+        _ => None,
+    };
+    let b = stepscore::par::thread_count(requested, reserved);
+    Ok((b.threads, b.source))
 }
 
 #[pymethods]
@@ -749,42 +749,21 @@ impl Scorer {
 
     /// Starts generating text after `prompt` (through the model's chat
     /// template unless `chat=False`) and returns the `Generation` iterator
-    /// of tokens. Defaults are the core's (llama.cpp's sampling defaults;
-    /// `temperature=0` is greedy). The model must keep its LM head: open a
-    /// backbone or the confidence family (`Scorer("smollm2-135m")`).
-    #[pyo3(signature = (prompt, *, max_new_tokens=512, temperature=None, top_k=None, top_p=None,
-        min_p=None, repetition_penalty=None, seed=0, stop=None, stop_at_step=false, chat=true,
-        system=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// of tokens. The keywords are the core's `GenerateOptions` with its
+    /// sampling fields flat (max_new_tokens, temperature, top_k, top_p,
+    /// min_p, repetition_penalty, penalty_last_n, seed, stop, stop_at_step,
+    /// chat, system), with the core's defaults (llama.cpp's sampling;
+    /// `temperature=0` is greedy); `None` keeps a default. The model must
+    /// keep its LM head: open a backbone or the confidence family
+    /// (`Scorer("smollm2-135m")`).
+    #[pyo3(signature = (prompt, **options))]
     fn generate(
         &self,
         py: Python<'_>,
         prompt: &str,
-        max_new_tokens: usize,
-        temperature: Option<f64>,
-        top_k: Option<usize>,
-        top_p: Option<f64>,
-        min_p: Option<f64>,
-        repetition_penalty: Option<f64>,
-        seed: u64,
-        stop: Option<Vec<String>>,
-        stop_at_step: bool,
-        chat: bool,
-        system: Option<String>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<crate::generate::Generation> {
-        let options = crate::generate::options(
-            max_new_tokens,
-            temperature,
-            top_k,
-            top_p,
-            min_p,
-            repetition_penalty,
-            seed,
-            stop,
-            stop_at_step,
-            chat,
-            system,
-        );
+        let options = crate::generate::core_options(py, "generate", options, &[])?;
         crate::generate::start(py, &self.inner, prompt, options)
     }
 
@@ -793,40 +772,15 @@ impl Scorer {
     /// once and the generations' decode steps run together, and
     /// generation i is what `generate(..., seed=seed + i).finish()` writes.
     /// Keywords are `generate`'s.
-    #[pyo3(signature = (prompt, n, *, max_new_tokens=512, temperature=None, top_k=None,
-        top_p=None, min_p=None, repetition_penalty=None, seed=0, stop=None, stop_at_step=false,
-        chat=true, system=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (prompt, n, **options))]
     fn generate_many<'py>(
         &self,
         py: Python<'py>,
         prompt: &str,
         n: usize,
-        max_new_tokens: usize,
-        temperature: Option<f64>,
-        top_k: Option<usize>,
-        top_p: Option<f64>,
-        min_p: Option<f64>,
-        repetition_penalty: Option<f64>,
-        seed: u64,
-        stop: Option<Vec<String>>,
-        stop_at_step: bool,
-        chat: bool,
-        system: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
-        let options = crate::generate::options(
-            max_new_tokens,
-            temperature,
-            top_k,
-            top_p,
-            min_p,
-            repetition_penalty,
-            seed,
-            stop,
-            stop_at_step,
-            chat,
-            system,
-        );
+        let options = crate::generate::core_options(py, "generate_many", options, &[])?;
         crate::generate::many(py, &self.inner, prompt, &options, n)
     }
 
@@ -849,79 +803,34 @@ impl Scorer {
 
     /// PRM-guided search for `problem`: this scorer writes candidates and
     /// `verifier` (default: this scorer) scores each step as it completes.
-    /// `method` is "best-of-n", "beam" (N beams, the best N/M kept and each
-    /// continued M times per step) or "dvts" (N/M subtrees, M children per
-    /// step, the best continued); `aggregation` ranks candidates by their
+    /// The other keywords are the core's `SearchOptions`, flat, with its
+    /// defaults: `method` "best-of-n" (default), "beam" (N beams, the best
+    /// N/M kept and each continued M times per step) or "dvts" (N/M
+    /// subtrees, M children per step, the best continued); `n`,
+    /// `beam_width`, `max_steps`; `aggregation` ranks candidates by their
     /// step scores ("min", "prod", "last", "mean", "geo_mean");
-    /// `token_budget` caps generated tokens over all candidates. Sampling
-    /// keywords are `generate`'s; `system` defaults to a prompt asking for
-    /// blank-line separated steps and a boxed answer. `on_event(dict)` sees
-    /// each event ("forked", "token", "step", "pruned", "finished") and
-    /// stops the search by returning False. Returns a dict: `candidates`
-    /// (text, steps, scores, score, answer, pruned, finalist, ...),
-    /// `finalists`, `chosen`, `selection` (best / majority / weighted) and
-    /// token counts.
-    #[pyo3(signature = (problem, *, verifier=None, method="best-of-n", n=4, beam_width=4,
-        max_steps=40, aggregation="min", token_budget=None, on_event=None, max_new_tokens=512,
-        temperature=None, top_k=None, top_p=None, min_p=None, repetition_penalty=None, seed=0,
-        stop=None, chat=true, system=None))]
-    #[allow(clippy::too_many_arguments)]
+    /// `token_budget` caps generated tokens over all candidates; and
+    /// `generate`'s keywords but `stop_at_step` (`system` defaults to a
+    /// prompt asking for blank-line separated steps and a boxed answer).
+    /// `on_event(dict)` sees each event ("forked", "token", "step",
+    /// "pruned", "finished") and stops the search by returning False.
+    /// Returns a dict: `candidates` (text, steps, scores, score, answer,
+    /// pruned, finalist, ...), `finalists`, `chosen`, `selection` (best /
+    /// majority / weighted) and token counts.
+    #[pyo3(signature = (problem, *, verifier=None, on_event=None, **options))]
     fn search<'py>(
         &self,
         py: Python<'py>,
         problem: &str,
         verifier: Option<PyRef<'py, Scorer>>,
-        method: &str,
-        n: usize,
-        beam_width: usize,
-        max_steps: usize,
-        aggregation: &str,
-        token_budget: Option<usize>,
         on_event: Option<Py<PyAny>>,
-        max_new_tokens: usize,
-        temperature: Option<f64>,
-        top_k: Option<usize>,
-        top_p: Option<f64>,
-        min_p: Option<f64>,
-        repetition_penalty: Option<f64>,
-        seed: u64,
-        stop: Option<Vec<String>>,
-        chat: bool,
-        system: Option<String>,
+        options: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let method: stepscore::prm::SearchMethod =
-            serde_json::from_value(serde_json::Value::String(method.to_string()))
-                .map_err(|_| {
-                    stepscore::Error::InvalidArgument(format!(
-                        "method {method:?}: expected 'best-of-n', 'beam' or 'dvts'"
-                    ))
-                })
-                .py_err(py)?;
-        let aggregation: stepscore::aggregate::Aggregation = aggregation.parse().py_err(py)?;
-        let system = system.or(Some(
-            stepscore::prm::search::DEFAULT_SEARCH_SYSTEM.to_string(),
-        ));
-        let options = stepscore::prm::SearchOptions {
-            method,
-            n,
-            beam_width,
-            max_steps,
-            aggregation,
-            token_budget,
-            generate: crate::generate::options(
-                max_new_tokens,
-                temperature,
-                top_k,
-                top_p,
-                min_p,
-                repetition_penalty,
-                seed,
-                stop,
-                false,
-                chat,
-                system,
-            ),
-        };
+        let refused = [(
+            "stop_at_step",
+            "search candidates always stop at each step's end",
+        )];
+        let options = crate::generate::core_options(py, "search", options, &refused)?;
         let verifier = verifier.map_or_else(|| Arc::clone(&self.inner), |v| Arc::clone(&v.inner));
         crate::generate::search(py, &self.inner, &verifier, problem, options, on_event)
     }

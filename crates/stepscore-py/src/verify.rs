@@ -21,12 +21,8 @@ pub fn start(
     stop_below: Option<f64>,
     source: &str,
 ) -> Result<StreamVerifier, Error> {
-    let threshold = match (stop, stop_below) {
-        (false, _) => None,
-        (true, Some(t)) => Some(t),
-        (true, None) => scorer.threshold(),
-    };
-    let inner = StreamVerifierOf::new(Arc::clone(scorer), problem, source).stop_below(threshold)?;
+    let inner =
+        StreamVerifierOf::new(Arc::clone(scorer), problem, source).stopping(stop, stop_below)?;
     Ok(StreamVerifier {
         inner,
         text: String::new(),

@@ -55,6 +55,29 @@ def test_bad_options_are_typed_errors(smol):
         smol.generate("hi", max_new_tokens=0)
     with pytest.raises(stepscore.TraceTooLongError):
         smol.generate("word " * 9000, max_new_tokens=4)
+    with pytest.raises(stepscore.InvalidArgumentError, match=r"generate\(temperature=...\)"):
+        smol.generate("hi", temperature="hot")
+    with pytest.raises(TypeError, match="'temprature'.*temperature"):
+        smol.generate("hi", temprature=0)
+    with pytest.raises(TypeError, match="stop_at_step"):
+        smol.search("hi", stop_at_step=True)
+
+
+def test_keywords_are_the_core_s_options_with_its_defaults(smol, smollm2, cli):
+    # None keeps the core's default: the same tokens as leaving it out.
+    a = smol.generate("Name a colour.", max_new_tokens=8, temperature=None, seed=3).finish()
+    b = smol.generate("Name a colour.", max_new_tokens=8, seed=3).finish()
+    assert a == b
+    # penalty_last_n, the core's option the keyword list once lacked, means what the CLI's flag does.
+    kw = dict(max_new_tokens=16, temperature=0, repetition_penalty=1.5, penalty_last_n=4)
+    g = smol.generate("Count: one, two", chat=False, **kw)
+    g.finish()
+    out = subprocess.run(
+        [str(cli), "generate", "--model", str(smollm2), "--backend", "cpu", "--threads", "2",
+         "--raw", "--max-new-tokens", "16", "--temperature", "0", "--repetition-penalty", "1.5",
+         "--penalty-last-n", "4"],
+        input=json.dumps({"problem": "Count: one, two"}), capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)["tokens"] == g.tokens
 
 
 def test_generate_many_equals_generate_with_consecutive_seeds(smol):

@@ -33,7 +33,6 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
-use stepscore::prm::search::DEFAULT_SEARCH_SYSTEM;
 use stepscore::prm::{
     Backend, GenerateOptions, GenerationOf, Scorer, SearchEvent, SearchOptions, SearchResult,
     SessionOf, StreamVerifierOf, VerifyEvent,
@@ -419,23 +418,18 @@ impl WasmScorer {
         source: String,
     ) -> JsResult<WasmStreamVerifier> {
         let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
-        let verifier = StreamVerifierOf::new(Rc::clone(&self.loaded.scorer), &problem, &source);
-        let verifier = if threshold.is_undefined() {
-            verifier
-        } else if threshold.is_null() {
-            verifier
-                .stop_below(None)
-                .map_err(|e| js_error(Error::from_run("verifyStream", e)))?
-        } else {
-            let t = threshold.as_f64().ok_or_else(|| {
+        // undefined: (stop, the shipped threshold); null: never; a number: below it.
+        let given = match (threshold.is_undefined(), threshold.is_null()) {
+            (true, _) | (_, true) => None,
+            _ => Some(threshold.as_f64().ok_or_else(|| {
                 js_error(Error::invalid_argument(
                     "option `threshold` must be a number, null or left out",
                 ))
-            })?;
-            verifier
-                .stop_below(Some(t))
-                .map_err(|e| js_error(Error::from_run("verifyStream", e)))?
+            })?),
         };
+        let verifier = StreamVerifierOf::new(Rc::clone(&self.loaded.scorer), &problem, &source)
+            .stopping(!threshold.is_null(), given)
+            .map_err(|e| js_error(Error::from_run("verifyStream", e)))?;
         Ok(WasmStreamVerifier {
             inner: Rc::new(RefCell::new(verifier)),
         })
@@ -646,14 +640,8 @@ impl WasmScorer {
     ) -> JsResult<js_sys::Promise> {
         let problem = string_arg(&problem, "problem", Code::InvalidArgument)?;
         let raw = from_js(options, "search options", Code::InvalidArgument)?;
-        let mut options: SearchOptions =
+        let options: SearchOptions =
             options::core_options(&raw, "search options").map_err(js_error)?;
-        // As the CLI and Python: a `generate` object without `system` keeps
-        // the search's system message (serde would take GenerateOptions'
-        // own default, none); `system: null` asks for none.
-        if raw.pointer("/generate/system").is_none() {
-            options.generate.system = Some(DEFAULT_SEARCH_SYSTEM.to_string());
-        }
         options
             .validate()
             .map_err(|e| js_error(Error::from_run("search options", e)))?;
@@ -979,7 +967,8 @@ pub fn aggregate(scores: JsValue, how: JsValue) -> JsResult<Option<f64>> {
     ))
 }
 
-/// The index of the first step scoring below `threshold` (0.5 by default;
+/// The index of the first step scoring below `threshold` (the core's
+/// DEFAULT_THRESHOLD, 0.5, by default;
 /// a missing or NaN score counts as below), or -1 when every step passes. A
 /// list scored on its last step alone (an outcome reward model's) is that
 /// step's score.
@@ -987,7 +976,7 @@ pub fn aggregate(scores: JsValue, how: JsValue) -> JsResult<Option<f64>> {
 pub fn first_error_index(scores: JsValue, threshold: JsValue) -> JsResult<i32> {
     let (scores, first) = scored_arg(&scores)?;
     let threshold = if threshold.is_undefined() || threshold.is_null() {
-        0.5
+        stepscore::aggregate::DEFAULT_THRESHOLD
     } else {
         threshold
             .as_f64()

@@ -68,6 +68,7 @@ impl Loaded {
             adapter: report.adapter.clone(),
             engine_reason: report.reason.clone(),
             threshold: self.scorer.threshold(),
+            threshold_in_force: self.scorer.threshold_in_force(None),
             tokens_read: self.scorer.tokens_read().name(),
         }
     }

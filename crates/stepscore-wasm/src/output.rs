@@ -422,6 +422,9 @@ pub struct ModelInfo {
     pub engine_reason: String,
     /// The first-error threshold the head ships with; `None` when it has none.
     pub threshold: Option<f64>,
+    /// The threshold a first error is flagged below when none is given
+    /// (the core's rule: the shipped one, else the default).
+    pub threshold_in_force: f64,
     /// Which tokens the head's score reads through the LM's statistics:
     /// `all`, `arithmetic` (numbers and operation signs) or `none`.
     pub tokens_read: &'static str,

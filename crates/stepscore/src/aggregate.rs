@@ -103,6 +103,10 @@ pub fn aggregate(scores: &[f64], how: Aggregation) -> Option<f64> {
     })
 }
 
+/// The first-error threshold when nothing names one (no argument, no
+/// threshold shipped with the head): the one default of every front end.
+pub const DEFAULT_THRESHOLD: f64 = 0.5;
+
 /// ProcessBench's prediction: the index of the first step whose score is
 /// below `threshold` (NaN counts as below), or `None` if every step passes.
 pub fn first_error(scores: &[f64], threshold: f64) -> Option<usize> {

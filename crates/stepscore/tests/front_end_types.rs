@@ -7,7 +7,7 @@
 //! aggregations), and the fields of the result and option objects the npm
 //! package passes through in the core's serde form.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -321,6 +321,154 @@ fn results_and_pass_through_options_have_the_core_s_fields() {
     }
 }
 
+/// The leaves of an options value's serde form, each by its field name:
+/// objects (`sampling`, a search's `generate`) opened, as Python writes
+/// the keywords flat.
+fn leaves(value: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    for (k, v) in value.as_object().expect("an object") {
+        match v {
+            serde_json::Value::Object(_) => out.extend(leaves(v)),
+            _ => assert!(out.insert(k.clone(), v.clone()).is_none(), "{k} twice"),
+        }
+    }
+    out
+}
+
+/// The keyword defaults of `def method(` in `class Name:` of the stubs, as
+/// JSON (Python literals: numbers, strings, True/False/None, `()`).
+fn py_defaults(src: &str, class: &str, method: &str) -> BTreeMap<String, serde_json::Value> {
+    let class_at = src
+        .find(&format!("class {class}:"))
+        .unwrap_or_else(|| panic!("_stepscore.pyi: no class {class}"));
+    let def = format!("def {method}(");
+    let at = class_at + src[class_at..].find(&def).expect("the method");
+    let body = &src[at + def.len()..];
+    let body = &body[..body.find(") ->").expect("`) ->`")];
+    body.split(",\n")
+        .filter_map(|p| {
+            let (name, rest) = p.trim().split_once(':')?;
+            let (_, literal) = rest.split_once(" = ")?;
+            let value = match literal.trim() {
+                "True" => serde_json::Value::Bool(true),
+                "False" => serde_json::Value::Bool(false),
+                "None" => serde_json::Value::Null,
+                "()" => serde_json::json!([]),
+                l => serde_json::from_str(l)
+                    .unwrap_or_else(|_| panic!("{method}({name}=...): literal {l}")),
+            };
+            Some((name.trim().to_string(), value))
+        })
+        .collect()
+}
+
+/// The defaults index.d.ts documents for the members of `interface name`:
+/// "(default 40)", "default 0.8.", "Default 'best-of-n'."
+fn ts_documented_defaults(src: &str, name: &str) -> BTreeMap<String, serde_json::Value> {
+    let head = format!("export interface {name} {{");
+    let start = src.find(&head).expect("the interface") + head.len();
+    let body = &src[start..start + src[start..].find("\n}").expect("its end")];
+    let default =
+        regex::Regex::new(r"(?i)default (-?[0-9][0-9.]*[0-9]|-?[0-9]|'[^']*'|true|false)").unwrap();
+    let mut out = BTreeMap::new();
+    let mut doc = String::new();
+    for line in body.lines() {
+        let t = line.trim();
+        if t.starts_with("/**") || t.starts_with('*') {
+            doc.push_str(t);
+            doc.push(' ');
+            continue;
+        }
+        let member: String = t.chars().take_while(|c| c.is_alphanumeric()).collect();
+        if let (false, Some(c)) = (member.is_empty(), default.captures(&doc)) {
+            let literal = c[1].replace('\'', "\"");
+            out.insert(member, serde_json::from_str(&literal).unwrap());
+        }
+        doc.clear();
+    }
+    out
+}
+
+/// JSON values equal as the front ends mean them: numbers by value (`1` is `1.0`).
+fn same(a: &serde_json::Value, b: &serde_json::Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Python keywords and npm's documented defaults against the core's
+/// `GenerateOptions` and `SearchOptions` (the one table of those defaults:
+/// the bindings read keywords through the core's serde types and decide
+/// none). `keep` are each call's own parameters.
+fn check_generation_keywords(pyi: &str, ts: &str) -> Result<(), String> {
+    let generate = leaves(&serde_json::to_value(GenerateOptions::default()).unwrap());
+    let search = leaves(&serde_json::to_value(SearchOptions::default()).unwrap());
+    let mut search_keywords = search.clone();
+    search_keywords.remove("stop_at_step");
+    for (method, core, own) in [
+        ("generate", &generate, &["prompt"][..]),
+        ("generate_many", &generate, &["prompt", "n"][..]),
+        (
+            "search",
+            &search_keywords,
+            &["problem", "verifier", "on_event"][..],
+        ),
+    ] {
+        let names: BTreeSet<String> = py_params(pyi, "Scorer", method)
+            .into_iter()
+            .map(|(n, _)| n)
+            .filter(|n| !own.contains(&n.as_str()))
+            .collect();
+        let want: BTreeSet<String> = core.keys().cloned().collect();
+        if names != want {
+            return Err(format!(
+                "_stepscore.pyi Scorer.{method} keywords {names:?}, core {want:?}"
+            ));
+        }
+        for (k, v) in py_defaults(pyi, "Scorer", method) {
+            let Some(core_value) = core.get(&k) else {
+                continue;
+            };
+            // The search's system message is too long to spell in a stub:
+            // None there keeps it (the binding's rule for every keyword).
+            let spelled_as_none = method == "search" && k == "system" && v.is_null();
+            if !same(&v, core_value) && !spelled_as_none {
+                return Err(format!(
+                    "_stepscore.pyi Scorer.{method}({k}={v}): the core's default is {core_value}"
+                ));
+            }
+        }
+    }
+    let all: BTreeMap<String, serde_json::Value> = generate
+        .iter()
+        .chain(&search)
+        .map(|(k, v)| (camel(k), v.clone()))
+        .collect();
+    for name in ["Sampling", "GenerateOptions", "SearchOptions"] {
+        for (member, documented) in ts_documented_defaults(ts, name) {
+            if !all.get(&member).is_some_and(|v| same(v, &documented)) {
+                return Err(format!(
+                    "index.d.ts {name}.{member} documents default {documented}, the core's is {:?}",
+                    all.get(&member)
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn generation_and_search_keywords_have_the_core_s_names_and_defaults() {
+    check_generation_keywords(&pyi(), &ts()).unwrap();
+    // Most of npm's documented defaults are checked, not only a few.
+    let documented: usize = ["Sampling", "GenerateOptions", "SearchOptions"]
+        .iter()
+        .map(|n| ts_documented_defaults(&ts(), n).len())
+        .sum();
+    assert!(documented >= 12, "{documented} documented defaults read");
+}
+
 /// The checks fail on a deliberate mismatch (a test that cannot fail checks
 /// nothing): a stub missing an option, a declaration with a stray value.
 #[test]
@@ -334,4 +482,19 @@ fn a_mismatch_is_caught() {
         "export type Truncation = 'error' | 'drop-steps' | 'cut';",
     );
     assert_ne!(ts_union(&ts, "Truncation"), names(Truncation::ALL));
+    // A front end's default that differs from the core's, in each place.
+    let (pyi, ts) = (self::pyi(), self::ts());
+    for (bad_pyi, bad_ts) in [
+        (
+            pyi.replacen("max_new_tokens: int = 512", "max_new_tokens: int = 256", 1),
+            ts.clone(),
+        ),
+        (
+            pyi.replacen("        top_k: int = 40,\n", "", 1),
+            ts.clone(),
+        ),
+        (pyi.clone(), ts.replace("(default 40)", "(default 50)")),
+    ] {
+        assert!(check_generation_keywords(&bad_pyi, &bad_ts).is_err());
+    }
 }

@@ -32,7 +32,7 @@ pub struct Args {
     pub aggregation: Vec<Aggregation>,
 
     /// A step scoring below this is an error (ProcessBench convention), in [0, 1].
-    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
+    #[arg(long, default_value_t = stepscore::aggregate::DEFAULT_THRESHOLD, value_parser = crate::options::threshold)]
     pub threshold: f64,
 
     /// Output: auto (table on a terminal, JSONL otherwise), table, jsonl.

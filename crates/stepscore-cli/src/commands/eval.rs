@@ -32,7 +32,7 @@ pub struct Args {
     pub input: InputArgs,
 
     /// A step scoring below this is predicted wrong, in [0, 1].
-    #[arg(long, default_value_t = 0.5, value_parser = crate::options::threshold)]
+    #[arg(long, default_value_t = stepscore::aggregate::DEFAULT_THRESHOLD, value_parser = crate::options::threshold)]
     pub threshold: f64,
 
     /// Choose the threshold that maximizes overall F1 on this input (report it;

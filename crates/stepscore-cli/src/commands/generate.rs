@@ -40,7 +40,7 @@ pub struct Args {
 #[derive(clap::Args, Debug)]
 pub struct GenerationArgs {
     /// Most tokens to write per problem (per candidate in a search).
-    #[arg(long, default_value_t = 512, value_parser = crate::options::positive)]
+    #[arg(long, default_value_t = GenerateOptions::default().max_new_tokens, value_parser = crate::options::positive)]
     pub max_new_tokens: usize,
 
     /// 0 (or anything below 1e-4) is greedy: the most likely token; higher is more varied.
@@ -59,12 +59,16 @@ pub struct GenerationArgs {
     #[arg(long, default_value_t = Sampling::default().min_p)]
     pub min_p: f64,
 
-    /// Penalize tokens among the last 64 (1: off).
+    /// Penalize tokens among the last --penalty-last-n (1: off).
     #[arg(long, default_value_t = Sampling::default().repetition_penalty)]
     pub repetition_penalty: f64,
 
+    /// How many recent tokens the repetition penalty looks at.
+    #[arg(long, default_value_t = Sampling::default().penalty_last_n)]
+    pub penalty_last_n: usize,
+
     /// Seeds the sampling: the same seed writes the same text on every engine.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = Sampling::default().seed)]
     pub seed: u64,
 
     /// Stop before this string (repeatable).
@@ -81,8 +85,9 @@ pub struct GenerationArgs {
 }
 
 impl GenerationArgs {
-    /// The options these flags say; `system` when `--system` is not given.
-    pub fn options(&self, system: Option<&str>) -> Result<GenerateOptions, Failure> {
+    /// The options these flags say over the core's `defaults` (the
+    /// generation's or the search's: they differ in the system message).
+    pub fn options(&self, defaults: GenerateOptions) -> Result<GenerateOptions, Failure> {
         let options = GenerateOptions {
             sampling: Sampling {
                 temperature: self.temperature,
@@ -90,14 +95,14 @@ impl GenerationArgs {
                 top_p: self.top_p,
                 min_p: self.min_p,
                 repetition_penalty: self.repetition_penalty,
+                penalty_last_n: self.penalty_last_n,
                 seed: self.seed,
-                ..Sampling::default()
             },
             max_new_tokens: self.max_new_tokens,
             stop: self.stop.clone(),
-            stop_at_step: false,
             chat: !self.raw,
-            system: self.system.clone().or(system.map(str::to_string)),
+            system: self.system.clone().or(defaults.system),
+            ..defaults
         };
         options.sampling.validate()?;
         Ok(options)
@@ -107,7 +112,7 @@ impl GenerationArgs {
 pub fn run(args: Args) -> Result<(), Failure> {
     let options = GenerateOptions {
         stop_at_step: args.stop_at_step,
-        ..args.generation.options(None)?
+        ..args.generation.options(GenerateOptions::default())?
     };
     let problems = args.input.open()?;
     let scorer = args.model.open_backbone()?;

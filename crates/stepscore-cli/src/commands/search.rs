@@ -16,7 +16,6 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{json, Value};
 use stepscore::aggregate::Aggregation;
 use stepscore::answer::answers_equal;
-use stepscore::prm::search::DEFAULT_SEARCH_SYSTEM;
 use stepscore::prm::{Scorer, SearchEvent, SearchMethod, SearchOptions, SearchResult};
 
 use super::generate::GenerationArgs;
@@ -43,7 +42,7 @@ pub struct Args {
     pub model: ModelArgs,
 
     /// best-of-n, beam (step beam search) or dvts (diverse verifier tree search).
-    #[arg(long, default_value = "best-of-n", value_parser = method)]
+    #[arg(long, default_value_t = SearchOptions::default().method, value_parser = method)]
     pub method: SearchMethod,
 
     /// Candidates per problem (N).
@@ -88,7 +87,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         max_steps: args.max_steps,
         aggregation: args.aggregation,
         token_budget: args.token_budget,
-        generate: args.generation.options(Some(DEFAULT_SEARCH_SYSTEM))?,
+        generate: args.generation.options(SearchOptions::default().generate)?,
     };
     options.validate()?;
     let problems = args.input.open()?;

@@ -124,22 +124,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (None, Some(f)) => (args.input.display().to_string(), Box::new(f)),
         (None, None) => ("<stdin>".to_string(), Box::new(std::io::stdin())),
     };
-    let threshold = match (args.no_stop, args.stop_below) {
-        (true, _) => None,
-        (false, Some(t)) => Some(t),
-        (false, None) => {
-            let t = scorer.threshold();
-            if t.is_none() {
-                eprintln!(
-                    "stepscore: this PRM ships no threshold: every step is scored and the \
-                     stream is never stopped (set --stop-below to stop it)"
-                );
-            }
-            t
-        }
-    };
-    let mut verifier =
-        StreamVerifierOf::new(&scorer, &args.problem, &source).stop_below(threshold)?;
+    let mut verifier = StreamVerifierOf::new(&scorer, &args.problem, &source)
+        .stopping(!args.no_stop, args.stop_below)?;
+    if !args.no_stop && verifier.threshold().is_none() {
+        eprintln!(
+            "stepscore: this PRM ships no threshold: every step is scored and the \
+             stream is never stopped (set --stop-below to stop it)"
+        );
+    }
     let mut buf = vec![0u8; 1 << 16];
     loop {
         let n = body

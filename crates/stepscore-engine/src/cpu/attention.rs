@@ -13,7 +13,6 @@
 //! megabytes). Each row still gets the one-query order above, so the bits.
 
 use crate::model::exp::exp;
-use crate::model::matrix::effective_threads;
 use crate::model::ModelConfig;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 use crate::quant::dot;
@@ -37,7 +36,7 @@ pub(super) fn attention(
 ) {
     let qd = c.q_dim();
     let window = c.window(layer);
-    let all = effective_threads(threads);
+    let all = crate::par::usable(threads);
     let simd = Simd::detect();
     if n < all && c.n_heads > 1 {
         // Fewer queries than threads (decode): split each query's heads.

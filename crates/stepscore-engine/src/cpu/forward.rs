@@ -179,7 +179,9 @@ impl Transformer {
         mut segs: Vec<Seg<'_>>,
         taps: &[usize],
     ) -> Result<Taps<Hidden>> {
-        let result = crate::par::install(|| self.forward_inner(tokens, &mut segs, taps));
+        let result = crate::par::install(self.threads(), || {
+            self.forward_inner(tokens, &mut segs, taps)
+        });
         for seg in segs {
             match &result {
                 Ok(_) => seg.cache.len = seg.start + seg.rows,
@@ -288,7 +290,7 @@ impl Transformer {
         }
         let n = hidden.len() / h;
         let head = self.vocab_projection()?;
-        crate::par::install(|| self.project(head, hidden, n, rows))
+        crate::par::install(self.threads(), || self.project(head, hidden, n, rows))
     }
 
     /// [`Transformer::logits_for`] after its checks, on the pool.

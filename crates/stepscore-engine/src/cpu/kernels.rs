@@ -90,7 +90,7 @@ impl Kernels for Transformer {
                 .zip(logits.chunks_exact(vocab))
                 .collect();
             let per = rows.len().div_ceil(self.threads().max(1)).max(1);
-            let parts = crate::par::install(|| {
+            let parts = crate::par::install(self.threads(), || {
                 crate::par::map(rows.chunks(per).collect(), |part: &[(usize, &[f32])]| {
                     part.iter()
                         .map(|&(j, row)| row_stat(row, j, tokens))

@@ -188,7 +188,7 @@ impl Matrix {
             .rows
             .saturating_mul(q.cols)
             .saturating_mul(acts.n_tokens());
-        let threads = effective_threads(threads)
+        let threads = crate::par::usable(threads)
             .min(q.rows.max(1))
             .min(work / PARALLEL_MIN_WORK + 1);
         quant::matmul_quantized(&q, acts, out, threads)
@@ -277,7 +277,7 @@ impl Matrix {
             return Ok(());
         }
         let work = rows.saturating_mul(cols).saturating_mul(n_tokens);
-        let threads = effective_threads(threads)
+        let threads = crate::par::usable(threads)
             .min(rows)
             .min(work / PARALLEL_MIN_WORK + 1);
         match self {
@@ -320,11 +320,6 @@ impl Matrix {
             }
         }
     }
-}
-
-/// Threads actually used (see [`crate::par::usable`]).
-pub(crate) fn effective_threads(requested: usize) -> usize {
-    crate::par::usable(requested)
 }
 
 /// Computes weight rows `range` for all tokens into `out`, whose rows are

@@ -5,7 +5,7 @@
 
 use super::config::ModelConfig;
 use super::decoder::{Block, VocabHead, Weights};
-use super::matrix::{effective_threads, Matrix};
+use super::matrix::Matrix;
 use crate::error::{Error, Result};
 use crate::ggml::GgmlType;
 
@@ -231,7 +231,7 @@ impl Transformer {
     /// Threads used by matmuls and attention (at least 1; on wasm32 at most
     /// what the build's pool has, see [`crate::par`]).
     pub fn set_threads(&mut self, threads: usize) {
-        self.threads = effective_threads(threads);
+        self.threads = crate::par::usable(threads);
     }
 
     pub fn threads(&self) -> usize {

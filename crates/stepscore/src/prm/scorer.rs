@@ -94,7 +94,7 @@ impl TryFrom<String> for Truncation {
 ///     serde_json::from_str(r#"{"max_tokens": 2048, "truncation": "drop-steps"}"#).unwrap();
 /// assert_eq!(options.truncation, Truncation::DropSteps);
 /// assert_eq!(options.backend, Backend::Auto);
-/// assert_eq!(options.threads, 0); // stepscore::par::default_threads()
+/// assert_eq!(options.threads, 0); // stepscore::par::thread_count(0, None)
 /// assert!(serde_json::from_str::<ScorerOptions>(r#"{"max_token": 1}"#).is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +104,7 @@ pub struct ScorerOptions {
     pub family: Option<Family>,
     /// The engine (see [`Backend`]).
     pub backend: Backend,
-    /// Worker threads for the CPU engine; 0 means [`crate::par::default_threads`]
+    /// Worker threads for the CPU engine; 0 means [`crate::par::thread_count`]'s share
     /// (the CPUs this process may use, capped by `OMP_NUM_THREADS`).
     pub threads: usize,
     /// Token limit per trace, 1 to the model's context length (more is
@@ -540,7 +540,7 @@ impl Scorer {
         if let Some(ty) = options.quantize {
             model.quantize_weights(ty)?;
         }
-        model.set_threads(resolve_threads(options.threads));
+        model.set_threads(crate::par::thread_count(options.threads, None).threads);
         let head = load_head(
             mode,
             &protocol,
@@ -590,7 +590,7 @@ impl Scorer {
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
         let input = head_input(external)?;
         let mut model = gguf.transformer()?;
-        model.set_threads(resolve_threads(options.threads));
+        model.set_threads(crate::par::thread_count(options.threads, None).threads);
         let head = load_head(
             mode,
             &protocol,
@@ -685,7 +685,9 @@ impl Scorer {
     /// that flags a first error (`score`, `serve`), so a server and the CLI
     /// never flag the same steps differently.
     pub fn threshold_in_force(&self, given: Option<f64>) -> f64 {
-        given.or(self.threshold()).unwrap_or(DEFAULT_THRESHOLD)
+        given
+            .or(self.threshold())
+            .unwrap_or(crate::aggregate::DEFAULT_THRESHOLD)
     }
 
     /// The solution threshold the model's head was shipped with, for use with
@@ -1114,9 +1116,6 @@ impl Scorer {
 }
 
 /// Maps a GGUF file and parses it, named by its file name in errors.
-/// The first-error threshold of a head shipped without one.
-const DEFAULT_THRESHOLD: f64 = 0.5;
-
 fn parse_gguf_file(path: &Path) -> Result<GgufModel> {
     let bytes = ModelBytes::open(path)?;
     let name = path.file_name().map_or_else(
@@ -1199,14 +1198,5 @@ fn load_head(
             guard,
         )?)),
         HeadMode::Skip => Ok(None),
-    }
-}
-
-/// 0 means the process's default ([`crate::par::default_threads`]).
-fn resolve_threads(requested: usize) -> usize {
-    if requested > 0 {
-        requested
-    } else {
-        crate::par::default_threads().threads
     }
 }

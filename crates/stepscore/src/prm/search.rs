@@ -70,6 +70,23 @@ pub enum SearchMethod {
     Dvts,
 }
 
+impl SearchMethod {
+    /// The name the options and outputs spell it with.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMethod::BestOfN => "best-of-n",
+            SearchMethod::Beam => "beam",
+            SearchMethod::Dvts => "dvts",
+        }
+    }
+}
+
+impl std::fmt::Display for SearchMethod {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// What a search does and how much it may spend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -90,8 +107,10 @@ pub struct SearchOptions {
     /// runs out every candidate ends where it is ([`StopReason::Budget`]).
     pub token_budget: Option<usize>,
     /// Sampling and per-candidate limits (`max_new_tokens`, `stop`,
-    /// `chat`, `system`; default system [`DEFAULT_SEARCH_SYSTEM`]).
-    /// Candidates stop at every step's end whatever `stop_at_step` says.
+    /// `chat`, `system`). `system` left out when read by serde: the search's
+    /// own, [`DEFAULT_SEARCH_SYSTEM`] (`null`: none). Candidates stop at
+    /// every step's end whatever `stop_at_step` says.
+    #[serde(deserialize_with = "search_generation")]
     pub generate: GenerateOptions,
 }
 
@@ -110,6 +129,26 @@ impl Default for SearchOptions {
             },
         }
     }
+}
+
+/// A search's `generate` options as serde reads them: [`GenerateOptions`],
+/// except that leaving `system` out keeps the search's system message
+/// ([`SearchOptions::default`]'s) where GenerateOptions' own default has none.
+fn search_generation<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<GenerateOptions, D::Error> {
+    let given = serde_json::Value::deserialize(d)?;
+    let keeps_system = given.get("system").is_none();
+    let mut options: GenerateOptions = serde_path_to_error::deserialize(given).map_err(|e| {
+        serde::de::Error::custom(match e.path().to_string().as_str() {
+            "." => e.inner().to_string(),
+            path => format!("`{path}`: {}", e.inner()),
+        })
+    })?;
+    if keeps_system {
+        options.system = SearchOptions::default().generate.system;
+    }
+    Ok(options)
 }
 
 impl SearchOptions {
@@ -813,6 +852,33 @@ fn fork_seed(seed: u64, index: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generate_object_without_system_keeps_the_search_s_system_message() {
+        let read = |json: &str| serde_json::from_str::<SearchOptions>(json).unwrap();
+        let default = SearchOptions::default().generate.system;
+        assert!(default.is_some());
+        assert_eq!(read("{}").generate.system, default);
+        let partial = read(r#"{"generate": {"max_new_tokens": 8}}"#);
+        assert_eq!(partial.generate.system, default);
+        assert_eq!(partial.generate.max_new_tokens, 8);
+        assert_eq!(
+            read(r#"{"generate": {"system": null}}"#).generate.system,
+            None
+        );
+        assert_eq!(
+            read(r#"{"generate": {"system": "Be brief."}}"#)
+                .generate
+                .system
+                .as_deref(),
+            Some("Be brief.")
+        );
+        let unknown = serde_json::from_str::<SearchOptions>(r#"{"generate": {"temp": 1}}"#);
+        assert!(unknown.unwrap_err().to_string().contains("temp"));
+        let typed = r#"{"generate": {"sampling": {"top_p": "high"}}}"#;
+        let wrong = serde_json::from_str::<SearchOptions>(typed).unwrap_err();
+        assert!(wrong.to_string().contains("`sampling.top_p`"), "{wrong}");
+    }
 
     #[test]
     fn options_are_validated_by_field() {

@@ -97,6 +97,17 @@ impl<S: Deref<Target = Scorer>> StreamVerifierOf<S> {
         Ok(self)
     }
 
+    /// Where the verifier stops, the one rule of every front end: never
+    /// when `stop` is false; else below `given` when given; else below the
+    /// PRM's shipped threshold (none shipped: never).
+    pub fn stopping(self, stop: bool, given: Option<f64>) -> Result<Self> {
+        match (stop, given) {
+            (false, _) => self.stop_below(None),
+            (true, Some(t)) => self.stop_below(Some(t)),
+            (true, None) => Ok(self),
+        }
+    }
+
     /// The threshold in force (`None`: never stops).
     pub fn threshold(&self) -> Option<f64> {
         self.threshold
