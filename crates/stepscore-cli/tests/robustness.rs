@@ -246,7 +246,7 @@ fn defect06_threads_are_capped_at_the_cores() {
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     assert!(
         text(&out.stderr).contains(&format!(
-            "--threads 100000 is more than the {cores} cores here; using {cores}"
+            "--threads 100000 is more than the {cores} CPUs this process may use; using {cores}"
         )),
         "{}",
         text(&out.stderr)

@@ -205,7 +205,8 @@ fn scoped<T: Send>(items: Vec<T>, f: &(impl Fn(T) + Sync)) {
         // Inside `install`: the pass's own pool, sized by its thread count.
         rayon::in_place_scope(|s| spread(s, items, f));
     } else if let Some(pool) = pool::get(items.len()) {
-        // Outside a pass: a pool of as many threads as the work's parts.
+        // Outside a pass (the engine's own tests and kernel benchmarks; a
+        // scorer's work all runs in passes): as many threads as parts.
         pool.in_place_scope(|s| spread(s, items, f));
     } else {
         items.into_iter().for_each(f);

@@ -42,7 +42,8 @@ impl Kernels for Transformer {
         let mut x = gather(hidden, positions.iter().copied())?;
         for l in layers {
             let mut y = vec![0.0f32; n * l.weight.rows()];
-            l.weight.matmul(&x, n, &mut y, self.threads())?;
+            let threads = self.threads();
+            crate::par::install(threads, || l.weight.matmul(&x, n, &mut y, threads))?;
             if l.bias.is_some() || l.relu {
                 for row in y.chunks_mut(l.weight.rows().max(1)) {
                     if let Some(b) = l.bias {
@@ -80,7 +81,8 @@ impl Kernels for Transformer {
         for chunk in positions.chunks(ROWS) {
             let x = gather(hidden, chunk.iter().map(|&j| j.wrapping_sub(1)))?;
             let mut logits = vec![0.0f32; chunk.len() * lm.rows()];
-            lm.matmul(&x, chunk.len(), &mut logits, self.threads())?;
+            let threads = self.threads();
+            crate::par::install(threads, || lm.matmul(&x, chunk.len(), &mut logits, threads))?;
             // Each row's statistics are two passes of e^x over the whole
             // vocabulary, independent of the other rows: the rows are split
             // over the threads, each row summed in the same order as alone.
