@@ -131,16 +131,21 @@ fn py_literal(src: &str, name: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The parameters of `def method(` inside `class Name:`, as (name, annotation).
-fn py_params(src: &str, class: &str, method: &str) -> Vec<(String, String)> {
+/// The parameter list of `def method(` inside `class Name:` in the stubs.
+fn py_signature<'a>(src: &'a str, class: &str, method: &str) -> &'a str {
     let class_at = src
         .find(&format!("class {class}:"))
         .unwrap_or_else(|| panic!("_stepscore.pyi: no class {class}"));
     let def = format!("def {method}(");
     let at = class_at + src[class_at..].find(&def).expect("the method");
     let body = &src[at + def.len()..];
-    let body = &body[..body.find(") ->").expect("`) ->`")];
-    body.split(",\n")
+    &body[..body.find(") ->").expect("`) ->`")]
+}
+
+/// The parameters of `def method(` inside `class Name:`, as (name, annotation).
+fn py_params(src: &str, class: &str, method: &str) -> Vec<(String, String)> {
+    py_signature(src, class, method)
+        .split(",\n")
         .flat_map(|p| p.split(", "))
         .filter_map(|p| {
             let p = p.trim();
@@ -338,14 +343,8 @@ fn leaves(value: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
 /// The keyword defaults of `def method(` in `class Name:` of the stubs, as
 /// JSON (Python literals: numbers, strings, True/False/None, `()`).
 fn py_defaults(src: &str, class: &str, method: &str) -> BTreeMap<String, serde_json::Value> {
-    let class_at = src
-        .find(&format!("class {class}:"))
-        .unwrap_or_else(|| panic!("_stepscore.pyi: no class {class}"));
-    let def = format!("def {method}(");
-    let at = class_at + src[class_at..].find(&def).expect("the method");
-    let body = &src[at + def.len()..];
-    let body = &body[..body.find(") ->").expect("`) ->`")];
-    body.split(",\n")
+    py_signature(src, class, method)
+        .split(",\n")
         .filter_map(|p| {
             let (name, rest) = p.trim().split_once(':')?;
             let (_, literal) = rest.split_once(" = ")?;
