@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The wasm engine's SIMD128 kernels (crates/stepscore-engine/src/quant/wasm.rs and the
+# The wasm engine's SIMD128 kernels (crates/stepscore-engine/src/quant/wasm/ and the
 # attention sums in model/transformer.rs) against the portable kernels, bit for
 # bit, on wasm32 itself: the engine crate's lib tests built for
 # wasm32-unknown-unknown (SIMD128 on, .cargo/config.toml) and run in Node by

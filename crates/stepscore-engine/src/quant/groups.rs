@@ -1,4 +1,4 @@
-//! The loop both prefill tile paths share (`ktile.rs`, `tile32.rs`): weight
+//! The loop both prefill tile paths share (`x86/ktile.rs`, `x86/tile32.rs`, and wasm's): weight
 //! rows unpacked a group at a time, then every token tile multiplied by the
 //! group while it is in cache.
 

@@ -483,21 +483,21 @@ fn worker(
     #[cfg(target_arch = "x86_64")]
     if backend.avx2()
         && n_tokens <= ROW_KERNEL_MAX_TOKENS
-        && super::rowdot::has_row_kernel(w.ty)
+        && super::x86::rowdot::has_row_kernel(w.ty)
         && rows_direct(w, sel, lo, hi, acts, &mut outs)
     {
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if let (Simd::Avx512 | Simd::AvxVnni | Simd::Avx2, ActData::Q8K(x)) = (backend, &acts.data) {
-        if super::ktile::has_tiles(w.ty) {
-            let kernel: super::ktile::TileKernel = match backend {
-                Simd::Avx512 => super::avx512::tile,
+        if super::x86::ktile::has_tiles(w.ty) {
+            let kernel: super::x86::ktile::TileKernel = match backend {
+                Simd::Avx512 => super::x86::avx512::tile,
                 Simd::AvxVnni => super::x86::tile_k_vnni,
                 _ => super::x86::tile_k,
             };
             let row_of = |i| sel.row(i);
-            super::ktile::worker(
+            super::x86::ktile::worker(
                 w.ty, w.data, w.cols, row_of, lo, hi, x, n_tokens, &mut outs, kernel,
             );
             return;
@@ -505,19 +505,22 @@ fn worker(
     }
     #[cfg(target_arch = "x86_64")]
     if let (Simd::Avx512 | Simd::AvxVnni | Simd::Avx2, ActData::Q8(x)) = (backend, &acts.data) {
-        if super::tile32::has_tiles(w.ty) {
-            use super::tile32::Layout;
+        if super::x86::tile32::has_tiles(w.ty) {
+            use super::x86::tile32::Layout;
             let (min, signed) = flavour(w.ty);
-            let (kernel, layout): (super::tile32::TileKernel, _) = match (backend, min, signed) {
+            let (kernel, layout): (super::x86::tile32::TileKernel, _) = match (backend, min, signed)
+            {
                 (Simd::Avx512, true, false) => {
-                    (super::avx512::tile32::<true, false>, Layout::Pairs)
+                    (super::x86::avx512::tile32::<true, false>, Layout::Pairs)
                 }
-                (Simd::Avx512, true, true) => (super::avx512::tile32::<true, true>, Layout::Pairs),
+                (Simd::Avx512, true, true) => {
+                    (super::x86::avx512::tile32::<true, true>, Layout::Pairs)
+                }
                 (Simd::Avx512, false, false) => {
-                    (super::avx512::tile32::<false, false>, Layout::Pairs)
+                    (super::x86::avx512::tile32::<false, false>, Layout::Pairs)
                 }
                 (Simd::Avx512, false, true) => {
-                    (super::avx512::tile32::<false, true>, Layout::Pairs)
+                    (super::x86::avx512::tile32::<false, true>, Layout::Pairs)
                 }
                 (_, true, false) => (super::x86::tile32::<true, false>, Layout::Lanes),
                 (_, true, true) => (super::x86::tile32::<true, true>, Layout::Lanes),
@@ -525,7 +528,7 @@ fn worker(
                 (_, false, true) => (super::x86::tile32::<false, true>, Layout::Lanes),
             };
             let row_of = |i| sel.row(i);
-            super::tile32::worker(
+            super::x86::tile32::worker(
                 w.ty, w.data, w.cols, signed, layout, row_of, lo, hi, x, n_tokens, &mut outs,
                 kernel,
             );
@@ -538,12 +541,12 @@ fn worker(
         let (min, _) = flavour(w.ty);
         match &acts.data {
             ActData::Q8K(x) => {
-                return super::wasm_ktile::worker(
+                return super::wasm::ktile::worker(
                     w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
                 )
             }
             ActData::Q8(x) => {
-                return super::wasm_tile32::worker(
+                return super::wasm::tile32::worker(
                     w.ty, w.data, w.cols, min, row_of, lo, hi, x, n_tokens, &mut outs,
                 )
             }
@@ -589,7 +592,8 @@ fn rows_direct(
                 for (t, out) in outs.iter_mut().enumerate() {
                     // SAFETY: the caller checked AVX2 and FMA; `row` and the
                     // token's slice both hold `nb` blocks (validated in `run`).
-                    out[j] = unsafe { super::rowdot::dot_k(w.ty, row, &x[t * nb..(t + 1) * nb]) };
+                    out[j] =
+                        unsafe { super::x86::rowdot::dot_k(w.ty, row, &x[t * nb..(t + 1) * nb]) };
                 }
             }
         }
@@ -599,7 +603,8 @@ fn rows_direct(
                 let row = &w.data[r * rb..(r + 1) * rb];
                 for (t, out) in outs.iter_mut().enumerate() {
                     // SAFETY: as above.
-                    out[j] = unsafe { super::rowdot::dot32(w.ty, row, &x[t * nb..(t + 1) * nb]) };
+                    out[j] =
+                        unsafe { super::x86::rowdot::dot32(w.ty, row, &x[t * nb..(t + 1) * nb]) };
                 }
             }
         }

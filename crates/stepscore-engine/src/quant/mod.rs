@@ -13,20 +13,19 @@
 //!
 //! Which file runs a product (`matmul.rs` chooses by [`Simd`] and the token
 //! count): `portable.rs`, the portable kernels, whose float steps every other
-//! path and the WGSL engine follow; `x86.rs`, AVX2; `rowdot.rs`, 1 to 3
-//! tokens (generation's decode steps) on AVX2 straight from the packed
-//! blocks; the prefill tiles, weight rows unpacked a group at a time
-//! (`groups.rs`, the loop): `ktile.rs`, K-quants, with `avx512::tile` (VNNI)
-//! or `x86::tile_k` (AVX2) / `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats, with
-//! `avx512::tile32` (VNNI) or `x86::tile32` (AVX2); on wasm32, SIMD128 through the same group loop,
-//! `wasm_ktile.rs` (K-quants) and `wasm_tile32.rs` (32-element formats), and
-//! `wasm.rs` (f32 rows). All give the portable kernels' bits
+//! path and the WGSL engine follow; then one folder per instruction set.
+//! `x86/`: `mod.rs`, AVX2; `rowdot.rs`, 1 to 3 tokens (generation's decode
+//! steps) on AVX2 straight from the packed blocks; the prefill tiles, weight
+//! rows unpacked a group at a time (`groups.rs`, the loop): `ktile.rs`,
+//! K-quants, with `avx512::tile` (VNNI) or `x86::tile_k` (AVX2) /
+//! `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats,
+//! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2). `wasm/`: SIMD128
+//! through the same group loop, `ktile.rs` (K-quants), `tile32.rs`
+//! (32-element formats) and `mod.rs` (f32 rows). All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
 
 mod act;
-#[cfg(target_arch = "x86_64")]
-mod avx512;
 mod blocks;
 mod dequant;
 mod fp;
@@ -35,21 +34,13 @@ mod fp;
     all(target_arch = "wasm32", target_feature = "simd128")
 ))]
 mod groups;
-#[cfg(target_arch = "x86_64")]
-mod ktile;
 mod matmul;
 mod portable;
-#[cfg(target_arch = "x86_64")]
-mod rowdot;
-#[cfg(target_arch = "x86_64")]
-mod tile32;
+/// WebAssembly SIMD128 kernels (one folder per instruction set).
 #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
 pub(crate) mod wasm;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod wasm_ktile;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod wasm_tile32;
 mod weights;
+/// x86-64 kernels: AVX2, AVX-VNNI and AVX-512 VNNI (one folder per instruction set).
 #[cfg(target_arch = "x86_64")]
 mod x86;
 

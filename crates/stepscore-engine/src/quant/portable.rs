@@ -2,7 +2,7 @@
 //!
 //! Integer sums per block (exact), scaled per block in f32, like ggml's
 //! `ggml_vec_dot_*` kernels. Written as plain fixed-length loops so LLVM
-//! vectorizes them; `x86.rs` (AVX2), `ktile.rs` (AVX-512) and `wasm.rs`
+//! vectorizes them; `x86/` (AVX2, AVX-512) and `wasm/`
 //! (SIMD128) compute the same shapes with the same bits: the float steps
 //! here are the order every engine follows, so the CPU engine's results do
 //! not depend on the instruction set (tests/quant_matmul.rs).

@@ -1,7 +1,7 @@
 //! WebAssembly SIMD128: the portable f32 dot (`portable::dot_f32`, which
 //! attention's query . key also uses, `cpu/attention.rs`) with its bits, and
 //! the tests of every wasm32 product path. The quantized rows have their own
-//! tiles: `wasm_ktile.rs` (K-quants) and `wasm_tile32.rs` (32-element
+//! tiles: `ktile.rs` (K-quants) and `tile32.rs` (32-element
 //! formats), whose integer sums are exact and whose float steps are the
 //! portable kernels' (wasm has no fused multiply-add, and none is used), so
 //! results equal the portable kernels bit for bit; `tests` (run on wasm32,
@@ -16,7 +16,7 @@
 //! browser without relaxed SIMD, so it would need a second module per build,
 //! chosen in JS before instantiation: twice the package's wasm builds (one
 //! per threading mode) and twice what a page downloads and caches. For the
-//! K-quants it would buy little: their tiles (`wasm_ktile.rs`) already take
+//! K-quants it would buy little: their tiles (`ktile.rs`) already take
 //! 8 products per `i32x4_dot_i16x8` (x86 `pmaddwd`) on weights stored as
 //! i16 times their scale, i.e. 4 instructions per 16 products with the
 //! adds; the relaxed dot is `pmaddubsw` on x86 without AVX-VNNI, and the
@@ -28,6 +28,9 @@
 //! through the activations' group sums) was measured in Chromium on such an
 //! Intel CPU at 5-8% faster end to end than these tiles (docs/BENCHMARKS.md,
 //! "Relaxed SIMD, measured"): not worth a third module.
+
+pub(super) mod ktile;
+pub(super) mod tile32;
 
 use core::arch::wasm32::*;
 

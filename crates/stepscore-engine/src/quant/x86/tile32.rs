@@ -25,9 +25,9 @@
 //! each lane's `acc += (d_w * d_a) * isum` is the portable one, the `m * s`
 //! term has its own accumulator, and the final reduction is `lane_tree`.
 
-use super::act::BlockQ8;
-use super::blocks::unpack32;
 use crate::ggml::GgmlType;
+use crate::quant::act::BlockQ8;
+use crate::quant::blocks::unpack32;
 
 /// Rows per group: two per 512-bit register, four registers.
 pub(crate) const ROWS: usize = 8;
@@ -143,7 +143,7 @@ pub(crate) fn worker(
     // SAFETY: the caller chose `kernel` for features this CPU has; every
     // slice holds exactly `nb` blocks.
     let tile = |g: &[Rows32], a: &[&[BlockQ8]; TOKENS]| unsafe { kernel(g, a) };
-    super::groups::run(
+    crate::quant::groups::run(
         ZERO_ROWS, nb, row_of, lo, hi, acts, n_tokens, outs, fill, tile,
     );
 }

@@ -15,10 +15,10 @@
 //! one, `acc += (d * d_a) * isum` then `acc -= (dmin * d_a) * summ`, per
 //! super-block in order.
 
-use super::act::BlockQ8K;
-use super::blocks::scale_min_k4;
-use super::fp::le_f16;
 use crate::ggml::GgmlType;
+use crate::quant::act::BlockQ8K;
+use crate::quant::blocks::scale_min_k4;
+use crate::quant::fp::le_f16;
 
 /// Rows per group: one per 32-bit lane of a 512-bit register.
 pub(crate) const ROWS: usize = 16;
@@ -239,7 +239,7 @@ pub(crate) fn worker(
     // SAFETY: the caller chose `kernel` for features this CPU has; every
     // slice holds exactly `nb` super-blocks.
     let tile = |g: &[KRows], a: &[&[BlockQ8K]; TOKENS]| unsafe { kernel(ty, g, a) };
-    super::groups::run(
+    crate::quant::groups::run(
         ZERO_ROWS, nb, row_of, lo, hi, acts, n_tokens, outs, fill, tile,
     );
 }

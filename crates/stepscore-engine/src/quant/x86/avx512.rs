@@ -12,16 +12,16 @@
 //! super-block sum is 16 * 16 * 63 * 127 * 128 < 2^31), and the f32 steps are
 //! the portable kernel's, lane by lane, so results match it bit for bit.
 //!
-//! Safety: callers check [`super::Simd::Avx512`] is available and pass
+//! Safety: callers check [`crate::quant::Simd::Avx512`] is available and pass
 //! group and token slices of the same length.
 
 use std::arch::x86_64::*;
 
-use super::act::{BlockQ8, BlockQ8K};
 use super::ktile::{KRows, ROWS, TOKENS};
-use super::portable::lane_tree;
 use super::tile32::{self, Rows32};
 use crate::ggml::GgmlType;
+use crate::quant::act::{BlockQ8, BlockQ8K};
+use crate::quant::portable::lane_tree;
 
 /// Dispatches on the scale group size (Q6_K: 16 quants, Q4_K/Q5_K: 32).
 #[target_feature(enable = "avx512f,avx512vnni")]

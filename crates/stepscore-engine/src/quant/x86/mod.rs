@@ -12,14 +12,19 @@
 //! (or 256) times the block count, every token slice has that block count),
 //! which the matmul driver guarantees by construction.
 
+pub(super) mod avx512;
+pub(super) mod ktile;
+pub(super) mod rowdot;
+pub(super) mod tile32;
+
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;
 
-use super::act::{BlockQ8, BlockQ8K};
-use super::ktile::{KRows, ROWS, TOKENS};
-use super::portable::{Row32, RowK};
-use super::tile32::{self, Rows32};
+use self::ktile::{KRows, ROWS, TOKENS};
+use self::tile32::Rows32;
 use crate::ggml::GgmlType;
+use crate::quant::act::{BlockQ8, BlockQ8K};
+use crate::quant::portable::{Row32, RowK};
 
 #[inline(always)]
 unsafe fn hsum(v: __m256) -> f32 {

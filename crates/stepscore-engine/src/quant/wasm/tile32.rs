@@ -19,10 +19,10 @@
 
 use core::arch::wasm32::*;
 
-use super::act::BlockQ8;
-use super::blocks::unpack32;
-use super::portable::lane_tree;
 use crate::ggml::GgmlType;
+use crate::quant::act::BlockQ8;
+use crate::quant::blocks::unpack32;
+use crate::quant::portable::lane_tree;
 
 /// Rows per group.
 const ROWS: usize = 2;
@@ -131,7 +131,7 @@ pub(crate) fn worker(
     // of the token.
     macro_rules! run {
         ($min:literal) => {
-            super::groups::run(
+            crate::quant::groups::run(
                 ZERO_ROWS,
                 nb,
                 row_of,

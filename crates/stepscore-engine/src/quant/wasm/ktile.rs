@@ -21,9 +21,9 @@
 
 use core::arch::wasm32::*;
 
-use super::act::BlockQ8K;
-use super::blocks::{unpack_k, KBlock};
 use crate::ggml::GgmlType;
+use crate::quant::act::BlockQ8K;
+use crate::quant::blocks::{unpack_k, KBlock};
 
 /// Rows per group: one per i32 lane of a sum vector.
 const ROWS: usize = 4;
@@ -169,7 +169,7 @@ pub(crate) fn worker(
     // rows and of every token.
     macro_rules! run {
         ($t:literal, $min:literal) => {
-            super::groups::run(
+            crate::quant::groups::run(
                 ZERO_ROWS,
                 nb,
                 row_of,

@@ -21,9 +21,9 @@
 
 use std::arch::x86_64::*;
 
-use super::act::{BlockQ8, BlockQ8K};
-use super::fp::le_f16;
 use crate::ggml::GgmlType;
+use crate::quant::act::{BlockQ8, BlockQ8K};
+use crate::quant::fp::le_f16;
 
 /// Bytes ahead of the block being multiplied that are hinted into the cache:
 /// the weights stream from memory once per token, and a loop this busy does
