@@ -4,13 +4,13 @@
 // previous commit's pkg/dist copied aside), beside wllama (llama.cpp in
 // wasm), all on one thread, on the same GGUF bytes and the same 512-token
 // trace, the three interleaved so that other load on the machine slows them
-// alike. The rows are scripts/bench-browser.mjs's "stepscore value-head"
+// alike. The rows are scripts/bench/bench-browser.mjs's "stepscore value-head"
 // (backbone + a zero value head at each step marker, no vocabulary
 // projection) and "wllama prompt" (its prompt processing, its own
 // timings.prompt_ms); this script only adds the second build, served from
 // the same origin under /mem/before/.
 //
-// Usage: node scripts/bench-browser-ab.mjs --baseline DIR [--models smollm2,qwen0.5b] [--runs N] [--json out.json]
+// Usage: node scripts/bench/bench-browser-ab.mjs --baseline DIR [--models smollm2,qwen0.5b] [--runs N] [--json out.json]
 // Needs what bench-browser.mjs needs, the baseline dist in DIR (a copy of a
 // pkg/dist built by scripts/build-wasm.sh at the baseline commit), and the
 // models in stepscore's cache (`stepscore fetch stepscore-prm-smollm2 qwen2.5-coder-0.5b`).
@@ -19,7 +19,7 @@ import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from '
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
-import { openPage, smollm2Path, startServer } from '../pkg/test/browser/harness.mjs';
+import { openPage, smollm2Path, startServer } from '../../pkg/test/browser/harness.mjs';
 
 const MODELS = {
   smollm2: { file: 'SmolLM2-135M-Instruct.Q4_1.gguf', label: 'SmolLM2-135M-Instruct Q4_1', hidden: 576 },

@@ -17,7 +17,7 @@
 // checks that each wrote the tokens asked for. The engines are interleaved,
 // `--runs` times (median reported), after a warm-up.
 //
-// Usage: node scripts/bench-browser-decode.mjs [--tokens 64] [--threads 2] [--runs 3] [--json out.json]
+// Usage: node scripts/bench/bench-browser-decode.mjs [--tokens 64] [--threads 2] [--runs 3] [--json out.json]
 // Needs: pkg/dist (scripts/build-wasm.sh), pkg/node_modules (npm ci in pkg/),
 // /usr/bin/chromium, and SmolLM2 in stepscore's cache (`stepscore fetch stepscore-prm-smollm2`).
 
@@ -25,7 +25,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { cacheDir, openPage, startServer } from '../pkg/test/browser/harness.mjs';
+import { cacheDir, openPage, startServer } from '../../pkg/test/browser/harness.mjs';
 
 const FILE = 'SmolLM2-135M-Instruct.Q4_1.gguf';
 const PROMPT_TOKENS = 256;

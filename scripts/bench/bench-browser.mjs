@@ -24,7 +24,7 @@
 // (default 1; the median is reported), the engines interleaved so that other
 // load on the machine slows them alike.
 //
-// Usage: node scripts/bench-browser.mjs [--models smollm2,qwen0.5b,qwen1.5b] [--threads 2] [--runs N] [--webgpu] [--json out.json]
+// Usage: node scripts/bench/bench-browser.mjs [--models smollm2,qwen0.5b,qwen1.5b] [--threads 2] [--runs N] [--webgpu] [--json out.json]
 // Needs: pkg/dist (scripts/build-wasm.sh), pkg/node_modules (npm ci in pkg/),
 // /usr/bin/chromium, and the models in stepscore's cache
 // (`stepscore fetch stepscore-prm-smollm2 qwen2.5-coder-0.5b stepscore-prm-qwen1.5b`).
@@ -34,7 +34,7 @@ import { availableParallelism, cpus, loadavg } from 'node:os';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { cacheDir, openPage, startServer } from '../pkg/test/browser/harness.mjs';
+import { cacheDir, openPage, startServer } from '../../pkg/test/browser/harness.mjs';
 
 const MODELS = {
   smollm2: { file: 'SmolLM2-135M-Instruct.Q4_1.gguf', label: 'SmolLM2-135M-Instruct Q4_1', fetch: 'stepscore-prm-smollm2' },
@@ -47,7 +47,7 @@ const MODELS = {
     prmHead: 'qwen2.5-coder-1.5b-digit-head.safetensors',
   },
 };
-const HEADS = fileURLToPath(new URL('../crates/stepscore/models/', import.meta.url));
+const HEADS = fileURLToPath(new URL('../../crates/stepscore/models/', import.meta.url));
 
 const { values: args } = parseArgs({
   options: {

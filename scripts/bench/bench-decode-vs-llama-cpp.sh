@@ -3,11 +3,11 @@
 # token ids and the same thread count, in one run: DECODE single-token steps,
 # each with its full-vocabulary logits, after a PROMPT-token prompt.
 #
-#   scripts/bench_decode_vs_llama_cpp.sh [MODEL.gguf]
+#   scripts/bench/bench-decode-vs-llama-cpp.sh [MODEL.gguf]
 #
 # Environment:
 #   LLAMA_VENV  venv with llama-cpp-python built from the sdist
-#               (default /work/llama-venv; see scripts/llama_reference.py)
+#               (default /work/llama-venv; see scripts/reference/llama_reference.py)
 #   THREADS     threads for both runtimes (default 2)
 #   PROMPT      prompt length in tokens (default 256)
 #   DECODE      decode steps per run (default 64)
@@ -18,7 +18,7 @@
 #   OUT_DIR     where the raw JSON goes (default target/bench)
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="${LLAMA_VENV:-/work/llama-venv}"
 threads="${THREADS:-2}"
 prompt="${PROMPT:-256}"
@@ -30,8 +30,8 @@ out_dir="${OUT_DIR:-$root/target/bench}"
 
 python="$venv/bin/python"
 if [[ ! -x "$python" ]] || ! "$python" -c "import llama_cpp" 2>/dev/null; then
-  echo "bench_decode_vs_llama_cpp: no llama-cpp-python in LLAMA_VENV=$venv." >&2
-  echo "  Build one from the sdist as described in scripts/llama_reference.py, then set LLAMA_VENV." >&2
+  echo "bench-decode-vs-llama-cpp: no llama-cpp-python in LLAMA_VENV=$venv." >&2
+  echo "  Build one from the sdist as described in scripts/reference/llama_reference.py, then set LLAMA_VENV." >&2
   exit 2
 fi
 
@@ -57,7 +57,7 @@ for ((r = 1; r <= rounds; r++)); do
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   loads+=("$load")
   echo "== round $r/$rounds: llama.cpp (load average: $load)" >&2
-  "$python" "$root/scripts/bench_llama_cpp.py" "$model" "$tok_file" --decode \
+  "$python" "$root/scripts/bench/bench_llama_cpp.py" "$model" "$tok_file" --decode \
     --threads "$threads" --repeats "$repeats" --warmup "$warmup" >"$out_dir/decode_llama.$r.json"
 done
 

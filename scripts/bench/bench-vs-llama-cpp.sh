@@ -2,11 +2,11 @@
 # stepscore vs llama.cpp: prefill and scoring throughput on the same GGUF, the
 # same token ids and the same thread count, in one run.
 #
-#   scripts/bench_vs_llama_cpp.sh [MODEL.gguf]
+#   scripts/bench/bench-vs-llama-cpp.sh [MODEL.gguf]
 #
 # Environment:
 #   LLAMA_VENV  venv with llama-cpp-python built from the sdist
-#               (default /work/llama-venv; see scripts/llama_reference.py)
+#               (default /work/llama-venv; see scripts/reference/llama_reference.py)
 #   THREADS     threads for both runtimes (default 2)
 #   TOKENS      trace length in tokens (default 512)
 #   REPEATS     timed runs per measurement and round (default 3)
@@ -16,7 +16,7 @@
 #   OUT_DIR     where the raw JSON goes (default target/bench)
 set -euo pipefail
 
-root="$(cd "$(dirname "$0")/.." && pwd)"
+root="$(cd "$(dirname "$0")/../.." && pwd)"
 venv="${LLAMA_VENV:-/work/llama-venv}"
 threads="${THREADS:-2}"
 tokens="${TOKENS:-512}"
@@ -27,8 +27,8 @@ out_dir="${OUT_DIR:-$root/target/bench}"
 
 python="$venv/bin/python"
 if [[ ! -x "$python" ]] || ! "$python" -c "import llama_cpp" 2>/dev/null; then
-  echo "bench_vs_llama_cpp: no llama-cpp-python in LLAMA_VENV=$venv." >&2
-  echo "  Build one from the sdist as described in scripts/llama_reference.py, then set LLAMA_VENV." >&2
+  echo "bench-vs-llama-cpp: no llama-cpp-python in LLAMA_VENV=$venv." >&2
+  echo "  Build one from the sdist as described in scripts/reference/llama_reference.py, then set LLAMA_VENV." >&2
   exit 2
 fi
 
@@ -53,7 +53,7 @@ for ((r = 1; r <= rounds; r++)); do
   "$bin" bench "${model_args[@]}" "${common[@]}" "${stepscore_only[@]}" --json --dump-tokens "$tok_file" >"$out_dir/stepscore.$r.json"
   model="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$out_dir/stepscore.$r.json")"
   echo "== round $r/$rounds: llama.cpp (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-  "$python" "$root/scripts/bench_llama_cpp.py" "$model" "$tok_file" \
+  "$python" "$root/scripts/bench/bench_llama_cpp.py" "$model" "$tok_file" \
     --threads "$threads" --repeats "$repeats" --warmup "$warmup" >"$out_dir/llama.$r.json"
 done
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prompt-processing throughput of llama.cpp (llama-cpp-python) on given token ids.
 
-The llama.cpp side of scripts/bench_vs_llama_cpp.sh. It times `llama_decode`
+The llama.cpp side of scripts/bench/bench-vs-llama-cpp.sh. It times `llama_decode`
 of the exact token ids `stepscore bench --dump-tokens FILE` wrote, through
 the low-level API so no Python-side copying of logits is counted:
 
@@ -21,9 +21,9 @@ K/V) and with llama.cpp's default f16 cache. Flash attention stays off (the
 llama-cpp-python default; stepscore has none either).
 
 Setup: a venv with llama-cpp-python built from the sdist, see the docstring of
-scripts/llama_reference.py.
+scripts/reference/llama_reference.py.
 
-    python scripts/bench_llama_cpp.py MODEL.gguf TOKENS.json --threads 2 --repeats 3 --warmup 1
+    python scripts/bench/bench_llama_cpp.py MODEL.gguf TOKENS.json --threads 2 --repeats 3 --warmup 1
 
 Prints one JSON object. Peak RSS is resource.getrusage(RUSAGE_SELF).ru_maxrss
 (the Python interpreter included, and every configuration's load; the RSS before the

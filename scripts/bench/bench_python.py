@@ -7,10 +7,10 @@
 2. the server's throughput and p50/p99 latency at 1, 4 and 16 concurrent
    loopback clients, each request one trace (as GRPO sends one completion).
 
-Run after installing the wheel (scripts/test-python.sh, or `pip install
+Run after installing the wheel (scripts/test/test-python.sh, or `pip install
 ./crates/stepscore-py`) and building the CLI in the same profile:
 
-    python scripts/bench_python.py --cli target/release/stepscore --threads 2
+    python scripts/bench/bench_python.py --cli target/release/stepscore --threads 2
 
 Prints a markdown table; nothing is asserted.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 import stepscore
 from stepscore.client import RewardClient
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def read_rows(path, limit, out_dir):

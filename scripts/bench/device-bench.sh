@@ -5,18 +5,18 @@
 # weights of the real architectures, so no model file travels), GPU engine
 # beside the CPU engine on that machine's cores.
 #
-#   scripts/device-bench.sh prepare   # here: build + strip the CLI into .device/,
-#                                     # fetch the Vulkan/GL loader debs into .gl/,
-#                                     # print the device call to make
-#   scripts/device-bench.sh local     # here: the same binary, smallest shape, on
-#                                     # whatever adapter wgpu finds (llvmpipe)
-#   scripts/device-bench.sh device    # there: unpack the loaders, print the
-#                                     # adapter and its f16/f32 path, bench every shape
+#   scripts/bench/device-bench.sh prepare   # here: build + strip the CLI into .device/,
+#                                           # fetch the Vulkan/GL loader debs into .gl/,
+#                                           # print the device call to make
+#   scripts/bench/device-bench.sh local     # here: the same binary, smallest shape, on
+#                                           # whatever adapter wgpu finds (llvmpipe)
+#   scripts/bench/device-bench.sh device    # there: unpack the loaders, print the
+#                                           # adapter and its f16/f32 path, bench every shape
 #
 # The device call (from the checkout the session was started in: that is
 # the tree that travels, so run `prepare` there), about 5 minutes for all
 # four shapes:
-#   run(command="bash scripts/device-bench.sh device", carry=[".gl", ".device"], timeout_s=540)
+#   run(command="bash scripts/bench/device-bench.sh device", carry=[".gl", ".device"], timeout_s=540)
 # The JSON of each shape comes back under $OUT (files_at); the printed
 # summary is in output_tail. docs/BENCHMARKS.md ("Hardware GPU") says what
 # has run.
@@ -26,7 +26,7 @@
 # 16-bit float kernels; default "smollm2-135m", "" for none), TOKENS (512),
 # REPEATS (2), THREADS (all cores), PER_SHAPE_TIMEOUT (240 s).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 bin=.device/stepscore
 
@@ -57,7 +57,7 @@ prepare() {
         echo "device-bench: the tree and the carried folders are over 64 MiB" >&2
         exit 1
     fi
-    echo 'device call: run(command="bash scripts/device-bench.sh device", carry=[".gl", ".device"], timeout_s=540)'
+    echo 'device call: run(command="bash scripts/bench/device-bench.sh device", carry=[".gl", ".device"], timeout_s=540)'
 }
 
 # One shape on both engines; the JSON line to stdout.

@@ -5,11 +5,11 @@ reasoning-gym tasks plus this project's word problems, every solution
 (correct or not) rendered in a randomly drawn surface style.
 
     python3 -m venv /work/gen-venv && /work/gen-venv/bin/pip install reasoning-gym==0.1.25
-    /work/gen-venv/bin/python scripts/gen_prm_data.py --out data
+    /work/gen-venv/bin/python scripts/data/gen_prm_data.py --out data
 
 Rows: {id, generator, source, split, problem, steps, response, layout, label,
 final_answer, reference_answer, error_type} (+ group for best-of-8). Splits
-are by generator; the gsm_symbolic split is scripts/gen_traces.py's (so the
+are by generator; the gsm_symbolic split is scripts/data/gen_traces.py's (so the
 15 test generators are the same as in the v1 files). Deterministic for a seed.
 See data/README.md for the taxonomy and the checks this script makes.
 """

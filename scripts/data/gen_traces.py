@@ -3,7 +3,7 @@
 generators, with errors injected at a chosen step (ProcessBench labels).
 
     python3 -m venv /work/gen-venv && /work/gen-venv/bin/pip install reasoning-gym==0.1.25
-    /work/gen-venv/bin/python scripts/gen_traces.py --out data
+    /work/gen-venv/bin/python scripts/data/gen_traces.py --out data
 
 Every row: {id, generator, split, problem, steps, label, final_answer,
 reference_answer, error_type}; `label` is the index of the first wrong step,

@@ -9,11 +9,11 @@ relations; float answers rounded to a digit count are left out, since a
 right answer written to more or fewer digits would count as wrong.
 
 Each problem is reasoning-gym's `create_dataset(name, seed=s, size=1)[0]`
-(the way scripts/prmdata/sources.py draws its tasks) with its default
+(the way scripts/data/prmdata/sources.py draws its tasks) with its default
 config, for s = 1..K, as written, with its answer. The output is the input
-of `scripts/search_eval.py --split hard`.
+of `scripts/eval/search_eval.py --split hard`.
 
-usage: /work/gen-venv/bin/python scripts/hard_problems.py [--per-generator 2] > data/search-eval-hard/problems.jsonl
+usage: /work/gen-venv/bin/python scripts/eval/hard_problems.py [--per-generator 2] > data/search-eval-hard/problems.jsonl
        (/work/gen-venv: python3 -m venv /work/gen-venv && /work/gen-venv/bin/pip install reasoning-gym==0.1.25)
 """
 import argparse

@@ -30,12 +30,12 @@ Variants:
                 principal components of the hidden states (fitted on train).
 
 usage (needs numpy; target/pyenv/bin/python has it):
-  python scripts/head_variants.py --write-inputs DIR
+  python scripts/eval/head_variants.py --write-inputs DIR
   for S in synthetic-train mw-train synthetic-val mw-val synthetic-test mw-test mw-hard mw-test-0.5b; do
     stepscore features --model qwen2.5-coder-1.5b --family value-head --confidence
       --out DIR/$S.feat.jsonl DIR/$S.in.jsonl; done
   (resumable: --out skips traces already written; ~40 min on 2 cores)
-  python scripts/head_variants.py --features DIR
+  python scripts/eval/head_variants.py --features DIR
 """
 import argparse
 import json
@@ -45,12 +45,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))  # add_check_weight
 from add_check_weight import read_safetensors  # noqa: E402
 from mc_step_labels import figures, labelled  # noqa: E402
 from results_table import STAT_VALUE  # noqa: E402
 from verdict_signal import key, load_set  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 HEAD = ROOT / "models/qwen2.5-coder-1.5b-digit-head.safetensors"
 LABELS = ROOT / "data/verdict-signal"
 TRAIN = ["synthetic-train", "mw-train"]

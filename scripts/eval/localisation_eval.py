@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the default PRM's first flag falls on model-written solutions.
 
-Data: the candidates `scripts/search_eval.py` wrote (`data/search-eval/
+Data: the candidates `scripts/eval/search_eval.py` wrote (`data/search-eval/
 {greedy,best-of-4}.candidates.jsonl`): solutions the default PRM's own
 backbone (Qwen2.5-Coder-1.5B-Instruct) wrote to problems of the held-out test
 generators of `data/prm_v2_test.jsonl.gz`, each with its step scores from
@@ -29,10 +29,10 @@ Another head is evaluated on the same solutions without a model run per
 head: `--write-input F` writes them as `stepscore features` input (ids
 `config/problem/candidate`), then `--features FEATURES --head HEAD` reads
 that extraction (`stepscore features --confidence`) and applies the head
-file's value head (scripts/results_table.py's reader) in place of the stored
+file's value head (scripts/eval/results_table.py's reader) in place of the stored
 scores, with the head's shipped threshold unless `--threshold` is given.
 
-Usage: python3 scripts/localisation_eval.py [--threshold T] [--json]
+Usage: python3 scripts/eval/localisation_eval.py [--threshold T] [--json]
          [--write-input F | --features F --head H]
 (needs the `stepscore` Python package for the arithmetic check).
 """
@@ -44,7 +44,7 @@ from pathlib import Path
 import stepscore
 from results_table import read_head
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = 0.602855  # stepscore.threshold of models/qwen2.5-coder-1.5b-digit-head.safetensors
 
 

@@ -42,7 +42,7 @@ the batching count up to the first hit; the labels are the same either way,
 completion i being the same text).
 
 Resumable: one JSON line per solution in OUT/mc_labels.jsonl, keyed as
-scripts/verdict_signal.py keys them; a rerun skips the ones there.
+scripts/eval/verdict_signal.py keys them; a rerun skips the ones there.
 
 Report (`--report`): step AUROC, step ECE and ProcessBench F1 of `stepscore
 score [--verdict]` output, by the step threshold alone and with the
@@ -54,8 +54,8 @@ reason); `--curve` adds F1 against the step threshold. synthetic-val/test
 report on their generators' labels. The engine's output for the sets
 reported in docs/TRAINING.md is kept in OUT/engine/.
 
-usage: target/pyenv/bin/python scripts/mc_step_labels.py --set mw-val [--n 4] [--limit K]
-       python3 scripts/mc_step_labels.py --set mw-test --report data/verdict-signal/engine/mw-test.jsonl
+usage: target/pyenv/bin/python scripts/eval/mc_step_labels.py --set mw-val [--n 4] [--limit K]
+       python3 scripts/eval/mc_step_labels.py --set mw-test --report data/verdict-signal/engine/mw-test.jsonl
            [--threshold T] [--solution-threshold S] [--hand] [--curve]
 """
 import argparse

@@ -15,10 +15,10 @@ or (unless --direct) one operation (+ - x /) of two of those (a step may
 compute in words: "5 items for each of 4 grandchildren, 20 items"). The signal is the count of
 unsupported inputs.
 
-`--report` prints, per set of scripts/verdict_signal.py: step AUROC of
+`--report` prints, per set of scripts/eval/verdict_signal.py: step AUROC of
 "-count" where step labels exist and the solution AUROC of "-max count".
 
-usage: python3 scripts/number_consistency.py [--set NAME ...]
+usage: python3 scripts/eval/number_consistency.py [--set NAME ...]
 """
 import argparse
 import json

@@ -17,7 +17,7 @@ measured without any model:
 
 Nothing is fitted: the signal has no parameters.
 
-    python3 scripts/recompute_eval.py [--json out.json]
+    python3 scripts/eval/recompute_eval.py [--json out.json]
 """
 import argparse
 import glob
@@ -28,7 +28,7 @@ from pathlib import Path
 
 import stepscore
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def flagged(step: str) -> bool:

@@ -18,11 +18,11 @@ skips the problems already there.
 `--split train|val` runs the same on the verifier's training or validation
 generators instead: model-written solutions with checked answers to train
 and calibrate on (issue 26), never to evaluate. `--split hard` runs it on
-data/search-eval-hard/problems.jsonl (scripts/hard_problems.py: reasoning-gym's
+data/search-eval-hard/problems.jsonl (scripts/eval/hard_problems.py: reasoning-gym's
 harder generators, held out like the test split).
 
-    python3 scripts/search_eval.py [--out data/search-eval] [--per-generator 5]
-    python3 scripts/search_eval.py --report
+    python3 scripts/eval/search_eval.py [--out data/search-eval] [--per-generator 5]
+    python3 scripts/eval/search_eval.py --report
 """
 import argparse
 import gzip
@@ -32,7 +32,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # name -> (N, `stepscore search` flags). A sampled configuration's per-problem
 # budget is N x max_new_tokens, so the N = 4 ones compare at the same budget;

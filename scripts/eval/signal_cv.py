@@ -19,7 +19,7 @@ the pooled held-out predictions:
 
 usage: signal_cv.py FEATURES.jsonl... --sets "a,b;a,b,c;..."
   each set is a comma-separated list of statistic names (StepStat names,
-  scripts/results_table.py's STAT_VALUE).
+  scripts/eval/results_table.py's STAT_VALUE).
 """
 import argparse
 

@@ -2,7 +2,7 @@
 """Calibration off the generators (issue 26): thresholds and probabilities
 fitted on model-written validation solutions, measured on the held-out ones.
 
-Data: scripts/verdict_signal.py's sets: mw-val (Qwen2.5-Coder-1.5B's
+Data: scripts/eval/verdict_signal.py's sets: mw-val (Qwen2.5-Coder-1.5B's
 solutions to the validation generators' problems: the fitting set) and
 mw-test (its solutions to the held-out test generators' problems, the search
 evaluation's greedy and best-of-4 finalists: never fitted on). Labels: the
@@ -23,7 +23,7 @@ on mw-val; ECE of a Platt fit on mw-val (10 equal-width bins of P(right),
 |mean P - accuracy| weighted by bin size); and the F1-vs-threshold curve on
 both sets (--curve).
 
-usage: python3 scripts/solution_calibration.py [--curve] [--json OUT]
+usage: python3 scripts/eval/solution_calibration.py [--curve] [--json OUT]
 """
 import argparse
 import json

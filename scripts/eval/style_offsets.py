@@ -18,10 +18,10 @@ c = 0 (a shift of the threshold only) is always a candidate. The test sets
 are scored once with the chosen (c, b). `--frontier` also prints, for each c,
 the best b's validation AUROC change and F1.
 
-Inputs, per set S (names as scripts/head_variants.py writes them):
-  python scripts/head_variants.py --write-inputs DIR
+Inputs, per set S (names as scripts/eval/head_variants.py writes them):
+  python scripts/eval/head_variants.py --write-inputs DIR
   stepscore score --token-logprobs --output jsonl DIR/S.in.jsonl > DIR/S.score.jsonl
-usage: python scripts/style_offsets.py DIR [--frontier]   (needs numpy)
+usage: python scripts/eval/style_offsets.py DIR [--frontier]   (needs numpy)
 """
 import argparse
 import json
@@ -35,7 +35,7 @@ from head_variants import read_linear_head  # noqa: E402
 from mc_step_labels import labelled  # noqa: E402
 from verdict_signal import key  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "data/verdict-signal"
 VAL = ["synthetic-val", "mw-val"]
 TEST = ["synthetic-test", "mw-test", "mw-hard", "mw-test-0.5b"]

@@ -12,20 +12,20 @@ for each k. The verdict for step k sees steps 1..k only, as a PRM's score does.
 
 This is an experiment that measures the signal before the engine grows it:
 it runs llama.cpp through llama-cpp-python (an independent implementation
-of the same GGUF; LLAMA_VENV of scripts/bench_vs_llama_cpp.sh), and caches
+of the same GGUF; LLAMA_VENV of scripts/bench/bench-vs-llama-cpp.sh), and caches
 every verdict in OUT/verdicts.jsonl keyed by the solution's text, so a rerun
 continues where it stopped.
 
 Data (`--set`):
   synthetic-val / synthetic-test: the feature subsets of prm_v2 val/test
-      (scripts/prm_subsets.py), step labels from the generators;
+      (scripts/eval/prm_subsets.py), step labels from the generators;
   mw-train / mw-val: data/model-written/{train,val} whole solutions,
       answer labels only;
   mw-test: data/search-eval greedy + best-of-4 whole solutions (problems of
       the held-out test generators), answer labels only; `--per-generator K`
       keeps the first K problems of each generator;
   mw-hard: the same for data/search-eval-hard (reasoning-gym's harder
-      generators, scripts/hard_problems.py), held out as mw-test is;
+      generators, scripts/eval/hard_problems.py), held out as mw-test is;
   mw-test-0.5b: the same for data/search-eval-0.5b (mw-test's problems,
       solutions written by Qwen2.5-Coder-0.5B, another model than the PRM's).
 
@@ -34,9 +34,9 @@ exist (steps up to and including the first wrong one), and the solution
 AUROC (right above wrong) of the minimum verdict, of the default PRM's
 minimum step score, and of their product.
 
-usage: LLAMA_VENV/bin/python scripts/verdict_signal.py --set mw-val [--limit N]
-       python3 scripts/verdict_signal.py --report
-       LLAMA_VENV/bin/python scripts/verdict_signal.py --reference GGUF > tests/fixtures/llama_cpp/verdict_NAME.json
+usage: LLAMA_VENV/bin/python scripts/eval/verdict_signal.py --set mw-val [--limit N]
+       python3 scripts/eval/verdict_signal.py --report
+       LLAMA_VENV/bin/python scripts/eval/verdict_signal.py --reference GGUF > tests/fixtures/llama_cpp/verdict_NAME.json
            (the engine verdict test's reference: fixed cases, prompt tokenized whole)
 """
 import argparse
@@ -47,8 +47,8 @@ import math
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "eval"))
 
 MODEL = Path.home() / ".cache/stepscore/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf"
 SYSTEM = "You are a careful math teacher. You check students' solutions one step at a time."

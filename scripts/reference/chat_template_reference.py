@@ -9,8 +9,8 @@ lists with stepscore's minijinja rendering and compares strings exactly; a
 conversation the template refuses records the error message. Run by hand; the
 output is committed under tests/fixtures/chat/.
 
-    python3 scripts/chat_template_reference.py NAME=MODEL.gguf ...
-    python3 scripts/chat_template_reference.py NAME=TEMPLATE.jinja,BOS,EOS,SOURCE ...
+    python3 scripts/reference/chat_template_reference.py NAME=MODEL.gguf ...
+    python3 scripts/reference/chat_template_reference.py NAME=TEMPLATE.jinja,BOS,EOS,SOURCE ...
 
 A GGUF gives its `tokenizer.chat_template` and its BOS/EOS token texts; a
 .jinja file is a template copied from a checkpoint's tokenizer_config.json,
@@ -27,7 +27,7 @@ from jinja2.ext import loopcontrols
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 import jinja2
 
-OUT_DIR = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "chat"
+OUT_DIR = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "chat"
 
 S, U, A = "system", "user", "assistant"
 CONVERSATIONS = [
@@ -119,7 +119,7 @@ def main() -> None:
                 case["with_generation_prompt"] = prompted["text"]
             cases.append(case)
         doc = {
-            "generator": f"scripts/chat_template_reference.py, jinja2 {jinja2.__version__}",
+            "generator": f"scripts/reference/chat_template_reference.py, jinja2 {jinja2.__version__}",
             "source": where,
             "bos_token": bos,
             "eos_token": eos,

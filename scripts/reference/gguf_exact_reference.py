@@ -15,9 +15,9 @@ separate output matrix); it shares no code with the Rust engine.
 
 Setup: numpy, pyyaml, and gguf-py from the llama-cpp-python 0.3.36 sdist
 (vendor/llama.cpp/gguf-py), e.g.
-    PYTHONPATH=<sdist>/vendor/llama.cpp/gguf-py python3 scripts/gguf_exact_reference.py MODEL.gguf [FIXTURE_DIR]
+    PYTHONPATH=<sdist>/vendor/llama.cpp/gguf-py python3 scripts/reference/gguf_exact_reference.py MODEL.gguf [FIXTURE_DIR]
 FIXTURE_DIR (default tests/fixtures/llama_cpp/smollm2_q4_1) holds the
-prompts.json of scripts/llama_reference.py or scripts/llama_cpp_logits_reference.py;
+prompts.json of scripts/reference/llama_reference.py or scripts/reference/llama_cpp_logits_reference.py;
 the last position of its first three prompts is computed. With a full-row
 fixture (no "stride" in prompts.json) this writes exact_last_logits.f32 (the
 full rows); with a strided one, exact.json (per prompt the top-64 ids and
@@ -39,7 +39,7 @@ TOP = 64
 def main() -> None:
     model = sys.argv[1]
     here = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-        os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
+        os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
     meta = json.load(open(os.path.join(here, "prompts.json"), encoding="utf-8"))
     prompts = meta["prompts"][:N_PROMPTS]
     stride = meta.get("stride")
@@ -124,7 +124,7 @@ def main() -> None:
             top = np.argsort(-r, kind="stable")[:TOP]
             tops.append({"top_ids": top.tolist(), "top_logits": r[top].tolist()})
         with open(os.path.join(here, "exact.json"), "w", encoding="utf-8") as f:
-            json.dump({"generator": "scripts/gguf_exact_reference.py (float64)", "stride": stride,
+            json.dump({"generator": "scripts/reference/gguf_exact_reference.py (float64)", "stride": stride,
                        "prompts": tops}, f, separators=(",", ":"))
         np.stack([r[::stride] for r in rows]).astype("<f4").tofile(os.path.join(here, "exact_last_strided.f32"))
     print(f"wrote exact last-position logits for {len(rows)} prompts")

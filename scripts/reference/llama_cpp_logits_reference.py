@@ -2,7 +2,7 @@
 """Golden logits for catalog GGUFs (Qwen2.5-Coder 0.5B and 1.5B, Gemma 3 270M)
 from llama.cpp.
 
-The counterpart of scripts/llama_reference.py (same llama.cpp build, same two
+The counterpart of scripts/reference/llama_reference.py (same llama.cpp build, same two
 runs per prompt: f32 KV cache as stepscore keeps K/V, and llama.cpp's default
 f16 cache as the scale of llama.cpp's own numerics noise). Run by hand; the
 output is committed under tests/fixtures/llama_cpp/NAME/.
@@ -15,7 +15,7 @@ f16-vs-f32 differences are recorded on the same ids, so the Rust test
 compares like with like. Prompts are tokenized with BOS where the model
 asks for one (Gemma), special tokens parsed.
 
-    /work/llama-venv/bin/python scripts/llama_cpp_logits_reference.py MODEL.gguf NAME
+    /work/llama-venv/bin/python scripts/reference/llama_cpp_logits_reference.py MODEL.gguf NAME
 
 NAME is the catalog name (qwen2.5-coder-0.5b, qwen2.5-coder-1.5b,
 gemma-3-270m). Writes prompts.json and last_strided.f32 (little-endian f32,
@@ -57,7 +57,7 @@ GEMMA_PROMPTS = [
 
 def main() -> None:
     model_path, name = sys.argv[1], sys.argv[2]
-    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "llama_cpp", name)
+    out_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "llama_cpp", name)
     os.makedirs(out_dir, exist_ok=True)
     llm = llama_cpp.Llama(model_path, n_ctx=512, n_threads=2, n_batch=512, logits_all=True, verbose=False,
                           type_k=0, type_v=0)

@@ -3,9 +3,9 @@
 greedy decoding is compared with (crates/stepscore/tests/generate.rs).
 
 Run by hand (not in CI), with llama-cpp-python built from its sdist as
-scripts/llama_reference.py describes; the output is committed:
+scripts/reference/llama_reference.py describes; the output is committed:
 
-    /work/llama-venv/bin/python scripts/llama_generate_reference.py \
+    /work/llama-venv/bin/python scripts/reference/llama_generate_reference.py \
         ~/.cache/stepscore/SmolLM2-135M-Instruct.Q4_1.gguf tests/fixtures/llama_cpp/generate_smollm2.json
 
 (likewise generate_qwen2.5-coder-0.5b.json and generate_gemma-3-270m.json;

@@ -14,7 +14,7 @@ picks AMX kernels that crash on some VMs, hence the explicit flags):
       -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF" \
       /tmp/llama-venv/bin/pip install --no-build-isolation --no-binary llama-cpp-python \
       llama-cpp-python==0.3.36
-    /tmp/llama-venv/bin/python scripts/llama_reference.py path/to/SmolLM2-135M-Instruct.Q4_1.gguf
+    /tmp/llama-venv/bin/python scripts/reference/llama_reference.py path/to/SmolLM2-135M-Instruct.Q4_1.gguf
 
 Output: prompts.json (token ids, per-position top-5 ids and logits) and
 last_logits.f32 (little-endian f32, the full vocabulary row at each prompt's
@@ -42,7 +42,7 @@ PROMPTS = [
 def main() -> None:
     model_path = sys.argv[1]
     out_dir = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
-        os.path.dirname(__file__), "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
+        os.path.dirname(__file__), "..", "..", "tests", "fixtures", "llama_cpp", "smollm2_q4_1")
     os.makedirs(out_dir, exist_ok=True)
     # F32 KV cache: the default F16 cache rounds keys and values to half
     # precision, a choice of the runtime rather than of the model (it moves

@@ -3,7 +3,7 @@
 
 Dependencies: Python 3.9+, numpy, safetensors (the PyPI package), e.g.
     python3 -m venv /work/ref-venv && /work/ref-venv/bin/pip install numpy safetensors
-    /work/ref-venv/bin/python scripts/model_reference.py
+    /work/ref-venv/bin/python scripts/reference/model_reference.py
 
 For each fixture this writes tests/fixtures/models/<name>/:
   config.json                      an HF config with the real keys and `architectures`
@@ -29,7 +29,7 @@ import sys
 import numpy as np
 from safetensors.numpy import save_file
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "models")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "models")
 
 
 # ---------------------------------------------------------------- storage
@@ -304,7 +304,7 @@ def write_fixture(name, cfg, weights_f64, write_weights, extra_note):
             "logits": [round(float(v), 8) for v in logits.ravel()],
         })
     ref = {
-        "generator": "scripts/model_reference.py (float64 numpy forward)",
+        "generator": "scripts/reference/model_reference.py (float64 numpy forward)",
         "note": extra_note,
         "hidden_size": cfg["hidden_size"],
         "vocab_size": cfg["vocab_size"],

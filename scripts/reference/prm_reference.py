@@ -6,7 +6,7 @@ transformers tokenizes with), jinja2 (what transformers renders chat
 templates with), e.g.
     python3 -m venv /work/ref-venv
     /work/ref-venv/bin/pip install numpy safetensors tokenizers jinja2
-    /work/ref-venv/bin/python scripts/prm_reference.py
+    /work/ref-venv/bin/python scripts/reference/prm_reference.py
 (tested with numpy 2.4, safetensors 0.8, tokenizers 0.23.3, jinja2 3.1).
 
 Writes tests/fixtures/prm/<name>/ with config.json, model.safetensors,
@@ -15,7 +15,7 @@ tests/fixtures/prm/README.md for the protocol of each family and where its
 facts come from. Everything is deterministic: tokenizers are trained on the
 corpus below (BPE training is deterministic), weights come from fixed seeds.
 
-The decoder forward is scripts/model_reference.py's float64 numpy forward
+The decoder forward is scripts/reference/model_reference.py's float64 numpy forward
 (imported, not copied); this file adds only the PRM prompt building,
 tokenization and heads, each written from the family's public reference code.
 """
@@ -32,11 +32,11 @@ from safetensors.numpy import save_file
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
 from tokenizers import processors, trainers
 
-sys.dont_write_bytecode = True  # importing model_reference must not leave scripts/__pycache__
+sys.dont_write_bytecode = True  # importing model_reference must not leave scripts/reference/__pycache__
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import model_reference as mr  # noqa: E402
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "fixtures", "prm")
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "fixtures", "prm")
 
 # ---------------------------------------------------------------- corpus
 
@@ -300,7 +300,7 @@ def write_fixture(name, cfg, tok, tok_config, write_weights, reference):
     with open(os.path.join(d, "tokenizer_config.json"), "w") as f:
         json.dump(tok_config, f, indent=2, ensure_ascii=False)
     write_weights(os.path.join(d, "model.safetensors"))
-    reference["generator"] = "scripts/prm_reference.py (float64 numpy)"
+    reference["generator"] = "scripts/reference/prm_reference.py (float64 numpy)"
     with open(os.path.join(d, "reference.json"), "w") as f:
         json.dump(reference, f, indent=1, ensure_ascii=False)
 

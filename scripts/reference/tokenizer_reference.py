@@ -3,14 +3,14 @@
 fixed set of strings, written as JSON fixtures the Rust tokenizer tests
 compare against.
 
-    python scripts/tokenizer_reference.py [--smollm2 PATH] [--qwen25 PATH] [--test-data DIR]
+    python scripts/reference/tokenizer_reference.py [--smollm2 PATH] [--qwen25 PATH] [--test-data DIR]
 
 SmolLM2: PATH, else $STEPSCORE_SMOLLM2_GGUF, else the stepscore cache dir
 ($XDG_CACHE_HOME/stepscore or ~/.cache/stepscore). Qwen2.5: the real
 Qwen2.5-Coder-0.5B-Instruct vocabulary (`stepscore fetch qwen2.5-coder-0.5b`),
 on TEXTS plus QWEN_EXTRA (a few hundred strings: digit runs, whitespace runs,
 code, scripts, chat and FIM special tokens). The qwen2 and llama-bpe
-vocabularies come from scripts/fetch-test-data.sh's directory. Ids are what
+vocabularies come from scripts/test/fetch-test-data.sh's directory. Ids are what
 llama.cpp's tokenize gives with add_bos=False and special=True (special
 tokens written in the text are parsed).
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import llama_cpp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "tests" / "fixtures" / "tokenizer"
 
 TEXTS = [
@@ -176,7 +176,7 @@ def reference(gguf, out_name, texts=TEXTS):
         for t in texts
     ]
     doc = {
-        "generator": f"scripts/tokenizer_reference.py, llama-cpp-python {llama_cpp.__version__}",
+        "generator": f"scripts/reference/tokenizer_reference.py, llama-cpp-python {llama_cpp.__version__}",
         "model_file": gguf.name,
         "model_sha256": sha256(gguf),
         "add_bos": False,

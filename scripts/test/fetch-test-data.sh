@@ -6,7 +6,7 @@
 # nothing when all the files are already there.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 dest="${STEPSCORE_TEST_DATA:-$root/.cache/test-data}/llama.cpp-models"
 version="0.3.36"
 files=()

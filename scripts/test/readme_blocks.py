@@ -23,7 +23,7 @@ Prints one line per block (file:line, language, what was done, the result)
 and exits 1 when a block has no directive, fails, or differs from its
 expected output.
 
-  scripts/readme_blocks.py --python target/pyenv/bin/python [--only README.md]
+  scripts/test/readme_blocks.py --python target/pyenv/bin/python [--only README.md]
 """
 import argparse
 import os
@@ -34,7 +34,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FILES = ["README.md", "pkg/README.md"]
 DIRECTIVE = re.compile(r"^<!-- readme-test: (run|expect|continues|flags|doctest|not run: .+?) -->$")
 RELEASE_CLI = re.compile(r"cargo run (?:-q )?--release -p stepscore-cli --(?= |$)")

@@ -5,14 +5,14 @@
 # `generate` and one `search`, and compares the outputs' md5 sums: the check a
 # refactor that must not change a bit (issues 25 and 42) is held to.
 #
-#     scripts/same-outputs.sh BEFORE_BIN AFTER_BIN
+#     scripts/test/same-outputs.sh BEFORE_BIN AFTER_BIN
 #
 # Needs the catalog models cached (`stepscore fetch stepscore-prm-qwen1.5b
 # stepscore-prm-smollm2 qwen2.5-coder-0.5b gemma-3-270m`). Prints one line
 # per run and exits 1 when any differs. Each run's output is its stdout and
 # exit status.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 [ $# -eq 2 ] || { echo "usage: $0 BEFORE_BIN AFTER_BIN" >&2; exit 2; }
 before=$1
 after=$2

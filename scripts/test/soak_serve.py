@@ -13,7 +13,7 @@ took to exit (it must be within its shutdown deadline).
 Exit status 0 when every good request got its right answer, every hostile
 one got the expected refusal, nothing was lost and shutdown met its deadline.
 
-  scripts/soak-serve.py --bin target/debug/stepscore \\
+  scripts/test/soak_serve.py --bin target/debug/stepscore \\
       --model tests/fixtures/prm/skywork-prm-tiny --requests 10000 --clients 32
 """
 

@@ -7,7 +7,7 @@
 # devDependency). Builds pkg/dist first when it is missing; scripts/test.sh
 # builds it before calling this.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 chromium=${CHROMIUM:-/usr/bin/chromium}
 if [ ! -x "$chromium" ]; then

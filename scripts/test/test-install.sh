@@ -14,7 +14,7 @@
 # the npm registry (vite, playwright-core) and PyPI (numpy) are used, through
 # the machine's package caches. SmolLM2 missing from the cache: SKIPPED.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 repo=$PWD
 art=$repo/target/release-artifacts
 models=${STEPSCORE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/stepscore}
@@ -88,7 +88,7 @@ no_index=http://127.0.0.1:9/simple
 
 echo "== test-install: npm package in Node"
 mkdir "$work/node"
-cp examples/node/quickstart.mjs scripts/install-checks/node-checks.mjs "$work/node/"
+cp examples/node/quickstart.mjs scripts/test/install-checks/node-checks.mjs "$work/node/"
 (cd "$work/node" && clean npm init -y >/dev/null && clean npm install --no-audit --no-fund "${tgz[0]}" >/dev/null)
 out=$(cd "$work/node" && clean HF_ENDPOINT="$hub" STEPSCORE_CACHE="$work/node-cache" node quickstart.mjs)
 echo "   quickstart: $out"
@@ -124,7 +124,7 @@ JS
 echo "== test-install: npm package in a page (Vite, Chromium)"
 mkdir "$work/browser"
 cp examples/browser/index.html examples/browser/main.js examples/browser/vite.config.mjs "$work/browser/"
-cp scripts/install-checks/browser-checks.mjs "$work/browser/"
+cp scripts/test/install-checks/browser-checks.mjs "$work/browser/"
 vite=$(node -p 'require("./web/package-lock.json").packages["node_modules/vite"].version')
 playwright=$(node -p 'require("./pkg/package.json").devDependencies["playwright-core"]')
 (cd "$work/browser" && clean npm init -y >/dev/null &&

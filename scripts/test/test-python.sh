@@ -11,7 +11,7 @@
 # (a 539 MB wheel plus CUDA libraries) and are tested through their call
 # shapes instead.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 venv=target/pyenv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"

@@ -6,7 +6,7 @@
 # wasm-bindgen-test-runner. Only `#[wasm_bindgen_test]` functions run there;
 # the other lib tests are native tests and run natively.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 # The runner ships with wasm-bindgen-cli, pinned to Cargo.lock's wasm-bindgen.
 . scripts/lib/wasm-tools.sh

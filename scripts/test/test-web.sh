@@ -5,7 +5,7 @@
 # with WebGPU (SwiftShader) on. Playwright never downloads a browser here.
 # Screenshots of the main views land in web/test-results/screenshots/.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 
 if [ ! -x /usr/bin/chromium ] && [ -z "${CHROMIUM_PATH:-}" ]; then
     echo "== test-web: installing Debian's chromium"

@@ -20,11 +20,13 @@ import argparse
 import json
 import math
 import struct
+import sys
 from pathlib import Path
 
 import numpy as np
 
-from results_table import labelled_traces, read_head
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # results_table
+from results_table import labelled_traces, read_head  # noqa: E402
 
 STAT = "false_equation"
 
@@ -96,7 +98,7 @@ def main():
     meta["stepscore.step_stats"] = ",".join(stats + [STAT])
     meta["stepscore.width"] = str(shape[1] + 1)
     meta["stepscore.check_weight"] = (
-        f"{w:.4f}, fitted by scripts/add_check_weight.py on {len(y)} train steps "
+        f"{w:.4f}, fitted by scripts/train/add_check_weight.py on {len(y)} train steps "
         f"({flagged} flagged, {flagged_right} of them right; L2 {args.l2} x steps)"
     )
     write_safetensors(args.out, tensors, meta)

@@ -12,10 +12,10 @@ label), taken midway between two neighbouring scores. Step scores and the
 step threshold are untouched: only the header metadata changes.
 
 Input: `stepscore score --verdict` output (JSONL) on the file written by
-`scripts/verdict_signal.py --set mw-val --write-input FILE`, scored with the
+`scripts/eval/verdict_signal.py --set mw-val --write-input FILE`, scored with the
 head as shipped.
 
-usage: python3 scripts/add_solution_threshold.py SCORED.jsonl [--head models/...safetensors] [--dry-run]
+usage: python3 scripts/train/add_solution_threshold.py SCORED.jsonl [--head models/...safetensors] [--dry-run]
 """
 import argparse
 import json
@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # solution_calibration, verdict_signal
 from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
 from solution_calibration import best_threshold, f1_at  # noqa: E402
 from verdict_signal import ROOT, key, load_set  # noqa: E402

@@ -4,13 +4,13 @@
 # SmolLM2-135M-Instruct Q4_1 backbone, a linear value head fitted with burn
 # (crates/stepscore-train), metrics by `stepscore eval` / `stepscore select`.
 #
-#   scripts/train_default_head.sh [WORKDIR]     (default WORKDIR: .cache/default-head)
+#   scripts/train/train-default-head.sh [WORKDIR]     (default WORKDIR: .cache/default-head)
 #
 # Subsampling (to fit 2 CPU cores, see docs/TRAINING.md): every 10th training
 # trace, the first 250 validation traces, the whole test split, the first 32
 # best-of-8 groups. Set FULL=1 to use every row.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 WORK=${1:-.cache/default-head}
 OUT=models/smollm2-135m-gsm-value-head.safetensors
 mkdir -p "$WORK"
@@ -30,4 +30,4 @@ zcat data/gsm_symbolic_test.jsonl.gz | features test --confidence
 zcat data/gsm_symbolic_test_bon8.jsonl.gz | first 256 | features bon8 --confidence
 
 target/release/stepscore-train --train "$WORK/train.jsonl" --val "$WORK/val.jsonl" --out "$OUT" --weight-decay 10 --patience 8
-python3 scripts/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN"
+python3 scripts/eval/results_table.py --features "$WORK" --head "$OUT" --stepscore "$BIN"

@@ -8,14 +8,14 @@
 # threshold chosen on validation (scripts/eval/guard_choice.py). docs/TRAINING.md
 # has every figure these choices were made on.
 #
-#   scripts/train_real_errors_head.sh SHARED_DATA WORKDIR
+#   scripts/train/train-real-errors-head.sh SHARED_DATA WORKDIR
 #
 # SHARED_DATA: the directory holding real-steps/, as scripts/data/fetch_real_steps.py writes it (../shared/data
 # here). The extraction is the long part (19 training and 9 validation chunks of
 # 20 problems: ~600k tokens, ~2 h on 2 cores alone) and resumable: rerun to go on.
 # ProcessBench is not read.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 SHARED=${1:?shared data directory}
 WORK=${2:?work directory}
 LAYERS=8,12,16,20,24,28
@@ -39,7 +39,7 @@ VAL=$(for i in $(seq 0 8); do printf "%s " "$WORK/feats/val/chunk_$(printf %04d 
 python3 scripts/data/assemble_trajectories.py $VAL > "$WORK/val-whole.jsonl"
 
 # Synthetic-arithmetic validation (the arithmetic head's own validation subset).
-python3 scripts/prm_subsets.py "$WORK/arith"
+python3 scripts/eval/prm_subsets.py "$WORK/arith"
 "$BIN" features --model "$M" --family value-head --confidence --layers "$LAYERS" --encoding base64 \
   --out "$WORK/arith/val.jsonl" "$WORK/arith/val.in.jsonl"
 
@@ -53,8 +53,8 @@ python3 scripts/eval/guard_choice.py --head "$WORK/real-head.safetensors" --guar
 
 # The solution threshold for `--verdict` (the step scores changed, so the
 # arithmetic head's 4.217 no longer fits): fitted on mw-val, as issue 26's was.
-python3 scripts/verdict_signal.py --set mw-val --write-input "$WORK/mw-val.in.jsonl"
+python3 scripts/eval/verdict_signal.py --set mw-val --write-input "$WORK/mw-val.in.jsonl"
 "$BIN" score --verdict --head models/qwen2.5-coder-1.5b-real-errors-head.safetensors \
   --output jsonl "$WORK/mw-val.in.jsonl" > "$WORK/mw-val.scored.jsonl"
-python3 scripts/add_solution_threshold.py "$WORK/mw-val.scored.jsonl" \
+python3 scripts/train/add_solution_threshold.py "$WORK/mw-val.scored.jsonl" \
   --head models/qwen2.5-coder-1.5b-real-errors-head.safetensors

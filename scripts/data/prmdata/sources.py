@@ -3,7 +3,7 @@
 Two families:
 - `gsm_symbolic_<id>`: reasoning-gym's GSM8K-style templates with their own
   step-by-step solutions (answer_cot); errors go in through the text parser
-  of scripts/gen_traces.py.
+  of scripts/data/gen_traces.py.
 - every other generator builds a `calc.Solution` (expression steps) for a
   problem: the reasoning-gym tasks below give the problem and the answer
   (checked against the solution's own), and the `word_*` templates are this

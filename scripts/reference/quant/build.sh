@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate tests/fixtures/quant/ from llama.cpp's reference quantization code.
 #
-#   scripts/quant-reference/build.sh /path/to/llama.cpp
+#   scripts/reference/quant/build.sh /path/to/llama.cpp
 #
 # The llama.cpp checkout is not part of this repository; the fixtures were made
 # from the copy vendored in the llama-cpp-python 0.3.36 sdist
@@ -13,7 +13,7 @@
 set -eu
 LLAMA=${1:?usage: build.sh /path/to/llama.cpp}
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
 GGML="$LLAMA/ggml"
 BUILD=$(mktemp -d)
 trap 'rm -rf "$BUILD"' EXIT

@@ -1,5 +1,5 @@
 // test-install.sh's page check: serves the Vite build (dist/) on 127.0.0.1,
-// opens it in headless Debian Chromium (flags as scripts/test-browser.sh
+// opens it in headless Debian Chromium (flags as scripts/test/test-browser.sh
 // uses) with ?hub= pointing at the local hub server, and waits for the
 // example's result: the catalog name downloaded, scored in a worker.
 import assert from 'node:assert/strict';
