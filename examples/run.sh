@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every example in examples/ (CI: scripts/test-python.sh calls it after
+# Runs every example in examples/ (CI: scripts/test/test-python.sh calls it after
 # the wheel is installed). The model is the tiny fixture unless one is given:
 #   examples/run.sh [MODEL]
 # The trainers' own packages (TRL, verl, OpenRLHF) pull torch and are not

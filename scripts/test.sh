@@ -27,7 +27,7 @@ cargo test --workspace --locked --no-run
 export STEPSCORE_DEV_CLI="$PWD/target/debug/stepscore"
 
 section "test data"
-scripts/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
+scripts/test/fetch-test-data.sh || echo "warning: llama.cpp tokenizer vectors unavailable; their tests will be skipped"
 # The default PRM (Qwen2.5-Coder-1.5B, 1.1 GB) and the fast one (SmolLM2, 98 MB): most
 # model tests use the fast one; the README's example check uses the default.
 "$STEPSCORE_DEV_CLI" fetch stepscore-prm-qwen1.5b stepscore-prm-smollm2 || echo "warning: default models unavailable; tests that need them will be skipped"
@@ -43,7 +43,7 @@ cargo test --workspace --locked
 cargo test --workspace --locked --features stepscore-cli/train --test train_cli
 
 section "reward server soak, small (300 requests; the 10,000-request run is in docs/ROBUSTNESS.md)"
-python3 scripts/soak-serve.py --bin target/debug/stepscore --requests 300 --clients 8
+python3 scripts/test/soak_serve.py --bin target/debug/stepscore --requests 300 --clients 8
 
 section "wasm package (pkg/): build"
 # Node 20+ with npm; the machine image provides it (apt's nodejs where it is new enough).
@@ -63,23 +63,23 @@ section "release artifacts (dev profile): npm tarball, wheel, sdist, CLI archive
 scripts/release.sh --profile dev
 
 section "Python package (crates/stepscore-py): the release wheel + pytest (server, adapters, Ray)"
-scripts/test-python.sh
+scripts/test/test-python.sh
 
 section "wasm package (pkg/): Node tests, types"
 (cd pkg && npm test && npm run --silent typecheck)
 # The SIMD128 kernels against the portable ones, bit for bit, on wasm32 in Node.
-scripts/test-wasm-kernels.sh
+scripts/test/test-wasm-kernels.sh
 
 section "npm package in Chromium (pkg/test/browser)"
-scripts/test-browser.sh
+scripts/test/test-browser.sh
 
 section "release artifacts installed without Rust: Node, Vite + Chromium, venv, CLI"
 # After test-browser.sh, which installs Debian's chromium.
-scripts/test-install.sh
+scripts/test/test-install.sh
 
 section "README blocks (README.md, pkg/README.md): each one runs, matches, or is listed with its reason"
-python3 scripts/readme_blocks.py --python target/pyenv/bin/python
+python3 scripts/test/readme_blocks.py --python target/pyenv/bin/python
 
 section "demo web app (web/): build + Playwright e2e in Chromium"
-scripts/test-web.sh
+scripts/test/test-web.sh
 echo "== all suites passed in ${SECONDS} s"

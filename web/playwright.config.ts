@@ -1,6 +1,6 @@
 // End-to-end tests in Debian's Chromium (never a downloaded browser), headless,
 // against the production build served by `vite preview` (with the model files
-// mounted by server/models.ts). Run with scripts/test-web.sh or `npm run test:e2e`
+// mounted by server/models.ts). Run with scripts/test/test-web.sh or `npm run test:e2e`
 // after `npm run build`.
 import { defineConfig } from '@playwright/test';
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
 from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
 from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
 from score_from_features import MODELS, head_scorer, steps_of  # noqa: E402

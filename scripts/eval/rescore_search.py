@@ -6,7 +6,7 @@ scores them), so a new head is compared on the same candidates by scoring them
 again: `stepscore score` (the default PRM unless --model/--head say otherwise)
 and `stepscore select` (best score, majority and PRM-weighted vote; min
 aggregation, as `search_eval.py` runs them). Input: a `*.candidates.jsonl` of
-scripts/search_eval.py. `--stored` selects with the scores stored in that file
+scripts/eval/search_eval.py. `--stored` selects with the scores stored in that file
 instead, which must reproduce the run's own choices (a check of this script).
 Beam search and DVTS prune by the verifier during generation and need a new run.
 

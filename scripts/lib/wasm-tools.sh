@@ -1,4 +1,4 @@
-# Sourced by scripts/build-wasm.sh and scripts/test-wasm-kernels.sh: the
+# Sourced by scripts/build-wasm.sh and scripts/test/test-wasm-kernels.sh: the
 # toolchain pieces the wasm builds need, installed only with consent, since
 # they change the user's Rust toolchain (a rustup target and component) and
 # ~/.cargo/bin (wasm-bindgen-cli, pinned to Cargo.lock's wasm-bindgen):
@@ -26,7 +26,7 @@ wasm_tools() {
     fi
     have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
     if [ "$have" != "$want" ]; then
-        # The runner of scripts/test-wasm-kernels.sh ships in the same crate.
+        # The runner of scripts/test/test-wasm-kernels.sh ships in the same crate.
         missing+=("cargo install wasm-bindgen-cli --version $want   # found: ${have:-none}; takes a few minutes")
     fi
     [ ${#missing[@]} -eq 0 ] && return 0

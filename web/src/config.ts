@@ -45,7 +45,7 @@ export const FAST_MODEL: ModelEntry = {
   options: { head: 'models/smollm2-135m-gsm-value-head.safetensors' },
   note: 'A linear value head trained on SmolLM2 hidden states over synthetic GSM traces. A weak verifier: step AUROC 0.63 on held-out generators (docs/TRAINING.md).',
   // No `threshold`: the head file ships its F1-optimal one on the validation split (0.309679,
-  // scripts/add_step_threshold.py), which the slider shows as 0.31.
+  // scripts/train/add_step_threshold.py), which the slider shows as 0.31.
 };
 
 /** The same backbone, training-free: its own confidence in each step. */

@@ -308,7 +308,7 @@ fn every_command_has_help() {
 #[test]
 fn score_writes_step_scores_from_a_checkpoint() {
     // The tiny Skywork-layout checkpoint and the first case of its reference
-    // (scripts/prm_reference.py): scores must match within 1e-4.
+    // (scripts/reference/prm_reference.py): scores must match within 1e-4.
     let dir =
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/prm/skywork-prm-tiny");
     let reference = reference_json(&dir);
@@ -339,7 +339,7 @@ fn score_writes_step_scores_from_a_checkpoint() {
     assert!(agg.status.success(), "stderr: {}", text(&agg.stderr));
 }
 
-/// A PRM fixture's reference.json (scripts/prm_reference.py).
+/// A PRM fixture's reference.json (scripts/reference/prm_reference.py).
 fn reference_json(dir: &std::path::Path) -> serde_json::Value {
     let text = std::fs::read_to_string(dir.join("reference.json")).expect("reference.json");
     serde_json::from_str(&text).expect("reference.json parses")
@@ -347,7 +347,7 @@ fn reference_json(dir: &std::path::Path) -> serde_json::Value {
 
 #[test]
 fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
-    // The tiny arranged verifier (scripts/prm_reference.py): the critique,
+    // The tiny arranged verifier (scripts/reference/prm_reference.py): the critique,
     // its verdicts and why writing stopped land in the metadata; the step
     // without a verdict is unscored, and the table shows each verdict.
     let dir = fixture("prm/generative-tiny");
@@ -408,7 +408,7 @@ fn a_generative_verifier_writes_a_critique_and_scores_its_verdicts() {
 
 #[test]
 fn an_outcome_reward_model_scores_the_last_step_and_every_command_reads_it() {
-    // The tiny sequence-classification reward model (scripts/prm_reference.py):
+    // The tiny sequence-classification reward model (scripts/reference/prm_reference.py):
     // one score on the last step, the logit in the metadata; aggregate, eval
     // and the table read that one score.
     let dir = fixture("prm/outcome-tiny");

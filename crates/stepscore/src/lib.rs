@@ -32,7 +32,7 @@ pub use error::{Error, LengthBound, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};
 
 /// The README's Rust blocks, compiled and run by `cargo test --doc -p stepscore`
-/// (`scripts/readme_blocks.py` lists them with the README's other blocks).
+/// (`scripts/test/readme_blocks.py` lists them with the README's other blocks).
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 pub struct ReadmeDoctests;

@@ -2,7 +2,7 @@
 //! template under tests/fixtures/chat/ (the GGUFs' `tokenizer.chat_template`,
 //! and Qwen3's, DeepSeek-R1-Distill's and Gemma 3's from their
 //! tokenizer_config.json), rendered by Jinja2 the way transformers does
-//! (scripts/chat_template_reference.py), against stepscore's minijinja
+//! (scripts/reference/chat_template_reference.py), against stepscore's minijinja
 //! rendering of the same template text, for the same message lists, with and
 //! without the generation prompt. Strings must be equal byte for byte; a
 //! conversation Jinja2's rendering refuses must be refused with its message.

@@ -25,7 +25,7 @@ fn embedded_head_is_a_smollm2_value_head() {
     assert_eq!(
         head.threshold().unwrap(),
         Some(0.309679),
-        "the F1-optimal threshold on its validation traces (scripts/add_step_threshold.py)"
+        "the F1-optimal threshold on its validation traces (scripts/train/add_step_threshold.py)"
     );
     assert_eq!(head.solution_threshold().unwrap(), None);
 }

@@ -1,7 +1,7 @@
 //! Digit-token statistics of each step (`StepFeatures::digit_confidence`):
 //! over the step's tokens whose text is all ASCII digits. Checked against the
 //! step statistics, which `features_parity.rs` and `prm_families.rs` tie to
-//! the float64 reference (scripts/prm_reference.py): a step made only of
+//! the float64 reference (scripts/reference/prm_reference.py): a step made only of
 //! digits must give the same numbers, a step without digits none, and a mixed
 //! step digit statistics bounded by the step's own.
 

@@ -1,5 +1,5 @@
 //! The committed training data (data/*.jsonl.gz, made by
-//! scripts/gen_traces.py) reads through stepscore's own reader, with the
+//! scripts/data/gen_traces.py) reads through stepscore's own reader, with the
 //! counts, labels and generator split data/README.md states.
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -1,6 +1,6 @@
 //! Generation: greedy decoding equals llama.cpp's token for token on the
 //! same GGUF (tests/fixtures/llama_cpp/generate_*.json, written by
-//! scripts/llama_generate_reference.py: 5 prompts x 64 tokens on SmolLM2,
+//! scripts/reference/llama_generate_reference.py: 5 prompts x 64 tokens on SmolLM2,
 //! Qwen2.5-Coder-0.5B and Gemma 3 270M), up to a near-tie: a position where the two tokens'
 //! logits are within NEAR_TIE of each other under stepscore's engine, where
 //! the engines' stated logit difference (up to 0.56 vs llama.cpp, whose own

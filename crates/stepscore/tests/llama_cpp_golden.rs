@@ -1,7 +1,7 @@
 //! SmolLM2-135M-Instruct (GGUF Q4_1) against llama.cpp and against exact
-//! arithmetic. Reference values: scripts/llama_reference.py (llama-cpp-python
+//! arithmetic. Reference values: scripts/reference/llama_reference.py (llama-cpp-python
 //! 0.3.36 built from its sdist, f32 KV cache) and
-//! scripts/gguf_exact_reference.py (float64 numpy on weights dequantized by
+//! scripts/reference/gguf_exact_reference.py (float64 numpy on weights dequantized by
 //! llama.cpp's gguf-py), committed under tests/fixtures/llama_cpp/.
 //!
 //! Two checks, because ggml's scheme quantizes activations to 8 bits before

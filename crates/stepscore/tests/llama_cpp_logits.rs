@@ -2,9 +2,9 @@
 //! tests/llama_cpp_golden.rs does for SmolLM2: Qwen2.5-Coder-0.5B
 //! (Q5_0/Q8_0/Q6_K/Q4_K) and -1.5B (Q4_K_M), and Gemma 3 270M (Q4_K_M with
 //! Q5_0/Q8_0/Q6_K; local and global layers, a 262,144-token vocabulary).
-//! Reference values: scripts/llama_cpp_logits_reference.py (llama-cpp-python
+//! Reference values: scripts/reference/llama_cpp_logits_reference.py (llama-cpp-python
 //! 0.3.36 from its sdist, f32 KV cache; its own f16-KV run recorded per
-//! prompt) and, for the Qwen models, scripts/gguf_exact_reference.py
+//! prompt) and, for the Qwen models, scripts/reference/gguf_exact_reference.py
 //! (float64 numpy on weights dequantized by gguf-py), committed under
 //! tests/fixtures/llama_cpp/NAME/. A row is 151,936 (262,144) logits,
 //! so the fixtures keep, at each prompt's last position, every 37th logit
@@ -29,7 +29,7 @@
 //!
 //! The 0.5B and Gemma 3 270M run in CI (`scripts/test.sh` fetches them into
 //! the cache); the 1.5B is too slow for the dev profile on 2 cores and runs
-//! from scripts/qwen2_parity_1.5b.sh. Without the model file the tests print
+//! from scripts/test/qwen2-parity-1.5b.sh. Without the model file the tests print
 //! why and pass without checking.
 
 mod llama_cpp_support;
@@ -188,7 +188,7 @@ fn qwen25_coder_05b_quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_i
 }
 
 #[test]
-#[ignore = "1.5B: minutes on 2 cores; run scripts/qwen2_parity_1.5b.sh"]
+#[ignore = "1.5B: minutes on 2 cores; run scripts/test/qwen2-parity-1.5b.sh"]
 fn qwen25_coder_15b_quantized_path_is_as_close_to_llama_cpp_as_llama_cpp_is_to_itself() {
     quantized_path_check("qwen2.5-coder-1.5b");
 }

@@ -1,5 +1,5 @@
 //! The decoder forward pass against an independent float64 numpy reference
-//! (scripts/model_reference.py), on tiny checkpoints with the real HF layouts:
+//! (scripts/reference/model_reference.py), on tiny checkpoints with the real HF layouts:
 //! Qwen2 (biases, untied, F32, sharded), Llama (tied, BF16, llama3 rope
 //! scaling), Mistral (F16, sliding window 4) and Qwen3 (per-head q/k norms,
 //! a head width apart from hidden / heads, tied, BF16) and Gemma 3 (norms

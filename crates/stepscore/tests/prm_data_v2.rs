@@ -1,4 +1,4 @@
-//! The v2 PRM data (data/prm_v2_*.jsonl.gz, made by scripts/gen_prm_data.py)
+//! The v2 PRM data (data/prm_v2_*.jsonl.gz, made by scripts/data/gen_prm_data.py)
 //! reads through stepscore's own reader with the counts, error kinds, labels
 //! and generator split data/README.md states, and each row's `response`
 //! segments back into its `steps`.

@@ -1,5 +1,5 @@
 //! Each PRM family on a tiny checkpoint with the real layout, against step
-//! scores from the independent Python reference (scripts/prm_reference.py:
+//! scores from the independent Python reference (scripts/reference/prm_reference.py:
 //! HF `tokenizers`, jinja2 chat templates, a float64 numpy forward).
 //!
 //! Tolerance: |Δscore| ≤ 1e-4 (the engine computes in f32; the reference in

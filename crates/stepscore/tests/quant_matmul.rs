@@ -362,7 +362,7 @@ fn row_subsets_thread_counts_and_reused_activations_agree_exactly() {
 }
 
 /// The CPU engine's result must not depend on the instruction set: every
-/// kernel (AVX2, AVX-512, SIMD128 in scripts/test-wasm-kernels.sh) follows
+/// kernel (AVX2, AVX-512, SIMD128 in scripts/test/test-wasm-kernels.sh) follows
 /// the portable kernels' float steps (quant/portable.rs), so a model scores the
 /// same bits natively, on another CPU and in the browser. Every weight
 /// type, shapes with tails, token counts across the tile sizes, 1 and 3

@@ -1,5 +1,5 @@
 //! Bit-exactness against llama.cpp: fixtures in tests/fixtures/quant/ were
-//! produced by scripts/quant-reference/ from llama.cpp's ggml-quants.c
+//! produced by scripts/reference/quant/ from llama.cpp's ggml-quants.c
 //! (reference dequantizers, `quantize_row_q8_{0,1,K}_ref`, and ggml's
 //! f16/bf16 conversions). Every f32 is compared by its bits.
 

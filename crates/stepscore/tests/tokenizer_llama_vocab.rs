@@ -2,7 +2,7 @@
 //! (vendor/llama.cpp/models/ggml-vocab-*.gguf{,.inp,.out}), read the way its
 //! tests/test-tokenizer-0.cpp reads them: inputs separated by the line
 //! `__ggml_vocab_test__`, one line of space-separated ids per input, encoded
-//! with add_special=false. Fetch the files with scripts/fetch-test-data.sh;
+//! with add_special=false. Fetch the files with scripts/test/fetch-test-data.sh;
 //! without them the tests print why and pass.
 
 use std::path::PathBuf;
@@ -59,7 +59,7 @@ fn read_cases(inp: &str, out: &str) -> Vec<(String, Vec<u32>)> {
 
 fn check_vocab(name: &str) {
     let Some(dir) = models_dir() else {
-        eprintln!("SKIPPED {name}: no llama.cpp-models dir (run scripts/fetch-test-data.sh or set STEPSCORE_TEST_DATA)");
+        eprintln!("SKIPPED {name}: no llama.cpp-models dir (run scripts/test/fetch-test-data.sh or set STEPSCORE_TEST_DATA)");
         return;
     };
     let gguf_path = dir.join(format!("ggml-vocab-{name}.gguf"));

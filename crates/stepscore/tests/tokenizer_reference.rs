@@ -1,5 +1,5 @@
 //! Our GGUF tokenizer against llama.cpp's ids (tests/fixtures/tokenizer/*.json,
-//! written by scripts/tokenizer_reference.py with llama-cpp-python, special
+//! written by scripts/reference/tokenizer_reference.py with llama-cpp-python, special
 //! tokens parsed, no BOS). Each test is skipped, with the reason printed, when
 //! its vocabulary file is not available.
 
@@ -120,7 +120,7 @@ fn smollm2_matches_llama_cpp() {
 #[test]
 fn qwen2_matches_llama_cpp() {
     let Some(path) = test_data_model("ggml-vocab-qwen2.gguf") else {
-        eprintln!("SKIPPED: ggml-vocab-qwen2.gguf not found (run scripts/fetch-test-data.sh)");
+        eprintln!("SKIPPED: ggml-vocab-qwen2.gguf not found (run scripts/test/fetch-test-data.sh)");
         return;
     };
     check(&load(&path), &fixture("qwen2.json"));
@@ -129,7 +129,7 @@ fn qwen2_matches_llama_cpp() {
 #[test]
 fn llama_bpe_matches_llama_cpp() {
     let Some(path) = test_data_model("ggml-vocab-llama-bpe.gguf") else {
-        eprintln!("SKIPPED: ggml-vocab-llama-bpe.gguf not found (run scripts/fetch-test-data.sh)");
+        eprintln!("SKIPPED: ggml-vocab-llama-bpe.gguf not found (run scripts/test/fetch-test-data.sh)");
         return;
     };
     let tok = load(&path);

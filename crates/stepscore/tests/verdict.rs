@@ -1,7 +1,7 @@
 //! The instruct model's verdict on a whole solution (`Scorer::verdict`)
 //! equals llama.cpp's on the same GGUF and the same prompt text
 //! (tests/fixtures/llama_cpp/verdict_*.json, written by
-//! `scripts/verdict_signal.py --reference`): the same token count (the
+//! `scripts/eval/verdict_signal.py --reference`): the same token count (the
 //! prompt is rendered and tokenized alike) and P(Yes) within LOG_ODDS of
 //! llama.cpp's in log-odds. Skipped with a printed reason when a model is
 //! not cached.

@@ -162,7 +162,7 @@ export async function startServer({ isolate = false } = {}) {
  * `{ browser, page, cdp, errors, close }`.
  */
 export async function openPage(server, { args = [], page: pagePath = '/page/index.html' } = {}) {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/test-browser.sh (it installs Debian's chromium)`);
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: run scripts/test/test-browser.sh (it installs Debian's chromium)`);
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: [...CHROMIUM_ARGS, ...args] });
   const context = await browser.newContext();
   const page = await context.newPage();

@@ -2,7 +2,7 @@
 //! synthetic trace of an exact token length.
 //!
 //! Three timings, so each can be set beside the matching llama.cpp figure
-//! (scripts/bench_vs_llama_cpp.sh):
+//! (scripts/bench/bench-vs-llama-cpp.sh):
 //! - `prefill`: `Scorer::forward` only (the engine's final-normed hidden
 //!   states, no vocabulary projection), like llama.cpp's prompt eval with
 //!   logits for the last token only;

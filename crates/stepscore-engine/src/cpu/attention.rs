@@ -514,7 +514,7 @@ fn attn_dot(a: &[f32], b: &[f32]) -> f32 {
 mod tests {
     use super::*;
 
-    /// On wasm32 (wasm-bindgen-test, scripts/test-wasm-kernels.sh): the
+    /// On wasm32 (wasm-bindgen-test, scripts/test/test-wasm-kernels.sh): the
     /// SIMD128 attention sums against this file's portable loops, bit for bit,
     /// for head sizes with and without a tail.
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -659,7 +659,7 @@ mod tests {
     /// each row the one-query loops' bits, on this CPU's kernels and on the
     /// portable ones, for head sizes with and without a SIMD tail, partial
     /// tiles, and new tokens after cached ones; natively and on wasm32
-    /// (SIMD128, scripts/test-wasm-kernels.sh).
+    /// (SIMD128, scripts/test/test-wasm-kernels.sh).
     #[cfg_attr(not(target_arch = "wasm32"), test)]
     #[cfg_attr(
         all(target_arch = "wasm32", target_feature = "simd128"),

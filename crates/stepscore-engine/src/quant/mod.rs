@@ -9,7 +9,7 @@
 //!   SIMD128 kernels on wasm32.
 //!
 //! Exactness is checked against fixtures generated from llama.cpp's own C
-//! code (scripts/quant-reference/, tests/fixtures/quant/).
+//! code (scripts/reference/quant/, tests/fixtures/quant/).
 //!
 //! Which file runs a product (`matmul.rs` chooses by [`Simd`] and the token
 //! count): `portable.rs`, the portable kernels, whose float steps every other

@@ -64,7 +64,7 @@ const READ_KEYS: [&str; 8] = [
 ];
 
 /// The `stepscore.*` keys written for the record (stepscore-train,
-/// scripts/add_check_weight.py), which do not change scores.
+/// scripts/train/add_check_weight.py), which do not change scores.
 const RECORD_KEYS: [&str; 8] = [
     "stepscore.head",
     "stepscore.width",
@@ -92,17 +92,17 @@ fn too_large(name: &str, len: u64) -> Error {
 }
 
 /// SmolLM2-135M-Instruct's head: a linear value head over its final hidden
-/// states (scripts/train_default_head.sh; results in docs/TRAINING.md). The
+/// states (scripts/train/train-default-head.sh; results in docs/TRAINING.md). The
 /// catalog's fast PRM, `stepscore-prm-smollm2`.
 pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
 /// Qwen2.5-Coder-1.5B-Instruct's arithmetic head: a calibrated value head over
-/// the step's digit statistics (scripts/train_qwen_prm.sh; docs/TRAINING.md),
+/// the step's digit statistics (scripts/train/train-qwen-prm.sh; docs/TRAINING.md),
 /// the default PRM's guard.
 pub const QWEN15B_ARITHMETIC_HEAD_NAME: &str = "qwen2.5-coder-1.5b-digit-head.safetensors";
 /// The default PRM's head (`stepscore-prm-qwen1.5b`, issue 40): a linear value
 /// head over Qwen2.5-Coder-1.5B-Instruct's layer 20 and nine step statistics,
 /// trained on human step labels of other models' solutions, guarded by the
-/// arithmetic head (scripts/train_real_errors_head.sh; docs/TRAINING.md).
+/// arithmetic head (scripts/train/train-real-errors-head.sh; docs/TRAINING.md).
 pub const QWEN15B_HEAD_NAME: &str = "qwen2.5-coder-1.5b-real-errors-head.safetensors";
 
 /// The heads built into the crate (a few hundred bytes to a few KB each), so
@@ -558,7 +558,7 @@ mod tests {
     }
 
     /// The default PRM's head ships its step threshold, the solution
-    /// threshold fitted with the verdict (scripts/add_solution_threshold.py)
+    /// threshold fitted with the verdict (scripts/train/add_solution_threshold.py)
     /// and its guard (scripts/eval/guard_choice.py).
     #[test]
     fn the_default_head_ships_both_thresholds() {

@@ -2,7 +2,7 @@
 //! single-token forward steps on the KV cache after a prompt, each followed
 //! by the full-vocabulary logits of its row (what [`Scorer::generate`] runs
 //! per token), beside the same steps in llama.cpp
-//! (scripts/bench_llama_cpp.py --decode). The inputs are fixed token ids
+//! (scripts/bench/bench_llama_cpp.py --decode). The inputs are fixed token ids
 //! (the synthetic trace's next tokens), not sampled ones, so both runtimes
 //! run exactly the same steps.
 //!

@@ -87,7 +87,7 @@ pub(crate) unsafe fn dot_f32<const T: usize>(w: &[f32], acts: &[&[f32]; T]) -> [
 
 #[cfg(test)]
 mod tests {
-    //! Run on wasm32 itself (`wasm-bindgen-test`, see scripts/test-wasm-kernels.sh):
+    //! Run on wasm32 itself (`wasm-bindgen-test`, see scripts/test/test-wasm-kernels.sh):
     //! each kernel against the portable one, bit for bit.
     use crate::ggml::GgmlType;
     use crate::quant::{matmul_with, QMatrix, QuantizedActs, Simd};
