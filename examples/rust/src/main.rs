@@ -13,8 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(model) = std::env::args_os().nth(1) else {
         return Err("usage: stepscore-example <model: GGUF file or checkpoint directory>".into());
     };
-    // threads 0: this process's share of the CPUs (see stepscore::par::default_threads).
-    let threads = stepscore::par::default_threads();
+    // threads 0: this process's share of the CPUs (stepscore::par::thread_count's rule).
+    let threads = stepscore::par::thread_count(0, None);
     let scorer = Scorer::open(&model, &ScorerOptions::default())?;
     println!(
         "model {} ({} family), {} threads ({})",
@@ -36,7 +36,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("{score}  {step}");
     }
     let scored: Vec<f64> = result.step_scores.iter().flatten().copied().collect();
-    let threshold = scorer.threshold().unwrap_or(0.5);
+    // The head's shipped threshold, else the default: the rule every front end uses.
+    let threshold = scorer.threshold_in_force(None);
     match stepscore::aggregate::first_error(&scored, threshold) {
         Some(i) => println!("first step below {threshold}: {}", i + 1),
         None => println!("no step below {threshold}"),
