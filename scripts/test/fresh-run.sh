@@ -8,21 +8,37 @@
 # are not. Each section's start (`== NAME (at N s)`,
 # printed by scripts/test.sh) and the total land in the log.
 #
-#     scripts/test/fresh-run.sh [WORK_DIR]   (default /tmp/stepscore-fresh; it is emptied)
+#     scripts/test/fresh-run.sh [--resume] [WORK_DIR]   (default /tmp/stepscore-fresh; emptied)
+#
+# --resume keeps WORK_DIR's clone, caches and build, moves the clone to this
+# repository's HEAD and runs again (after a failed run: the first run's
+# sections plus the second's are the fresh total), logging to run2.log.
 #
 # Prints the section table at the end: each section's seconds.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
+resume=0
+if [ "${1:-}" = --resume ]; then
+    resume=1
+    shift
+fi
 work="${1:-/tmp/stepscore-fresh}"
-rm -rf "$work"
-mkdir -p "$work/home"
-git clone --quiet --no-local "$root" "$work/repo"
-log="$work/run.log"
+if [ $resume = 1 ]; then
+    git -C "$work/repo" fetch --quiet "$root" HEAD
+    git -C "$work/repo" reset --quiet --hard FETCH_HEAD
+    log="$work/run2.log"
+else
+    rm -rf "$work"
+    mkdir -p "$work/home"
+    git clone --quiet --no-local "$root" "$work/repo"
+    log="$work/run.log"
+fi
 echo "fresh-run: $work/repo at $(git -C "$work/repo" rev-parse --short HEAD); log: $log" >&2
 # A fresh HOME holds the caches (stepscore's models, cargo's registry, npm,
 # pip). Of ~/.cargo/bin only rustup's proxies are kept on PATH: tools cargo
 # installed there (wasm-bindgen-cli) are installed again, as on CI.
 cargo_bin="$(dirname "$(command -v cargo)")"
+rm -rf "$work/home/rustup-bin"
 mkdir -p "$work/home/rustup-bin"
 for tool in cargo rustc rustup rustdoc rustfmt cargo-fmt cargo-clippy clippy-driver; do
     [ -e "$cargo_bin/$tool" ] && ln -s "$cargo_bin/$tool" "$work/home/rustup-bin/$tool"
