@@ -129,7 +129,9 @@ fn qwen2_matches_llama_cpp() {
 #[test]
 fn llama_bpe_matches_llama_cpp() {
     let Some(path) = test_data_model("ggml-vocab-llama-bpe.gguf") else {
-        eprintln!("SKIPPED: ggml-vocab-llama-bpe.gguf not found (run scripts/test/fetch-test-data.sh)");
+        eprintln!(
+            "SKIPPED: ggml-vocab-llama-bpe.gguf not found (run scripts/test/fetch-test-data.sh)"
+        );
         return;
     };
     let tok = load(&path);
