@@ -20,7 +20,7 @@ scripts/setup.sh
 section "cargo test (workspace): build"
 # One build of the dependency tree: the debug CLI every later step runs
 # (model downloads, soak, the dev release artifacts, the Python tests, the
-# README blocks) is this build's. `cargo build -p stepscore-cli` would
+# npm and demo reader checks, the README blocks) is this build's. `cargo build -p stepscore-cli` would
 # resolve features apart from it (no dev-dependencies, one member) and
 # compile ~200 crates again: 8.5 minutes on a fresh 2-core machine.
 cargo test --workspace --locked --no-run

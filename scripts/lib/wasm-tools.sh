@@ -7,11 +7,22 @@
 #                               scripts/release.sh --install-tools sets it too)
 #   a terminal on stdin         ask once, listing each command
 #   otherwise                   stop, listing the commands to run
-# wasm_tools [rust-src]: also the rust-src component (the threaded build's
-# -Z build-std needs it). Sets WASM_BINDGEN_VERSION (Cargo.lock's).
+# wasm_tools [rust-src] [--bindgen-later]: rust-src is the component the
+# threaded build's -Z build-std needs. --bindgen-later installs wasm-bindgen-cli
+# in the background (its log in target/wasm-bindgen-install.log), so that the
+# caller's cargo builds run beside it; wasm_bindgen_ready waits for it.
+# Sets WASM_BINDGEN_VERSION (Cargo.lock's).
 
+WASM_BINDGEN_INSTALL_PID=
 wasm_tools() {
-    local want have missing=()
+    local want have missing=() rust_src= later= arg bindgen=
+    for arg in "$@"; do
+        case $arg in
+            rust-src) rust_src=1 ;;
+            --bindgen-later) later=1 ;;
+            *) echo "wasm_tools: unknown argument $arg" >&2; return 2 ;;
+        esac
+    done
     want=$(awk '$0 == "name = \"wasm-bindgen\"" { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
     if [ -z "$want" ]; then
         echo "wasm tools: no wasm-bindgen entry in Cargo.lock" >&2
@@ -21,13 +32,14 @@ wasm_tools() {
     if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
         missing+=("rustup target add wasm32-unknown-unknown")
     fi
-    if [ "${1:-}" = rust-src ] && ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
+    if [ -n "$rust_src" ] && ! rustup component list --installed 2>/dev/null | grep -q '^rust-src'; then
         missing+=("rustup component add rust-src")
     fi
     have=$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)
     if [ "$have" != "$want" ]; then
         # The runner of scripts/test/test-wasm-kernels.sh ships in the same crate.
-        missing+=("cargo install wasm-bindgen-cli --version $want   # found: ${have:-none}; takes a few minutes")
+        bindgen="cargo install wasm-bindgen-cli --version $want"
+        missing+=("$bindgen   # found: ${have:-none}; takes a few minutes")
     fi
     [ ${#missing[@]} -eq 0 ] && return 0
     echo "The wasm builds need these changes to your Rust toolchain:" >&2
@@ -45,7 +57,27 @@ wasm_tools() {
     local cmd
     for cmd in "${missing[@]}"; do
         cmd=${cmd%%   #*}
+        if [ -n "$later" ] && [ "$cmd" = "$bindgen" ]; then
+            mkdir -p target
+            echo "+ $cmd   # in the background: target/wasm-bindgen-install.log"
+            $cmd >target/wasm-bindgen-install.log 2>&1 &
+            WASM_BINDGEN_INSTALL_PID=$!
+            continue
+        fi
         echo "+ $cmd"
         $cmd
     done
+}
+
+# Waits for a background wasm-bindgen-cli install (wasm_tools --bindgen-later);
+# prints its log when it failed.
+wasm_bindgen_ready() {
+    [ -n "$WASM_BINDGEN_INSTALL_PID" ] || return 0
+    if ! wait "$WASM_BINDGEN_INSTALL_PID"; then
+        cat target/wasm-bindgen-install.log >&2
+        echo "wasm tools: cargo install wasm-bindgen-cli failed (log above)" >&2
+        return 1
+    fi
+    WASM_BINDGEN_INSTALL_PID=
+    tail -n 2 target/wasm-bindgen-install.log
 }

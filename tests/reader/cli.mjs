@@ -3,7 +3,10 @@
 // shape the npm package's readTraces returns ({records, errors}), so the
 // package's suite (pkg/test/read.test.js) and the demo's
 // (web/e2e/reader.spec.ts) compare their reader with the CLI's live output.
-// The binary is $STEPSCORE_BIN, else `cargo run` (which rebuilds it when stale).
+// The binary is $STEPSCORE_DEV_CLI (scripts/test.sh sets it to the debug CLI its
+// workspace build made), else `cargo run` (which rebuilds it when stale; a
+// `-p stepscore-cli` build resolves features apart from the workspace's and
+// recompiles ~200 crates: 5 minutes of CI before this name was shared).
 
 import { execFileSync, spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -22,7 +25,7 @@ export function fixtures() {
 }
 
 function command(args) {
-  const bin = process.env.STEPSCORE_BIN;
+  const bin = process.env.STEPSCORE_DEV_CLI;
   return bin ? [bin, args] : ['cargo', ['run', '--locked', '-q', '-p', 'stepscore-cli', '--', ...args]];
 }
 
@@ -47,9 +50,9 @@ export function cliRead(name, extra = []) {
   return out;
 }
 
-/** Builds the CLI once up front (so per-file runs are quick); a no-op with $STEPSCORE_BIN. */
+/** Builds the CLI once up front (so per-file runs are quick); a no-op with $STEPSCORE_DEV_CLI. */
 export function buildCli() {
-  if (!process.env.STEPSCORE_BIN) {
+  if (!process.env.STEPSCORE_DEV_CLI) {
     execFileSync('cargo', ['build', '--locked', '-q', '-p', 'stepscore-cli'], { cwd: ROOT, stdio: 'inherit' });
   }
 }
