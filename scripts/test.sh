@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # A test run builds each workspace crate once: incremental caches would only
-# take disk (several GB over the ~40 test binaries).
+# take disk (several GB over the test binaries).
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
 # Installing what the tests need is this script's job: the wasm builds' rustup
 # target, rust-src and wasm-bindgen-cli too (scripts/lib/wasm-tools.sh asks otherwise).

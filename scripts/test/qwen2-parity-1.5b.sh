@@ -7,4 +7,4 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 cargo run --locked -q -p stepscore-cli -- fetch qwen2.5-coder-1.5b
-cargo test --locked -q -p stepscore --test llama_cpp_logits -- --ignored --nocapture qwen25_coder_15b
+cargo test --locked -q -p stepscore --test integration -- --ignored --nocapture llama_cpp_logits::qwen25_coder_15b

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-mod common;
+use crate::common;
 use common::{bin, text, tiny_model};
 
 /// A fresh directory for one test's files.

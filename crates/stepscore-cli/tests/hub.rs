@@ -8,7 +8,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 
-mod common;
+use crate::common;
 use common::text;
 
 const NAME: &str = "stepscore-prm-smollm2";

@@ -8,7 +8,7 @@
 use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
-mod common;
+use crate::common;
 use common::{bin, repo, text, tiny_model};
 
 fn run(args: &[&str], stdin: &[u8]) -> Output {

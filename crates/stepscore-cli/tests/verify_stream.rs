@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use stepscore::segment::Segmenter;
 
-mod common;
+use crate::common;
 use common::{repo, tiny_model};
 
 const PROBLEM: &str = "Tom has 3 apples and buys 5 more. Then he gives 2 away. How many apples does he have? Think step by step.";

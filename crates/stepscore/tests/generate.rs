@@ -10,7 +10,7 @@
 //! with one seed (llvmpipe), and bad options are typed errors.
 
 #[cfg(feature = "gpu")]
-mod gpu_support;
+use crate::gpu_support;
 
 use std::path::PathBuf;
 

@@ -20,7 +20,7 @@
 //! - whole models within the whole-model bounds of gpu_model.rs.
 #![cfg(feature = "gpu")]
 
-mod gpu_support;
+use crate::gpu_support;
 
 use std::sync::Arc;
 

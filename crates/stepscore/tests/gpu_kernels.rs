@@ -19,7 +19,7 @@
 //!   sums over up to 5,000 exponentials).
 #![cfg(feature = "gpu")]
 
-mod gpu_support;
+use crate::gpu_support;
 
 use gpu_support::{assert_close, ctx, open, random_matrix, Rng};
 use stepscore::ggml::GgmlType;

@@ -19,7 +19,7 @@
 //! as the CPU engine does: tests/gpu_float16.rs.
 #![cfg(feature = "gpu")]
 
-mod gpu_support;
+use crate::gpu_support;
 
 use gpu_support::{ctx, emulated_ctx, open, random_matrix, Rng};
 use stepscore::ggml::GgmlType;

@@ -20,7 +20,7 @@
 //! a cache equals the full forward within 1e-4 (measured: bit-identical).
 
 #[cfg(feature = "gpu")]
-mod gpu_support;
+use crate::gpu_support;
 
 #[cfg(feature = "gpu")]
 mod gpu {

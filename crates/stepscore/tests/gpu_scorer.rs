@@ -14,7 +14,7 @@
 //! (`engines_agree`).
 #![cfg(feature = "gpu")]
 
-mod gpu_support;
+use crate::gpu_support;
 
 use std::path::PathBuf;
 

@@ -17,7 +17,7 @@
 //! is 1e-3), 1e-6 between a session's appends and full scoring.
 
 #[cfg(feature = "gpu")]
-mod gpu_support;
+use crate::gpu_support;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;

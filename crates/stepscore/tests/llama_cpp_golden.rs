@@ -20,7 +20,7 @@
 //! The model file comes from `stepscore fetch` (or $STEPSCORE_SMOLLM2_GGUF);
 //! without it these tests print why and pass without checking.
 
-mod llama_cpp_support;
+use crate::llama_cpp_support;
 
 use std::path::PathBuf;
 

@@ -32,7 +32,7 @@
 //! from scripts/test/qwen2-parity-1.5b.sh. Without the model file the tests print
 //! why and pass without checking.
 
-mod llama_cpp_support;
+use crate::llama_cpp_support;
 
 use std::path::PathBuf;
 

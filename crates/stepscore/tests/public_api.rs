@@ -3,7 +3,7 @@
 //! `crates/stepscore-engine/public-api.txt`) so a change to either is
 //! deliberate: adding, removing or re-typing a public item fails this test
 //! until the snapshots are rewritten with `STEPSCORE_BLESS=1 cargo test -p
-//! stepscore --test public_api` and the change is committed with them.
+//! stepscore --test integration public_api::` and the change is committed with them.
 //!
 //! The listing is read from the source, without rustdoc (nightly-only JSON):
 //! every `pub` item of a public module (a chain of `pub mod` from lib.rs) at
@@ -373,7 +373,7 @@ fn check_snapshot(krate: &Crate) {
     assert!(
         added.is_empty() && removed.is_empty(),
         "the public API changed ({} added, {} removed); if that is deliberate, rewrite {} with \
-         `STEPSCORE_BLESS=1 cargo test -p stepscore --test public_api` and commit it.\n\
+         `STEPSCORE_BLESS=1 cargo test -p stepscore --test integration public_api::` and commit it.\n\
          added:\n  {}\nremoved:\n  {}",
         added.len(),
         removed.len(),

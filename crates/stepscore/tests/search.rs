@@ -7,7 +7,7 @@
 //! prefix once, and budgets, cancellation and the methods' shapes hold.
 
 #[cfg(feature = "gpu")]
-mod gpu_support;
+use crate::gpu_support;
 
 use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;

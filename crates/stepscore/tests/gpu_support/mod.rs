@@ -1,4 +1,4 @@
-//! Shared by the gpu_* tests: one context per test binary (None without an
+//! Shared by the gpu_* tests: one context for the test binary (None without an
 //! adapter: the test prints `SKIPPED: no GPU adapter (...)` and passes,
 //! unless STEPSCORE_REQUIRE_GPU=1), deterministic random data, and random
 //! ggml matrices with sane scales.
