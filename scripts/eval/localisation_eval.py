@@ -43,6 +43,7 @@ from pathlib import Path
 
 import stepscore
 from results_table import read_head
+from auroc import auroc
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = 0.602855  # stepscore.threshold of models/qwen2.5-coder-1.5b-digit-head.safetensors
@@ -89,13 +90,6 @@ def first_slip(steps):
 
 def first_flag(scores, threshold):
     return next((k for k, s in enumerate(scores) if s < threshold), None)
-
-
-def auroc(pos, neg):
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def main():

@@ -30,6 +30,7 @@ import sys
 import numpy as np
 
 from score_from_features import read_head
+from auroc import auroc_labelled as auroc
 
 STATS = ["result_min_logprob", "operand_min_logprob", "plus_minus_min_logprob",
          "operation_min_logprob", "false_equation", "log1p_tokens", "mean_logprob",
@@ -71,27 +72,6 @@ def load(paths, layers_in_file, keep_layers):
                     si.append(r["first_step"] + k)
     return (np.array(xs, dtype=np.float32), np.array(st, dtype=np.float64), np.array(y),
             np.array(tr), np.array(si), traces)
-
-
-def auroc(s, y):
-    """P(score of a good step > score of a bad one), ties half."""
-    s, y = np.asarray(s, float), np.asarray(y)
-    pos, neg = s[y == 1], s[y == 0]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    order = np.argsort(np.concatenate([pos, neg]), kind="mergesort")
-    allv = np.concatenate([pos, neg])[order]
-    ranks = np.empty(len(allv))
-    i = 0
-    while i < len(allv):
-        j = i
-        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
-            j += 1
-        ranks[i:j + 1] = (i + j) / 2 + 1
-        i = j + 1
-    r = np.empty(len(allv))
-    r[order] = ranks
-    return (r[:len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
 
 
 def whole_traces(tr, si, traces, _y):

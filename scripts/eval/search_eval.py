@@ -31,6 +31,7 @@ import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
+from auroc import auroc
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -176,14 +177,6 @@ def report(args, rows: list[dict]) -> None:
                   f"right {v['median_right']:.3f}, wrong {v['median_wrong']:.3f}")
     (args.out / "report.json").write_text(
         json.dumps({"overall": table, "by_kind": by_gen, "verifier": verifier}, indent=1))
-
-
-def auroc(pos: list[float], neg: list[float]) -> float:
-    """P(a random positive scores above a random negative), ties counted half."""
-    if not pos or not neg:
-        return float("nan")
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def verifier_figures(path: Path, gen_of: dict, threshold: float) -> dict:

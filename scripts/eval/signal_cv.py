@@ -26,6 +26,7 @@ import argparse
 import numpy as np
 
 from results_table import STAT_VALUE, labelled_traces
+from auroc import auroc_labelled as auroc
 
 
 def read(paths, stats):
@@ -52,24 +53,6 @@ def fit(x, y, l2=1e-3, iters=25):
         h = (z * (sw * p * (1 - p))[:, None]).T @ z + l2 * len(x) * np.diag(np.r_[np.ones(len(beta) - 1), 0])
         beta -= np.linalg.solve(h + 1e-9 * np.eye(len(beta)), g)
     return lambda xs: 1 / (1 + np.exp(-np.hstack([(xs - mu) / sd, np.ones((len(xs), 1))]) @ beta))
-
-
-def auroc(scores, labels):
-    s, y = np.asarray(scores), np.asarray(labels, dtype=bool)
-    pos, neg = s[y], s[~y]
-    if len(pos) == 0 or len(neg) == 0:
-        return float("nan")
-    order = np.argsort(np.r_[pos, neg], kind="mergesort")
-    ranks = np.empty(len(order))
-    allv = np.r_[pos, neg][order]
-    i = 0
-    while i < len(allv):  # average ranks over ties
-        j = i
-        while j + 1 < len(allv) and allv[j + 1] == allv[i]:
-            j += 1
-        ranks[order[i : j + 1]] = (i + j) / 2 + 1
-        i = j + 1
-    return (ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg))
 
 
 def processbench_f1(traces_scores, threshold):

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from head_variants import read_linear_head  # noqa: E402
 from mc_step_labels import labelled  # noqa: E402
 from verdict_signal import key  # noqa: E402
+from auroc import auroc  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 LABELS = ROOT / "data/verdict-signal"
@@ -86,17 +87,8 @@ def read_set(directory, name):
     return rows
 
 
-# auroc and figures count as verdict_signal.auroc and mc_step_labels.figures
-# do, vectorised: the grid below evaluates ~9,000 (c, b) pairs, and those
-# compare every good step with every bad one in Python.
-def auroc(good, bad):
-    """P(a good step's logit is above a bad one's), ties half (rank form)."""
-    x = np.concatenate([good, bad])
-    _, inv, counts = np.unique(x, return_inverse=True, return_counts=True)
-    ranks = (np.cumsum(counts) - (counts - 1) / 2.0)[inv]
-    return (ranks[: len(good)].sum() - len(good) * (len(good) + 1) / 2) / (len(good) * len(bad))
-
-
+# figures counts as mc_step_labels.figures does, vectorised: the grid below
+# evaluates ~9,000 (c, b) pairs (the AUROC is the core's, O(n log n)).
 def figures(rows, logits):
     """(step AUROC, ProcessBench F1) at the shipped threshold, as mc_step_labels.figures counts them."""
     zt = np.log(THRESHOLD) - np.log1p(-THRESHOLD)

@@ -46,6 +46,7 @@ import json
 import math
 import sys
 from pathlib import Path
+from auroc import auroc
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "scripts" / "eval"))
@@ -212,13 +213,6 @@ def read_cache(out, prompt="per-step"):
             except (json.JSONDecodeError, KeyError):
                 pass  # a line cut by an interrupted run: recomputed
     return cache
-
-
-def auroc(pos, neg):
-    if not pos or not neg:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
 
 
 def report(out):
