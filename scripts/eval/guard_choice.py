@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
-from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
+from head_file import read_head_file, write_head_file  # noqa: E402
 from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
 from score_from_features import MODELS, head_scorer, steps_of  # noqa: E402
 
@@ -105,10 +105,10 @@ def main():
         f, a, b, ne, nc = first_error_f1(np.where((ra < ta) | (rb < tb), 0.0, 1.0), rw, {s}, 0.5)
         print(f"  {s}: F1 {f:.3f} (erroneous {a:.2f} of {ne}, correct {b:.2f} of {nc})")
     if args.out:
-        tensors, meta = read_safetensors(args.head)
+        tensors, meta = read_head_file(args.head)
         meta.update({"stepscore.min_with": args.guard, "stepscore.min_power": f"{power:.6f}",
                      "stepscore.threshold": f"{ta:.2f}"})
-        write_safetensors(args.out, tensors, meta)
+        write_head_file(args.out, tensors, meta)
         print(f"wrote {args.out}")
 
 

@@ -45,8 +45,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))  # add_check_weight
-from add_check_weight import read_safetensors  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))  # head_file
+from head_file import read_head_file  # noqa: E402
 from mc_step_labels import figures, labelled  # noqa: E402
 from results_table import STAT_VALUE  # noqa: E402
 from verdict_signal import key, load_set  # noqa: E402
@@ -160,9 +160,9 @@ def val_threshold(data, logits):
 
 def read_linear_head():
     """The shipped head's weights, bias, statistics and threshold."""
-    tensors, meta = read_safetensors(HEAD)
-    weights = np.array(tensors["v_head.summary.weight"][1])
-    bias = float(tensors["v_head.summary.bias"][1][0])
+    tensors, meta = read_head_file(HEAD)
+    weights = tensors["v_head.summary.weight"].ravel().astype(np.float64)
+    bias = float(tensors["v_head.summary.bias"][0])
     return weights, bias, meta["stepscore.step_stats"].split(","), float(meta["stepscore.threshold"])
 
 

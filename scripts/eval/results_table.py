@@ -21,13 +21,14 @@ import gzip
 import json
 import math
 import random
-import struct
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "scripts" / "train"))
+from head_file import read_head_file  # noqa: E402
 
 
 # Each step statistic by its head-file name, from a features row's
@@ -52,17 +53,10 @@ STAT_VALUE = {
 def read_head(path):
     """The value head of a head file as a function of (hidden row, confidence,
     digit confidence) -> P(step correct), and the file's metadata."""
-    blob = Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8 : 8 + n])
-    data = blob[8 + n :]
-    meta = header.get("__metadata__", {})
+    tensors, meta = read_head_file(path)
 
     def tensor(name):
-        info = header[name]
-        assert info["dtype"] == "F32", info
-        s, e = info["data_offsets"]
-        return list(struct.unpack(f"<{(e - s) // 4}f", data[s:e]))
+        return [float(x) for x in tensors[name].ravel()]
 
     stats = [x for x in meta.get("stepscore.step_stats", "").split(",") if x]
     if not stats and meta.get("stepscore.confidence_features") == "true":
@@ -72,7 +66,7 @@ def read_head(path):
         return ([] if stats_only else list(h)) + [STAT_VALUE[s](c, d) for s in stats]
 
     dot = lambda w, x: sum(a * b for a, b in zip(w, x))
-    if "v_head.summary.weight" in header:
+    if "v_head.summary.weight" in tensors:
         w, b = tensor("v_head.summary.weight"), tensor("v_head.summary.bias")[0]
         head = lambda h, c, d: sigmoid(dot(w, row(h, c, d)) + b)
     else:

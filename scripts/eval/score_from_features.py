@@ -27,13 +27,13 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "train"))
-from add_check_weight import read_safetensors  # noqa: E402
+from head_file import read_head_file  # noqa: E402
 
 
 def read_head(path):
     """A head file's tensors (f64 arrays) and metadata."""
-    tensors, meta = read_safetensors(path)
-    return {k: np.array(v, dtype=np.float64).reshape(shape) for k, (shape, v) in tensors.items()}, meta
+    tensors, meta = read_head_file(path)
+    return {k: v.astype(np.float64) for k, v in tensors.items()}, meta
 
 
 MODELS = Path(__file__).resolve().parents[2] / "crates" / "stepscore" / "models"

@@ -19,7 +19,6 @@ usage: add_check_weight.py --head IN.safetensors --train TRAIN.jsonl --out OUT.s
 import argparse
 import json
 import math
-import struct
 import sys
 from pathlib import Path
 
@@ -27,35 +26,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # results_table
 from results_table import labelled_traces, read_head  # noqa: E402
+from head_file import read_head_file, write_head_file  # noqa: E402
 
 STAT = "false_equation"
-
-
-def read_safetensors(path):
-    blob = Path(path).read_bytes()
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8 : 8 + n])
-    data = blob[8 + n :]
-    tensors = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        s, e = info["data_offsets"]
-        assert info["dtype"] == "F32", f"{path}: {name} is {info['dtype']}, not F32"
-        tensors[name] = (info["shape"], list(struct.unpack(f"<{(e - s) // 4}f", data[s:e])))
-    return tensors, header.get("__metadata__", {})
-
-
-def write_safetensors(path, tensors, meta):
-    header, chunks, at = {"__metadata__": meta}, [], 0
-    for name, (shape, values) in tensors.items():
-        raw = struct.pack(f"<{len(values)}f", *values)
-        header[name] = {"dtype": "F32", "shape": shape, "data_offsets": [at, at + len(raw)]}
-        chunks.append(raw)
-        at += len(raw)
-    text = json.dumps(header, separators=(",", ":")).encode()
-    text += b" " * (-len(text) % 8)
-    Path(path).write_bytes(struct.pack("<Q", len(text)) + text + b"".join(chunks))
 
 
 def main():
@@ -65,7 +38,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--l2", type=float, default=1e-3)
     args = ap.parse_args()
-    tensors, meta = read_safetensors(args.head)
+    tensors, meta = read_head_file(args.head)
     stats = [s for s in meta.get("stepscore.step_stats", "").split(",") if s]
     if "v_head.summary.weight" not in tensors or meta.get("stepscore.stats_only") != "true" or STAT in stats:
         raise SystemExit(f"{args.head}: needs a linear stats-only head that does not read {STAT} yet")
@@ -92,16 +65,17 @@ def main():
             break
     flagged, flagged_right = int(flag.sum()), int(((flag > 0) & (y > 0)).sum())
     separable = flagged > 0 and flagged_right == 0
-    shape, weights = tensors["v_head.summary.weight"]
-    tensors["v_head.summary.weight"] = ([1, shape[1] + 1], weights + [float(np.float32(w))])
+    weights = tensors["v_head.summary.weight"]
+    width = weights.shape[1] + 1
+    tensors["v_head.summary.weight"] = np.append(weights, np.float32(w)).reshape(1, width)
     meta = dict(meta)
     meta["stepscore.step_stats"] = ",".join(stats + [STAT])
-    meta["stepscore.width"] = str(shape[1] + 1)
+    meta["stepscore.width"] = str(width)
     meta["stepscore.check_weight"] = (
         f"{w:.4f}, fitted by scripts/train/add_check_weight.py on {len(y)} train steps "
         f"({flagged} flagged, {flagged_right} of them right; L2 {args.l2} x steps)"
     )
-    write_safetensors(args.out, tensors, meta)
+    write_head_file(args.out, tensors, meta)
     print(f"{STAT} weight {w:.4f}: {len(y)} labelled train steps, {flagged} flagged by the check, "
           f"{flagged_right} of them right" + (" (separable: the L2 term sets the size)" if separable else ""))
     print(f"wrote {args.out}")

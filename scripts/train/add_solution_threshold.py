@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "eval"))  # solution_calibration, verdict_signal
-from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
+from head_file import read_head_file, write_head_file  # noqa: E402
 from solution_calibration import best_threshold, f1_at  # noqa: E402
 from verdict_signal import ROOT, key, load_set  # noqa: E402
 
@@ -63,9 +63,9 @@ def main():
                       "f1": f1, "acc_wrong": acc_wrong, "acc_right": acc_right}))
     if args.dry_run:
         return
-    tensors, meta = read_safetensors(args.head)
+    tensors, meta = read_head_file(args.head)
     meta["stepscore.solution_threshold"] = f"{t:.6f}"
-    write_safetensors(args.head, tensors, meta)
+    write_head_file(args.head, tensors, meta)
     print(f"wrote stepscore.solution_threshold = {t:.6f} into {args.head}")
 
 

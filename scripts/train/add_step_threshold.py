@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from add_check_weight import read_safetensors, write_safetensors  # noqa: E402
+from head_file import read_head_file, write_head_file  # noqa: E402
 
 
 def main():
@@ -37,12 +37,12 @@ def main():
     print(f"threshold {threshold:.6f}: validation F1 {overall['f1']:.3f} (accuracy on erroneous "
           f"{overall['acc_erroneous']:.3f}, on correct {overall['acc_correct']:.3f}; "
           f"{overall['n_erroneous']} / {overall['n_correct']} traces)")
-    tensors, meta = read_safetensors(args.head)
+    tensors, meta = read_head_file(args.head)
     if "stepscore.threshold" in meta:
         print(f"{args.head}: replaces stepscore.threshold = {meta['stepscore.threshold']}")
     meta["stepscore.threshold"] = f"{threshold:.6f}"
     if not args.dry_run:
-        write_safetensors(args.head, tensors, meta)
+        write_head_file(args.head, tensors, meta)
         print(f"wrote {args.head}")
 
 
