@@ -1,6 +1,6 @@
 //! `Scorer.generate`: a model writes text after a prompt, token by token;
 //! the returned `Generation` is a Python iterator (a generator of tokens)
-//! over the core's `GenerationOf`, each step run detached from the
+//! over the core's `CoreGeneration`, each step run detached from the
 //! interpreter so other Python threads run meanwhile.
 
 use std::sync::atomic::Ordering;
@@ -14,7 +14,7 @@ use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use stepscore::prm::{GenerateOptions, GenerationOf, Scorer as CoreScorer};
+use stepscore::prm::{GenerateOptions, Generation as CoreGeneration, Scorer as CoreScorer};
 
 use crate::errors::IntoPy;
 
@@ -112,7 +112,7 @@ pub fn start(
     let scorer = Arc::clone(scorer);
     let prompt = prompt.to_string();
     let inner = py
-        .detach(move || GenerationOf::new(scorer, &prompt, &options))
+        .detach(move || CoreGeneration::new(scorer, &prompt, &options))
         .py_err(py)?;
     Ok(Generation { inner })
 }
@@ -146,7 +146,7 @@ pub fn many<'py>(
 /// dicts with `id`, `text` (what the token completed) and `logprob`.
 #[pyclass(module = "stepscore._stepscore")]
 pub struct Generation {
-    inner: GenerationOf<Arc<CoreScorer>>,
+    inner: CoreGeneration<Arc<CoreScorer>>,
 }
 
 #[pymethods]

@@ -10,8 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use stepscore::aggregate::{aggregate, Aggregation};
 use stepscore::prm::{
-    least_likely, HeadSource, Scorer as CoreScorer, ScorerOptions, SessionOf, StepConfidence,
-    TokenLogprob, TraceScore as CoreTraceScore,
+    least_likely, HeadSource, Scorer as CoreScorer, ScorerOptions, Session as CoreSession,
+    StepConfidence, TokenLogprob, TraceScore as CoreTraceScore,
 };
 use stepscore::segment::Segmenter;
 
@@ -839,7 +839,7 @@ impl Scorer {
     /// step's tokens (the KV cache keeps the rest).
     fn session(&self, problem: &str) -> Session {
         Session {
-            inner: SessionOf::new(Arc::clone(&self.inner), problem),
+            inner: CoreSession::new(Arc::clone(&self.inner), problem),
         }
     }
 
@@ -856,7 +856,7 @@ impl Scorer {
 /// A trace being scored step by step (from `Scorer.session`).
 #[pyclass(module = "stepscore._stepscore")]
 pub struct Session {
-    inner: SessionOf<Arc<CoreScorer>>,
+    inner: CoreSession<Arc<CoreScorer>>,
 }
 
 #[pymethods]

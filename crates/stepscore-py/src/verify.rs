@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
-use stepscore::prm::{Scorer as CoreScorer, StreamVerifierOf, VerifyEvent};
+use stepscore::prm::{Scorer as CoreScorer, StreamVerifier as CoreStreamVerifier, VerifyEvent};
 use stepscore::Error;
 
 use crate::errors::IntoPy;
@@ -22,7 +22,7 @@ pub fn start(
     source: &str,
 ) -> Result<StreamVerifier, Error> {
     let inner =
-        StreamVerifierOf::new(Arc::clone(scorer), problem, source).stopping(stop, stop_below)?;
+        CoreStreamVerifier::new(Arc::clone(scorer), problem, source).stopping(stop, stop_below)?;
     Ok(StreamVerifier {
         inner,
         text: String::new(),
@@ -37,7 +37,7 @@ pub fn start(
 /// (`finish_reason`, `done`, `usage`, `steps`, ...).
 #[pyclass(module = "stepscore._stepscore")]
 pub struct StreamVerifier {
-    inner: StreamVerifierOf<Arc<CoreScorer>>,
+    inner: CoreStreamVerifier<Arc<CoreScorer>>,
     /// The generated text so far and its length in chars, for str indices.
     text: String,
     chars: usize,

@@ -34,8 +34,8 @@ use serde::Serialize;
 use serde_json::Value;
 use stepscore::aggregate::{aggregate as aggregate_scores, first_error, Aggregation};
 use stepscore::prm::{
-    Backend, GenerateOptions, GenerationOf, Scorer, SearchEvent, SearchOptions, SearchResult,
-    SessionOf, StreamVerifierOf, VerifyEvent,
+    Backend, GenerateOptions, Generation, Scorer, SearchEvent, SearchOptions, SearchResult,
+    Session, StreamVerifier, VerifyEvent,
 };
 use stepscore::segment::Segmenter;
 use stepscore::stream::Finish;
@@ -427,7 +427,7 @@ impl WasmScorer {
                 ))
             })?),
         };
-        let verifier = StreamVerifierOf::new(Rc::clone(&self.loaded.scorer), &problem, &source)
+        let verifier = StreamVerifier::new(Rc::clone(&self.loaded.scorer), &problem, &source)
             .stopping(!threshold.is_null(), given)
             .map_err(|e| js_error(Error::from_run("verifyStream", e)))?;
         Ok(WasmStreamVerifier {
@@ -471,7 +471,7 @@ impl WasmScorer {
     pub fn session(&self, problem: JsValue) -> JsResult<WasmSession> {
         let problem = string_arg(&problem, "problem", Code::TraceInvalid)?;
         Ok(WasmSession {
-            inner: Rc::new(RefCell::new(SessionOf::new(
+            inner: Rc::new(RefCell::new(Session::new(
                 Rc::clone(&self.loaded.scorer),
                 &problem,
             ))),
@@ -490,7 +490,7 @@ impl WasmScorer {
         .map_err(js_error)?;
         let scorer = Rc::clone(&self.loaded.scorer);
         Ok(promise(async move {
-            let generation = GenerationOf::new_async(scorer, &prompt, &options)
+            let generation = Generation::new_async(scorer, &prompt, &options)
                 .await
                 .map_err(|e| js_error(Error::from_run("generate", e)))?;
             let cancel = generation.cancel_flag();
@@ -552,14 +552,14 @@ impl WasmScorer {
 /// one runs is refused (the package queues them).
 #[wasm_bindgen]
 pub struct WasmSession {
-    inner: Rc<RefCell<SessionOf<Rc<Scorer>>>>,
+    inner: Rc<RefCell<Session<Rc<Scorer>>>>,
 }
 
 const SESSION_BUSY: &str =
     "an append on this session is still running; await it before using the session";
 
 impl WasmSession {
-    fn with<T>(&self, f: impl FnOnce(&SessionOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+    fn with<T>(&self, f: impl FnOnce(&Session<Rc<Scorer>>) -> T) -> JsResult<T> {
         let s = self
             .inner
             .try_borrow()
@@ -675,7 +675,7 @@ impl WasmScorer {
 /// `next()` meanwhile is refused (the package awaits each).
 #[wasm_bindgen]
 pub struct WasmGeneration {
-    inner: Rc<RefCell<GenerationOf<Rc<Scorer>>>>,
+    inner: Rc<RefCell<Generation<Rc<Scorer>>>>,
     cancel: Arc<AtomicBool>,
 }
 
@@ -683,7 +683,7 @@ const GENERATION_BUSY: &str =
     "a next() on this generation is still running; await it before using the generation";
 
 impl WasmGeneration {
-    fn with<T>(&self, f: impl FnOnce(&GenerationOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+    fn with<T>(&self, f: impl FnOnce(&Generation<Rc<Scorer>>) -> T) -> JsResult<T> {
         let g = self
             .inner
             .try_borrow()
@@ -752,14 +752,14 @@ impl WasmGeneration {
 /// `VerifyEvent`s (camelCase keys); on `stopped` it drops the source.
 #[wasm_bindgen]
 pub struct WasmStreamVerifier {
-    inner: Rc<RefCell<StreamVerifierOf<Rc<Scorer>>>>,
+    inner: Rc<RefCell<StreamVerifier<Rc<Scorer>>>>,
 }
 
 const VERIFIER_BUSY: &str =
     "a next() on this verifier is still running; await it before pushing more";
 
 impl WasmStreamVerifier {
-    fn with_mut<T>(&self, f: impl FnOnce(&mut StreamVerifierOf<Rc<Scorer>>) -> T) -> JsResult<T> {
+    fn with_mut<T>(&self, f: impl FnOnce(&mut StreamVerifier<Rc<Scorer>>) -> T) -> JsResult<T> {
         let mut v = self
             .inner
             .try_borrow_mut()

@@ -659,7 +659,7 @@ fn sessions_extended_together_match_alone() {
     ];
     let got = {
         let mut refs = vec![&mut a, &mut b, &mut c];
-        ready(stepscore::prm::SessionOf::extend_together(&mut refs, &news)).unwrap()
+        ready(stepscore::prm::Session::extend_together(&mut refs, &news)).unwrap()
     };
     let mut alone_a = a0.clone();
     let want_a = alone_a.extend(&news[0]).unwrap();

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use serde_json::{json, Map, Value};
-use stepscore::prm::{StreamVerifierOf, VerifyEvent};
+use stepscore::prm::{StreamVerifier, VerifyEvent};
 
 use crate::model_args::ModelArgs;
 use crate::Failure;
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
         (None, Some(f)) => (args.input.display().to_string(), Box::new(f)),
         (None, None) => ("<stdin>".to_string(), Box::new(std::io::stdin())),
     };
-    let mut verifier = StreamVerifierOf::new(&scorer, &args.problem, &source)
+    let mut verifier = StreamVerifier::new(&scorer, &args.problem, &source)
         .stopping(!args.no_stop, args.stop_below)?;
     if !args.no_stop && verifier.threshold().is_none() {
         eprintln!(

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::chat::ChatFormat;
 use super::family::check_steps;
 use super::family::generative::{self, StepVerdict};
-use super::generate::{GenerateOptions, GenerationOf, StopReason};
+use super::generate::{GenerateOptions, Generation, StopReason};
 use super::head::HeadOutput;
 use super::scorer::Scorer;
 use super::template::Encoded;
@@ -81,7 +81,7 @@ impl Scorer {
             chat: false,
             system: None,
         };
-        let mut writing = GenerationOf::new_async(self, &prompt, &generate).await?;
+        let mut writing = Generation::new_async(self, &prompt, &generate).await?;
         while let Some(token) = writing.next_async().await {
             token?;
         }

@@ -101,7 +101,7 @@ pub struct GeneratedToken {
 
 /// A generation in progress, holding its scorer through `S` (a reference,
 /// or an `Arc` for bindings that outlive a borrow); iterate it for tokens.
-pub struct GenerationOf<S> {
+pub struct Generation<S> {
     scorer: S,
     options: GenerateOptions,
     sampler: Sampler,
@@ -121,10 +121,7 @@ pub struct GenerationOf<S> {
     cancel: Arc<AtomicBool>,
 }
 
-/// A generation borrowing its scorer.
-pub type Generation<'s> = GenerationOf<&'s Scorer>;
-
-impl<S> std::fmt::Debug for GenerationOf<S> {
+impl<S> std::fmt::Debug for Generation<S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Generation")
             .field("prompt_tokens", &self.prompt_len)
@@ -162,8 +159,8 @@ impl Scorer {
     /// The prompt runs here; each token runs when the iterator asks for the
     /// next one. Errors: options out of range, a prompt that fills the
     /// context, a model opened without its LM head or with layers dropped.
-    pub fn generate(&self, prompt: &str, options: &GenerateOptions) -> Result<Generation<'_>> {
-        GenerationOf::new(self, prompt, options)
+    pub fn generate(&self, prompt: &str, options: &GenerateOptions) -> Result<Generation<&Scorer>> {
+        Generation::new(self, prompt, options)
     }
 
     /// [`Scorer::generate`] for async callers (the WebGPU engine in a browser).
@@ -171,19 +168,19 @@ impl Scorer {
         &self,
         prompt: &str,
         options: &GenerateOptions,
-    ) -> Result<Generation<'_>> {
-        GenerationOf::new_async(self, prompt, options).await
+    ) -> Result<Generation<&Scorer>> {
+        Generation::new_async(self, prompt, options).await
     }
 }
 
-impl<S: Deref<Target = Scorer>> GenerationOf<S> {
+impl<S: Deref<Target = Scorer>> Generation<S> {
     /// [`Scorer::generate`] on a scorer held through `S`.
     pub fn new(scorer: S, prompt: &str, options: &GenerateOptions) -> Result<Self> {
         scorer.blocking_allowed()?;
         block_on(Self::new_async(scorer, prompt, options))
     }
 
-    /// [`GenerationOf::new`] for async callers.
+    /// [`Generation::new`] for async callers.
     pub async fn new_async(scorer: S, prompt: &str, options: &GenerateOptions) -> Result<Self> {
         let sampler = Sampler::new(options.sampling.clone())?;
         if options.max_new_tokens == 0 {
@@ -218,7 +215,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
         let mut cache = scorer.new_cache();
         scorer.cache_ready(&mut cache).await?;
         let logits = scorer.last_logits(&tokens, &mut cache).await?;
-        Ok(GenerationOf {
+        Ok(Generation {
             scorer,
             options: options.clone(),
             sampler,
@@ -236,7 +233,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     }
 }
 
-impl<S: Clone> GenerationOf<S> {
+impl<S: Clone> Generation<S> {
     /// A copy of this generation that continues from the same point (the
     /// same tokens, a copy of the KV cache, so their shared prefix is never
     /// run again) but samples with `seed`'s own random stream. It has its
@@ -244,7 +241,7 @@ impl<S: Clone> GenerationOf<S> {
     pub fn fork(&self, seed: u64) -> Result<Self> {
         let mut sampling = self.sampler.params().clone();
         sampling.seed = seed;
-        Ok(GenerationOf {
+        Ok(Generation {
             scorer: self.scorer.clone(),
             options: self.options.clone(),
             sampler: Sampler::new(sampling)?,
@@ -262,7 +259,7 @@ impl<S: Clone> GenerationOf<S> {
     }
 }
 
-impl<S: Deref<Target = Scorer>> GenerationOf<S> {
+impl<S: Deref<Target = Scorer>> Generation<S> {
     /// Why generation stopped, once it has.
     pub fn stop_reason(&self) -> Option<&StopReason> {
         self.stop.as_ref()
@@ -430,7 +427,7 @@ impl<S: Deref<Target = Scorer>> GenerationOf<S> {
     }
 }
 
-/// What a generation's next token needs (see `GenerationOf::prepare`).
+/// What a generation's next token needs (see `Generation::prepare`).
 enum Next {
     Stopped,
     Run(u32),
@@ -438,13 +435,13 @@ enum Next {
 }
 
 /// The next token of each of several generations on one scorer, as
-/// [`GenerationOf::next_async`] of each in turn would give them (the same
+/// [`Generation::next_async`] of each in turn would give them (the same
 /// tokens, bits and stops), with their forwards run as one pass on the CPU
 /// engine: a decode step of N candidates reads the weights once. `None`
 /// for a generation that has stopped. Generations on different scorers
 /// are refused.
 pub async fn next_tokens<S: Deref<Target = Scorer>>(
-    gens: &mut [&mut GenerationOf<S>],
+    gens: &mut [&mut Generation<S>],
 ) -> Result<Vec<Option<GeneratedToken>>> {
     if let Some(first) = gens.first() {
         let scorer: &Scorer = &first.scorer;
@@ -463,7 +460,7 @@ pub async fn next_tokens<S: Deref<Target = Scorer>>(
     for (i, (g, plan)) in gens.iter_mut().zip(&plans).enumerate() {
         if let Next::Run(t) = plan {
             // Disjoint fields: the scorer read, the cache written.
-            let GenerationOf {
+            let Generation {
                 scorer: s, cache, ..
             } = &mut **g;
             scorer.get_or_insert(&**s);
@@ -520,7 +517,7 @@ pub fn generate_many<S: Deref<Target = Scorer> + Clone>(
     prompt: &str,
     options: &GenerateOptions,
     n: usize,
-) -> Result<Vec<GenerationOf<S>>> {
+) -> Result<Vec<Generation<S>>> {
     scorer.blocking_allowed()?;
     block_on(generate_many_async(scorer, prompt, options, n))
 }
@@ -531,25 +528,25 @@ pub async fn generate_many_async<S: Deref<Target = Scorer> + Clone>(
     prompt: &str,
     options: &GenerateOptions,
     n: usize,
-) -> Result<Vec<GenerationOf<S>>> {
+) -> Result<Vec<Generation<S>>> {
     if n == 0 {
         return Ok(Vec::new());
     }
-    let base = GenerationOf::new_async(scorer, prompt, options).await?;
+    let base = Generation::new_async(scorer, prompt, options).await?;
     let seed = options.sampling.seed;
     let mut gens = (0..n as u64)
         .map(|i| base.fork(seed.wrapping_add(i)))
         .collect::<Result<Vec<_>>>()?;
     drop(base);
     loop {
-        let mut refs: Vec<&mut GenerationOf<S>> = gens.iter_mut().collect();
+        let mut refs: Vec<&mut Generation<S>> = gens.iter_mut().collect();
         if next_tokens(&mut refs).await?.iter().all(Option::is_none) {
             return Ok(gens);
         }
     }
 }
 
-impl<S: Deref<Target = Scorer>> Iterator for GenerationOf<S> {
+impl<S: Deref<Target = Scorer>> Iterator for Generation<S> {
     type Item = Result<GeneratedToken>;
 
     fn next(&mut self) -> Option<Self::Item> {

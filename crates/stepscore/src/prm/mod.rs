@@ -30,8 +30,7 @@ pub use family::generative::StepVerdict;
 pub use family::Family;
 pub use features::{FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
 pub use generate::{
-    generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, GenerationOf,
-    StopReason,
+    generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, StopReason,
 };
 pub use head::{HeadInput, MinWith, StepConfidence, StepStat, TokensRead};
 pub use head_file::HeadFile;
@@ -43,7 +42,7 @@ pub use scorer::{
 pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
-pub use session::{CandidateError, Session, SessionOf};
+pub use session::{CandidateError, Session};
 pub use token_classes::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
 pub use verdict::Verdict;
-pub use verify::{StreamVerifier, StreamVerifierOf, VerifyEvent};
+pub use verify::{StreamVerifier, VerifyEvent};

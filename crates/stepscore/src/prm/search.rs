@@ -39,9 +39,9 @@ use std::ops::Deref;
 use serde::{Deserialize, Serialize};
 
 use super::blocking::block_on;
-use super::generate::{next_tokens, GenerateOptions, GenerationOf, StopReason};
+use super::generate::{next_tokens, GenerateOptions, Generation, StopReason};
 use super::scorer::Scorer;
-use super::session::SessionOf;
+use super::session::Session;
 use crate::aggregate::{aggregate, Aggregation};
 use crate::error::{Error, Result};
 use crate::select::{select_with, Selection};
@@ -313,8 +313,8 @@ pub async fn search_async<S: Deref<Target = Scorer> + Clone>(
     options.validate()?;
     let mut generate = options.generate.clone();
     generate.stop_at_step = true;
-    let root = GenerationOf::new_async(generator, problem, &generate).await?;
-    let mut session = SessionOf::new(verifier, problem);
+    let root = Generation::new_async(generator, problem, &generate).await?;
+    let mut session = Session::new(verifier, problem);
     session.prime_async().await?;
     let mut run = Run {
         options,
@@ -337,8 +337,8 @@ pub async fn search_async<S: Deref<Target = Scorer> + Clone>(
 
 /// A candidate still being written: its generation and its verifier session.
 struct Live<S> {
-    gen: GenerationOf<S>,
-    session: SessionOf<S>,
+    gen: Generation<S>,
+    session: Session<S>,
 }
 
 impl<S: Deref<Target = Scorer> + Clone> Live<S> {
@@ -487,7 +487,7 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
     /// Scores what each candidate in `active` wrote since its last step
     /// (the step it completed, or the rest of its text when its generation
     /// ended), all candidates' steps run together by the verifier
-    /// (`SessionOf::extend_together`), then records each in `active`'s order.
+    /// (`Session::extend_together`), then records each in `active`'s order.
     async fn score_steps(&mut self, active: &[usize]) -> Result<()> {
         let mut wrote = Vec::with_capacity(active.len());
         for &i in active {
@@ -512,7 +512,7 @@ impl<S: Deref<Target = Scorer> + Clone> Run<'_, S> {
         let mut sessions = live_parts(&mut self.nodes, &ids, |l| &mut l.session)?;
         let before: Vec<usize> = sessions.iter().map(|s| s.computed_tokens()).collect();
         let news: Vec<Vec<&str>> = to_score.iter().map(|&(_, s)| vec![s]).collect();
-        let results = SessionOf::extend_together(&mut sessions, &news).await?;
+        let results = Session::extend_together(&mut sessions, &news).await?;
         let computed: Vec<usize> = sessions
             .iter()
             .zip(&before)

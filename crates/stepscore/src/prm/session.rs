@@ -12,8 +12,8 @@
 //! recomputes from the longest matching prefix: results never depend on the
 //! cache.
 //!
-//! A session holds its scorer through any pointer (`SessionOf<S>`): borrowed
-//! (`Session<'a>`, from [`Scorer::session`]) or shared (`Rc`/`Arc`), for
+//! A session holds its scorer through any pointer (`Session<S>`): borrowed
+//! (`Session<&Scorer>`, from [`Scorer::session`]) or shared (`Rc`/`Arc`), for
 //! callers such as the JS bindings whose sessions cannot borrow. The
 //! scorer's session constructors ([`Scorer::session`],
 //! [`Scorer::score_candidates`]) live here, beside what they make, so the
@@ -29,7 +29,7 @@ use crate::error::{Error, Result};
 
 /// A trace being scored step by step, holding its scorer through `S`.
 #[derive(Debug, Clone)]
-pub struct SessionOf<S> {
+pub struct Session<S> {
     scorer: S,
     problem: String,
     steps: Vec<String>,
@@ -44,9 +44,6 @@ pub struct SessionOf<S> {
     /// Tokens run through the model so far, over the session's life.
     computed: usize,
 }
-
-/// A session borrowing its scorer.
-pub type Session<'a> = SessionOf<&'a Scorer>;
 
 /// An extension encoded and its cache trimmed, waiting for its forward pass.
 struct Pending {
@@ -77,7 +74,7 @@ impl Scorer {
     /// assert_eq!(session.scores()[0], first);
     /// # Ok::<(), stepscore::Error>(())
     /// ```
-    pub fn session(&self, problem: &str) -> Session<'_> {
+    pub fn session(&self, problem: &str) -> Session<&Scorer> {
         Session::new(self, problem)
     }
 
@@ -120,7 +117,7 @@ impl Scorer {
             sessions.push(s);
             pending.push(p);
         }
-        let mut refs: Vec<&mut Session<'_>> = sessions.iter_mut().collect();
+        let mut refs: Vec<&mut Session<&Scorer>> = sessions.iter_mut().collect();
         run_prepared(&mut refs, pending).await.map_err(shared)
     }
 }
@@ -131,7 +128,7 @@ impl Scorer {
 /// scores. On an error the sessions of the failed pass keep their
 /// caches as they were before it. The sessions share one scorer.
 async fn run_prepared<S: Deref<Target = Scorer>>(
-    sessions: &mut [&mut SessionOf<S>],
+    sessions: &mut [&mut Session<S>],
     mut pending: Vec<Option<Pending>>,
 ) -> Result<Vec<Vec<f64>>> {
     let mut scores = vec![Vec::new(); sessions.len()];
@@ -161,7 +158,7 @@ async fn run_prepared<S: Deref<Target = Scorer>>(
         {
             if let Some(p) = p {
                 // Disjoint fields: the scorer read, the cache written.
-                let SessionOf {
+                let Session {
                     scorer: sc, cache, ..
                 } = &mut **s;
                 scorer.get_or_insert(&**sc);
@@ -213,11 +210,11 @@ impl std::error::Error for CandidateError {
     }
 }
 
-impl<S: Deref<Target = Scorer>> SessionOf<S> {
+impl<S: Deref<Target = Scorer>> Session<S> {
     /// Starts a session on `scorer`, any pointer to one (`&Scorer`, `Rc<Scorer>`, `Arc<Scorer>`).
     pub fn new(scorer: S, problem: &str) -> Self {
         let cache = scorer.new_cache();
-        SessionOf {
+        Session {
             scorer,
             problem: problem.to_string(),
             steps: Vec::new(),
@@ -237,7 +234,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         block_on(self.prime_async())
     }
 
-    /// [`SessionOf::prime`], awaited.
+    /// [`Session::prime`], awaited.
     pub async fn prime_async(&mut self) -> Result<()> {
         if !self.steps.is_empty() || !self.cached.is_empty() {
             return Ok(());
@@ -258,7 +255,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         block_on(self.append_async(step))
     }
 
-    /// [`SessionOf::append`], awaited: the only way to append on WebGPU in
+    /// [`Session::append`], awaited: the only way to append on WebGPU in
     /// a browser. A failed append leaves the session as it was before it.
     pub async fn append_async(&mut self, step: &str) -> Result<f64> {
         let scores = self.extend_async(&[step]).await?;
@@ -276,7 +273,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
         block_on(self.extend_async(steps))
     }
 
-    /// [`SessionOf::extend`], awaited. A failed call leaves the session as
+    /// [`Session::extend`], awaited. A failed call leaves the session as
     /// it was before it.
     pub async fn extend_async(&mut self, new: &[&str]) -> Result<Vec<f64>> {
         let Some(pending) = self.prepare(new).await? else {
@@ -302,7 +299,7 @@ impl<S: Deref<Target = Scorer>> SessionOf<S> {
     /// in its entry and is left as it was; the others still run. The outer
     /// error is the forward pass's.
     pub async fn extend_together(
-        sessions: &mut [&mut SessionOf<S>],
+        sessions: &mut [&mut Session<S>],
         news: &[Vec<&str>],
     ) -> Result<Vec<Result<Vec<f64>>>> {
         if sessions.len() != news.len() {
@@ -528,7 +525,7 @@ mod tests {
             .collect();
 
         let scorer = Rc::new(Scorer::open(&dir, &ScorerOptions::default()).unwrap());
-        let mut owned = SessionOf::new(Rc::clone(&scorer), problem);
+        let mut owned = Session::new(Rc::clone(&scorer), problem);
         let mut borrowed = scorer.session(problem);
         for (i, step) in steps.iter().enumerate() {
             let a = owned.append(step).unwrap();

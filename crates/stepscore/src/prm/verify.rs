@@ -1,6 +1,6 @@
 //! Verifying an external generator while it writes: the steps of an
 //! OpenAI-compatible stream ([`crate::stream::StepStream`]) are scored the
-//! moment each completes, on one [`SessionOf`] (each step costs its own
+//! moment each completes, on one [`Session`] (each step costs its own
 //! tokens, the prefix stays in the KV cache), and the verifier says stop
 //! when a step's score falls below the threshold — the scorer's shipped
 //! one unless the caller sets another. Transport-free like the stream: the
@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::blocking::block_on;
 use super::scorer::Scorer;
-use super::session::SessionOf;
+use super::session::Session;
 use crate::error::{Error, Result};
 use crate::stream::{Finish, StepStream, StreamItem};
 
@@ -45,9 +45,9 @@ pub enum VerifyEvent {
 
 /// A stream being verified, holding its scorer through `S`.
 #[derive(Debug)]
-pub struct StreamVerifierOf<S> {
+pub struct StreamVerifier<S> {
     stream: StepStream,
-    session: SessionOf<S>,
+    session: Session<S>,
     threshold: Option<f64>,
     /// A `Stopped` event is waiting behind the step that caused it.
     stop_next: Option<VerifyEvent>,
@@ -56,25 +56,22 @@ pub struct StreamVerifierOf<S> {
     failed: bool,
 }
 
-/// A verifier borrowing its scorer.
-pub type StreamVerifier<'s> = StreamVerifierOf<&'s Scorer>;
-
 impl Scorer {
     /// Starts verifying a stream that answers `problem` (see
-    /// [`StreamVerifierOf`]); `source` names the stream in errors.
-    pub fn verify_stream(&self, problem: &str, source: &str) -> StreamVerifier<'_> {
-        StreamVerifierOf::new(self, problem, source)
+    /// [`StreamVerifier`]); `source` names the stream in errors.
+    pub fn verify_stream(&self, problem: &str, source: &str) -> StreamVerifier<&Scorer> {
+        StreamVerifier::new(self, problem, source)
     }
 }
 
-impl<S: Deref<Target = Scorer>> StreamVerifierOf<S> {
+impl<S: Deref<Target = Scorer>> StreamVerifier<S> {
     /// A verifier stopping below the scorer's shipped threshold (none: it
     /// never stops; see [`Self::stop_below`]).
     pub fn new(scorer: S, problem: &str, source: &str) -> Self {
         let threshold = scorer.threshold();
-        StreamVerifierOf {
+        StreamVerifier {
             stream: StepStream::new(source),
-            session: SessionOf::new(scorer, problem),
+            session: Session::new(scorer, problem),
             threshold,
             stop_next: None,
             stopped: false,
@@ -158,7 +155,7 @@ impl<S: Deref<Target = Scorer>> StreamVerifierOf<S> {
     }
 
     /// The session holding the steps scored so far.
-    pub fn session(&self) -> &SessionOf<S> {
+    pub fn session(&self) -> &Session<S> {
         &self.session
     }
 
@@ -288,7 +285,7 @@ mod tests {
     }
 
     /// Every event for `body` fed 3 bytes at a time.
-    fn events(v: &mut StreamVerifier<'_>, body: &str) -> Vec<VerifyEvent> {
+    fn events(v: &mut StreamVerifier<&Scorer>, body: &str) -> Vec<VerifyEvent> {
         let mut out = Vec::new();
         for piece in body.as_bytes().chunks(3) {
             v.push(piece);
