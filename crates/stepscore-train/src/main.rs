@@ -5,9 +5,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use stepscore::prm::StepStat;
-use stepscore_train::{
-    read_examples, train_and_save, HeadKind, Neutral, ReadOptions, RowLayout, TrainConfig,
-};
+use stepscore_train::{read_examples, train_and_save, Neutral, ReadOptions, TrainFlags};
 
 #[derive(Parser)]
 #[command(
@@ -35,28 +33,11 @@ struct Args {
     /// Where to write the head (safetensors).
     #[arg(long)]
     out: PathBuf,
-    /// Head: `linear` or `mlp` (Linear(h, hidden) -> ReLU -> Linear(hidden, 1)).
-    #[arg(long, default_value = "linear", value_parser = ["linear", "mlp"])]
-    head: String,
-    /// Hidden units of the MLP head.
-    #[arg(long, default_value_t = 64)]
-    hidden: usize,
     /// Append the four confidence statistics (log1p_tokens, mean_logprob, min_logprob,
     /// mean_entropy) to every step's features (needs `--confidence` at extraction); the same
     /// as `--stats` with those four.
     #[arg(long, conflicts_with = "stats")]
     confidence: bool,
-    /// Step statistics to append, in order, comma-separated: log1p_tokens, mean_logprob,
-    /// min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob, digit_mean_logprob,
-    /// plus_minus_min_logprob, result_min_logprob, operand_min_logprob, times_divide_min_logprob,
-    /// operation_min_logprob, false_equation (needs `--confidence` at extraction); recorded as
-    /// `stepscore.step_stats`.
-    #[arg(long, value_delimiter = ',', value_parser = str::parse::<StepStat>)]
-    stats: Vec<StepStat>,
-    /// Rows are the `--stats` alone, not the hidden state (recorded as
-    /// `stepscore.stats_only`): a head of a few weights that needs no layer's states.
-    #[arg(long, requires = "stats")]
-    stats_only: bool,
     /// The layers the head reads, ascending, comma-separated (extracted with
     /// `stepscore features --layers`), recorded as `stepscore.layer` so the engine reads the
     /// same ones (absent: the final layer).
@@ -74,31 +55,16 @@ struct Args {
     /// PRM800K's neutral steps (rating 0): `good` (as read: no error), `bad`, or `drop`.
     #[arg(long, default_value = "good", value_parser = str::parse::<Neutral>)]
     neutral: Neutral,
-    #[arg(long, default_value_t = 30)]
-    epochs: usize,
-    #[arg(long, default_value_t = 256)]
-    batch_size: usize,
-    #[arg(long, default_value_t = 1e-3)]
-    lr: f64,
-    #[arg(long, default_value_t = 1e-4)]
-    weight_decay: f32,
-    /// Epochs without a better validation AUROC before stopping.
-    #[arg(long, default_value_t = 5)]
-    patience: usize,
-    #[arg(long, default_value_t = 20250607)]
-    seed: u64,
+    // The head, the step statistics it reads and the optimiser (shared with `stepscore train`).
+    #[command(flatten)]
+    flags: TrainFlags,
 }
 
 fn run(args: Args) -> stepscore_train::Result<()> {
-    let layout = RowLayout {
-        layers: args.layers.clone(),
-        stats: if args.confidence {
-            StepStat::CONFIDENCE.to_vec()
-        } else {
-            args.stats.clone()
-        },
-        stats_only: args.stats_only,
-    };
+    let mut layout = args.flags.layout(args.layers.clone());
+    if args.confidence {
+        layout.stats = StepStat::CONFIDENCE.to_vec();
+    }
     let read = ReadOptions {
         file_layers: (!args.feature_layers.is_empty()).then(|| args.feature_layers.clone()),
         neutral: args.neutral,
@@ -125,21 +91,7 @@ fn run(args: Args) -> stepscore_train::Result<()> {
         );
         Some(ex)
     };
-    let cfg = TrainConfig {
-        head: if args.head == "mlp" {
-            HeadKind::Mlp {
-                hidden: args.hidden,
-            }
-        } else {
-            HeadKind::Linear
-        },
-        epochs: args.epochs,
-        batch_size: args.batch_size,
-        learning_rate: args.lr,
-        weight_decay: args.weight_decay,
-        patience: args.patience,
-        seed: args.seed,
-    };
+    let cfg = args.flags.config();
     let whole = if args.threshold_on.is_empty() {
         None
     } else {

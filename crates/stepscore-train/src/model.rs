@@ -4,17 +4,8 @@ use burn::nn::{Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
 
+use crate::config::HeadKind;
 use crate::error::{Error, Result};
-
-/// Which head to train.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HeadKind {
-    Linear,
-    /// One hidden layer of this many ReLU units.
-    Mlp {
-        hidden: usize,
-    },
-}
 
 #[derive(Module, Debug)]
 pub struct HeadModel {

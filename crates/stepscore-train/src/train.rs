@@ -5,42 +5,15 @@ use burn::optim::{AdamConfig, GradientsParams};
 use burn::prelude::*;
 
 use crate::calibrate::{calibrate, Calibrated};
+use crate::config::{HeadKind, TrainConfig};
 use crate::data::{Examples, RowLayout};
 use crate::error::{Error, Result};
 use crate::export::ExportedHead;
-use crate::model::{HeadKind, HeadModel};
+use crate::model::HeadModel;
 use crate::standardize::Standardizer;
 
 /// Rows per forward pass when predicting (bounds the tensor size, not the data size).
 const PREDICT_CHUNK: usize = 4096;
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct TrainConfig {
-    pub head: HeadKind,
-    pub epochs: usize,
-    pub batch_size: usize,
-    pub learning_rate: f64,
-    /// L2 penalty added to the gradient by Adam (0 = none).
-    pub weight_decay: f32,
-    /// Stop after this many epochs without a better validation AUROC.
-    pub patience: usize,
-    /// Seeds burn's initialization and the minibatch shuffle.
-    pub seed: u64,
-}
-
-impl Default for TrainConfig {
-    fn default() -> Self {
-        TrainConfig {
-            head: HeadKind::Linear,
-            epochs: 30,
-            batch_size: 256,
-            learning_rate: 1e-3,
-            weight_decay: 1e-4,
-            patience: 5,
-            seed: 20250607,
-        }
-    }
-}
 
 /// One line of the training log. Epoch 0 is the untrained model.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -42,25 +42,6 @@ pub struct Args {
     #[arg(long, short)]
     pub model: Option<PathBuf>,
 
-    #[arg(long, default_value_t = 30)]
-    pub epochs: usize,
-
-    #[arg(long, default_value_t = 256)]
-    pub batch_size: usize,
-
-    #[arg(long, default_value_t = 1e-3)]
-    pub lr: f64,
-
-    #[arg(long, default_value_t = 1e-4)]
-    pub weight_decay: f32,
-
-    /// Epochs without a better validation AUROC before stopping.
-    #[arg(long, default_value_t = 5)]
-    pub patience: usize,
-
-    #[arg(long, default_value_t = 20250607)]
-    pub seed: u64,
-
     /// CPU threads for feature extraction (0: the default, as `--threads` of score).
     #[arg(long, default_value_t = 0, value_parser = crate::options::threads)]
     pub threads: usize,
@@ -69,30 +50,14 @@ pub struct Args {
     #[arg(long, value_parser = crate::options::positive)]
     pub max_tokens: Option<usize>,
 
-    /// Head: `linear` or `mlp` (Linear(width, --hidden) -> ReLU -> Linear(--hidden, 1)).
-    #[arg(long, default_value = "linear", value_parser = ["linear", "mlp"])]
-    pub head: String,
-
-    /// Hidden units of the MLP head.
-    #[arg(long, default_value_t = 64, value_parser = crate::options::positive)]
-    pub hidden: usize,
-
     /// Read the hidden state of layer L (0..=n_layers) instead of the final one; recorded as
     /// `stepscore.layer`.
     #[arg(long, value_name = "L")]
     pub layer: Option<usize>,
 
-    /// Step statistics joined to the hidden state, comma-separated: log1p_tokens,
-    /// mean_logprob, min_logprob, mean_entropy, digit_log1p_tokens, digit_min_logprob,
-    /// digit_mean_logprob, plus_minus_min_logprob, result_min_logprob, operand_min_logprob,
-    /// times_divide_min_logprob, operation_min_logprob (they need the backbone's LM head);
-    /// recorded as `stepscore.step_stats`.
-    #[arg(long, value_delimiter = ',', value_parser = str::parse::<stepscore::prm::StepStat>)]
-    pub stats: Vec<stepscore::prm::StepStat>,
-
-    /// The head reads the --stats alone, not the hidden state (`stepscore.stats_only`).
-    #[arg(long, requires = "stats")]
-    pub stats_only: bool,
+    // The head, the step statistics it reads and the optimiser (shared with `stepscore-train`).
+    #[command(flatten)]
+    pub flags: stepscore_train::TrainFlags,
 }
 
 #[cfg(not(feature = "train"))]
@@ -118,9 +83,7 @@ mod with_trainer {
     use stepscore::prm::{
         Family, FeatureOptions, HeadSource, Scorer, ScorerOptions, StepFeatures, Truncation,
     };
-    use stepscore_train::{
-        train_and_save, Examples, ExamplesBuilder, HeadKind, RowLayout, TrainConfig,
-    };
+    use stepscore_train::{train_and_save, Examples, ExamplesBuilder};
 
     use super::Args;
     use crate::commands::fetch;
@@ -145,16 +108,12 @@ mod with_trainer {
         eprintln!("stepscore train: backbone {}", model.display());
 
         let started = Instant::now();
-        let layout = RowLayout {
-            layers: args.layer.into_iter().collect(),
-            stats: args.stats.clone(),
-            stats_only: args.stats_only,
-        };
+        let layout = args.flags.layout(args.layer.into_iter().collect());
         let mut train_set = ExamplesBuilder::new(&layout);
         let mut held_out = ExamplesBuilder::new(&layout);
         let features = FeatureOptions {
             layers: args.layer.into_iter().collect(),
-            confidence: !args.stats.is_empty(),
+            confidence: !args.flags.stats.is_empty(),
         };
         let split = args.val.is_none();
         let (mut labelled, mut bad) = (0usize, 0usize);
@@ -194,21 +153,7 @@ mod with_trainer {
             val_ex.as_ref().map_or(0, Examples::len)
         );
 
-        let cfg = TrainConfig {
-            head: if args.head == "mlp" {
-                HeadKind::Mlp {
-                    hidden: args.hidden,
-                }
-            } else {
-                HeadKind::Linear
-            },
-            epochs: args.epochs,
-            batch_size: args.batch_size,
-            learning_rate: args.lr,
-            weight_decay: args.weight_decay,
-            patience: args.patience,
-            seed: args.seed,
-        };
+        let cfg = args.flags.config();
         train_and_save(&train_ex, val_ex.as_ref(), None, &cfg, &args.out, &layout).map_err(
             |e| match e {
                 stepscore_train::Error::Io { .. } => Failure::Io(e.to_string()),
