@@ -5,6 +5,10 @@
 #                                       with the CLI binary as its `stepscore` command
 #   stepscore-<version>.tar.gz              the Python sdist
 #   stepscore-<version>-<target>.tar.gz     the CLI: binary, README.md, LICENSE
+# The release profile makes a wheel and a CLI archive for x86_64 and for aarch64
+# (both linked by zig against glibc 2.17; the aarch64 CLI is started under
+# qemu-aarch64 when it is installed); the dev profile, for the host.
+# STEPSCORE_RELEASE_TARGETS="x86_64-unknown-linux-gnu" limits the release targets.
 # Publishing them stays a maintainer's step.
 #
 #   scripts/release.sh                  release profile (what would be published)
@@ -66,51 +70,72 @@ tools=("maturin>=1.9.4,<2")
 if [ "$profile" = release ]; then tools+=("ziglang>=0.13" "cargo-zigbuild>=0.19"); fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "${tools[@]}"
 
-step "CLI"
-if [ "$profile" = dev ] && [ -n "${STEPSCORE_DEV_CLI:-}" ]; then
-    # scripts/test.sh's: the workspace test build's CLI, not a second build.
-    cli=$STEPSCORE_DEV_CLI
-elif [ "$profile" = dev ]; then
-    cargo build --locked -q -p stepscore-cli
-    cli=$target_dir/debug/stepscore
-else
-    # The `.2.17` suffix: cargo-zigbuild links against that glibc's symbol versions.
-    PATH="$PWD/$venv/bin:$PATH" cargo zigbuild --locked -q --release -p stepscore-cli \
-        --target x86_64-unknown-linux-gnu.2.17
-    cli=$target_dir/x86_64-unknown-linux-gnu/release/stepscore
-fi
-# The wheel's `stepscore` command runs the same binary from inside the
-# package (crates/stepscore-py/python/stepscore/_bin/, ignored by git and so
-# left out of the sdist; stepscore/_cli.py execs it). Stripped: debug info
-# would make the wheel several times larger.
-bin_dir=crates/stepscore-py/python/stepscore/_bin
-rm -rf "$bin_dir"
-mkdir -p "$bin_dir"
-cp "$cli" "$bin_dir/stepscore"
-strip "$bin_dir/stepscore"
-
-step "Python wheel and sdist"
-maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
 if [ "$profile" = dev ]; then
-    maturin_args+=(--profile dev)
+    targets=("$host")
 else
-    # --strip: the release profile keeps line tables for local backtraces;
-    # a published wheel does not need them (27 MB -> about 9 MB).
-    maturin_args+=(--release --zig --compatibility manylinux2014 --strip)
+    read -r -a targets <<< "${STEPSCORE_RELEASE_TARGETS:-x86_64-unknown-linux-gnu aarch64-unknown-linux-gnu}"
 fi
-PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}"
-PATH="$PWD/$venv/bin:$PATH" maturin sdist -m crates/stepscore-py/Cargo.toml --out "$out"
-
-step "CLI archive"
-name=stepscore-$version-$host
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
-mkdir -p "$stage/$name/examples"
-# The stripped binary the wheel carries.
-cp "$bin_dir/stepscore" README.md LICENSE "$stage/$name/"
-# The README's quickstart scores these from the unpacked directory.
-cp examples/traces.jsonl "$stage/$name/examples/"
-tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
+bin_dir=crates/stepscore-py/python/stepscore/_bin
+for target in "${targets[@]}"; do
+    step "CLI ($target)"
+    if [ "$profile" = dev ] && [ -n "${STEPSCORE_DEV_CLI:-}" ]; then
+        # scripts/test.sh's: the workspace test build's CLI, not a second build.
+        cli=$STEPSCORE_DEV_CLI
+    elif [ "$profile" = dev ]; then
+        cargo build --locked -q -p stepscore-cli
+        cli=$target_dir/debug/stepscore
+    else
+        rustup target list --installed | grep -qx "$target" || rustup target add "$target"
+        # The `.2.17` suffix: cargo-zigbuild links against that glibc's symbol versions.
+        PATH="$PWD/$venv/bin:$PATH" cargo zigbuild --locked -q --release -p stepscore-cli \
+            --target "$target.2.17"
+        cli=$target_dir/$target/release/stepscore
+    fi
+    # The wheel's `stepscore` command runs the same binary from inside the
+    # package (crates/stepscore-py/python/stepscore/_bin/, ignored by git and so
+    # left out of the sdist; stepscore/_cli.py execs it). Stripped: debug info
+    # would make the wheel several times larger.
+    rm -rf "$bin_dir"
+    mkdir -p "$bin_dir"
+    cp "$cli" "$bin_dir/stepscore"
+    case $target in
+        "$host") strip "$bin_dir/stepscore" ;;
+        # The host's binutils read only the host's machine code.
+        aarch64-*) aarch64-linux-gnu-strip "$bin_dir/stepscore" ;;
+        *) echo "release.sh: no strip for $target" >&2; exit 1 ;;
+    esac
+    if [ "$target" != "$host" ] && command -v qemu-aarch64 >/dev/null; then
+        # The cross-built CLI starts and detects its kernels (scoring needs a model:
+        # scripts/test/test-aarch64.sh runs the engine's tests on aarch64).
+        qemu-aarch64 "$bin_dir/stepscore" --version
+        qemu-aarch64 "$bin_dir/stepscore" doctor | grep 'CPU kernels'
+    fi
+
+    step "Python wheel ($target)"
+    maturin_args=(--locked -m crates/stepscore-py/Cargo.toml --out "$out")
+    if [ "$profile" = dev ]; then
+        maturin_args+=(--profile dev)
+    else
+        # --strip: the release profile keeps line tables for local backtraces;
+        # a published wheel does not need them (27 MB -> about 9 MB).
+        maturin_args+=(--release --zig --compatibility manylinux2014 --strip --target "$target")
+    fi
+    PATH="$PWD/$venv/bin:$PATH" maturin build "${maturin_args[@]}"
+
+    step "CLI archive ($target)"
+    name=stepscore-$version-$target
+    mkdir -p "$stage/$name/examples"
+    # The stripped binary the wheel carries.
+    cp "$bin_dir/stepscore" README.md LICENSE "$stage/$name/"
+    # The README's quickstart scores these from the unpacked directory.
+    cp examples/traces.jsonl "$stage/$name/examples/"
+    tar -C "$stage" -czf "$out/$name.tar.gz" "$name"
+done
+
+step "Python sdist"
+PATH="$PWD/$venv/bin:$PATH" maturin sdist -m crates/stepscore-py/Cargo.toml --out "$out"
 
 echo "== release ($profile): artifacts in $out ($(( $(date +%s) - t0 )) s)"
 (cd "$out" && for f in *; do printf '  %-60s %12d bytes\n' "$f" "$(stat -c %s "$f")"; done)

@@ -70,6 +70,12 @@ section "wasm package (pkg/): Node tests, types"
 # The SIMD128 kernels against the portable ones, bit for bit, on wasm32 in Node.
 scripts/test/test-wasm-kernels.sh
 
+section "aarch64: the engine and core suites under qemu-aarch64 (NEON and sdot kernels against the portable bits)"
+# Model files are left out (an empty cache): under qemu one SmolLM2 model test takes
+# ~5 minutes; every test that needs no download runs, the llama.cpp fixtures and the
+# float64 reference forward included.
+STEPSCORE_CACHE="$(mktemp -d)" scripts/test/test-aarch64.sh
+
 section "npm package in Chromium (pkg/test/browser)"
 scripts/test/test-browser.sh
 

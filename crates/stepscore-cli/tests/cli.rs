@@ -577,6 +577,14 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
             "generative"
         ])
     );
+    // The CPU kernels this process runs, as STEPSCORE_SIMD names them.
+    let kernels = v["cpu_kernels"].as_str().unwrap_or_default();
+    let arch_sets: &[&str] = match std::env::consts::ARCH {
+        "x86_64" => &["portable", "avx2", "avxvnni", "avx512"],
+        "aarch64" => &["portable", "neon", "neondot"],
+        _ => &["portable"],
+    };
+    assert!(arch_sets.contains(&kernels), "{v}");
     let adapters = v["adapters"].as_array().expect("adapters array");
     for a in adapters {
         assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");

@@ -199,6 +199,8 @@ fn backends() -> Vec<Simd> {
         Simd::AvxVnni,
         Simd::Avx512,
         Simd::Wasm128,
+        Simd::Neon,
+        Simd::NeonDot,
     ]
     .into_iter()
     .filter(|b| b.is_available())
@@ -469,19 +471,27 @@ fn decode_shapes_give_the_portable_bits() {
 
 /// The prefill tiles on AVX-512 and AVX2 (K-quants: 16 rows x 8 tokens;
 /// 32-element formats: 8 rows x 4 tokens, two rows per register and quants
-/// stored unsigned on AVX-512, one row per lane and signed on AVX2) compute
+/// stored unsigned on AVX-512, one row per lane and signed on AVX2) and on
+/// NEON with and without `sdot` (K-quants: 4 rows x 2 tokens; 32-element
+/// formats: 4 rows x 1 token) compute
 /// every integer sum exactly and accumulate in the portable kernel's f32
 /// order, so they must equal it bit for bit: shapes cover partial row
 /// groups and token tiles, several groups, thread splits inside a group,
 /// row selections, and rows longer than one AVX2 pass of 32 blocks (33, 70).
 #[test]
 fn prefill_tiles_equal_the_portable_kernel_bit_for_bit() {
-    let tiled: Vec<Simd> = [Simd::Avx2, Simd::AvxVnni, Simd::Avx512]
-        .into_iter()
-        .filter(|b| b.is_available())
-        .collect();
+    let tiled: Vec<Simd> = [
+        Simd::Avx2,
+        Simd::AvxVnni,
+        Simd::Avx512,
+        Simd::Neon,
+        Simd::NeonDot,
+    ]
+    .into_iter()
+    .filter(|b| b.is_available())
+    .collect();
     if tiled.is_empty() {
-        eprintln!("no AVX2 on this CPU: the tiled kernels are not exercised");
+        eprintln!("no AVX2 or NEON on this CPU: the tiled kernels are not exercised");
         return;
     }
     let mut rng = Rng(2024);

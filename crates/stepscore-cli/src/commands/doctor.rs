@@ -1,6 +1,7 @@
 //! `stepscore doctor`: every GPU adapter wgpu finds, with its backend,
 //! device type, features and the limits the engine depends on, what
-//! `--backend auto` would choose and why, and the decoder architectures and
+//! `--backend auto` would choose and why, the CPU engine's kernels (the
+//! instruction set `Simd::detect` chose), and the decoder architectures and
 //! PRM families this build runs.
 
 use std::io::Write;
@@ -8,6 +9,7 @@ use std::io::Write;
 use stepscore::gpu::{Float16Path, GpuContext};
 use stepscore::model::Arch;
 use stepscore::prm::{auto_preference, Backend, Family};
+use stepscore::quant::{Simd, SIMD_ENV};
 
 use crate::Failure;
 
@@ -47,6 +49,7 @@ pub fn run(args: Args) -> Result<(), Failure> {
             })
             .collect();
         let value = serde_json::json!({
+            "cpu_kernels": Simd::detect().name(),
             "architectures": Arch::ALL.iter().map(Arch::name).collect::<Vec<_>>(),
             "families": Family::ALL.iter().map(Family::name).collect::<Vec<_>>(),
             "adapters": list,
@@ -111,6 +114,14 @@ pub fn run(args: Args) -> Result<(), Failure> {
         out,
         "--backend auto would use: {}{on} ({})",
         auto.chosen, auto.reason
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "CPU kernels:    {} ({} on {}; {SIMD_ENV} caps it)",
+        Simd::detect().name(),
+        std::env::consts::ARCH,
+        std::env::consts::OS
     )
     .map_err(io)?;
     let names = |v: Vec<&str>| v.join(", ");

@@ -99,10 +99,16 @@ pub enum Simd {
     /// WebAssembly SIMD128 intrinsics (`wasm.rs`): wasm32 builds with the
     /// `simd128` target feature, which the module's validation checks at load.
     Wasm128,
+    /// aarch64 Advanced SIMD (ARMv8.0, every aarch64 CPU): the `arm/` tiles
+    /// with widening int8 multiplies.
+    Neon,
+    /// NEON and the dot-product extension (`sdot`, ARMv8.2+: Apple M1 on,
+    /// Graviton 2 on, Cortex-A76 on), detected at run time.
+    NeonDot,
 }
 
 /// Environment variable that caps the instruction set (`portable`, `avx2`,
-/// `avxvnni`, `avx512`): to measure or reproduce on this machine what an older CPU
+/// `avxvnni`, `avx512`; on aarch64 `neon`, `neondot`): to measure or reproduce on this machine what an older CPU
 /// runs. The results are the same bits whatever it says.
 pub const SIMD_ENV: &str = "STEPSCORE_SIMD";
 
@@ -132,8 +138,8 @@ impl Simd {
     fn capped(best: Simd, cap: &str) -> std::result::Result<Simd, String> {
         let rank = |s: Simd| match s {
             Simd::Portable => 0,
-            Simd::Avx2 | Simd::Wasm128 => 1,
-            Simd::AvxVnni => 2,
+            Simd::Avx2 | Simd::Wasm128 | Simd::Neon => 1,
+            Simd::AvxVnni | Simd::NeonDot => 2,
             Simd::Avx512 => 3,
         };
         let want = match cap.trim().to_ascii_lowercase().as_str() {
@@ -141,13 +147,18 @@ impl Simd {
             "avx2" => Simd::Avx2,
             "avxvnni" => Simd::AvxVnni,
             "avx512" => Simd::Avx512,
+            "neon" => Simd::Neon,
+            "neondot" => Simd::NeonDot,
             _ => {
                 return Err(format!(
-                    "{SIMD_ENV}={cap:?} is not one of portable, avx2, avxvnni, avx512"
-                ))
+                "{SIMD_ENV}={cap:?} is not one of portable, avx2, avxvnni, avx512, neon, neondot"
+            ))
             }
         };
-        Ok(if rank(want) >= rank(best) {
+        // A cap names one architecture's sets; another's leaves `best` alone.
+        let arm = |s: Simd| matches!(s, Simd::Neon | Simd::NeonDot);
+        let other_arch = want != Simd::Portable && best != Simd::Portable && arm(want) != arm(best);
+        Ok(if other_arch || rank(want) >= rank(best) {
             best
         } else if want == Simd::AvxVnni && !Simd::has_avx_vnni() {
             // An AVX-512 CPU without AVX-VNNI (AMD Zen 4): the next set down.
@@ -165,6 +176,8 @@ impl Simd {
             Simd::AvxVnni => "avxvnni",
             Simd::Avx512 => "avx512",
             Simd::Wasm128 => "wasm128",
+            Simd::Neon => "neon",
+            Simd::NeonDot => "neondot",
         }
     }
 
@@ -188,6 +201,13 @@ impl Simd {
         if cfg!(all(target_arch = "wasm32", target_feature = "simd128")) {
             return Simd::Wasm128;
         }
+        #[cfg(target_arch = "aarch64")]
+        return if std::arch::is_aarch64_feature_detected!("dotprod") {
+            Simd::NeonDot
+        } else {
+            Simd::Neon
+        };
+        #[cfg(not(target_arch = "aarch64"))]
         Simd::Portable
     }
 
@@ -201,6 +221,8 @@ impl Simd {
             Simd::AvxVnni => matches!(hw, Simd::AvxVnni | Simd::Avx512) && Simd::has_avx_vnni(),
             Simd::Avx512 => hw == Simd::Avx512,
             Simd::Wasm128 => hw == Simd::Wasm128,
+            Simd::Neon => matches!(hw, Simd::Neon | Simd::NeonDot),
+            Simd::NeonDot => hw == Simd::NeonDot,
         }
     }
 
@@ -553,6 +575,25 @@ fn worker(
             ActData::F32(_) => {}
         }
     }
+    #[cfg(target_arch = "aarch64")]
+    if let Simd::Neon | Simd::NeonDot = backend {
+        let row_of = |i| sel.row(i);
+        let (min, _) = flavour(w.ty);
+        let dot = backend == Simd::NeonDot;
+        match &acts.data {
+            ActData::Q8K(x) => {
+                return super::arm::ktile::worker(
+                    w.ty, w.data, w.cols, min, dot, row_of, lo, hi, x, n_tokens, &mut outs,
+                )
+            }
+            ActData::Q8(x) => {
+                return super::arm::tile32::worker(
+                    w.ty, w.data, w.cols, min, dot, row_of, lo, hi, x, n_tokens, &mut outs,
+                )
+            }
+            ActData::F32(_) => {}
+        }
+    }
     let mut c0 = lo;
     while c0 < hi {
         let c1 = (c0 + chunk).min(hi);
@@ -647,6 +688,9 @@ fn tile<const T: usize>(
                     // SAFETY: every token slice is `cols` long, as the row.
                     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
                     Simd::Wasm128 => unsafe { super::wasm::dot_f32::<T>(wr, &a) },
+                    // SAFETY: as for wasm; NEON is part of every aarch64 CPU.
+                    #[cfg(target_arch = "aarch64")]
+                    Simd::Neon | Simd::NeonDot => unsafe { super::arm::dot_f32::<T>(wr, &a) },
                     _ => portable::dot_f32::<T>(wr, &a),
                 }
             }
@@ -761,6 +805,12 @@ mod tests {
         };
         assert_eq!(Simd::capped(Simd::Avx512, "avxvnni"), Ok(want));
         assert_eq!(Simd::capped(Simd::Wasm128, "avx2"), Ok(Simd::Wasm128));
+        assert_eq!(Simd::capped(Simd::NeonDot, "neon"), Ok(Simd::Neon));
+        assert_eq!(Simd::capped(Simd::Neon, "NeonDot"), Ok(Simd::Neon));
+        assert_eq!(Simd::capped(Simd::NeonDot, "portable"), Ok(Simd::Portable));
+        // A cap for another architecture's sets leaves the CPU's best alone.
+        assert_eq!(Simd::capped(Simd::NeonDot, "avx2"), Ok(Simd::NeonDot));
+        assert_eq!(Simd::capped(Simd::Avx512, "neon"), Ok(Simd::Avx512));
         let e = Simd::capped(Simd::Avx2, "sse4").unwrap_err();
         assert!(e.contains("STEPSCORE_SIMD") && e.contains("sse4"), "{e}");
     }

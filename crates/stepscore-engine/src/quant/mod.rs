@@ -5,8 +5,8 @@
 //!   llama.cpp's reference activation quantizers, bit-exact;
 //! - [`matmul`] and friends: weight matrix x activations, computed the way
 //!   ggml's CPU backend does (activations in the weight's vec_dot_type,
-//!   integer block sums), multi-threaded, with AVX2 kernels on x86_64 and
-//!   SIMD128 kernels on wasm32.
+//!   integer block sums), multi-threaded, with AVX2/AVX-512 kernels on
+//!   x86_64, NEON kernels on aarch64 and SIMD128 kernels on wasm32.
 //!
 //! Exactness is checked against fixtures generated from llama.cpp's own C
 //! code (scripts/reference/quant/, tests/fixtures/quant/).
@@ -21,16 +21,23 @@
 //! `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats,
 //! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2). `wasm/`: SIMD128
 //! through the same group loop, `ktile.rs` (K-quants), `tile32.rs`
-//! (32-element formats) and `mod.rs` (f32 rows). All give the portable kernels' bits
+//! (32-element formats) and `mod.rs` (f32 rows). `arm/`: NEON (`Neon`, int8
+//! `smull`) and its dot-product extension (`NeonDot`, `sdot`) through the
+//! same group loop, `ktile.rs`, `tile32.rs` and `mod.rs` (f32 rows and the
+//! shared integer sums). All give the portable kernels' bits
 //! (tests/quant_matmul.rs `every_instruction_set_gives_the_portable_bits`,
 //! `decode_shapes_give_the_portable_bits`).
 
 mod act;
+/// aarch64 kernels: NEON and the dot-product extension (one folder per instruction set).
+#[cfg(target_arch = "aarch64")]
+mod arm;
 mod blocks;
 mod dequant;
 mod fp;
 #[cfg(any(
     target_arch = "x86_64",
+    target_arch = "aarch64",
     all(target_arch = "wasm32", target_feature = "simd128")
 ))]
 mod groups;
