@@ -109,8 +109,9 @@ for target in "${targets[@]}"; do
     if [ "$target" != "$host" ] && command -v qemu-aarch64 >/dev/null; then
         # The cross-built CLI starts and detects its kernels (scoring needs a model:
         # scripts/test/test-aarch64.sh runs the engine's tests on aarch64).
-        qemu-aarch64 "$bin_dir/stepscore" --version
-        qemu-aarch64 "$bin_dir/stepscore" doctor | grep 'CPU kernels'
+        # The cross libc (libc6-dev-arm64-cross) is where qemu finds the loader.
+        QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 "$bin_dir/stepscore" --version
+        QEMU_LD_PREFIX=/usr/aarch64-linux-gnu qemu-aarch64 "$bin_dir/stepscore" doctor | grep 'CPU kernels'
     fi
 
     step "Python wheel ($target)"

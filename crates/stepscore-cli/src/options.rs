@@ -33,14 +33,9 @@ pub fn finite(s: &str) -> Result<f64, String> {
     }
 }
 
-/// A count that must be at least 1 (`--max-tokens`, `--max-line-bytes`).
-pub fn positive(s: &str) -> Result<usize, String> {
-    match s.trim().parse::<usize>() {
-        Ok(0) => Err("must be at least 1".into()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{s}` is not a whole number")),
-    }
-}
+/// A count that must be at least 1 (`--max-tokens`, `--max-line-bytes`):
+/// the trainer's flags use the same parser.
+pub use stepscore_train::config::positive;
 
 /// A count from 1 to `MAX` (`serve --queue`, `--max-connections`): a
 /// bound the server turns into semaphores and buffers, so a huge value is

@@ -124,11 +124,14 @@ impl TrainFlags {
     }
 }
 
-fn positive(s: &str) -> Result<usize, String> {
-    match s.parse::<usize>() {
+/// A count that must be at least 1: the value parser of both CLIs' count
+/// flags (`stepscore`'s re-exports it), here because this is the lowest
+/// crate that parses flags.
+pub fn positive(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
         Ok(0) => Err("must be at least 1".into()),
         Ok(n) => Ok(n),
-        Err(e) => Err(e.to_string()),
+        Err(_) => Err(format!("`{s}` is not a whole number")),
     }
 }
 

@@ -1,7 +1,8 @@
 //! Causal grouped-query attention of the CPU engine over a sequence's cached
 //! keys and values: the portable loops, and the same operations compiled for
 //! AVX2 and AVX-512 (x86_64, chosen by [`Simd`]) and as SIMD128 intrinsics
-//! (wasm32, `simd128.rs`). Every variant gives the portable loops' bits:
+//! (wasm32); the hand-written sums of values are `quant/x86/values.rs` and
+//! `quant/wasm/values.rs`, the portable one `quant::weigh_values`. Every variant gives the portable loops' bits:
 //! per head, scores q . k ([`dot`]) times the scale, their max, e^(score -
 //! max), their sum in key order, then the values weighted by score / sum,
 //! summed in key order. attention.wgsl follows the same order.
@@ -16,7 +17,9 @@ use crate::model::exp::exp;
 use crate::model::ModelConfig;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 use crate::quant::dot;
-use crate::quant::Simd;
+#[cfg(target_arch = "x86_64")]
+use crate::quant::x86::values as x86;
+use crate::quant::{weigh_values, Simd};
 
 /// Causal grouped-query attention of `n` new queries (absolute positions
 /// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
@@ -310,7 +313,7 @@ unsafe fn attend_one_avx2(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32]
 }
 
 /// [`attend_one_avx2`] with the weighted sum of values in AVX-512 registers
-/// ([`weigh_values_avx512`]): the same per-element operations, so the same bits.
+/// (`x86::weigh_values_avx512`): the same per-element operations, so the same bits.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,avx512f")]
 unsafe fn attend_one_avx512(
@@ -321,113 +324,6 @@ unsafe fn attend_one_avx512(
     out: &mut [f32],
 ) {
     attend_one_body::<ZMM>(s, q, keys, values, out)
-}
-
-/// `oh[i] += Σ_j (scores[j] / sum) * v_j[i]` over keys `first..` in order,
-/// with `oh` held in up to 8 zmm registers per 128 values instead of being
-/// loaded and stored for every key. No fused multiply-add: each element
-/// gets exactly the portable loop's operations.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-unsafe fn weigh_values_avx512(
-    scores: &[f32],
-    sum: f32,
-    values: &[f32],
-    kvd: usize,
-    off: usize,
-    first: usize,
-    oh: &mut [f32],
-) {
-    use std::arch::x86_64::*;
-    let hd = oh.len();
-    if (first + scores.len()) * kvd > values.len() || off + hd > kvd {
-        // not a cache this pass built; the portable loop checks every index
-        return weigh_values(scores, sum, values, kvd, off, first, oh);
-    }
-    let mut c0 = 0;
-    while c0 + 16 <= hd {
-        let n = ((hd - c0) / 16).min(8);
-        let mut acc = [_mm512_setzero_ps(); 8];
-        for (i, a) in acc.iter_mut().enumerate().take(n) {
-            *a = _mm512_loadu_ps(oh.as_ptr().add(c0 + 16 * i));
-        }
-        for (k, &sc) in scores.iter().enumerate() {
-            let p = _mm512_set1_ps(sc / sum);
-            let v = values.as_ptr().add((first + k) * kvd + off + c0);
-            for (i, a) in acc.iter_mut().enumerate().take(n) {
-                *a = _mm512_add_ps(*a, _mm512_mul_ps(p, _mm512_loadu_ps(v.add(16 * i))));
-            }
-        }
-        for (i, a) in acc.iter().enumerate().take(n) {
-            _mm512_storeu_ps(oh.as_mut_ptr().add(c0 + 16 * i), *a);
-        }
-        c0 += 16 * n;
-    }
-    weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
-}
-
-/// [`weigh_values_avx512`] in AVX2 registers: up to 8 ymm per 64 values
-/// (a 64-value head in one pass), each element with the portable loop's
-/// operations.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn weigh_values_avx2(
-    scores: &[f32],
-    sum: f32,
-    values: &[f32],
-    kvd: usize,
-    off: usize,
-    first: usize,
-    oh: &mut [f32],
-) {
-    use std::arch::x86_64::*;
-    let hd = oh.len();
-    if (first + scores.len()) * kvd > values.len() || off + hd > kvd {
-        // not a cache this pass built; the portable loop checks every index
-        return weigh_values(scores, sum, values, kvd, off, first, oh);
-    }
-    let mut c0 = 0;
-    while c0 + 8 <= hd {
-        let n = ((hd - c0) / 8).min(8);
-        let mut acc = [_mm256_setzero_ps(); 8];
-        for (i, a) in acc.iter_mut().enumerate().take(n) {
-            *a = _mm256_loadu_ps(oh.as_ptr().add(c0 + 8 * i));
-        }
-        for (k, &sc) in scores.iter().enumerate() {
-            let p = _mm256_set1_ps(sc / sum);
-            let v = values.as_ptr().add((first + k) * kvd + off + c0);
-            for (i, a) in acc.iter_mut().enumerate().take(n) {
-                *a = _mm256_add_ps(*a, _mm256_mul_ps(p, _mm256_loadu_ps(v.add(8 * i))));
-            }
-        }
-        for (i, a) in acc.iter().enumerate().take(n) {
-            _mm256_storeu_ps(oh.as_mut_ptr().add(c0 + 8 * i), *a);
-        }
-        c0 += 8 * n;
-    }
-    weigh_values(scores, sum, values, kvd, off + c0, first, &mut oh[c0..]);
-}
-
-/// The portable form of the values' weighted sum (added to `oh`).
-#[inline(always)]
-fn weigh_values(
-    scores: &[f32],
-    sum: f32,
-    values: &[f32],
-    kvd: usize,
-    off: usize,
-    first: usize,
-    oh: &mut [f32],
-) {
-    let hd = oh.len();
-    for (k, sc) in scores.iter().enumerate() {
-        let p = sc / sum;
-        let j = first + k;
-        let vj = &values[j * kvd + off..j * kvd + off + hd];
-        for (o, v) in oh.iter_mut().zip(vj) {
-            *o += p * v;
-        }
-    }
 }
 
 /// Softmax attention of one query row (all heads) over keys/values
@@ -479,18 +375,18 @@ fn add_weighted_values<const V: u8>(
     if V == YMM {
         // SAFETY: `YMM` is only set by the AVX2 variants, whose callers
         // checked for AVX2; it checks the value rows are in bounds.
-        unsafe { weigh_values_avx2(scores, sum, values, kvd, off, first, oh) };
+        unsafe { x86::weigh_values_avx2(scores, sum, values, kvd, off, first, oh) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if V == ZMM {
         // SAFETY: `ZMM` is only set by the AVX-512 variants, whose callers
         // checked for AVX-512F; it checks the value rows are in bounds.
-        unsafe { weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
+        unsafe { x86::weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
         return;
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-    if super::simd128::weigh_values(scores, sum, values, kvd, off, first, oh) {
+    if crate::quant::wasm::values::weigh_values(scores, sum, values, kvd, off, first, oh) {
         return;
     }
     weigh_values(scores, sum, values, kvd, off, first, oh);
@@ -520,7 +416,7 @@ mod tests {
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
     #[wasm_bindgen_test::wasm_bindgen_test]
     fn simd128_attention_sums_equal_the_portable_loops() {
-        use super::super::simd128;
+        use crate::quant::wasm::values as simd128;
         use crate::quant::{dot, wasm};
         let mut s = 0x2545_f491_4f6c_dd1du64;
         let mut next = || {
@@ -611,14 +507,14 @@ mod tests {
                 weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
                 let mut got = start.clone();
                 // SAFETY: AVX2 checked above.
-                unsafe { weigh_values_avx2(&scores, sum, &values, kvd, off, first, &mut got) };
+                unsafe { x86::weigh_values_avx2(&scores, sum, &values, kvd, off, first, &mut got) };
                 let same = |g: &[f32]| g.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
                 assert!(same(&got), "AVX2, hd {hd}, head {h}: {got:?} vs {want:?}");
                 if avx512 {
                     let mut got = start.clone();
                     // SAFETY: AVX-512F checked above.
                     unsafe {
-                        weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got)
+                        x86::weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got)
                     };
                     assert!(
                         same(&got),

@@ -6,8 +6,9 @@
 //!   `forward_tapped`, `forward_rows`, `logits_for`) and the [`KvCache`];
 //!   its matmuls are `model::Matrix`'s, which `crate::quant` runs;
 //! - `attention.rs`: causal grouped-query attention, portable and compiled
-//!   for AVX2 / AVX-512 (chosen by `quant::Simd`), `simd128.rs` its
-//!   WebAssembly twin;
+//!   for AVX2 / AVX-512 (chosen by `quant::Simd`); its hand-written value
+//!   sums sit with the other kernels, one folder per instruction set
+//!   (`quant/x86/values.rs`, `quant/wasm/values.rs`);
 //! - `kernels.rs`: the heads' kernel interface (`model::Kernels`).
 //!
 //! Every instruction-set variant gives the portable code's bits; the GPU
@@ -16,7 +17,5 @@
 mod attention;
 mod forward;
 mod kernels;
-#[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
-mod simd128;
 
 pub use forward::KvCache;

@@ -19,9 +19,12 @@
 //! rows unpacked a group at a time (`groups.rs`, the loop): `ktile.rs`,
 //! K-quants, with `avx512::tile` (VNNI) or `x86::tile_k` (AVX2) /
 //! `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats,
-//! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2). `wasm/`: SIMD128
+//! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2), and `values.rs`,
+//! attention's weighted sum of values in AVX2 / AVX-512 registers (the
+//! `cpu` engine's attention calls it). `wasm/`: SIMD128
 //! through the same group loop, `ktile.rs` (K-quants), `tile32.rs`
-//! (32-element formats) and `mod.rs` (f32 rows). `arm/`: NEON (`Neon`, int8
+//! (32-element formats), `mod.rs` (f32 rows) and `values.rs` (attention's
+//! weighted values). `arm/`: NEON (`Neon`, int8
 //! `smull`) and its dot-product extension (`NeonDot`, `sdot`) through the
 //! same group loop, `ktile.rs`, `tile32.rs` and `mod.rs` (f32 rows and the
 //! shared integer sums). All give the portable kernels' bits
@@ -49,7 +52,7 @@ pub(crate) mod wasm;
 mod weights;
 /// x86-64 kernels: AVX2, AVX-VNNI and AVX-512 VNNI (one folder per instruction set).
 #[cfg(target_arch = "x86_64")]
-mod x86;
+pub(crate) mod x86;
 
 pub use act::{
     quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K,
@@ -58,5 +61,5 @@ pub use act::{
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd, SIMD_ENV};
-pub(crate) use portable::{dot, dot_f32};
+pub(crate) use portable::{dot, dot_f32, weigh_values};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};

@@ -165,6 +165,31 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     dot_f32::<1>(a, &[b])[0]
 }
 
+/// Attention's weighted sum of values, added to `oh`: `oh[i] += sum_k
+/// (scores[k] / sum) * v_{first+k}[off + i]`, one key after another (a
+/// product, then an add). The order the SIMD twins (`x86/values.rs`,
+/// `wasm/values.rs`) and attention.wgsl keep, so its bits.
+#[inline(always)]
+pub(crate) fn weigh_values(
+    scores: &[f32],
+    sum: f32,
+    values: &[f32],
+    kvd: usize,
+    off: usize,
+    first: usize,
+    oh: &mut [f32],
+) {
+    let hd = oh.len();
+    for (k, sc) in scores.iter().enumerate() {
+        let p = sc / sum;
+        let j = first + k;
+        let vj = &values[j * kvd + off..j * kvd + off + hd];
+        for (o, v) in oh.iter_mut().zip(vj) {
+            *o += p * v;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::{dot, dot_f32};

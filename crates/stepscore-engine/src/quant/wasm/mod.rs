@@ -31,6 +31,7 @@
 
 pub(super) mod ktile;
 pub(super) mod tile32;
+pub(crate) mod values;
 
 use core::arch::wasm32::*;
 

@@ -16,6 +16,7 @@ pub(super) mod avx512;
 pub(super) mod ktile;
 pub(super) mod rowdot;
 pub(super) mod tile32;
+pub(crate) mod values;
 
 use std::arch::x86_64::*;
 use std::mem::MaybeUninit;

@@ -1,6 +1,7 @@
 //! Attention's weighted sum of values as WebAssembly SIMD128 intrinsics
-//! (`attention.rs` holds the portable loop it equals bit for bit, and the
-//! test that compares them on wasm32).
+//! (`cpu/attention.rs` dispatches to it; `portable::weigh_values` is the
+//! loop it equals bit for bit, and attention.rs's tests compare them on
+//! wasm32).
 
 use core::arch::wasm32::*;
 
