@@ -75,6 +75,9 @@ section "aarch64: the engine and core suites under qemu-aarch64 (NEON and sdot k
 # ~5 minutes; every test that needs no download runs, the llama.cpp fixtures and the
 # float64 reference forward included.
 STEPSCORE_CACHE="$(mktemp -d)" scripts/test/test-aarch64.sh
+# Its build (1.4 GB) is not needed by any later step; CI's disk is not large
+# (scripts/test/test-aarch64.sh alone keeps it, for reruns).
+rm -rf target/aarch64-unknown-linux-gnu/debug
 
 section "npm package in Chromium (pkg/test/browser)"
 scripts/test/test-browser.sh
