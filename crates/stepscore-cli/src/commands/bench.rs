@@ -41,10 +41,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
+use stepscore::model::synthetic::{self, Shape, Weights};
 use stepscore::model::GgufModel;
 use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
 use stepscore::quant::Simd;
-use synthetic::{Shape, Weights};
 
 use crate::commands::fetch;
 use crate::output::Table;
@@ -52,7 +52,6 @@ use crate::Failure;
 
 mod candidates;
 mod decode;
-mod synthetic;
 
 #[derive(clap::Args, Debug)]
 #[command(
@@ -905,6 +904,66 @@ impl SyntheticTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `stepscore bench --synthetic`'s models (`stepscore::model::synthetic`): the smallest shape (random
+    /// weights of SmolLM2-135M's layout, built in memory) loads through the GGUF
+    /// path with its byte-level vocabulary, scores a trace end to end with
+    /// finite results, and its bytes follow from the seed alone.
+    #[test]
+    fn synthetic_model_loads_scores_and_stays_finite() {
+        use stepscore::model::synthetic::generate_with;
+
+        let g = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
+        let data = g.bytes.as_slice();
+        assert_eq!(
+            g.file.tensors.len(),
+            1 + 30 * 9 + 1,
+            "token_embd, 9 tensors a layer, output_norm"
+        );
+        let again = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
+        assert!(again.bytes.as_slice() == data, "same seed, same model");
+        let other = generate_with(Shape::Smollm2_135m, 4, Weights::Real).unwrap();
+        assert!(other.bytes.as_slice() != data);
+        drop((again, other));
+
+        let options = ScorerOptions {
+            family: Some(Family::Confidence),
+            threads: 2,
+            ..ScorerOptions::default()
+        };
+        let shared = GgufModel {
+            file: g.file.clone(),
+            bytes: g.bytes.clone(),
+        };
+        let scorer = Scorer::from_gguf(shared, &HeadSource::Checkpoint, &options).unwrap();
+        let cfg = scorer.model().config();
+        assert_eq!(
+            (cfg.n_layers, cfg.hidden_size, cfg.vocab_size),
+            (30, 576, 49152)
+        );
+        // Byte-level vocabulary without merges: one token per byte.
+        assert_eq!(scorer.tokenizer().encode("2 + 3", false).unwrap().len(), 5);
+        let score = scorer
+            .score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."])
+            .unwrap();
+        assert_eq!(score.step_scores.len(), 2);
+        assert!(
+            score
+                .step_scores
+                .iter()
+                .all(|s| s.is_some_and(f64::is_finite)),
+            "{:?}",
+            score.step_scores
+        );
+        let tokens: Vec<u32> = (0..24).map(|i| 3 + i * 7).collect();
+        let hidden = scorer.forward(&tokens, None).unwrap();
+        assert!(hidden.data.iter().all(|v| v.is_finite()));
+        let logits = scorer.model().logits_for(&hidden.data, None).unwrap();
+        assert_eq!(logits.len(), 24 * 49152);
+        assert!(logits.iter().all(|v| v.is_finite()));
+        // Not all equal: the random weights carry the input through.
+        assert!(hidden.data[..576] != hidden.data[576..2 * 576]);
+    }
 
     /// Issue 22/23 item 14: `bench --model stepscore-prm-qwen1.5b` with the
     /// default options needs a trace of exactly 1,056 tokens (the append

@@ -11,6 +11,8 @@ pub mod gguf;
 pub mod hf;
 pub mod kernels;
 pub mod matrix;
+/// Random-weight models of real architectures, built in memory (`stepscore bench --synthetic`).
+pub mod synthetic;
 pub mod transformer;
 
 pub use config::{Activation, Arch, ModelConfig, RopeScaling};

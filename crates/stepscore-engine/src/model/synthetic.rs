@@ -1,6 +1,7 @@
-//! Random-weight models of real architectures, built in memory: what
-//! `stepscore bench --synthetic` times on a machine without the model file
-//! (or one that can receive only a small upload).
+//! Random-weight models of real architectures, built in memory: the
+//! engine's own benchmark models, which `stepscore bench --synthetic` times
+//! on a machine without the model file (or one that can receive only a
+//! small upload).
 //!
 //! Each [`Shape`] copies a real checkpoint's dimensions, layer and head
 //! counts, vocabulary size, tied or untied output and the weight format of
@@ -13,11 +14,11 @@
 //! what the real one does. The result is a GGUF in memory, opened by the same
 //! loaders as a file.
 
-use stepscore::format::{GgufArray, GgufValue, GgufWriter, ModelBytes};
-use stepscore::ggml::GgmlType;
-use stepscore::model::GgufModel;
-use stepscore::quant::{f32_to_bf16, f32_to_f16};
-use stepscore::{Error, Result};
+use crate::format::{GgufArray, GgufValue, GgufWriter, ModelBytes};
+use crate::ggml::GgmlType;
+use crate::model::GgufModel;
+use crate::quant::{f32_to_bf16, f32_to_f16};
+use crate::{Error, Result};
 
 /// A real model's architecture, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -579,67 +580,6 @@ mod tests {
         let q = Shape::Qwen25_05b.spec().with_weights(Weights::Bf16);
         assert_eq!(q.formats_summary(), "BF16, F32");
         assert!(q.plan().iter().any(|p| p.name == "output.weight"));
-    }
-
-    /// `stepscore bench --synthetic`'s models: the smallest shape (random
-    /// weights of SmolLM2-135M's layout, built in memory) loads through the GGUF
-    /// path with its byte-level vocabulary, scores a trace end to end with
-    /// finite results, and its bytes follow from the seed alone.
-    #[test]
-    fn synthetic_model_loads_scores_and_stays_finite() {
-        use stepscore::model::GgufModel;
-        use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
-
-        let g = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
-        let data = g.bytes.as_slice();
-        assert_eq!(
-            g.file.tensors.len(),
-            1 + 30 * 9 + 1,
-            "token_embd, 9 tensors a layer, output_norm"
-        );
-        let again = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
-        assert!(again.bytes.as_slice() == data, "same seed, same model");
-        let other = generate_with(Shape::Smollm2_135m, 4, Weights::Real).unwrap();
-        assert!(other.bytes.as_slice() != data);
-        drop((again, other));
-
-        let options = ScorerOptions {
-            family: Some(Family::Confidence),
-            threads: 2,
-            ..ScorerOptions::default()
-        };
-        let shared = GgufModel {
-            file: g.file.clone(),
-            bytes: g.bytes.clone(),
-        };
-        let scorer = Scorer::from_gguf(shared, &HeadSource::Checkpoint, &options).unwrap();
-        let cfg = scorer.model().config();
-        assert_eq!(
-            (cfg.n_layers, cfg.hidden_size, cfg.vocab_size),
-            (30, 576, 49152)
-        );
-        // Byte-level vocabulary without merges: one token per byte.
-        assert_eq!(scorer.tokenizer().encode("2 + 3", false).unwrap().len(), 5);
-        let score = scorer
-            .score_steps("What is 2 + 3?", &["2 + 3 = 5.", "The answer is 5."])
-            .unwrap();
-        assert_eq!(score.step_scores.len(), 2);
-        assert!(
-            score
-                .step_scores
-                .iter()
-                .all(|s| s.is_some_and(f64::is_finite)),
-            "{:?}",
-            score.step_scores
-        );
-        let tokens: Vec<u32> = (0..24).map(|i| 3 + i * 7).collect();
-        let hidden = scorer.forward(&tokens, None).unwrap();
-        assert!(hidden.data.iter().all(|v| v.is_finite()));
-        let logits = scorer.model().logits_for(&hidden.data, None).unwrap();
-        assert_eq!(logits.len(), 24 * 49152);
-        assert!(logits.iter().all(|v| v.is_finite()));
-        // Not all equal: the random weights carry the input through.
-        assert!(hidden.data[..576] != hidden.data[576..2 * 576]);
     }
 
     /// `bench --synthetic SHAPE --weights f16`: every matrix of the shape in
