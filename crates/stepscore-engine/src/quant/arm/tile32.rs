@@ -17,46 +17,13 @@ use core::arch::aarch64::*;
 use super::quad_sums;
 use crate::ggml::GgmlType;
 use crate::quant::act::BlockQ8;
-use crate::quant::blocks::unpack32;
 use crate::quant::portable::lane_tree;
 
 /// Rows per group.
 const ROWS: usize = 4;
 
-/// One 32-element block of `ROWS` weight rows.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct Rows32 {
-    q: [[i8; 32]; ROWS],
-    d: [f32; ROWS],
-    /// The min term's weight (`m`, zero for formats without one).
-    m: [f32; ROWS],
-}
-
-const ZERO_ROWS: Rows32 = Rows32 {
-    q: [[0; 32]; ROWS],
-    d: [0.0; ROWS],
-    m: [0.0; ROWS],
-};
-
-/// Unpacks `rows` (at most `ROWS`; missing rows are zero and give 0) into
-/// `nb` blocks.
-fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [Rows32]) {
-    let bb = ty.block_bytes();
-    if rows.len() < ROWS {
-        out.fill(ZERO_ROWS);
-    }
-    let mut q = [0i8; 32];
-    for (r, &row) in rows.iter().enumerate() {
-        let src = &data[row * row_bytes..(row + 1) * row_bytes];
-        for (g, b) in out.iter_mut().zip(src.chunks_exact(bb)) {
-            let (d, m) = unpack32(ty, b, &mut q);
-            g.q[r] = q;
-            g.d[r] = d;
-            g.m[r] = m;
-        }
-    }
-}
+/// One 32-element block of `ROWS` weight rows (`groups::Rows32`).
+type Rows32 = crate::quant::groups::Rows32<i8, ROWS>;
 
 /// `out[0][r]` = row r of the group . the token, over all blocks.
 ///
@@ -124,14 +91,15 @@ pub(crate) fn worker(
 ) {
     let nb = cols / 32;
     let row_bytes = nb * ty.block_bytes();
-    let fill = |rows: &[usize], group: &mut [Rows32]| fill(ty, data, row_bytes, rows, group);
+    let fill =
+        |rows: &[usize], group: &mut [Rows32]| Rows32::fill(ty, data, row_bytes, rows, group);
     // SAFETY (all four): `groups::run` hands the kernel `nb` blocks of rows
     // and of the token; `tile_dot` runs only when `dot` (as in ktile.rs).
     macro_rules! run {
         ($min:literal) => {
             if dot {
                 crate::quant::groups::run(
-                    ZERO_ROWS,
+                    Rows32::zero(),
                     nb,
                     &row_of,
                     lo,
@@ -144,7 +112,7 @@ pub(crate) fn worker(
                 )
             } else {
                 crate::quant::groups::run(
-                    ZERO_ROWS,
+                    Rows32::zero(),
                     nb,
                     &row_of,
                     lo,

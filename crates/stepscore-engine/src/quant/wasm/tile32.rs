@@ -21,46 +21,13 @@ use core::arch::wasm32::*;
 
 use crate::ggml::GgmlType;
 use crate::quant::act::BlockQ8;
-use crate::quant::blocks::unpack32;
 use crate::quant::portable::lane_tree;
 
 /// Rows per group.
 const ROWS: usize = 2;
 
-/// One 32-element block of `ROWS` weight rows.
-#[repr(C, align(16))]
-#[derive(Clone, Copy)]
-struct Rows32 {
-    q: [[i16; 32]; ROWS],
-    d: [f32; ROWS],
-    /// The min term's weight (`m`, zero for formats without one).
-    m: [f32; ROWS],
-}
-
-const ZERO_ROWS: Rows32 = Rows32 {
-    q: [[0; 32]; ROWS],
-    d: [0.0; ROWS],
-    m: [0.0; ROWS],
-};
-
-/// Unpacks `rows` (at most `ROWS`; missing rows are zero and give 0) into
-/// `nb` blocks.
-fn fill(ty: GgmlType, data: &[u8], row_bytes: usize, rows: &[usize], out: &mut [Rows32]) {
-    let bb = ty.block_bytes();
-    if rows.len() < ROWS {
-        out.fill(ZERO_ROWS);
-    }
-    let mut q = [0i8; 32];
-    for (r, &row) in rows.iter().enumerate() {
-        let src = &data[row * row_bytes..(row + 1) * row_bytes];
-        for (g, b) in out.iter_mut().zip(src.chunks_exact(bb)) {
-            let (d, m) = unpack32(ty, b, &mut q);
-            g.q[r] = q.map(i16::from);
-            g.d[r] = d;
-            g.m[r] = m;
-        }
-    }
-}
+/// One 32-element block of `ROWS` weight rows (`groups::Rows32`).
+type Rows32 = crate::quant::groups::Rows32<i16, ROWS>;
 
 /// Lane l = p0's lanes 2l and 2l + 1 added (l < 2), then p1's: the
 /// 4-element sums of 16 elements from their 2-element sums.
@@ -126,13 +93,14 @@ pub(crate) fn worker(
 ) {
     let nb = cols / 32;
     let row_bytes = nb * ty.block_bytes();
-    let fill = |rows: &[usize], group: &mut [Rows32]| fill(ty, data, row_bytes, rows, group);
+    let fill =
+        |rows: &[usize], group: &mut [Rows32]| Rows32::fill(ty, data, row_bytes, rows, group);
     // SAFETY (both): `groups::run` hands the kernel `nb` blocks of rows and
     // of the token.
     macro_rules! run {
         ($min:literal) => {
             crate::quant::groups::run(
-                ZERO_ROWS,
+                Rows32::zero(),
                 nb,
                 row_of,
                 lo,
