@@ -1,4 +1,4 @@
-// e^x with the CPU engine's bits (src/model/exp.rs has the why and the
+// e^x with the CPU engine's bits (src/quant/exp.rs has the why and the
 // steps): only +, -, * each rounded on its own, round-half-even and bit
 // operations; constants as the bits of the CPU's f32 constants (1/k!
 // rounded once). Outside [-85, 88]: 0 or the largest f32 (WGSL has no infinity

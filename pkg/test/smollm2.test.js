@@ -26,7 +26,7 @@ const NATIVE = {
 // ggml's scheme rounds activations to 8 bits before every product, so one
 // last-bit difference upstream moves later roundings (0.04 nats when native
 // AVX2, native portable and wasm summed in different orders). They now take
-// the same float steps (quant/kernels.rs) and one e^x (model/exp.rs), so
+// the same float steps (quant/kernels.rs) and one e^x (quant/exp.rs), so
 // wasm computes the native f32 bits; only the final f64 statistics use each
 // platform's libm. Token counts exact, mean log-prob within 1e-9 nats, the
 // step score (its exp) within the matching relative bound.

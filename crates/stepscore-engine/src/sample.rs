@@ -4,13 +4,13 @@
 //! top-k, top-p, min-p, temperature, then the draw), so its documentation
 //! of each option applies. The same seed gives the same tokens on every
 //! engine and platform: the engines' logits are bit-identical, e^x is the
-//! engines' own function (`model::exp`, not the platform's libm), sums run in
+//! engines' own function (`quant::exp`, not the platform's libm), sums run in
 //! one order in f64, and the generator is SplitMix64.
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
-use crate::model::exp::exp;
+use crate::quant::exp::exp;
 
 /// How the next token is chosen. Defaults are llama.cpp's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

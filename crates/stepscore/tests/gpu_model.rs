@@ -5,7 +5,7 @@
 //! engines round each quantized matmul's input to 8 bits per block as
 //! llama.cpp does (Q8_0/Q8_1 for the 32-element formats, Q8_K for K-quants),
 //! sum exact integer block products, and take every float step in one
-//! order (quant/portable.rs, cpu/forward.rs and cpu/attention.rs, one e^x in model/exp.rs
+//! order (quant/portable.rs, cpu/forward.rs and cpu/attention.rs, one e^x in quant/exp.rs
 //! and shaders/exp.wgsl). On llvmpipe, which rounds each WGSL product and
 //! sum on its own (it lowers fma to a multiply and an add) and divides and
 //! takes square roots exactly, the engines must then agree bit for bit:

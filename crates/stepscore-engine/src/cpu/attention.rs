@@ -12,14 +12,17 @@
 //! and value rows while the block sits in L1, instead of every row
 //! streaming the whole cache (on a 4k-token trace the cache of a layer is
 //! megabytes). Each row still gets the one-query order above, so the bits.
+//! On AVX-512 a tile is `quant/x86/attention.rs`: sixteen rows side by side
+//! in a register's lanes, the softmax vectorized over rows (3.6x this
+//! file's AVX-512 tile on a 4k-token trace, Zen 5, docs/BENCHMARKS.md).
 
-use crate::model::exp::exp;
 use crate::model::ModelConfig;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
 use crate::quant::dot;
+use crate::quant::exp::exp;
 #[cfg(target_arch = "x86_64")]
-use crate::quant::x86::values as x86;
-use crate::quant::{weigh_values, Simd};
+use crate::quant::x86;
+use crate::quant::{weigh_values, Simd, TileShape};
 
 /// Causal grouped-query attention of `n` new queries (absolute positions
 /// `start..start+n`) over all cached keys/values; writes `[n × q_dim]`.
@@ -84,8 +87,9 @@ pub(super) fn attention(
                 }
                 continue;
             }
-            for (ti, orows) in chunk.chunks_mut(TILE_TOKENS * qd).enumerate() {
-                let t = t0 + ti * TILE_TOKENS;
+            let tile = tile_tokens(simd, c.n_heads / c.n_kv_heads);
+            for (ti, orows) in chunk.chunks_mut(tile * qd).enumerate() {
+                let t = t0 + ti * tile;
                 let qs = &q[t * qd..t * qd + orows.len()];
                 attend_tile(c, simd, qs, keys, values, start + t, orows, &mut scratch);
             }
@@ -108,6 +112,23 @@ const ZMM: u8 = 2;
 /// each block of its keys and values (4 x 6 for Qwen2.5-1.5B), few enough
 /// that their scores (4k keys each) stay in L2.
 const TILE_TOKENS: usize = 4;
+
+/// Query tokens per tile for `simd` and `group` query heads per KV head:
+/// the AVX-512 kernel puts sixteen rows in the lanes of a register, so its
+/// tiles hold a multiple of sixteen rows (8 tokens x 6 heads on
+/// Qwen2.5-1.5B, 16 x 3 on SmolLM2); the loops elsewhere take [`TILE_TOKENS`].
+fn tile_tokens(simd: Simd, group: usize) -> usize {
+    match simd {
+        Simd::Avx512 => {
+            let (mut a, mut b) = (group.max(1), 16);
+            while b != 0 {
+                (a, b) = (b, a % b);
+            }
+            16 / a
+        }
+        _ => TILE_TOKENS,
+    }
+}
 
 /// Bytes of one KV head's key (or value) rows in a block: a block stays in
 /// L1 (32 KiB or more on current x86 cores) while every row of a tile reads it.
@@ -143,27 +164,14 @@ fn attend_tile(
     match simd {
         // SAFETY: `Simd::detect` found the features the variants are compiled for.
         #[cfg(target_arch = "x86_64")]
-        Simd::Avx512 => unsafe { attend_tile_avx512(&shape, q, keys, values, out, scratch) },
+        Simd::Avx512
+            if unsafe { x86::attention::attend_tile(&shape, q, keys, values, out, scratch) } => {}
         #[cfg(target_arch = "x86_64")]
         Simd::Avx2 | Simd::AvxVnni => unsafe {
             attend_tile_avx2(&shape, q, keys, values, out, scratch)
         },
         _ => attend_tile_body::<PORTABLE>(&shape, q, keys, values, out, scratch),
     }
-}
-
-/// Geometry of a tile (see [`attend_tile`]).
-struct TileShape {
-    hd: usize,
-    kvd: usize,
-    qd: usize,
-    group: usize,
-    kv_heads: usize,
-    pos0: usize,
-    /// Keys per block.
-    key_block: usize,
-    /// The factor of every score ([`ModelConfig::attention_scale`]).
-    scale: f32,
 }
 
 /// [`attend_tile_body`] compiled with AVX2 (see [`attend_one_avx2`]).
@@ -178,20 +186,6 @@ unsafe fn attend_tile_avx2(
     scratch: &mut Vec<f32>,
 ) {
     attend_tile_body::<YMM>(s, q, keys, values, out, scratch)
-}
-
-/// [`attend_tile_body`] with the weighted values in AVX-512 registers.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma,avx512f")]
-unsafe fn attend_tile_avx512(
-    s: &TileShape,
-    q: &[f32],
-    keys: &[f32],
-    values: &[f32],
-    out: &mut [f32],
-    scratch: &mut Vec<f32>,
-) {
-    attend_tile_body::<ZMM>(s, q, keys, values, out, scratch)
 }
 
 #[inline(always)]
@@ -313,7 +307,7 @@ unsafe fn attend_one_avx2(s: &AttnShape, q: &[f32], keys: &[f32], values: &[f32]
 }
 
 /// [`attend_one_avx2`] with the weighted sum of values in AVX-512 registers
-/// (`x86::weigh_values_avx512`): the same per-element operations, so the same bits.
+/// (`x86::values::weigh_values_avx512`): the same per-element operations, so the same bits.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma,avx512f")]
 unsafe fn attend_one_avx512(
@@ -375,14 +369,14 @@ fn add_weighted_values<const V: u8>(
     if V == YMM {
         // SAFETY: `YMM` is only set by the AVX2 variants, whose callers
         // checked for AVX2; it checks the value rows are in bounds.
-        unsafe { x86::weigh_values_avx2(scores, sum, values, kvd, off, first, oh) };
+        unsafe { x86::values::weigh_values_avx2(scores, sum, values, kvd, off, first, oh) };
         return;
     }
     #[cfg(target_arch = "x86_64")]
     if V == ZMM {
         // SAFETY: `ZMM` is only set by the AVX-512 variants, whose callers
         // checked for AVX-512F; it checks the value rows are in bounds.
-        unsafe { x86::weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
+        unsafe { x86::values::weigh_values_avx512(scores, sum, values, kvd, off, first, oh) };
         return;
     }
     #[cfg(all(target_arch = "wasm32", target_feature = "simd128"))]
@@ -507,14 +501,18 @@ mod tests {
                 weigh_values(&scores, sum, &values, kvd, off, first, &mut want);
                 let mut got = start.clone();
                 // SAFETY: AVX2 checked above.
-                unsafe { x86::weigh_values_avx2(&scores, sum, &values, kvd, off, first, &mut got) };
+                unsafe {
+                    x86::values::weigh_values_avx2(&scores, sum, &values, kvd, off, first, &mut got)
+                };
                 let same = |g: &[f32]| g.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits());
                 assert!(same(&got), "AVX2, hd {hd}, head {h}: {got:?} vs {want:?}");
                 if avx512 {
                     let mut got = start.clone();
                     // SAFETY: AVX-512F checked above.
                     unsafe {
-                        x86::weigh_values_avx512(&scores, sum, &values, kvd, off, first, &mut got)
+                        x86::values::weigh_values_avx512(
+                            &scores, sum, &values, kvd, off, first, &mut got,
+                        )
                     };
                     assert!(
                         same(&got),
@@ -590,8 +588,9 @@ mod tests {
                 }
                 let mut got = vec![f32::NAN; n * qd];
                 let mut scratch = Vec::new();
-                for (ti, orows) in got.chunks_mut(TILE_TOKENS * qd).enumerate() {
-                    let t = ti * TILE_TOKENS;
+                let tile = tile_tokens(simd, heads / kv_heads);
+                for (ti, orows) in got.chunks_mut(tile * qd).enumerate() {
+                    let t = ti * tile;
                     let qs = &q[t * qd..t * qd + orows.len()];
                     attend_tile(&c, simd, qs, &keys, &values, start + t, orows, &mut scratch);
                 }

@@ -578,7 +578,7 @@ fn gate_activation(a: f32, gelu: bool) -> f32 {
     } else {
         a
     };
-    a / (1.0 + crate::model::exp::exp(-z))
+    a / (1.0 + crate::quant::exp::exp(-z))
 }
 
 /// 2 sqrt(2/pi) and the cubic coefficient of GELU's tanh approximation,

@@ -4,7 +4,7 @@
 //! in f32 only, 16-bit values being widened (exact), never computed with;
 //! the quantized and 16-bit matmuls, attention and RMSNorm take the CPU
 //! engine's float steps in its order; attention and SwiGLU take e^x from
-//! exp.wgsl (model/exp.rs's steps), not WGSL's `exp`. No kernel needs
+//! exp.wgsl (quant/exp.rs's steps), not WGSL's `exp`. No kernel needs
 //! `shader-f16`, which Chromium's SwiftShader adapter lacks: the quantized
 //! kernels read f16 scales with core WGSL's `unpack2x16float`, and F16
 //! weights have a u32-word variant (`Float16Path`). tests/gpu_matmul.rs

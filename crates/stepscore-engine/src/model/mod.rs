@@ -6,7 +6,6 @@
 
 pub mod config;
 pub mod decoder;
-pub mod exp;
 pub mod gguf;
 pub mod hf;
 pub mod kernels;

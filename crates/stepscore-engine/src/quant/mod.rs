@@ -19,9 +19,10 @@
 //! rows unpacked a group at a time (`groups.rs`, the loop): `ktile.rs`,
 //! K-quants, with `avx512::tile` (VNNI) or `x86::tile_k` (AVX2) /
 //! `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats,
-//! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2), and `values.rs`,
-//! attention's weighted sum of values in AVX2 / AVX-512 registers (the
-//! `cpu` engine's attention calls it). `wasm/`: SIMD128
+//! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2), `values.rs`,
+//! attention's weighted sum of values in AVX2 / AVX-512 registers, and
+//! `attention.rs`, a whole prefill attention tile on AVX-512 with sixteen
+//! rows in the lanes (the `cpu` engine's attention calls both). `wasm/`: SIMD128
 //! through the same group loop, `ktile.rs` (K-quants), `tile32.rs`
 //! (32-element formats), `mod.rs` (f32 rows) and `values.rs` (attention's
 //! weighted values). `arm/`: NEON (`Neon`, int8
@@ -37,6 +38,8 @@ mod act;
 mod arm;
 mod blocks;
 mod dequant;
+/// e^x from correctly rounded steps, the same bits on every engine.
+pub mod exp;
 mod fp;
 #[cfg(any(
     target_arch = "x86_64",
@@ -61,5 +64,5 @@ pub use act::{
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd, SIMD_ENV};
-pub(crate) use portable::{dot, dot_f32, weigh_values};
+pub(crate) use portable::{dot, dot_f32, weigh_values, TileShape};
 pub use weights::{quantize_weights, LOAD_TIME_TYPES};

@@ -165,6 +165,22 @@ pub(crate) fn dot(a: &[f32], b: &[f32]) -> f32 {
     dot_f32::<1>(a, &[b])[0]
 }
 
+/// Geometry of an attention tile: the query tokens at positions `pos0..`,
+/// every head, over the cached keys and values (`cpu/attention.rs`).
+pub(crate) struct TileShape {
+    pub hd: usize,
+    pub kvd: usize,
+    pub qd: usize,
+    /// Query heads per KV head.
+    pub group: usize,
+    pub kv_heads: usize,
+    pub pos0: usize,
+    /// Keys per block (the portable loops).
+    pub key_block: usize,
+    /// The factor of every score (`ModelConfig::attention_scale`).
+    pub scale: f32,
+}
+
 /// Attention's weighted sum of values, added to `oh`: `oh[i] += sum_k
 /// (scores[k] / sum) * v_{first+k}[off + i]`, one key after another (a
 /// product, then an add). The order the SIMD twins (`x86/values.rs`,

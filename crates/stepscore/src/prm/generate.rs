@@ -17,7 +17,7 @@ use super::chat::Message;
 use super::engine::EngineCache;
 use super::scorer::Scorer;
 use crate::error::{Error, Result};
-use crate::model::exp::exp;
+use crate::quant::exp::exp;
 use crate::sample::{Sampler, Sampling};
 
 /// What to generate and when to stop.

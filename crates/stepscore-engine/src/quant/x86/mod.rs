@@ -12,6 +12,7 @@
 //! (or 256) times the block count, every token slice has that block count),
 //! which the matmul driver guarantees by construction.
 
+pub(crate) mod attention;
 pub(super) mod avx512;
 pub(super) mod ktile;
 pub(super) mod rowdot;

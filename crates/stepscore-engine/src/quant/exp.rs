@@ -8,18 +8,19 @@
 //! Steps: n = round_even(x log2 e); r = (x - n ln2_hi) - n ln2_lo (Cody and
 //! Waite: n ln2_hi is exact for |n| < 256); e^r by its Taylor polynomial of
 //! degree 7 in Horner form (|r| <= 0.35: truncation < 1e-8 relative); times
-//! 2^n built from its bits. Within 2 ulp of e^x (tests). Outside
+//! 2^n built from its bits. The AVX-512 attention (`x86/attention.rs`) takes
+//! the same steps sixteen lanes at a time. Within 2 ulp of e^x (tests). Outside
 //! [-85, 88] the result is 0 or `f32::MAX` (WGSL has no infinity constant) (e^-85 = 1.2e-37: nothing the
 //! decoder adds it to notices it; subnormal results are avoided because
 //! GPUs may flush them), NaN stays NaN.
 
-const LOG2_E: f32 = std::f32::consts::LOG2_E;
+pub(crate) const LOG2_E: f32 = std::f32::consts::LOG2_E;
 /// ln 2 split: 0.693145751953125 (15 significant bits) + 1.4286068e-6, as
 /// bits (the same bits exp.wgsl names).
-const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
-const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
+pub(crate) const LN2_HI: f32 = f32::from_bits(0x3f31_7200);
+pub(crate) const LN2_LO: f32 = f32::from_bits(0x35bf_be8e);
 /// 1/k! for k = 7 down to 2.
-const C: [f32; 6] = [
+pub(crate) const C: [f32; 6] = [
     1.0 / 5040.0,
     1.0 / 720.0,
     1.0 / 120.0,
@@ -28,6 +29,9 @@ const C: [f32; 6] = [
     0.5,
 ];
 
+/// 1.5 x 2^23, see [`round_even`].
+pub(crate) const MAGIC: f32 = 12_582_912.0;
+
 /// Round to nearest, ties to even, for |v| < 2^22: adding 1.5 x 2^23 leaves
 /// no fraction bits, so the sum is rounded by the FPU's (default) mode, and
 /// the subtraction is exact. The same value as `f32::round_ties_even`, which
@@ -35,7 +39,6 @@ const C: [f32; 6] = [
 /// and stops SiLU and softmax loops from vectorizing.
 #[inline(always)]
 fn round_even(v: f32) -> f32 {
-    const MAGIC: f32 = 12_582_912.0;
     (v + MAGIC) - MAGIC
 }
 

@@ -1,0 +1,333 @@
+//! Attention of a tile of query tokens in AVX-512 registers with the rows
+//! in the lanes: sixteen (query token, head) rows of one KV head side by
+//! side, so each key and value element is broadcast once for sixteen rows
+//! and the softmax runs sixteen rows at a time. Every lane takes exactly
+//! the operations of the portable one-query loops (`cpu/attention.rs`) in
+//! their order, so the bits are the same:
+//!
+//! - score = (Σ over the eight dot lanes, in order, of q.k products summed
+//!   lane by lane, `portable::dot_f32`) + the tail's sum, times the scale;
+//! - max, then e^(score - max) (`quant::exp`'s steps) summed in key order;
+//! - out = 0 + Σ over keys in order of (e / sum) * v (`portable::weigh_values`).
+//!
+//! No fused multiply-add anywhere. A lane whose row does not see a key (the
+//! causal edge inside a block of rows) is left untouched by a masked
+//! operation, never given a zero that could flip the sign of a zero.
+
+use std::arch::x86_64::*;
+
+use crate::quant::exp::{C, LN2_HI, LN2_LO, LOG2_E, MAGIC};
+use crate::quant::portable::TileShape;
+
+/// Rows per block: the lanes of a zmm register.
+const LANES: usize = 16;
+
+/// `TileShape`'s attention of the query tokens at positions `pos0..` (as
+/// many as `out` holds rows), written to `out`. Returns false, touching
+/// nothing, when the slices do not hold what the shape says (the caller
+/// then runs the portable loops, which check every index).
+///
+/// # Safety
+/// The CPU must have AVX-512F.
+#[target_feature(enable = "avx512f")]
+pub(crate) unsafe fn attend_tile(
+    s: &TileShape,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) -> bool {
+    let (hd, kvd, qd, group) = (s.hd, s.kvd, s.qd, s.group);
+    if hd == 0 || qd == 0 || group == 0 || out.len() % qd != 0 {
+        return false;
+    }
+    let tokens = out.len() / qd;
+    let width = s.pos0 + tokens;
+    if q.len() < tokens * qd
+        || s.kv_heads * hd > kvd
+        || s.kv_heads * group * hd > qd
+        || keys.len() < width * kvd
+        || values.len() < width * kvd
+    {
+        return false;
+    }
+    let rows = tokens * group;
+    // Per block of rows: its queries transposed (hd x 16), then its scores
+    // by key (width x 16).
+    let need = hd * LANES + width * LANES;
+    if scratch.len() < need {
+        scratch.resize(need, 0.0);
+    }
+    let (qt, sc) = scratch.split_at_mut(hd * LANES);
+    for g in 0..s.kv_heads {
+        let off = g * hd;
+        for r0 in (0..rows).step_by(LANES) {
+            let n = (rows - r0).min(LANES);
+            // Lane i is row r0 + i = (token t, head g * group + t % group);
+            // it sees keys 0..pos0 + t + 1. Unused lanes see none.
+            let mut lim = [0i32; LANES];
+            for (i, l) in lim.iter_mut().enumerate().take(n) {
+                *l = (s.pos0 + (r0 + i) / group + 1) as i32;
+            }
+            for d in 0..hd {
+                for (i, slot) in qt[d * LANES..(d + 1) * LANES].iter_mut().enumerate() {
+                    *slot = if i < n {
+                        let (t, h) = ((r0 + i) / group, g * group + (r0 + i) % group);
+                        q[t * qd + h * hd + d]
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            let block = Block {
+                hd,
+                kvd,
+                off,
+                first: lim[0] as usize,
+                last: lim[n - 1] as usize,
+                lim: _mm512_loadu_si512(lim.as_ptr().cast()),
+            };
+            scores(&block, qt, keys, s.scale, sc);
+            softmax(&block, sc);
+            weigh(&block, sc, values, |c0, w, part| {
+                for i in 0..n {
+                    let (t, h) = ((r0 + i) / group, g * group + (r0 + i) % group);
+                    let at = t * qd + h * hd + c0;
+                    for (o, lane) in out[at..at + w].iter_mut().zip(part) {
+                        *o = lane[i];
+                    }
+                }
+            });
+        }
+    }
+    true
+}
+
+/// One block of up to sixteen rows of one KV head.
+struct Block {
+    hd: usize,
+    kvd: usize,
+    /// The KV head's offset in a key or value row.
+    off: usize,
+    /// Keys the first lane sees (every lane sees at least these) and the
+    /// last used lane sees (no lane sees more).
+    first: usize,
+    last: usize,
+    /// Keys each lane sees (0 for unused lanes).
+    lim: __m512i,
+}
+
+impl Block {
+    /// The lanes that see key `k`.
+    #[inline(always)]
+    unsafe fn sees(&self, k: usize) -> __mmask16 {
+        _mm512_cmpgt_epi32_mask(self.lim, _mm512_set1_epi32(k as i32))
+    }
+}
+
+/// Scores of keys `0..last` into `sc` (key-major, lanes = rows), each the
+/// portable dot of the lane's query and the key, times `scale`; two keys
+/// at a time so sixteen accumulators hide the add latency.
+#[inline(always)]
+unsafe fn scores(b: &Block, qt: &[f32], keys: &[f32], scale: f32, sc: &mut [f32]) {
+    let n8 = b.hd / 8 * 8;
+    let scale = _mm512_set1_ps(scale);
+    let qt = qt.as_ptr();
+    let key = |k: usize| keys.as_ptr().add(k * b.kvd + b.off);
+    let mut k = 0;
+    while k + 2 <= b.last {
+        let (k0, k1) = (key(k), key(k + 1));
+        let mut a0 = [_mm512_setzero_ps(); 8];
+        let mut a1 = [_mm512_setzero_ps(); 8];
+        let mut d = 0;
+        while d < n8 {
+            for l in 0..8 {
+                let qv = _mm512_loadu_ps(qt.add((d + l) * LANES));
+                a0[l] = _mm512_add_ps(a0[l], _mm512_mul_ps(qv, _mm512_set1_ps(*k0.add(d + l))));
+                a1[l] = _mm512_add_ps(a1[l], _mm512_mul_ps(qv, _mm512_set1_ps(*k1.add(d + l))));
+            }
+            d += 8;
+        }
+        _mm512_storeu_ps(
+            sc.as_mut_ptr().add(k * LANES),
+            finish(b, &a0, qt, k0, scale),
+        );
+        _mm512_storeu_ps(
+            sc.as_mut_ptr().add((k + 1) * LANES),
+            finish(b, &a1, qt, k1, scale),
+        );
+        k += 2;
+    }
+    if k < b.last {
+        let k0 = key(k);
+        let mut a0 = [_mm512_setzero_ps(); 8];
+        let mut d = 0;
+        while d < n8 {
+            for (l, a) in a0.iter_mut().enumerate() {
+                let qv = _mm512_loadu_ps(qt.add((d + l) * LANES));
+                *a = _mm512_add_ps(*a, _mm512_mul_ps(qv, _mm512_set1_ps(*k0.add(d + l))));
+            }
+            d += 8;
+        }
+        _mm512_storeu_ps(
+            sc.as_mut_ptr().add(k * LANES),
+            finish(b, &a0, qt, k0, scale),
+        );
+    }
+}
+
+/// One key's scores from its eight dot lanes: the lanes added in order,
+/// plus the sum of the products past the last whole eight, times `scale`.
+/// (A function, not a closure: closures do not take the caller's
+/// `target_feature`, and their intrinsics would become calls.)
+#[inline(always)]
+unsafe fn finish(
+    b: &Block,
+    lanes: &[__m512; 8],
+    qt: *const f32,
+    kp: *const f32,
+    scale: __m512,
+) -> __m512 {
+    let mut sum = _mm512_setzero_ps();
+    for l in lanes {
+        sum = _mm512_add_ps(sum, *l);
+    }
+    let mut tail = _mm512_setzero_ps();
+    for d in b.hd / 8 * 8..b.hd {
+        let p = _mm512_mul_ps(
+            _mm512_loadu_ps(qt.add(d * LANES)),
+            _mm512_set1_ps(*kp.add(d)),
+        );
+        tail = _mm512_add_ps(tail, p);
+    }
+    _mm512_mul_ps(_mm512_add_ps(sum, tail), scale)
+}
+
+/// Each lane's softmax over the keys it sees, in place: the max (as
+/// `f32::max` folds it, NaN scores skipped), e^(score - max), their sum in
+/// key order, and finally each e divided by its lane's sum.
+#[inline(always)]
+unsafe fn softmax(b: &Block, sc: &mut [f32]) {
+    let p = sc.as_mut_ptr();
+    // vmaxps returns its second operand when either is NaN: the max so far.
+    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+    for k in 0..b.first {
+        max = _mm512_max_ps(_mm512_loadu_ps(p.add(k * LANES)), max);
+    }
+    for k in b.first..b.last {
+        max = _mm512_mask_max_ps(max, b.sees(k), _mm512_loadu_ps(p.add(k * LANES)), max);
+    }
+    let mut sum = _mm512_setzero_ps();
+    for k in 0..b.first {
+        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), max));
+        _mm512_storeu_ps(p.add(k * LANES), e);
+        sum = _mm512_add_ps(sum, e);
+    }
+    for k in b.first..b.last {
+        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), max));
+        _mm512_storeu_ps(p.add(k * LANES), e);
+        sum = _mm512_mask_add_ps(sum, b.sees(k), sum, e);
+    }
+    for k in 0..b.last {
+        let e = _mm512_loadu_ps(p.add(k * LANES));
+        _mm512_storeu_ps(p.add(k * LANES), _mm512_div_ps(e, sum));
+    }
+}
+
+/// Sixteen lanes of `quant::exp::exp`, step for step.
+#[inline(always)]
+unsafe fn exp(x: __m512) -> __m512 {
+    let n = _mm512_sub_ps(
+        _mm512_add_ps(
+            _mm512_mul_ps(x, _mm512_set1_ps(LOG2_E)),
+            _mm512_set1_ps(MAGIC),
+        ),
+        _mm512_set1_ps(MAGIC),
+    );
+    let r = _mm512_sub_ps(
+        _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(LN2_HI))),
+        _mm512_mul_ps(n, _mm512_set1_ps(LN2_LO)),
+    );
+    let mut poly = _mm512_set1_ps(C[0]);
+    for c in &C[1..] {
+        poly = _mm512_add_ps(_mm512_mul_ps(poly, r), _mm512_set1_ps(*c));
+    }
+    let one = _mm512_set1_ps(1.0);
+    poly = _mm512_add_ps(_mm512_mul_ps(poly, r), one);
+    poly = _mm512_add_ps(_mm512_mul_ps(poly, r), one);
+    let bits = _mm512_slli_epi32::<23>(_mm512_add_epi32(
+        _mm512_cvttps_epi32(n),
+        _mm512_set1_epi32(127),
+    ));
+    let mut e = _mm512_mul_ps(poly, _mm512_castsi512_ps(bits));
+    e = _mm512_mask_mov_ps(
+        e,
+        _mm512_cmp_ps_mask::<_CMP_LT_OQ>(x, _mm512_set1_ps(-85.0)),
+        _mm512_setzero_ps(),
+    );
+    e = _mm512_mask_mov_ps(
+        e,
+        _mm512_cmp_ps_mask::<_CMP_GT_OQ>(x, _mm512_set1_ps(88.0)),
+        _mm512_set1_ps(f32::MAX),
+    );
+    _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
+}
+
+/// The weighted sums of values, sixteen output elements of all lanes at a
+/// time: accumulator c holds element c0 + c of every lane's output,
+/// 0 + Σ_k p_k v_k[c0 + c] in key order. `store(c0, w, part)` takes
+/// elements `c0..c0 + w`, `part[c][lane]`.
+#[inline(always)]
+unsafe fn weigh(
+    b: &Block,
+    p: &[f32],
+    values: &[f32],
+    mut store: impl FnMut(usize, usize, &[[f32; LANES]]),
+) {
+    let mut part = [[0.0f32; LANES]; LANES];
+    for c0 in (0..b.hd).step_by(LANES) {
+        let w = (b.hd - c0).min(LANES);
+        // A whole chunk has a constant count, so its accumulators stay in registers.
+        let acc = if w == LANES {
+            weigh_chunk(b, p, values, c0, LANES)
+        } else {
+            weigh_chunk(b, p, values, c0, w)
+        };
+        for (slot, a) in part.iter_mut().zip(&acc).take(w) {
+            _mm512_storeu_ps(slot.as_mut_ptr(), *a);
+        }
+        store(c0, w, &part[..w]);
+    }
+}
+
+/// Elements `c0..c0 + w` of every lane's weighted sum of values
+/// (see [`weigh`]); inlined where `w` is a constant.
+#[inline(always)]
+unsafe fn weigh_chunk(
+    b: &Block,
+    p: &[f32],
+    values: &[f32],
+    c0: usize,
+    w: usize,
+) -> [__m512; LANES] {
+    let p = p.as_ptr();
+    let mut acc = [_mm512_setzero_ps(); LANES];
+    for k in 0..b.first {
+        let (pk, v) = (
+            _mm512_loadu_ps(p.add(k * LANES)),
+            values.as_ptr().add(k * b.kvd + b.off + c0),
+        );
+        for (c, a) in acc.iter_mut().enumerate().take(w) {
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(pk, _mm512_set1_ps(*v.add(c))));
+        }
+    }
+    for k in b.first..b.last {
+        let (pk, m) = (_mm512_loadu_ps(p.add(k * LANES)), b.sees(k));
+        let v = values.as_ptr().add(k * b.kvd + b.off + c0);
+        for (c, a) in acc.iter_mut().enumerate().take(w) {
+            *a = _mm512_mask_add_ps(*a, m, *a, _mm512_mul_ps(pk, _mm512_set1_ps(*v.add(c))));
+        }
+    }
+    acc
+}
