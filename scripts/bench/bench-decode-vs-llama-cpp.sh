@@ -16,6 +16,10 @@
 #   ROUNDS      alternating stepscore / llama.cpp rounds (default 3); on a
 #               shared machine the best over rounds is the least disturbed figure
 #   OUT_DIR     where the raw JSON goes (default target/bench)
+#
+# llama.cpp is timed with flash attention off (llama-cpp-python's default)
+# and on (llama.cpp's CLI default on the CPU), each with an f16 (default) and
+# an f32 KV cache; the ratio is against each and against the fastest.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -81,13 +85,19 @@ print(f"decode: {s0['decode_tokens']} single-token steps after a {s0['prompt_tok
       f"llama-cpp-python {ll[0]['llama_cpp_python']}, {rounds} rounds x {s0['repeats']} runs")
 print(f"load averages at each run's start: {'; '.join(loads)}")
 print()
-hdr = f"{'runtime':<28} {'best tok/s':>11} {'median tok/s':>13} {'stepscore / it':>15}"
+hdr = f"{'runtime':<36} {'best tok/s':>11} {'median tok/s':>13} {'stepscore / it':>15}"
 print(hdr)
 print("-" * len(hdr))
-print(f"{'stepscore':<28} {sb:>11.2f} {sm:>13.2f} {'':>15}")
-for kv in ("f32", "f16"):
-    lb, lm = best([x["runs"][f"decode_kv_{kv}"] for x in ll])
-    print(f"{'llama.cpp, ' + kv + ' KV cache':<28} {lb:>11.2f} {lm:>13.2f} {sb / lb:>15.2f}")
+print(f"{'stepscore':<36} {sb:>11.2f} {sm:>13.2f} {'':>15}")
+settings = [(r["flash_attn"], r["kv"]) for r in ll[0]["runs"]]
+fastest = None
+for fa, kv in settings:
+    lb, lm = best([r for x in ll for r in x["runs"] if (r["flash_attn"], r["kv"]) == (fa, kv)])
+    name = f"llama.cpp, fa {'on' if fa else 'off'}, {kv} KV" + (" (default)" if (not fa and kv == "f16") else "")
+    print(f"{name:<36} {lb:>11.2f} {lm:>13.2f} {sb / lb:>15.2f}")
+    if fastest is None or lb > fastest[0]:
+        fastest = (lb, name)
+print(f"against llama.cpp's fastest setting ({fastest[1]}): {sb / fastest[0]:.2f}x")
 print()
 print("stepscore one-row matmuls (best round's shapes):")
 shapes = min(ss, key=lambda x: x["decode"]["best_s"])["shapes"]

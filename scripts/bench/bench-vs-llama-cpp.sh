@@ -14,6 +14,16 @@
 #   ROUNDS      alternating stepscore / llama.cpp rounds (default 2); on a
 #               shared machine the best over rounds is the least disturbed figure
 #   OUT_DIR     where the raw JSON goes (default target/bench)
+#   UBATCH      llama.cpp micro-batch sizes to try besides the whole trace
+#               (default 512, its default; e.g. 256,512,1024,2048)
+#   FLASH_ATTN  llama.cpp flash attention settings to try (default off,on)
+#   KV          llama.cpp KV cache types to try (default f16,f32)
+#   PREFILL_ONLY=1  time only the prefill (long traces: the logits and
+#               score runs take as long again each)
+#
+# llama.cpp is timed at its defaults and at every setting of UBATCH x flash
+# attention off/on x f16/f32 KV (scripts/bench/bench_llama_cpp.py); ratios
+# are against its defaults and against the fastest of those settings.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -23,6 +33,8 @@ tokens="${TOKENS:-512}"
 repeats="${REPEATS:-3}"
 warmup="${WARMUP:-1}"
 rounds="${ROUNDS:-2}"
+ubatch="${UBATCH:-512}"
+prefill_only="${PREFILL_ONLY:-0}"
 out_dir="${OUT_DIR:-$root/target/bench}"
 
 python="$venv/bin/python"
@@ -47,6 +59,11 @@ common=(--threads "$threads" --tokens "$tokens" --repeats "$repeats" --warmup "$
 # The table compares CPU engines; the GPU and KV-append timings `bench` can
 # add are not in it (and on a software Vulkan adapter would take minutes).
 stepscore_only=(--backend cpu --append-prefix 0)
+llama_only=(--ubatch "$ubatch" --flash-attn "${FLASH_ATTN:-off,on}" --kv "${KV:-f16,f32}")
+if [[ "$prefill_only" == 1 ]]; then
+  stepscore_only+=(--prefill-only)
+  llama_only+=(--no-all)
+fi
 # The model path stepscore resolves is reused for llama.cpp, so both load the same file.
 for ((r = 1; r <= rounds; r++)); do
   echo "== round $r/$rounds: stepscore (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
@@ -54,7 +71,7 @@ for ((r = 1; r <= rounds; r++)); do
   model="$("$python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["model"])' "$out_dir/stepscore.$r.json")"
   echo "== round $r/$rounds: llama.cpp (load average: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
   "$python" "$root/scripts/bench/bench_llama_cpp.py" "$model" "$tok_file" \
-    --threads "$threads" --repeats "$repeats" --warmup "$warmup" >"$out_dir/llama.$r.json"
+    --threads "$threads" --repeats "$repeats" --warmup "$warmup" "${llama_only[@]}" >"$out_dir/llama.$r.json"
 done
 
 "$python" - "$out_dir" "$rounds" <<'EOF'
@@ -76,28 +93,44 @@ print(f"tokens: {n} ({s0['steps']} steps, {s0['logit_rows_score']} scored tokens
       f"stepscore cpu/{s0['simd']}, llama-cpp-python {ll[0]['llama_cpp_python']}, "
       f"{rounds} rounds x {s0['repeats']} runs")
 print()
-rows = [
-    ("prefill, last-token logits", lambda x: x["prefill"], "last_kv_f32", "last_kv_f16"),
-    ("prefill + logits, all rows", lambda x: x["logits_all"], "all_kv_f32", "all_kv_f16"),
-    ("score_steps (confidence)", lambda x: x["score"], "all_kv_f32", "all_kv_f16"),
-]
-hdr = f"{'measurement':<28} {'stepscore tok/s':>16} {'llama f32KV':>12} {'ratio':>6} {'llama f16KV':>12} {'ratio':>6}"
+
+def setting(r):
+    return f"ub {r['n_ubatch']}, fa {'on' if r['flash_attn'] else 'off'}, {r['kv']} KV"
+
+def llama_best(mode, pick):
+    # The fastest run of the setting `pick` chooses, over rounds.
+    runs = [pick(x)[mode] for x in ll if pick(x).get(mode)]
+    return max(runs, key=lambda r: r["best_tokens_per_s"]) if runs else None
+
+rows = [("prefill, last-token logits", lambda x: x["prefill"], "last")]
+if s0["logits_all"] is not None and ll[0]["best"].get("all"):
+    rows += [("prefill + logits, all rows", lambda x: x["logits_all"], "all"),
+             ("score_steps (confidence)", lambda x: x["score"], "all")]
+hdr = f"{'measurement':<28} {'stepscore tok/s':>16} {'llama default':>14} {'ratio':>6} {'llama best':>11} {'ratio':>6}  best setting"
 print(hdr)
 print("-" * len(hdr))
-for name, get, k32, k16 in rows:
+for name, get, mode in rows:
     sb, sm = best(ss, get)
-    lb32, _ = best(ll, lambda x: x["runs"][k32])
-    lb16, _ = best(ll, lambda x: x["runs"][k16])
-    print(f"{name:<28} {sb:>16.1f} {lb32:>12.1f} {sb / lb32:>6.2f} {lb16:>12.1f} {sb / lb16:>6.2f}")
+    d = llama_best(mode, lambda x: x["default"]) if mode == "last" else None
+    b = llama_best(mode, lambda x: x["best"])
+    dcol = f"{d['best_tokens_per_s']:>14.1f} {sb / d['best_tokens_per_s']:>6.2f}" if d else f"{'-':>14} {'-':>6}"
+    print(f"{name:<28} {sb:>16.1f} {dcol} {b['best_tokens_per_s']:>11.1f} {sb / b['best_tokens_per_s']:>6.2f}  {setting(b)}")
 print()
+print("llama.cpp settings timed (best over rounds, tok/s):")
+for r in ll[0]["runs"]:
+    rr = max((x for y in ll for x in y["runs"] if x["mode"] == r["mode"] and setting(x) == setting(r)),
+             key=lambda x: x["best_tokens_per_s"])
+    print(f"  {r['mode']:<5} {setting(r):<28} {rr['best_tokens_per_s']:.1f}")
+print("(default: llama-cpp-python's Llama() defaults, one decode call: n_ubatch 512, flash attention off, f16 KV)")
 print("(best over all runs; stepscore 'prefill' computes no logits at all, llama.cpp's row computes the last token's)")
-print("(score_steps is compared with llama.cpp logits_all: it projects only the step tokens' rows, but adds tokenization and a log-softmax/entropy pass)")
-med = [(name, best(ss, get)[1]) for name, get, _, _ in rows]
+if len(rows) > 1:
+    print("(score_steps is compared with llama.cpp logits_all: it projects only the step tokens' rows, but adds tokenization and a log-softmax/entropy pass)")
+med = [(name, best(ss, get)[1]) for name, get, _ in rows]
 print("stepscore medians: " + ", ".join(f"{name} {m:.1f}" for name, m in med))
 print(f"stepscore load {min(x['load_s'] for x in ss):.3f}s; "
       f"peak RSS {max(x['peak_rss_kib'] or 0 for x in ss) / 1024:.1f} MiB "
       f"(before load {ss[0]['rss_before_load_kib'] / 1024:.1f} MiB)")
-print(f"llama.cpp load {min(r['load_s'] for x in ll for r in x['runs'].values()):.3f}s; "
+print(f"llama.cpp load {min(r['load_s'] for x in ll for r in x['runs']):.3f}s; "
       f"peak RSS {max(x['peak_rss_kib'] for x in ll) / 1024:.1f} MiB "
-      f"(Python before load {ll[0]['rss_before_load_kib'] / 1024:.1f} MiB; four contexts loaded in turn)")
+      f"(Python before load {ll[0]['rss_before_load_kib'] / 1024:.1f} MiB; {len(ll[0]['runs'])} contexts loaded in turn)")
 EOF

@@ -16,9 +16,14 @@ the `tokens` prompt decoded once per run (untimed), then each step token as a
 batch of one with its logits, as `llama_decode` runs during generation;
 compare with stepscore's `decode`.
 
-Each mode runs with an f32 KV cache (type_k = type_v = 0, as stepscore keeps
-K/V) and with llama.cpp's default f16 cache. Flash attention stays off (the
-llama-cpp-python default; stepscore has none either).
+llama.cpp runs at its defaults and at its best for the shape: every
+combination of the micro-batch (`--ubatch`; default 512, llama.cpp's default,
+and the whole trace), flash attention off (llama-cpp-python's default) and
+on (llama.cpp's CLI default, `-fa auto`, picks it on the CPU), and an f16
+(the default) or f32 KV cache is timed, and `best` names the fastest. The
+`all` mode (logits for every token) runs at the best prefill setting only;
+decode sweeps flash attention and the KV type (the micro-batch only shapes
+the untimed prompt).
 
 Setup: a venv with llama-cpp-python built from the sdist, see the docstring of
 scripts/reference/llama_reference.py.
@@ -143,6 +148,14 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--decode", action="store_true",
                     help="time single-token steps of the file's `decode` list after its `tokens`")
+    ap.add_argument("--ubatch", default="512",
+                    help="comma-separated micro-batch sizes to try (capped at the trace; default 512)")
+    ap.add_argument("--ubatch-whole", action=argparse.BooleanOptionalAction, default=True,
+                    help="also try a micro-batch of the whole trace (default on)")
+    ap.add_argument("--flash-attn", default="off,on", help="flash attention settings to try: off,on")
+    ap.add_argument("--kv", default="f16,f32", help="KV cache types to try: f16,f32")
+    ap.add_argument("--no-all", action="store_true",
+                    help="skip the logits-for-every-token run at the best setting")
     args = ap.parse_args()
     with open(args.tokens) as f:
         dumped = json.load(f)
@@ -154,14 +167,72 @@ def main() -> None:
             sys.exit(f"bench_llama_cpp: {args.tokens}: --decode needs a `decode` list (stepscore bench --decode N --dump-tokens)")
         decode_main(args, tokens, steps)
         return
-    if n == 0 or n > 8192:
-        sys.exit(f"bench_llama_cpp: {args.tokens}: need 1..8192 tokens, got {n}")
-    # One decode takes the whole trace (n_batch = n_ubatch >= n), as stepscore
-    # runs it as one batch; 512 tokens use the stated 512/512/1024 settings.
-    batch = max(512, n)
+    if n == 0 or n > 32768:
+        sys.exit(f"bench_llama_cpp: {args.tokens}: need 1..32768 tokens, got {n}")
+    ubatches = sorted({min(int(u), n) for u in args.ubatch.split(",") if u} | ({n} if args.ubatch_whole else set()))
 
     rss_start = rss_kib("VmRSS")
-    result = {
+    result = header(args, n)
+    result["rss_before_load_kib"] = rss_start
+    result["runs"] = []
+
+    def run(mode, ub, fa, kv_name):
+        start = time.perf_counter()
+        llm = llama_cpp.Llama(
+            args.model,
+            n_ctx=max(1024, n),
+            # One decode takes the whole trace, as stepscore runs it; the
+            # micro-batch is what llama.cpp computes at a time.
+            n_batch=max(512, n),
+            n_ubatch=ub,
+            n_threads=args.threads,
+            n_threads_batch=args.threads,
+            logits_all=(mode == "all"),
+            type_k=KV_TYPES[kv_name],
+            type_v=KV_TYPES[kv_name],
+            flash_attn=fa,
+            verbose=False,
+        )
+        load_s = time.perf_counter() - start
+        secs, checksum = timed_decode(llm, tokens, mode == "all", args.warmup, args.repeats)
+        del llm
+        entry = {"mode": mode, "n_ubatch": ub, "flash_attn": fa, "kv": kv_name}
+        entry.update(summary(secs, n))
+        entry.update({"load_s": load_s, "checksum": checksum})
+        result["runs"].append(entry)
+        print(f"bench_llama_cpp: {mode} ubatch {ub} fa {int(fa)} kv {kv_name}: "
+              f"{entry['best_tokens_per_s']:.1f} tok/s", file=sys.stderr, flush=True)
+        return entry
+
+    for ub in ubatches:
+        for fa in flags(args.flash_attn):
+            for kv_name in args.kv.split(","):
+                run("last", ub, fa, kv_name)
+    last = [r for r in result["runs"] if r["mode"] == "last"]
+    best = max(last, key=lambda r: r["best_tokens_per_s"])
+    result["best"] = {"last": best}
+    result["default"] = {"last": next((r for r in last if is_default(r, n)), None)}
+    if not args.no_all:
+        result["best"]["all"] = run("all", best["n_ubatch"], best["flash_attn"], best["kv"])
+    result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(json.dumps(result))
+
+
+KV_TYPES = {"f32": 0, "f16": 1}
+
+
+def flags(spec: str):
+    return [{"off": False, "on": True}[f] for f in spec.split(",")]
+
+
+def is_default(run, n) -> bool:
+    """llama-cpp-python's defaults for one decode of the trace: n_ubatch 512
+    (or the trace, if shorter), flash attention off, f16 KV."""
+    return run["n_ubatch"] == min(512, n) and not run["flash_attn"] and run["kv"] == "f16"
+
+
+def header(args, n):
+    return {
         "runtime": "llama.cpp",
         "llama_cpp_python": llama_cpp.__version__,
         "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
@@ -170,67 +241,38 @@ def main() -> None:
         "tokens": n,
         "repeats": args.repeats,
         "warmup": args.warmup,
-        "rss_before_load_kib": rss_start,
-        "runs": {},
     }
-    for kv_name, kv_type in (("f32", 0), ("f16", 1)):
-        for mode in ("last", "all"):
-            start = time.perf_counter()
-            llm = llama_cpp.Llama(
-                args.model,
-                n_ctx=max(1024, n),
-                n_batch=batch,
-                n_ubatch=batch,
-                n_threads=args.threads,
-                n_threads_batch=args.threads,
-                logits_all=(mode == "all"),
-                type_k=kv_type,
-                type_v=kv_type,
-                flash_attn=False,
-                verbose=False,
-            )
-            load_s = time.perf_counter() - start
-            secs, checksum = timed_decode(llm, tokens, mode == "all", args.warmup, args.repeats)
-            entry = summary(secs, n)
-            entry.update({"load_s": load_s, "checksum": checksum})
-            result["runs"][f"{mode}_kv_{kv_name}"] = entry
-            del llm
-    result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps(result))
 
 
 def decode_main(args, prompt, steps) -> None:
     n = len(prompt)
-    result = {
-        "runtime": "llama.cpp",
-        "llama_cpp_python": llama_cpp.__version__,
-        "system_info": llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip(),
-        "model": args.model,
-        "threads": args.threads,
-        "prompt_tokens": n,
-        "decode_tokens": len(steps),
-        "repeats": args.repeats,
-        "warmup": args.warmup,
-        "runs": {},
-    }
-    for kv_name, kv_type in (("f32", 0), ("f16", 1)):
-        llm = llama_cpp.Llama(
-            args.model,
-            n_ctx=max(1024, n + len(steps)),
-            n_batch=max(512, n),
-            n_ubatch=max(512, n),
-            n_threads=args.threads,
-            n_threads_batch=args.threads,
-            type_k=kv_type,
-            type_v=kv_type,
-            flash_attn=False,
-            verbose=False,
-        )
-        secs, checksum = timed_steps(llm, prompt, steps, args.warmup, args.repeats)
-        entry = summary(secs, len(steps))
-        entry["checksum"] = checksum
-        result["runs"][f"decode_kv_{kv_name}"] = entry
-        del llm
+    result = header(args, n)
+    result.update({"prompt_tokens": n, "decode_tokens": len(steps), "runs": []})
+    for fa in flags(args.flash_attn):
+        for kv_name in args.kv.split(","):
+            llm = llama_cpp.Llama(
+                args.model,
+                n_ctx=max(1024, n + len(steps)),
+                n_batch=max(512, n),
+                n_ubatch=min(512, n),
+                n_threads=args.threads,
+                n_threads_batch=args.threads,
+                type_k=KV_TYPES[kv_name],
+                type_v=KV_TYPES[kv_name],
+                flash_attn=fa,
+                verbose=False,
+            )
+            secs, checksum = timed_steps(llm, prompt, steps, args.warmup, args.repeats)
+            del llm
+            entry = {"mode": "decode", "flash_attn": fa, "kv": kv_name}
+            entry.update(summary(secs, len(steps)))
+            entry["checksum"] = checksum
+            result["runs"].append(entry)
+            print(f"bench_llama_cpp: decode fa {int(fa)} kv {kv_name}: "
+                  f"{entry['best_tokens_per_s']:.2f} tok/s", file=sys.stderr, flush=True)
+    result["best"] = {"decode": max(result["runs"], key=lambda r: r["best_tokens_per_s"])}
+    result["default"] = {"decode": next((r for r in result["runs"]
+                                         if not r["flash_attn"] and r["kv"] == "f16"), None)}
     result["peak_rss_kib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps(result))
 

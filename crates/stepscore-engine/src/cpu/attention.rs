@@ -58,9 +58,26 @@ pub(super) fn attention(
             }
         }
         crate::par::for_each(jobs, |list| {
+            let mut scratch = Vec::new();
             for (t, at, part) in list {
                 let qs = &q[t * qd + at..t * qd + at + part.len()];
                 let h0 = at / c.head_dim;
+                let heads = h0..h0 + part.len() / c.head_dim.max(1);
+                if window.is_none()
+                    && attend_tile_lanes(
+                        c,
+                        simd,
+                        heads,
+                        qs,
+                        keys,
+                        values,
+                        start + t,
+                        part,
+                        &mut scratch,
+                    )
+                {
+                    continue;
+                }
                 attend_one(c, window, simd, qs, keys, values, start + t, h0, part);
             }
         });
@@ -151,7 +168,22 @@ fn attend_tile(
     out: &mut [f32],
     scratch: &mut Vec<f32>,
 ) {
-    let shape = TileShape {
+    if attend_tile_lanes(c, simd, 0..c.n_heads, q, keys, values, pos0, out, scratch) {
+        return;
+    }
+    let shape = tile_shape(c, pos0);
+    match simd {
+        // SAFETY: `Simd::detect` found the features the variants are compiled for.
+        #[cfg(target_arch = "x86_64")]
+        Simd::Avx2 | Simd::AvxVnni => unsafe {
+            attend_tile_avx2(&shape, q, keys, values, out, scratch)
+        },
+        _ => attend_tile_body::<PORTABLE>(&shape, q, keys, values, out, scratch),
+    }
+}
+
+fn tile_shape(c: &ModelConfig, pos0: usize) -> TileShape {
+    TileShape {
         hd: c.head_dim,
         kvd: c.kv_dim(),
         qd: c.q_dim(),
@@ -160,18 +192,36 @@ fn attend_tile(
         pos0,
         key_block: (KEY_BLOCK_BYTES / (4 * c.head_dim.max(1))).max(8),
         scale: c.attention_scale(),
-    };
-    match simd {
-        // SAFETY: `Simd::detect` found the features the variants are compiled for.
-        #[cfg(target_arch = "x86_64")]
-        Simd::Avx512
-            if unsafe { x86::attention::attend_tile(&shape, q, keys, values, out, scratch) } => {}
-        #[cfg(target_arch = "x86_64")]
-        Simd::Avx2 | Simd::AvxVnni => unsafe {
-            attend_tile_avx2(&shape, q, keys, values, out, scratch)
-        },
-        _ => attend_tile_body::<PORTABLE>(&shape, q, keys, values, out, scratch),
     }
+}
+
+/// The query heads `heads` of the tokens at `pos0..` (`q` and `out` hold
+/// those heads of each token) on the AVX-512 kernel with sixteen rows in
+/// the lanes (`quant/x86/attention.rs`), the prefill's tiles and a decode
+/// step's share of heads alike; false where it did not run (another
+/// instruction set, or slices it refuses), and the caller's loops take over.
+#[allow(clippy::too_many_arguments)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(unused_variables))]
+fn attend_tile_lanes(
+    c: &ModelConfig,
+    simd: Simd,
+    heads: std::ops::Range<usize>,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    pos0: usize,
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    if simd == Simd::Avx512 {
+        let shape = tile_shape(c, pos0);
+        // SAFETY: `Simd::detect` found AVX-512.
+        return unsafe {
+            x86::attention::attend_tile(&shape, heads, q, keys, values, out, scratch)
+        };
+    }
+    false
 }
 
 /// [`attend_tile_body`] compiled with AVX2 (see [`attend_one_avx2`]).
@@ -610,6 +660,27 @@ mod tests {
                         .iter()
                         .zip(&want)
                         .all(|(g, w)| g.to_bits() == w.to_bits()));
+                    // A decode step (one token, heads split over threads)
+                    // of the last token: its row of the same result.
+                    let last = (n - 1) * qd;
+                    let mut step = vec![f32::NAN; qd];
+                    attention(
+                        &c,
+                        0,
+                        2,
+                        &q[last..],
+                        &keys,
+                        &values,
+                        start + n - 1,
+                        1,
+                        &mut step,
+                    );
+                    assert!(
+                        step.iter()
+                            .zip(&want[last..])
+                            .all(|(g, w)| g.to_bits() == w.to_bits()),
+                        "decode step, {heads} heads / {kv_heads} kv, hd {hd}, {simd:?}"
+                    );
                 }
             }
         }

@@ -15,6 +15,7 @@
 //! operation, never given a zero that could flip the sign of a zero.
 
 use std::arch::x86_64::*;
+use std::ops::Range;
 
 use crate::quant::exp::{C, LN2_HI, LN2_LO, LOG2_E, MAGIC};
 use crate::quant::portable::TileShape;
@@ -22,37 +23,42 @@ use crate::quant::portable::TileShape;
 /// Rows per block: the lanes of a zmm register.
 const LANES: usize = 16;
 
-/// `TileShape`'s attention of the query tokens at positions `pos0..` (as
-/// many as `out` holds rows), written to `out`. Returns false, touching
-/// nothing, when the slices do not hold what the shape says (the caller
-/// then runs the portable loops, which check every index).
+/// `TileShape`'s attention of the query heads `heads` of the query tokens
+/// at positions `pos0..`, written to `out`: `q` and `out` hold those heads
+/// of each token (a token's row is `heads.len() * hd` values; all heads in
+/// a prefill, a thread's share of them in a decode step). Returns false,
+/// touching nothing, when the slices do not hold what the shape says (the
+/// caller then runs the portable loops, which check every index).
 ///
 /// # Safety
 /// The CPU must have AVX-512F.
 #[target_feature(enable = "avx512f")]
 pub(crate) unsafe fn attend_tile(
     s: &TileShape,
+    heads: Range<usize>,
     q: &[f32],
     keys: &[f32],
     values: &[f32],
     out: &mut [f32],
     scratch: &mut Vec<f32>,
 ) -> bool {
-    let (hd, kvd, qd, group) = (s.hd, s.kvd, s.qd, s.group);
-    if hd == 0 || qd == 0 || group == 0 || out.len() % qd != 0 {
+    let (hd, kvd, group) = (s.hd, s.kvd, s.group);
+    let stride = heads.len() * hd;
+    if stride == 0 || group == 0 || out.len() % stride != 0 {
         return false;
     }
-    let tokens = out.len() / qd;
+    let tokens = out.len() / stride;
     let width = s.pos0 + tokens;
-    if q.len() < tokens * qd
+    // The last key or value element read: row width - 1, last KV head.
+    let reach = (width - 1) * kvd + heads.end.div_ceil(group) * hd;
+    if q.len() < out.len()
+        || heads.end > s.kv_heads * group
         || s.kv_heads * hd > kvd
-        || s.kv_heads * group * hd > qd
-        || keys.len() < width * kvd
-        || values.len() < width * kvd
+        || keys.len() < reach
+        || values.len() < reach
     {
         return false;
     }
-    let rows = tokens * group;
     // Per block of rows: its queries transposed (hd x 16), then its scores
     // by key (width x 16).
     let need = hd * LANES + width * LANES;
@@ -60,21 +66,26 @@ pub(crate) unsafe fn attend_tile(
         scratch.resize(need, 0.0);
     }
     let (qt, sc) = scratch.split_at_mut(hd * LANES);
-    for g in 0..s.kv_heads {
-        let off = g * hd;
+    for g in heads.start / group..heads.end.div_ceil(group) {
+        // This KV head's query heads among `heads`: rows (token t, head
+        // h0 + j) numbered t * per + j.
+        let h0 = heads.start.max(g * group);
+        let per = heads.end.min((g + 1) * group) - h0;
+        let row = |r: usize| (r / per, (h0 - heads.start + r % per) * hd);
+        let rows = tokens * per;
         for r0 in (0..rows).step_by(LANES) {
             let n = (rows - r0).min(LANES);
-            // Lane i is row r0 + i = (token t, head g * group + t % group);
-            // it sees keys 0..pos0 + t + 1. Unused lanes see none.
+            // Lane i is row r0 + i; it sees keys 0..pos0 + t + 1. Unused
+            // lanes see none.
             let mut lim = [0i32; LANES];
             for (i, l) in lim.iter_mut().enumerate().take(n) {
-                *l = (s.pos0 + (r0 + i) / group + 1) as i32;
+                *l = (s.pos0 + row(r0 + i).0 + 1) as i32;
             }
             for d in 0..hd {
                 for (i, slot) in qt[d * LANES..(d + 1) * LANES].iter_mut().enumerate() {
                     *slot = if i < n {
-                        let (t, h) = ((r0 + i) / group, g * group + (r0 + i) % group);
-                        q[t * qd + h * hd + d]
+                        let (t, at) = row(r0 + i);
+                        q[t * stride + at + d]
                     } else {
                         0.0
                     };
@@ -83,7 +94,7 @@ pub(crate) unsafe fn attend_tile(
             let block = Block {
                 hd,
                 kvd,
-                off,
+                off: g * hd,
                 first: lim[0] as usize,
                 last: lim[n - 1] as usize,
                 lim: _mm512_loadu_si512(lim.as_ptr().cast()),
@@ -92,8 +103,8 @@ pub(crate) unsafe fn attend_tile(
             softmax(&block, sc);
             weigh(&block, sc, values, |c0, w, part| {
                 for i in 0..n {
-                    let (t, h) = ((r0 + i) / group, g * group + (r0 + i) % group);
-                    let at = t * qd + h * hd + c0;
+                    let (t, at) = row(r0 + i);
+                    let at = t * stride + at + c0;
                     for (o, lane) in out[at..at + w].iter_mut().zip(part) {
                         *o = lane[i];
                     }
