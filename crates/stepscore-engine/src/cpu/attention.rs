@@ -131,9 +131,10 @@ const ZMM: u8 = 2;
 const TILE_TOKENS: usize = 4;
 
 /// Query tokens per tile for `simd` and `group` query heads per KV head:
-/// the AVX-512 kernel puts sixteen rows in the lanes of a register, so its
-/// tiles hold a multiple of sixteen rows (8 tokens x 6 heads on
-/// Qwen2.5-1.5B, 16 x 3 on SmolLM2); the loops elsewhere take [`TILE_TOKENS`].
+/// the AVX-512 kernel puts sixteen rows in the lanes of a register and
+/// reads each block of keys once for all of a tile's rows, so its tiles
+/// hold twice the least multiple of sixteen rows (16 tokens x 6 heads on
+/// Qwen2.5-1.5B, 32 x 3 on SmolLM2); the loops elsewhere take [`TILE_TOKENS`].
 fn tile_tokens(simd: Simd, group: usize) -> usize {
     match simd {
         Simd::Avx512 => {
@@ -141,7 +142,7 @@ fn tile_tokens(simd: Simd, group: usize) -> usize {
             while b != 0 {
                 (a, b) = (b, a % b);
             }
-            16 / a
+            32 / a
         }
         _ => TILE_TOKENS,
     }

@@ -23,6 +23,10 @@ use crate::quant::portable::TileShape;
 /// Rows per block: the lanes of a zmm register.
 const LANES: usize = 16;
 
+/// Keys per block: one KV head's keys (or values) of a block, 16 KiB at
+/// 128 dimensions, stay in L1 while every block of rows reads them.
+const KEY_BLOCK: usize = 32;
+
 /// `TileShape`'s attention of the query heads `heads` of the query tokens
 /// at positions `pos0..`, written to `out`: `q` and `out` hold those heads
 /// of each token (a token's row is `heads.len() * hd` values; all heads in
@@ -59,13 +63,20 @@ pub(crate) unsafe fn attend_tile(
     {
         return false;
     }
-    // Per block of rows: its queries transposed (hd x 16), then its scores
-    // by key (width x 16).
-    let need = hd * LANES + width * LANES;
+    let rows_max = tokens * group.min(heads.len());
+    let nrb = rows_max.div_ceil(LANES);
+    // Per block of rows: its queries transposed (hd x 16), its scores by
+    // key (width x 16) and its outputs transposed (hd x 16); then the
+    // probabilities of one key block.
+    let (qlen, slen) = (hd * LANES, width * LANES);
+    let need = nrb * (2 * qlen + slen) + KEY_BLOCK * LANES;
     if scratch.len() < need {
         scratch.resize(need, 0.0);
     }
-    let (qt, sc) = scratch.split_at_mut(hd * LANES);
+    let (qts, rest) = scratch.split_at_mut(nrb * qlen);
+    let (scs, rest) = rest.split_at_mut(nrb * slen);
+    let (accs, probs) = rest.split_at_mut(nrb * qlen);
+    let mut blocks = Vec::with_capacity(nrb);
     for g in heads.start / group..heads.end.div_ceil(group) {
         // This KV head's query heads among `heads`: rows (token t, head
         // h0 + j) numbered t * per + j.
@@ -73,7 +84,8 @@ pub(crate) unsafe fn attend_tile(
         let per = heads.end.min((g + 1) * group) - h0;
         let row = |r: usize| (r / per, (h0 - heads.start + r % per) * hd);
         let rows = tokens * per;
-        for r0 in (0..rows).step_by(LANES) {
+        blocks.clear();
+        for (bi, r0) in (0..rows).step_by(LANES).enumerate() {
             let n = (rows - r0).min(LANES);
             // Lane i is row r0 + i; it sees keys 0..pos0 + t + 1. Unused
             // lanes see none.
@@ -81,6 +93,7 @@ pub(crate) unsafe fn attend_tile(
             for (i, l) in lim.iter_mut().enumerate().take(n) {
                 *l = (s.pos0 + row(r0 + i).0 + 1) as i32;
             }
+            let qt = &mut qts[bi * qlen..(bi + 1) * qlen];
             for d in 0..hd {
                 for (i, slot) in qt[d * LANES..(d + 1) * LANES].iter_mut().enumerate() {
                     *slot = if i < n {
@@ -91,25 +104,55 @@ pub(crate) unsafe fn attend_tile(
                     };
                 }
             }
-            let block = Block {
+            blocks.push(Block {
                 hd,
                 kvd,
                 off: g * hd,
                 first: lim[0] as usize,
                 last: lim[n - 1] as usize,
                 lim: _mm512_loadu_si512(lim.as_ptr().cast()),
-            };
-            scores(&block, qt, keys, s.scale, sc);
-            softmax(&block, sc);
-            weigh(&block, sc, values, |c0, w, part| {
-                for i in 0..n {
-                    let (t, at) = row(r0 + i);
-                    let at = t * stride + at + c0;
-                    for (o, lane) in out[at..at + w].iter_mut().zip(part) {
-                        *o = lane[i];
-                    }
-                }
+                max: _mm512_set1_ps(f32::NEG_INFINITY),
+                sum: _mm512_setzero_ps(),
             });
+        }
+        let end = blocks.last().map_or(0, |b| b.last);
+        // Each block of keys is read once for all blocks of rows, while it
+        // sits in L1.
+        for k0 in (0..end).step_by(KEY_BLOCK) {
+            for (bi, b) in blocks.iter_mut().enumerate().filter(|(_, b)| k0 < b.last) {
+                let keys_here = k0..(k0 + KEY_BLOCK).min(b.last);
+                let qt = &qts[bi * qlen..(bi + 1) * qlen];
+                scores(
+                    b,
+                    qt,
+                    keys,
+                    s.scale,
+                    keys_here,
+                    &mut scs[bi * slen..(bi + 1) * slen],
+                );
+            }
+        }
+        for (bi, b) in blocks.iter_mut().enumerate() {
+            softmax(b, &mut scs[bi * slen..(bi + 1) * slen]);
+        }
+        accs[..nrb * qlen].fill(0.0);
+        for k0 in (0..end).step_by(KEY_BLOCK) {
+            for (bi, b) in blocks.iter().enumerate().filter(|(_, b)| k0 < b.last) {
+                let keys_here = k0..(k0 + KEY_BLOCK).min(b.last);
+                let e = &scs[bi * slen..(bi + 1) * slen];
+                let acc = &mut accs[bi * qlen..(bi + 1) * qlen];
+                weigh(b, e, values, keys_here, probs, acc);
+            }
+        }
+        for (bi, r0) in (0..rows).step_by(LANES).enumerate() {
+            let acc = &accs[bi * qlen..(bi + 1) * qlen];
+            for i in 0..(rows - r0).min(LANES) {
+                let (t, at) = row(r0 + i);
+                let o = &mut out[t * stride + at..t * stride + at + hd];
+                for (d, v) in o.iter_mut().enumerate() {
+                    *v = acc[d * LANES + i];
+                }
+            }
         }
     }
     true
@@ -127,6 +170,9 @@ struct Block {
     last: usize,
     /// Keys each lane sees (0 for unused lanes).
     lim: __m512i,
+    /// Each lane's largest score so far, then its sum of e^(score - max).
+    max: __m512,
+    sum: __m512,
 }
 
 impl Block {
@@ -137,18 +183,27 @@ impl Block {
     }
 }
 
-/// Scores of keys `0..last` into `sc` (key-major, lanes = rows), each the
-/// portable dot of the lane's query and the key, times `scale`; two keys
-/// at a time so sixteen accumulators hide the add latency.
+/// Scores of keys `keys_here` into `sc` (key-major, lanes = rows), each
+/// the portable dot of the lane's query and the key, times `scale`, and
+/// the lanes' running max over the keys they see; two keys at a time so
+/// sixteen accumulators hide the add latency.
 #[inline(always)]
-unsafe fn scores(b: &Block, qt: &[f32], keys: &[f32], scale: f32, sc: &mut [f32]) {
+unsafe fn scores(
+    b: &mut Block,
+    qt: &[f32],
+    keys: &[f32],
+    scale: f32,
+    keys_here: Range<usize>,
+    sc: &mut [f32],
+) {
     let n8 = b.hd / 8 * 8;
     let scale = _mm512_set1_ps(scale);
     let qt = qt.as_ptr();
     let key = |k: usize| keys.as_ptr().add(k * b.kvd + b.off);
-    let mut k = 0;
-    while k + 2 <= b.last {
-        let (k0, k1) = (key(k), key(k + 1));
+    let mut k = keys_here.start;
+    while k < keys_here.end {
+        let two = k + 1 < keys_here.end;
+        let (k0, k1) = (key(k), key(if two { k + 1 } else { k }));
         let mut a0 = [_mm512_setzero_ps(); 8];
         let mut a1 = [_mm512_setzero_ps(); 8];
         let mut d = 0;
@@ -160,31 +215,27 @@ unsafe fn scores(b: &Block, qt: &[f32], keys: &[f32], scale: f32, sc: &mut [f32]
             }
             d += 8;
         }
-        _mm512_storeu_ps(
-            sc.as_mut_ptr().add(k * LANES),
-            finish(b, &a0, qt, k0, scale),
-        );
-        _mm512_storeu_ps(
-            sc.as_mut_ptr().add((k + 1) * LANES),
-            finish(b, &a1, qt, k1, scale),
-        );
+        let s0 = finish(b, &a0, qt, k0, scale);
+        _mm512_storeu_ps(sc.as_mut_ptr().add(k * LANES), s0);
+        b.max = running_max(b, k, s0);
+        if two {
+            let s1 = finish(b, &a1, qt, k1, scale);
+            _mm512_storeu_ps(sc.as_mut_ptr().add((k + 1) * LANES), s1);
+            b.max = running_max(b, k + 1, s1);
+        }
         k += 2;
     }
-    if k < b.last {
-        let k0 = key(k);
-        let mut a0 = [_mm512_setzero_ps(); 8];
-        let mut d = 0;
-        while d < n8 {
-            for (l, a) in a0.iter_mut().enumerate() {
-                let qv = _mm512_loadu_ps(qt.add((d + l) * LANES));
-                *a = _mm512_add_ps(*a, _mm512_mul_ps(qv, _mm512_set1_ps(*k0.add(d + l))));
-            }
-            d += 8;
-        }
-        _mm512_storeu_ps(
-            sc.as_mut_ptr().add(k * LANES),
-            finish(b, &a0, qt, k0, scale),
-        );
+}
+
+/// The lanes' max with key `k`'s scores where they see it, as `f32::max`
+/// folds: vmaxps returns its second operand (the max so far) when either
+/// is NaN.
+#[inline(always)]
+unsafe fn running_max(b: &Block, k: usize, v: __m512) -> __m512 {
+    if k < b.first {
+        _mm512_max_ps(v, b.max)
+    } else {
+        _mm512_mask_max_ps(b.max, b.sees(k), v, b.max)
     }
 }
 
@@ -215,35 +266,23 @@ unsafe fn finish(
     _mm512_mul_ps(_mm512_add_ps(sum, tail), scale)
 }
 
-/// Each lane's softmax over the keys it sees, in place: the max (as
-/// `f32::max` folds it, NaN scores skipped), e^(score - max), their sum in
-/// key order, and finally each e divided by its lane's sum.
+/// Each lane's e^(score - max) over the keys it sees, in place, and their
+/// sum in key order (the division by the sum is [`weigh`]'s).
 #[inline(always)]
-unsafe fn softmax(b: &Block, sc: &mut [f32]) {
+unsafe fn softmax(b: &mut Block, sc: &mut [f32]) {
     let p = sc.as_mut_ptr();
-    // vmaxps returns its second operand when either is NaN: the max so far.
-    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
-    for k in 0..b.first {
-        max = _mm512_max_ps(_mm512_loadu_ps(p.add(k * LANES)), max);
-    }
-    for k in b.first..b.last {
-        max = _mm512_mask_max_ps(max, b.sees(k), _mm512_loadu_ps(p.add(k * LANES)), max);
-    }
     let mut sum = _mm512_setzero_ps();
     for k in 0..b.first {
-        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), max));
+        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), b.max));
         _mm512_storeu_ps(p.add(k * LANES), e);
         sum = _mm512_add_ps(sum, e);
     }
     for k in b.first..b.last {
-        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), max));
+        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k * LANES)), b.max));
         _mm512_storeu_ps(p.add(k * LANES), e);
         sum = _mm512_mask_add_ps(sum, b.sees(k), sum, e);
     }
-    for k in 0..b.last {
-        let e = _mm512_loadu_ps(p.add(k * LANES));
-        _mm512_storeu_ps(p.add(k * LANES), _mm512_div_ps(e, sum));
-    }
+    b.sum = sum;
 }
 
 /// Sixteen lanes of `quant::exp::exp`, step for step.
@@ -285,60 +324,69 @@ unsafe fn exp(x: __m512) -> __m512 {
     _mm512_mask_mov_ps(e, _mm512_cmp_ps_mask::<_CMP_UNORD_Q>(x, x), x)
 }
 
-/// The weighted sums of values, sixteen output elements of all lanes at a
-/// time: accumulator c holds element c0 + c of every lane's output,
-/// 0 + Σ_k p_k v_k[c0 + c] in key order. `store(c0, w, part)` takes
-/// elements `c0..c0 + w`, `part[c][lane]`.
+/// Adds keys `keys_here` to the lanes' weighted sums of values, `acc`
+/// (hd x 16, element-major): p = e / sum for each key once (into `probs`),
+/// then sixteen elements of all lanes at a time, 0 + Σ_k p_k v_k[c] in key
+/// order over the calls.
 #[inline(always)]
 unsafe fn weigh(
     b: &Block,
-    p: &[f32],
+    e: &[f32],
     values: &[f32],
-    mut store: impl FnMut(usize, usize, &[[f32; LANES]]),
+    keys_here: Range<usize>,
+    probs: &mut [f32],
+    acc: &mut [f32],
 ) {
-    let mut part = [[0.0f32; LANES]; LANES];
+    for (j, k) in keys_here.clone().enumerate() {
+        let p = _mm512_div_ps(_mm512_loadu_ps(e.as_ptr().add(k * LANES)), b.sum);
+        _mm512_storeu_ps(probs.as_mut_ptr().add(j * LANES), p);
+    }
     for c0 in (0..b.hd).step_by(LANES) {
         let w = (b.hd - c0).min(LANES);
+        let part = acc.as_mut_ptr().add(c0 * LANES);
         // A whole chunk has a constant count, so its accumulators stay in registers.
-        let acc = if w == LANES {
-            weigh_chunk(b, p, values, c0, LANES)
+        if w == LANES {
+            weigh_chunk(b, probs, values, keys_here.clone(), c0, LANES, part);
         } else {
-            weigh_chunk(b, p, values, c0, w)
-        };
-        for (slot, a) in part.iter_mut().zip(&acc).take(w) {
-            _mm512_storeu_ps(slot.as_mut_ptr(), *a);
+            weigh_chunk(b, probs, values, keys_here.clone(), c0, w, part);
         }
-        store(c0, w, &part[..w]);
     }
 }
 
-/// Elements `c0..c0 + w` of every lane's weighted sum of values
-/// (see [`weigh`]); inlined where `w` is a constant.
+/// Elements `c0..c0 + w` of every lane's weighted sum of values, loaded
+/// from and stored back to `part` (see [`weigh`]); inlined where `w` is a
+/// constant.
 #[inline(always)]
 unsafe fn weigh_chunk(
     b: &Block,
-    p: &[f32],
+    probs: &[f32],
     values: &[f32],
+    keys_here: Range<usize>,
     c0: usize,
     w: usize,
-) -> [__m512; LANES] {
-    let p = p.as_ptr();
+    part: *mut f32,
+) {
     let mut acc = [_mm512_setzero_ps(); LANES];
-    for k in 0..b.first {
-        let (pk, v) = (
-            _mm512_loadu_ps(p.add(k * LANES)),
-            values.as_ptr().add(k * b.kvd + b.off + c0),
-        );
+    for (c, a) in acc.iter_mut().enumerate().take(w) {
+        *a = _mm512_loadu_ps(part.add(c * LANES));
+    }
+    let p = probs.as_ptr();
+    let start = keys_here.start;
+    for k in start..keys_here.end.min(b.first) {
+        let pk = _mm512_loadu_ps(p.add((k - start) * LANES));
+        let v = values.as_ptr().add(k * b.kvd + b.off + c0);
         for (c, a) in acc.iter_mut().enumerate().take(w) {
             *a = _mm512_add_ps(*a, _mm512_mul_ps(pk, _mm512_set1_ps(*v.add(c))));
         }
     }
-    for k in b.first..b.last {
-        let (pk, m) = (_mm512_loadu_ps(p.add(k * LANES)), b.sees(k));
+    for k in start.max(b.first)..keys_here.end {
+        let (pk, m) = (_mm512_loadu_ps(p.add((k - start) * LANES)), b.sees(k));
         let v = values.as_ptr().add(k * b.kvd + b.off + c0);
         for (c, a) in acc.iter_mut().enumerate().take(w) {
             *a = _mm512_mask_add_ps(*a, m, *a, _mm512_mul_ps(pk, _mm512_set1_ps(*v.add(c))));
         }
     }
-    acc
+    for (c, a) in acc.iter().enumerate().take(w) {
+        _mm512_storeu_ps(part.add(c * LANES), *a);
+    }
 }
