@@ -16,6 +16,8 @@
 #   OUT_DIR     where the raw JSON goes (default target/bench)
 #   UBATCH      llama.cpp micro-batch sizes to try besides the whole trace
 #               (default 512, its default; e.g. 256,512,1024,2048)
+#   UBATCH_WHOLE=0  do not also try a micro-batch of the whole trace (at 16k
+#               tokens without flash attention its score buffer is gigabytes)
 #   FLASH_ATTN  llama.cpp flash attention settings to try (default off,on)
 #   KV          llama.cpp KV cache types to try (default f16,f32)
 #   PREFILL_ONLY=1  time only the prefill (long traces: the logits and
@@ -60,6 +62,9 @@ common=(--threads "$threads" --tokens "$tokens" --repeats "$repeats" --warmup "$
 # add are not in it (and on a software Vulkan adapter would take minutes).
 stepscore_only=(--backend cpu --append-prefix 0)
 llama_only=(--ubatch "$ubatch" --flash-attn "${FLASH_ATTN:-off,on}" --kv "${KV:-f16,f32}")
+if [[ "${UBATCH_WHOLE:-1}" == 0 ]]; then
+  llama_only+=(--no-ubatch-whole)
+fi
 if [[ "$prefill_only" == 1 ]]; then
   stepscore_only+=(--prefill-only)
   llama_only+=(--no-all)

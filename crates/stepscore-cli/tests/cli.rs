@@ -585,6 +585,16 @@ fn doctor_lists_adapters_and_the_auto_choice_as_json() {
         _ => &["portable"],
     };
     assert!(arch_sets.contains(&kernels), "{v}");
+    // Which CPU: CPUID's vendor and family on x86-64, null elsewhere.
+    if std::env::consts::ARCH == "x86_64" {
+        assert!(
+            v["cpu"]["vendor"].as_str().is_some_and(|s| !s.is_empty()),
+            "{v}"
+        );
+        assert!(v["cpu"]["family"].as_u64().unwrap_or(0) > 0, "{v}");
+    } else {
+        assert!(v["cpu"].is_null(), "{v}");
+    }
     let adapters = v["adapters"].as_array().expect("adapters array");
     for a in adapters {
         assert!(a["name"].is_string() && a["backend"].is_string(), "{a}");

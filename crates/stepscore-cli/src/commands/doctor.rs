@@ -1,6 +1,7 @@
 //! `stepscore doctor`: every GPU adapter wgpu finds, with its backend,
 //! device type, features and the limits the engine depends on, what
-//! `--backend auto` would choose and why, the CPU engine's kernels (the
+//! `--backend auto` would choose and why, the CPU (x86-64: vendor, family,
+//! model, microarchitecture) and the CPU engine's kernels (the
 //! instruction set `Simd::detect` chose), and the decoder architectures and
 //! PRM families this build runs.
 
@@ -9,7 +10,7 @@ use std::io::Write;
 use stepscore::gpu::{Float16Path, GpuContext};
 use stepscore::model::Arch;
 use stepscore::prm::{auto_preference, Backend, Family};
-use stepscore::quant::{Simd, SIMD_ENV};
+use stepscore::quant::{CpuModel, Simd, SIMD_ENV};
 
 use crate::Failure;
 
@@ -50,6 +51,13 @@ pub fn run(args: Args) -> Result<(), Failure> {
             .collect();
         let value = serde_json::json!({
             "cpu_kernels": Simd::detect().name(),
+            "cpu": CpuModel::detect().map(|c| serde_json::json!({
+                "vendor": c.vendor,
+                "family": c.family,
+                "model": c.model,
+                "brand": c.brand,
+                "microarchitecture": c.microarchitecture(),
+            })),
             "architectures": Arch::ALL.iter().map(Arch::name).collect::<Vec<_>>(),
             "families": Family::ALL.iter().map(Family::name).collect::<Vec<_>>(),
             "adapters": list,
@@ -116,6 +124,9 @@ pub fn run(args: Args) -> Result<(), Failure> {
         auto.chosen, auto.reason
     )
     .map_err(io)?;
+    if let Some(cpu) = CpuModel::detect() {
+        writeln!(out, "CPU:            {}", cpu.describe()).map_err(io)?;
+    }
     writeln!(
         out,
         "CPU kernels:    {} ({} on {}; {SIMD_ENV} caps it)",

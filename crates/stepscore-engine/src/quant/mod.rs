@@ -37,6 +37,8 @@ mod act;
 #[cfg(target_arch = "aarch64")]
 mod arm;
 mod blocks;
+/// Which CPU this is, for `stepscore doctor` and benchmark figures.
+mod cpu;
 mod dequant;
 /// e^x from correctly rounded steps, the same bits on every engine.
 pub mod exp;
@@ -61,6 +63,7 @@ pub use act::{
     quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K,
     QuantizedActs,
 };
+pub use cpu::CpuModel;
 pub use dequant::dequantize_row;
 pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd, SIMD_ENV};
