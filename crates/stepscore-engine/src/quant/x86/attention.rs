@@ -48,7 +48,7 @@ pub(crate) unsafe fn attend_tile(
 ) -> bool {
     let (hd, kvd, group) = (s.hd, s.kvd, s.group);
     let stride = heads.len() * hd;
-    if stride == 0 || group == 0 || out.len() % stride != 0 {
+    if stride == 0 || group == 0 || !out.len().is_multiple_of(stride) {
         return false;
     }
     let tokens = out.len() / stride;
