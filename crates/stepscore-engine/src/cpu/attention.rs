@@ -14,7 +14,8 @@
 //! megabytes). Each row still gets the one-query order above, so the bits.
 //! On AVX-512 a tile is `quant/x86/attention.rs`: sixteen rows side by side
 //! in a register's lanes, the softmax vectorized over rows (3.6x this
-//! file's AVX-512 tile on a 4k-token trace, Zen 5, docs/BENCHMARKS.md).
+//! file's AVX-512 tile on a 4k-token trace, Zen 5, docs/BENCHMARKS.md);
+//! a decode step's single token puts sixteen keys in the lanes there.
 
 use crate::model::ModelConfig;
 #[cfg(not(all(target_arch = "wasm32", target_feature = "simd128")))]
@@ -624,6 +625,9 @@ mod tests {
             (4, 4, 72, 300, 9),
             (2, 1, 6, 0, 3),
             (6, 2, 130, 40, 1 + 2 * TILE_TOKENS),
+            // One-token tiles: keys in the lanes on AVX-512.
+            (12, 2, 128, 500, 1),
+            (8, 1, 70, 33, 1),
         ] {
             let c = config(heads, kv_heads, hd);
             let (qd, kvd) = (c.q_dim(), c.kv_dim());

@@ -21,8 +21,8 @@
 //! `x86::tile_k_vnni` (AVX-VNNI), and `tile32.rs`, the 32-element formats,
 //! with `avx512::tile32` (VNNI) or `x86::tile32` (AVX2), `values.rs`,
 //! attention's weighted sum of values in AVX2 / AVX-512 registers, and
-//! `attention.rs`, a prefill attention tile (or a decode step's heads) on
-//! AVX-512 with sixteen rows in the lanes (the `cpu` engine's attention calls both). `wasm/`: SIMD128
+//! `attention.rs`, a prefill attention tile on AVX-512 with sixteen rows in
+//! the lanes (a decode step's heads: sixteen keys) (the `cpu` engine's attention calls both). `wasm/`: SIMD128
 //! through the same group loop, `ktile.rs` (K-quants), `tile32.rs`
 //! (32-element formats), `mod.rs` (f32 rows) and `values.rs` (attention's
 //! weighted values). `arm/`: NEON (`Neon`, int8

@@ -10,6 +10,10 @@
 //! - max, then e^(score - max) (`quant::exp`'s steps) summed in key order;
 //! - out = 0 + Σ over keys in order of (e / sum) * v (`portable::weigh_values`).
 //!
+//! A tile of one query token (a decode step) puts sixteen keys in the lanes
+//! instead ([`attend_query`]): the same operations per head, in the same
+//! order, with the keys transposed once for all of a KV head's heads.
+//!
 //! No fused multiply-add anywhere. A lane whose row does not see a key (the
 //! causal edge inside a block of rows) is left untouched by a masked
 //! operation, never given a zero that could flip the sign of a zero.
@@ -62,6 +66,10 @@ pub(crate) unsafe fn attend_tile(
         || values.len() < reach
     {
         return false;
+    }
+    if tokens == 1 {
+        attend_query(s, heads, q, keys, values, out, scratch);
+        return true;
     }
     let rows_max = tokens * group.min(heads.len());
     let nrb = rows_max.div_ceil(LANES);
@@ -388,5 +396,280 @@ unsafe fn weigh_chunk(
     }
     for (c, a) in acc.iter().enumerate().take(w) {
         _mm512_storeu_ps(part.add(c * LANES), *a);
+    }
+}
+
+/// One query token's heads `heads` (a decode step) with keys in the lanes:
+/// a token has few heads per KV head (6 on Qwen2.5-1.5B), so rows in the
+/// lanes would leave most of them idle. Each block of sixteen keys is
+/// transposed once (dimension-major) for all of the KV head's query heads,
+/// and a head's scores of the block are its eight dot lanes as eight
+/// registers, the portable sum's steps lane by lane; the max and e^x run
+/// sixteen keys at a time, the sum key by key as the portable loop adds,
+/// and the weighted values hold sixteen output elements per register. The
+/// caller checked the slices ([`attend_tile`]).
+#[inline(always)]
+unsafe fn attend_query(
+    s: &TileShape,
+    heads: Range<usize>,
+    q: &[f32],
+    keys: &[f32],
+    values: &[f32],
+    out: &mut [f32],
+    scratch: &mut Vec<f32>,
+) {
+    let (hd, group) = (s.hd, s.group);
+    let n = s.pos0 + 1;
+    let padded = n.div_ceil(LANES) * LANES;
+    // A block of key rows as read, the block transposed (hd x 16 each),
+    // then each head's scores, later its probabilities, padded to whole
+    // blocks.
+    let need = 2 * hd * LANES + heads.len() * padded;
+    if scratch.len() < need {
+        scratch.resize(need, 0.0);
+    }
+    let (rows, rest) = scratch.split_at_mut(hd * LANES);
+    let (kt, scs) = rest.split_at_mut(hd * LANES);
+    let scale = _mm512_set1_ps(s.scale);
+    out.fill(0.0);
+    for g in heads.start / group..heads.end.div_ceil(group) {
+        // This KV head's query heads, as indices into `heads`.
+        let first = heads.start.max(g * group) - heads.start;
+        let end = heads.end.min((g + 1) * group) - heads.start;
+        let off = g * hd;
+        for k0 in (0..n).step_by(LANES) {
+            transpose_keys(keys, s.kvd, off, hd, k0, (n - k0).min(LANES), rows, kt);
+            let mut h = first;
+            while h < end {
+                // Two heads at a time: sixteen accumulators hide the add latency.
+                let h1 = if h + 1 < end { h + 1 } else { h };
+                let (s0, s1) = key_scores(
+                    kt,
+                    q.as_ptr().add(h * hd),
+                    q.as_ptr().add(h1 * hd),
+                    hd,
+                    scale,
+                );
+                _mm512_storeu_ps(scs.as_mut_ptr().add(h * padded + k0), s0);
+                _mm512_storeu_ps(scs.as_mut_ptr().add(h1 * padded + k0), s1);
+                h += 2;
+            }
+        }
+        for h in first..end {
+            softmax_keys(&mut scs[h * padded..(h + 1) * padded], n);
+        }
+        for k0 in (0..n).step_by(KEY_BLOCK) {
+            let count = (n - k0).min(KEY_BLOCK);
+            let v = values.as_ptr().add(k0 * s.kvd + off);
+            for h in first..end {
+                let p = scs.as_ptr().add(h * padded + k0);
+                let o = out.as_mut_ptr().add(h * hd);
+                let mut c0 = 0;
+                // Up to eight registers of output elements at a time.
+                while c0 < hd {
+                    let w = (hd - c0).min(8 * LANES);
+                    let (vc, oc) = (v.add(c0), o.add(c0));
+                    match w.div_ceil(LANES) {
+                        8 => weigh_keys::<8>(p, vc, s.kvd, count, oc, w),
+                        7 => weigh_keys::<7>(p, vc, s.kvd, count, oc, w),
+                        6 => weigh_keys::<6>(p, vc, s.kvd, count, oc, w),
+                        5 => weigh_keys::<5>(p, vc, s.kvd, count, oc, w),
+                        4 => weigh_keys::<4>(p, vc, s.kvd, count, oc, w),
+                        3 => weigh_keys::<3>(p, vc, s.kvd, count, oc, w),
+                        2 => weigh_keys::<2>(p, vc, s.kvd, count, oc, w),
+                        _ => weigh_keys::<1>(p, vc, s.kvd, count, oc, w),
+                    }
+                    c0 += w;
+                }
+            }
+        }
+    }
+}
+
+/// The lanes `0..w` set.
+#[inline(always)]
+fn first_lanes(w: usize) -> __mmask16 {
+    ((1u32 << w.min(LANES)) - 1) as __mmask16
+}
+
+/// Keys `k0..k0 + m` (m <= 16) of the KV head at `off`, transposed into
+/// `kt` (hd x 16: row d holds dimension d of the sixteen keys; lanes past
+/// `m` hold zeros). The rows are first copied whole, one after another, into
+/// `rows` (16 x hd): read in memory order the cache's lines stream in (read
+/// 16 rows at a time, a third of the decode step's time waited on them,
+/// Zen 5); then 16 x 16 blocks are transposed in registers from there.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+unsafe fn transpose_keys(
+    keys: &[f32],
+    kvd: usize,
+    off: usize,
+    hd: usize,
+    k0: usize,
+    m: usize,
+    rows: &mut [f32],
+    kt: &mut [f32],
+) {
+    let full = hd / LANES * LANES;
+    let tail = first_lanes(hd - full);
+    for i in 0..m {
+        let src = keys.as_ptr().add((k0 + i) * kvd + off);
+        let dst = rows.as_mut_ptr().add(i * hd);
+        for d in (0..full).step_by(LANES) {
+            _mm512_storeu_ps(dst.add(d), _mm512_loadu_ps(src.add(d)));
+        }
+        if full < hd {
+            _mm512_mask_storeu_ps(
+                dst.add(full),
+                tail,
+                _mm512_maskz_loadu_ps(tail, src.add(full)),
+            );
+        }
+    }
+    for d0 in (0..hd).step_by(LANES) {
+        let w = (hd - d0).min(LANES);
+        let mut r = [_mm512_setzero_ps(); LANES];
+        for (i, row) in r.iter_mut().enumerate().take(m) {
+            *row = _mm512_maskz_loadu_ps(first_lanes(w), rows.as_ptr().add(i * hd + d0));
+        }
+        transpose16(&mut r);
+        for (j, row) in r.iter().enumerate().take(w) {
+            _mm512_storeu_ps(kt.as_mut_ptr().add((d0 + j) * LANES), *row);
+        }
+    }
+}
+
+/// A 16 x 16 transpose in registers: 32-bit then 64-bit interleaves within
+/// 128-bit blocks, then two rounds of 128-bit block shuffles.
+#[inline(always)]
+unsafe fn transpose16(r: &mut [__m512; LANES]) {
+    let mut t = [_mm512_setzero_ps(); LANES];
+    for i in 0..8 {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    // u[4i + c]'s block b: dimension 4b + c of rows 4i..4i + 4.
+    let mut u = [_mm512_setzero_ps(); LANES];
+    for i in 0..4 {
+        let (a, b) = (_mm512_castps_pd(t[4 * i]), _mm512_castps_pd(t[4 * i + 2]));
+        let (c, d) = (
+            _mm512_castps_pd(t[4 * i + 1]),
+            _mm512_castps_pd(t[4 * i + 3]),
+        );
+        u[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+        u[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+        u[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(c, d));
+        u[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(c, d));
+    }
+    for c in 0..4 {
+        let (x, y, z, w) = (u[c], u[4 + c], u[8 + c], u[12 + c]);
+        let v0 = _mm512_shuffle_f32x4::<0x44>(x, y);
+        let v1 = _mm512_shuffle_f32x4::<0xEE>(x, y);
+        let v2 = _mm512_shuffle_f32x4::<0x44>(z, w);
+        let v3 = _mm512_shuffle_f32x4::<0xEE>(z, w);
+        r[c] = _mm512_shuffle_f32x4::<0x88>(v0, v2);
+        r[4 + c] = _mm512_shuffle_f32x4::<0xDD>(v0, v2);
+        r[8 + c] = _mm512_shuffle_f32x4::<0x88>(v1, v3);
+        r[12 + c] = _mm512_shuffle_f32x4::<0xDD>(v1, v3);
+    }
+}
+
+/// Two heads' scores of the sixteen keys in `kt`: per head the eight dot
+/// lanes added in order, plus the tail's sum, times `scale`.
+#[inline(always)]
+unsafe fn key_scores(
+    kt: &[f32],
+    q0: *const f32,
+    q1: *const f32,
+    hd: usize,
+    scale: __m512,
+) -> (__m512, __m512) {
+    let n8 = hd / 8 * 8;
+    let kt = kt.as_ptr();
+    let mut a0 = [_mm512_setzero_ps(); 8];
+    let mut a1 = [_mm512_setzero_ps(); 8];
+    let mut d = 0;
+    while d < n8 {
+        for l in 0..8 {
+            let k = _mm512_loadu_ps(kt.add((d + l) * LANES));
+            a0[l] = _mm512_add_ps(a0[l], _mm512_mul_ps(_mm512_set1_ps(*q0.add(d + l)), k));
+            a1[l] = _mm512_add_ps(a1[l], _mm512_mul_ps(_mm512_set1_ps(*q1.add(d + l)), k));
+        }
+        d += 8;
+    }
+    let (mut s0, mut s1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    for l in 0..8 {
+        s0 = _mm512_add_ps(s0, a0[l]);
+        s1 = _mm512_add_ps(s1, a1[l]);
+    }
+    let (mut t0, mut t1) = (_mm512_setzero_ps(), _mm512_setzero_ps());
+    for d in n8..hd {
+        let k = _mm512_loadu_ps(kt.add(d * LANES));
+        t0 = _mm512_add_ps(t0, _mm512_mul_ps(_mm512_set1_ps(*q0.add(d)), k));
+        t1 = _mm512_add_ps(t1, _mm512_mul_ps(_mm512_set1_ps(*q1.add(d)), k));
+    }
+    (
+        _mm512_mul_ps(_mm512_add_ps(s0, t0), scale),
+        _mm512_mul_ps(_mm512_add_ps(s1, t1), scale),
+    )
+}
+
+/// One head's scores of keys `0..n` (`sc`, padded to whole blocks) become
+/// probabilities in place: the max (NaN scores skipped, as `f32::max`
+/// folds; the order of a max does not change it), e^(score - max) sixteen
+/// at a time, their sum key by key in order, then e / sum.
+#[inline(always)]
+unsafe fn softmax_keys(sc: &mut [f32], n: usize) {
+    let p = sc.as_mut_ptr();
+    let mut max = _mm512_set1_ps(f32::NEG_INFINITY);
+    for k0 in (0..n).step_by(LANES) {
+        let v = _mm512_loadu_ps(p.add(k0));
+        // vmaxps returns its second operand (the max so far) when either is NaN.
+        max = _mm512_mask_max_ps(max, first_lanes(n - k0), v, max);
+    }
+    let max = _mm512_set1_ps(_mm512_reduce_max_ps(max));
+    for k0 in (0..n).step_by(LANES) {
+        let e = exp(_mm512_sub_ps(_mm512_loadu_ps(p.add(k0)), max));
+        _mm512_storeu_ps(p.add(k0), e);
+    }
+    let mut sum = 0.0f32;
+    for e in &sc[..n] {
+        sum += e;
+    }
+    let sum = _mm512_set1_ps(sum);
+    for k0 in (0..n).step_by(LANES) {
+        let e = _mm512_loadu_ps(p.add(k0));
+        _mm512_storeu_ps(p.add(k0), _mm512_div_ps(e, sum));
+    }
+}
+
+/// Output elements `0..w` (C registers; the last may be partial) of one
+/// head: `o += p_k * v_k` for `count` keys in order, `v` the first key's
+/// value row at these elements, `kvd` apart.
+#[inline(always)]
+unsafe fn weigh_keys<const C: usize>(
+    p: *const f32,
+    v: *const f32,
+    kvd: usize,
+    count: usize,
+    o: *mut f32,
+    w: usize,
+) {
+    let last = first_lanes(w - (C - 1) * LANES);
+    let mut acc = [_mm512_setzero_ps(); C];
+    for (c, a) in acc.iter_mut().enumerate() {
+        *a = _mm512_maskz_loadu_ps(if c + 1 == C { last } else { !0 }, o.add(c * LANES));
+    }
+    for k in 0..count {
+        let pk = _mm512_set1_ps(*p.add(k));
+        let row = v.add(k * kvd);
+        for (c, a) in acc.iter_mut().enumerate() {
+            let m = if c + 1 == C { last } else { !0 };
+            let x = _mm512_maskz_loadu_ps(m, row.add(c * LANES));
+            *a = _mm512_add_ps(*a, _mm512_mul_ps(pk, x));
+        }
+    }
+    for (c, a) in acc.iter().enumerate() {
+        _mm512_mask_storeu_ps(o.add(c * LANES), if c + 1 == C { last } else { !0 }, *a);
     }
 }
