@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A head file on whole validation traces: step AUROC and ProcessBench's F1
 at the head's own threshold, overall and per source set (validation only; the
-rows from scripts/data/assemble_trajectories.py).
+rows from scripts/data/assemble_trajectories.py). A guarded head (the default
+PRM's) is scored as the engine scores it, with its guard.
 
   head_on_validation.py HEAD.safetensors VAL_WHOLE.jsonl [--feature-layers 12,18]
 
@@ -12,8 +13,9 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from guard_choice import load, unguarded  # noqa: E402
+from guard_choice import load  # noqa: E402
 from real_steps_probe import first_error_f1, step_auroc  # noqa: E402
+from score_from_features import head_scorer  # noqa: E402
 
 
 def main():
@@ -23,7 +25,7 @@ def main():
     ap.add_argument("--feature-layers", help="layers the rows hold when they do not say")
     args = ap.parse_args()
     layers = [int(x) for x in args.feature_layers.split(",")] if args.feature_layers else None
-    score, meta = unguarded(args.head, layers)
+    score, meta = head_scorer(args.head, layers)
     t = float(meta.get("stepscore.threshold", 0.5))
     (s,), whole = load(args.whole, [score])
     sets = sorted({w[2] for w in whole})
