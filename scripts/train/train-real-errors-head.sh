@@ -10,6 +10,12 @@
 #
 #   scripts/train/train-real-errors-head.sh SHARED_DATA WORKDIR
 #
+# TRAIN_CHUNKS (default 19: the shipped head's rows) and NEUTRAL (PRM800K's
+# neutral steps in training: good, the default, or drop) rebuild the session-35
+# candidate, data/candidates/qwen2.5-coder-1.5b-real-errors-head-v2.safetensors,
+# with TRAIN_CHUNKS=CANDIDATE_CHUNKS NEUTRAL=drop OUT=that path (docs/TRAINING.md,
+# "More rows, neutral steps left out").
+#
 # SHARED_DATA: the directory holding real-steps/, as scripts/data/fetch_real_steps.py writes it (../shared/data
 # here). The extraction is the long part (19 training and 9 validation chunks of
 # 20 problems: ~600k tokens, ~2 h on 2 cores alone) and resumable: rerun to go on.
@@ -21,6 +27,9 @@ WORK=${2:?work directory}
 LAYERS=8,12,16,20,24,28
 STATS=result_min_logprob,operand_min_logprob,plus_minus_min_logprob,operation_min_logprob,false_equation,log1p_tokens,mean_logprob,min_logprob,mean_entropy
 GUARD=qwen2.5-coder-1.5b-digit-head.safetensors
+TRAIN_CHUNKS=${TRAIN_CHUNKS:-19}
+NEUTRAL=${NEUTRAL:-good}
+OUT=${OUT:-models/qwen2.5-coder-1.5b-real-errors-head.safetensors}
 mkdir -p "$WORK"
 cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=$PWD/target/release/stepscore
@@ -29,11 +38,11 @@ M=$($BIN fetch qwen2.5-coder-1.5b)
 # Real labels: problem-level split, files in sampling order; the first 19
 # training and 9 validation chunks are the rows the shipped head saw.
 python3 scripts/data/real_steps.py --data "$SHARED/real-steps" --out "$WORK/data"
-for split_chunks in train:19 val:9; do
+for split_chunks in "train:$TRAIN_CHUNKS" val:9; do
   python3 scripts/data/extract_features.py --data "$WORK/data" --out "$WORK/feats" --model "$M" \
     --stepscore "$BIN" --layers "$LAYERS" --pattern "${split_chunks%:*}" --chunks "${split_chunks#*:}"
 done
-TRAIN=$(for i in $(seq 0 18); do printf "%s " "$WORK/feats/train/chunk_$(printf %04d "$i").jsonl"; done)
+TRAIN=$(for i in $(seq 0 $((TRAIN_CHUNKS - 1))); do printf "%s " "$WORK/feats/train/chunk_$(printf %04d "$i").jsonl"; done)
 VAL=$(for i in $(seq 0 8); do printf "%s " "$WORK/feats/val/chunk_$(printf %04d "$i").jsonl"; done)
 # shellcheck disable=SC2086
 python3 scripts/data/assemble_trajectories.py $VAL > "$WORK/val-whole.jsonl"
@@ -45,16 +54,16 @@ python3 scripts/eval/prm_subsets.py "$WORK/arith"
 
 # shellcheck disable=SC2086
 target/release/stepscore-train --train $TRAIN --val $VAL --threshold-on "$WORK/val-whole.jsonl" \
-  --feature-layers "$LAYERS" --layers 20 --stats "$STATS" --weight-decay 0.2 \
+  --feature-layers "$LAYERS" --layers 20 --stats "$STATS" --weight-decay 0.2 --neutral "$NEUTRAL" \
   --out "$WORK/real-head.safetensors"
 python3 scripts/eval/guard_choice.py --head "$WORK/real-head.safetensors" --guard "$GUARD" \
   --real "$WORK/val-whole.jsonl" --synthetic "$WORK/arith/val.jsonl" --feature-layers "$LAYERS" \
-  --out models/qwen2.5-coder-1.5b-real-errors-head.safetensors
+  --out "$OUT"
 
 # The solution threshold for `--verdict` (the step scores changed, so the
 # arithmetic head's 4.217 no longer fits): fitted on mw-val, as issue 26's was.
 python3 scripts/eval/verdict_signal.py --set mw-val --write-input "$WORK/mw-val.in.jsonl"
-"$BIN" score --verdict --head models/qwen2.5-coder-1.5b-real-errors-head.safetensors \
+"$BIN" score --verdict --head "$OUT" \
   --output jsonl "$WORK/mw-val.in.jsonl" > "$WORK/mw-val.scored.jsonl"
 python3 scripts/train/add_solution_threshold.py "$WORK/mw-val.scored.jsonl" \
-  --head models/qwen2.5-coder-1.5b-real-errors-head.safetensors
+  --head "$OUT"
