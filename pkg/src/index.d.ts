@@ -325,7 +325,7 @@ export interface ScorerInfo {
   worker: boolean;
   /**
    * The first-error threshold the model's head ships with (the default PRM's
-   * 0.78, chosen on validation data with the head); null when it has none.
+   * 0.75, chosen on validation data with the head); null when it has none.
    */
   threshold: number | null;
   /**

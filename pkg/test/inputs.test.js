@@ -72,7 +72,7 @@ test("catalog() is the core's catalog: the CLI's `fetch --list --json` rows, les
 
 test('info().threshold is the head file\'s stepscore.threshold; thresholdInForce is the core\'s rule and firstError\'s default', { skip: !existsSync(SMOLLM2) && 'SmolLM2 not in the cache' }, async () => {
   const bytes = new Uint8Array(readFileSync(SMOLLM2));
-  // The default PRM's head ships 0.78; on SmolLM2's width it is the same format with the threshold.
+  // The default PRM's head ships 0.75; on SmolLM2's width it is the same format with the threshold.
   const head = headWithThreshold(576, '0.7');
   const scorer = await StepScorer.load({ model: bytes, head, threads: 1 });
   assert.equal(scorer.info().threshold, 0.7);

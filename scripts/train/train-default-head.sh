@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Trains stepscore's default PRM head (issue 7) from scratch and prints the
+# Trains the first fast-PRM head (issue 7; shipped until session 36, kept in
+# data/previous-heads/) from scratch and prints the
 # results table: features from the engine's own forward on the frozen
 # SmolLM2-135M-Instruct Q4_1 backbone, a linear value head fitted with burn
 # (crates/stepscore-train), metrics by `stepscore eval` / `stepscore select`.
@@ -12,7 +13,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 WORK=${1:-.cache/default-head}
-OUT=models/smollm2-135m-gsm-value-head.safetensors
+OUT=data/previous-heads/smollm2-135m-gsm-value-head.safetensors
 mkdir -p "$WORK"
 cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=target/release/stepscore

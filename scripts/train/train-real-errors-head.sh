@@ -10,15 +10,15 @@
 #
 #   scripts/train/train-real-errors-head.sh SHARED_DATA WORKDIR
 #
-# TRAIN_CHUNKS (default 19: the shipped head's rows) and NEUTRAL (PRM800K's
-# neutral steps in training: good, the default, or drop) rebuild the session-35
-# candidate, data/candidates/qwen2.5-coder-1.5b-real-errors-head-v2.safetensors,
-# with TRAIN_CHUNKS=CANDIDATE_CHUNKS NEUTRAL=drop OUT=that path (docs/TRAINING.md,
-# "More rows, neutral steps left out").
+# TRAIN_CHUNKS (default 30: the shipped head's rows) and NEUTRAL (PRM800K's
+# neutral steps in training: drop, the default, or good) choose the rows; the
+# session-25 head (shipped until session 36) is TRAIN_CHUNKS=19 NEUTRAL=good
+# OUT=data/previous-heads/qwen2.5-coder-1.5b-real-errors-head-v1.safetensors
+# (docs/TRAINING.md, "More rows, neutral steps left out").
 #
 # SHARED_DATA: the directory holding real-steps/, as scripts/data/fetch_real_steps.py writes it (../shared/data
-# here). The extraction is the long part (19 training and 9 validation chunks of
-# 20 problems: ~600k tokens, ~2 h on 2 cores alone) and resumable: rerun to go on.
+# here). The extraction is the long part (30 training and 9 validation chunks of
+# 20 problems: ~880k tokens, ~1.5 h on 2 cores of an AMD Zen 5 alone) and resumable: rerun to go on.
 # ProcessBench is not read.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -27,15 +27,15 @@ WORK=${2:?work directory}
 LAYERS=8,12,16,20,24,28
 STATS=result_min_logprob,operand_min_logprob,plus_minus_min_logprob,operation_min_logprob,false_equation,log1p_tokens,mean_logprob,min_logprob,mean_entropy
 GUARD=qwen2.5-coder-1.5b-digit-head.safetensors
-TRAIN_CHUNKS=${TRAIN_CHUNKS:-19}
-NEUTRAL=${NEUTRAL:-good}
+TRAIN_CHUNKS=${TRAIN_CHUNKS:-30}
+NEUTRAL=${NEUTRAL:-drop}
 OUT=${OUT:-models/qwen2.5-coder-1.5b-real-errors-head.safetensors}
 mkdir -p "$WORK"
 cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=$PWD/target/release/stepscore
 M=$($BIN fetch qwen2.5-coder-1.5b)
 
-# Real labels: problem-level split, files in sampling order; the first 19
+# Real labels: problem-level split, files in sampling order; the first 30
 # training and 9 validation chunks are the rows the shipped head saw.
 python3 scripts/data/real_steps.py --data "$SHARED/real-steps" --out "$WORK/data"
 for split_chunks in "train:$TRAIN_CHUNKS" val:9; do

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# The fast PRM's real-label head candidate (issue 40): a linear value head over
+# The fast PRM's head, models/smollm2-135m-real-errors-head.safetensors (issue
+# 40; shipped since session 36): a linear value head over
 # SmolLM2-135M-Instruct's layer-12 hidden state and nine step statistics,
 # trained on human step labels of other models' solutions (PRM800K, Mr-Ben,
 # BIG-Bench Mistake, MathDial; scripts/data/real_steps.py), weight decay 0.5:
 # session 24's recipe, chosen then on real validation F1 among layers 12/18 and
 # weight decays 0.5/1 (docs/TRAINING.md, "Third look on validation"). Prints
-# the candidate's validation figures. ProcessBench is not read.
+# the head's validation figures. ProcessBench is not read.
 #
 #   scripts/train/train-smollm2-real-errors-head.sh SHARED_DATA WORKDIR [OUT]
 #

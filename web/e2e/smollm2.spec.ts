@@ -42,19 +42,19 @@ test('default model: SmolLM2 GGUF from the app server, confidence scores with pe
   live.forEach((v, i) => expect(Math.abs(v - scores[i]), `step ${i}: live ${v} vs full ${scores[i]}`).toBeLessThan(1e-3));
 });
 
-test('default PRM: SmolLM2 GGUF + the trained value head from models/', async ({ page }) => {
+test('fast PRM: SmolLM2 GGUF + the trained real-errors head from models/', async ({ page }) => {
   test.skip(!existsSync(gguf), `SKIPPED: ${gguf} is missing (run: cargo run -p stepscore-cli -- fetch stepscore-prm-smollm2)`);
   test.setTimeout(240_000);
   await openAndLoad(page, 'smollm2-prm');
   await expect(page.locator('#model-info')).toContainText('value-head');
   await expect(page.locator('#model-info')).toContainText('weak verifier');
-  // The head file's shipped threshold (0.309679, F1-optimal on the validation split) on the slider's 0.01 steps.
-  await expect(page.locator('#threshold')).toHaveValue('0.31');
+  // The head file's shipped threshold (0.607107, F1-optimal on the validation split) on the slider's 0.01 steps.
+  await expect(page.locator('#threshold')).toHaveValue('0.61');
   await paste(page, SLIP.problem, SLIP.response);
   await score(page);
   const scores = await cardScores(page);
   expect(scores).toHaveLength(4);
   expect(scores.every((s) => s > 0 && s < 1)).toBe(true);
-  console.log(`default PRM scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
-  await shot(page, '11-default-prm');
+  console.log(`fast PRM scores for the slip trace: ${scores.map((s) => s.toFixed(3)).join(', ')}`);
+  await shot(page, '11-fast-prm');
 });

@@ -253,15 +253,16 @@ def test_check_arithmetic_reads_the_equations_a_step_writes():
 
 
 def test_first_error_defaults_to_the_threshold_the_head_ships(smollm2):
-    # SmolLM2's PRM ships 0.3097; the README's correct-1 trace scores
-    # 0.632, 0.544, 0.416, 0.311: flagged at step 2 by 0.5, by nothing at
-    # the shipped threshold, which is what the CLI and npm use too.
+    # SmolLM2's PRM ships 0.607; the README's slip-1 trace scores 0.614,
+    # 0.583, 0.810: flagged at step 1 (its wrong step) by the shipped
+    # threshold, by nothing at 0.5, and the CLI and npm use the shipped one too.
     scorer = stepscore.Scorer("stepscore-prm-smollm2", threads=1)
-    row = json.loads((Path(__file__).parents[3] / "examples" / "traces.jsonl").read_text().splitlines()[0])
+    row = json.loads((Path(__file__).parents[3] / "examples" / "traces.jsonl").read_text().splitlines()[1])
+    assert row["id"] == "slip-1"
     r = scorer.score(row["problem"], [s["text"] for s in stepscore.segment(row["response"])])
-    assert 0.3 < scorer.threshold < 0.32
-    assert r.first_error(threshold=0.5) == 2
-    assert r.first_error() is None
+    assert 0.6 < scorer.threshold < 0.61
+    assert r.first_error(threshold=0.5) is None
+    assert r.first_error() == 1
     assert r.first_error() == r.first_error(threshold=scorer.threshold)
 
 

@@ -498,8 +498,9 @@ fn qwen25_coder_05b_step_scores_match_the_cpu_engine() {
 }
 
 /// The Llama scoring path on SmolLM2-135M (Q4_1, Q8_0 tied embedding and
-/// vocabulary projection) with its shipped value head, and with the h+4
-/// value head over the confidence statistics.
+/// vocabulary projection) with its shipped head (layer 12's hidden state and
+/// nine step statistics), and with the h+4 value head over the confidence
+/// statistics.
 #[test]
 fn smollm2_step_scores_match_the_cpu_engine() {
     let Some(path) = find_smollm2_gguf() else {
@@ -510,7 +511,7 @@ fn smollm2_step_scores_match_the_cpu_engine() {
         return;
     }
     let shipped = HeadFile::embedded(stepscore::prm::head_file::SMOLLM2_HEAD_NAME).unwrap();
-    engines_agree(&path, &shipped, "SmolLM2, shipped value head", &EXAMPLES);
+    engines_agree(&path, &shipped, "SmolLM2, shipped head", &EXAMPLES);
     engines_agree(
         &path,
         &value_head_with_confidence(576),

@@ -1103,7 +1103,7 @@ fn a_guarded_head_scores_the_minimum_of_its_guard_and_its_own_power() {
     let bad = [
         (
             "stepscore.min_with",
-            "smollm2-135m-gsm-value-head.safetensors",
+            "smollm2-135m-real-errors-head.safetensors",
         ),
         ("stepscore.min_power", "0.3"),
     ];

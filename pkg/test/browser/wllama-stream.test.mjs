@@ -2,8 +2,8 @@
 // (@wllama/wllama, llama.cpp compiled to wasm) writes an answer with
 // SmolLM2-135M-Instruct through its OpenAI-compatible
 // `createChatCompletion({ stream: true })`, and `scorer.verifyStream` scores
-// each step the moment it completes (SmolLM2 with stepscore's trained value
-// head, in a stepscore worker). Checked: the steps put together are the text
+// each step the moment it completes (SmolLM2 with the fast PRM's head, in a
+// stepscore worker). Checked: the steps put together are the text
 // wllama wrote, each step's score equals scoring the finished steps with
 // score() in the same page, and a step below the threshold stops the
 // verification, returns the chunk iterator and (through the AbortSignal the
@@ -19,7 +19,7 @@ const GGUF = smollm2Path();
 const skip = existsSync(GGUF) ? false : `${GGUF} is missing (run \`stepscore fetch stepscore-prm-smollm2\`)`;
 if (skip) console.log(`# SKIPPED wllama stream test: ${skip}`);
 
-const HEAD = new URL('../../../models/smollm2-135m-gsm-value-head.safetensors', import.meta.url);
+const HEAD = new URL('../../../models/smollm2-135m-real-errors-head.safetensors', import.meta.url);
 const PROBLEM = 'Tom has 3 apples and buys 5 more. Then he gives 2 away. How many apples does he have? Think step by step.';
 
 let server;

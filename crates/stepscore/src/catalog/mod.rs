@@ -300,7 +300,7 @@ pub const ENTRIES: &[Entry] = &[
     },
     Entry {
         name: "stepscore-prm-smollm2",
-        summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's value head (98 MB; fast, weak verifier)",
+        summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's real-label head (98 MB; fast, weak verifier)",
         kind: EntryKind::Prm {
             head: crate::prm::head_file::SMOLLM2_HEAD_NAME,
         },

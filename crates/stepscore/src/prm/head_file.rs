@@ -91,10 +91,11 @@ fn too_large(name: &str, len: u64) -> Error {
     )
 }
 
-/// SmolLM2-135M-Instruct's head: a linear value head over its final hidden
-/// states (scripts/train/train-default-head.sh; results in docs/TRAINING.md). The
-/// catalog's fast PRM, `stepscore-prm-smollm2`.
-pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-gsm-value-head.safetensors";
+/// The fast PRM's head (`stepscore-prm-smollm2`, issue 40): a linear value
+/// head over SmolLM2-135M-Instruct's layer 12 and nine step statistics,
+/// trained on human step labels of other models' solutions
+/// (scripts/train/train-smollm2-real-errors-head.sh; docs/TRAINING.md).
+pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-real-errors-head.safetensors";
 /// Qwen2.5-Coder-1.5B-Instruct's arithmetic head: a calibrated value head over
 /// the step's digit statistics (scripts/train/train-qwen-prm.sh; docs/TRAINING.md),
 /// the default PRM's guard.
@@ -111,7 +112,7 @@ pub const QWEN15B_HEAD_NAME: &str = "qwen2.5-coder-1.5b-real-errors-head.safeten
 const EMBEDDED: &[(&str, &[u8])] = &[
     (
         SMOLLM2_HEAD_NAME,
-        include_bytes!("../../models/smollm2-135m-gsm-value-head.safetensors"),
+        include_bytes!("../../models/smollm2-135m-real-errors-head.safetensors"),
     ),
     (
         QWEN15B_ARITHMETIC_HEAD_NAME,
@@ -564,12 +565,12 @@ mod tests {
     fn the_default_head_ships_both_thresholds() {
         let head = HeadFile::embedded(QWEN15B_HEAD_NAME).unwrap();
         let input = head.input().unwrap();
-        assert_eq!(input.threshold, Some(0.78));
+        assert_eq!(input.threshold, Some(0.75));
         let t = input.solution_threshold.expect("a solution threshold");
-        assert!((t - 3.886822).abs() < 1e-9, "{t}");
+        assert!((t - 3.873555).abs() < 1e-9, "{t}");
         let guard = input.min_with.expect("the arithmetic head as its guard");
         assert_eq!(guard.head, QWEN15B_ARITHMETIC_HEAD_NAME);
-        assert!((guard.power - 0.23667).abs() < 1e-9, "{}", guard.power);
+        assert!((guard.power - 0.281585).abs() < 1e-9, "{}", guard.power);
     }
 
     #[test]

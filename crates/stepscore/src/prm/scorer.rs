@@ -396,7 +396,7 @@ impl Scorer {
     /// ```no_run
     /// use stepscore::prm::{HeadFile, HeadSource, Scorer, ScorerOptions};
     ///
-    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?);
+    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-real-errors-head.safetensors")?);
     /// let scorer = Scorer::open_with("SmolLM2-135M-Instruct.Q4_1.gguf", &head, &ScorerOptions::default())?;
     /// # Ok::<(), stepscore::Error>(())
     /// ```
@@ -424,7 +424,7 @@ impl Scorer {
     ///
     /// let bytes = std::fs::read("SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
     /// let gguf = GgufModel::parse(ModelBytes::from_vec(bytes), "SmolLM2-135M-Instruct.Q4_1.gguf")?;
-    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-gsm-value-head.safetensors")?);
+    /// let head = HeadSource::Loaded(HeadFile::embedded("smollm2-135m-real-errors-head.safetensors")?);
     /// let scorer = Scorer::from_gguf(gguf, &head, &ScorerOptions::default())?;
     /// # Ok::<(), stepscore::Error>(())
     /// ```
