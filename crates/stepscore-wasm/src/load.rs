@@ -280,7 +280,7 @@ mod tests {
         // The embedded SmolLM2 head ships its threshold; the backbone entry has no head.
         assert_eq!(
             (prm.info().family, prm.info().threshold),
-            ("value-head", Some(0.309679))
+            ("value-head", Some(0.607107))
         );
         let backbone = load_catalog(
             bytes,
