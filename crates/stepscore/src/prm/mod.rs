@@ -12,6 +12,8 @@ pub mod generate;
 pub mod head;
 pub mod head_file;
 pub mod least_likely;
+pub mod open;
+pub mod options;
 pub mod score;
 pub mod scorer;
 pub mod search;
@@ -35,10 +37,10 @@ pub use generate::{
 pub use head::{HeadInput, MinWith, StepConfidence, StepStat, TokensRead};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
+pub use open::HeadSource;
+pub use options::{parse_quantize, ScorerOptions, Truncation, QUANTIZE_NAMES};
 pub use score::TraceScore;
-pub use scorer::{
-    parse_quantize, HeadSource, Scorer, ScorerOptions, TokenLogprob, Truncation, QUANTIZE_NAMES,
-};
+pub use scorer::{Scorer, TokenLogprob};
 pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
