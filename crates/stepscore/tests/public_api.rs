@@ -399,9 +399,9 @@ fn the_reader_sees_what_is_public() {
     let mut now = current(&core);
     now.extend(current(&engine));
     let has = |s: &str| now.iter().any(|l| l.contains(s));
-    assert!(has("stepscore::prm::scorer: impl Scorer: pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer>"));
+    assert!(has("stepscore::prm::open: impl Scorer: pub fn open(path: impl AsRef<Path>, options: &ScorerOptions) -> Result<Scorer>"));
     assert!(has(
-        "stepscore::prm::scorer: ScorerOptions field pub max_tokens: Option<usize>"
+        "stepscore::prm::options: ScorerOptions field pub max_tokens: Option<usize>"
     ));
     assert!(has(
         "stepscore::recompute: pub fn recompute(text: &str) -> Recomputed"
