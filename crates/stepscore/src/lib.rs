@@ -11,7 +11,7 @@ pub mod catalog;
 pub mod io;
 pub mod metrics;
 pub mod prm;
-pub mod rational;
+mod rational;
 pub mod recompute;
 pub mod reward;
 pub mod segment;

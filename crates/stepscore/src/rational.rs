@@ -45,10 +45,6 @@ impl Rational {
         self.num
     }
 
-    pub fn den(self) -> i128 {
-        self.den
-    }
-
     pub fn is_integer(self) -> bool {
         self.den == 1
     }

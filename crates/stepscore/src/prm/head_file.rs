@@ -24,32 +24,32 @@ pub struct HeadFile {
 /// Header metadata: the layer whose hidden state the head reads, or several
 /// as a comma-separated ascending list whose states are joined (absent:
 /// the final one; see `Transformer::forward_tapped`).
-pub const META_LAYER: &str = "stepscore.layer";
+pub(crate) const META_LAYER: &str = "stepscore.layer";
 /// Header metadata: `true` when the head's rows are the hidden state joined
 /// with the four confidence statistics [`StepStat::CONFIDENCE`] (width h + 4);
 /// the older spelling of [`META_STEP_STATS`].
-pub const META_CONFIDENCE_FEATURES: &str = "stepscore.confidence_features";
+pub(crate) const META_CONFIDENCE_FEATURES: &str = "stepscore.confidence_features";
 /// Header metadata: the step statistics joined to the hidden state, in row
 /// order, as comma-separated [`StepStat::name`]s.
-pub const META_STEP_STATS: &str = "stepscore.step_stats";
+pub(crate) const META_STEP_STATS: &str = "stepscore.step_stats";
 /// Header metadata: `true` when the head reads the step statistics alone
 /// (width = their number), not the hidden state.
-pub const META_STATS_ONLY: &str = "stepscore.stats_only";
+pub(crate) const META_STATS_ONLY: &str = "stepscore.stats_only";
 /// Header metadata: the first-error threshold shipped with the head (a
 /// step whose score is below it is flagged), chosen on validation data.
-pub const META_THRESHOLD: &str = "stepscore.threshold";
+pub(crate) const META_THRESHOLD: &str = "stepscore.threshold";
 /// Header metadata: the solution threshold shipped with the head, for use
 /// with the model's verdict ([`crate::prm::verdict::solution_score`]: a
 /// solution scoring below it is flagged), chosen on model-written
 /// validation solutions; any finite number (log-odds units).
-pub const META_SOLUTION_THRESHOLD: &str = "stepscore.solution_threshold";
+pub(crate) const META_SOLUTION_THRESHOLD: &str = "stepscore.solution_threshold";
 
 /// The built-in head a value head is capped by ([`HeadInput::min_with`]).
-pub const META_MIN_WITH: &str = "stepscore.min_with";
+pub(crate) const META_MIN_WITH: &str = "stepscore.min_with";
 
 /// The power of the head's own probability before the minimum
 /// ([`crate::prm::MinWith::power`]), in (0, 1].
-pub const META_MIN_POWER: &str = "stepscore.min_power";
+pub(crate) const META_MIN_POWER: &str = "stepscore.min_power";
 
 /// The `stepscore.*` keys the engine reads.
 const READ_KEYS: [&str; 8] = [

@@ -9,7 +9,7 @@ mod engine;
 pub mod family;
 pub mod features;
 pub mod generate;
-pub mod head;
+mod head;
 pub mod head_file;
 pub mod least_likely;
 pub mod open;
@@ -19,7 +19,7 @@ pub mod scorer;
 pub mod search;
 pub mod session;
 pub mod template;
-pub mod token_classes;
+mod token_classes;
 pub mod verdict;
 pub mod verify;
 

@@ -13,7 +13,7 @@
 //! already given out, the text after it cannot be trusted to line up.
 
 pub mod chunk;
-pub mod sse;
+mod sse;
 
 use std::collections::VecDeque;
 

@@ -72,9 +72,9 @@ impl StepVerdict {
 /// A verdict found in a critique: what it says and where its word starts
 /// (a byte offset in the critique).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WrittenVerdict {
-    pub verdict: StepVerdict,
-    pub at: usize,
+pub(crate) struct WrittenVerdict {
+    pub(crate) verdict: StepVerdict,
+    pub(crate) at: usize,
 }
 
 fn prepare(p: &mut Protocol, tokenizer: &Tokenizer) -> Result<()> {
@@ -195,7 +195,10 @@ pub(crate) fn stops(n_steps: usize) -> Vec<String> {
 /// verdict written in another case or with spaces (`\boxed{Correct}`), whose
 /// token probability cannot be read; more verdicts than steps without
 /// headings to place them.
-pub fn parse_verdicts(critique: &str, n_steps: usize) -> Result<Vec<Option<WrittenVerdict>>> {
+pub(crate) fn parse_verdicts(
+    critique: &str,
+    n_steps: usize,
+) -> Result<Vec<Option<WrittenVerdict>>> {
     static HEADING: OnceLock<Regex> = OnceLock::new();
     static BOXED: OnceLock<Regex> = OnceLock::new();
     let heading = HEADING.get_or_init(|| {

@@ -126,7 +126,7 @@ impl Family {
     }
 
     /// Whether scoring needs the vocabulary projection (and which part).
-    pub fn needs_lm_head(&self) -> bool {
+    pub(crate) fn needs_lm_head(&self) -> bool {
         self.spec().needs_lm_head
     }
 
@@ -226,22 +226,22 @@ impl FromStr for Family {
 
 /// Everything about a checkpoint that the prompt layout depends on.
 #[derive(Debug, Clone)]
-pub struct Protocol {
-    pub family: Family,
+pub(crate) struct Protocol {
+    pub(crate) family: Family,
     /// The chat format, for the families that use one.
-    pub chat: Option<ChatFormat>,
+    pub(crate) chat: Option<ChatFormat>,
     /// The tokenizer's BOS token text (Skywork writes it into the prompt).
-    pub bos_text: Option<String>,
+    pub(crate) bos_text: Option<String>,
     /// The token id that marks a step (`<extra_0>`, `ки`).
-    pub marker_id: Option<u32>,
+    pub(crate) marker_id: Option<u32>,
     /// The ids of "+" and "-" (LM-head families).
-    pub plus_minus: Option<(u32, u32)>,
+    pub(crate) plus_minus: Option<(u32, u32)>,
 }
 
 impl Protocol {
     /// Resolves the family's special tokens in `tokenizer` (the family's
     /// own file says which); errors name the token the checkpoint lacks.
-    pub fn new(
+    pub(crate) fn new(
         family: Family,
         tokenizer: &Tokenizer,
         chat: Option<ChatFormat>,
@@ -287,7 +287,7 @@ impl Protocol {
 }
 
 /// Lays out and tokenizes `problem` and `steps` the way `protocol`'s family does.
-pub fn encode(
+pub(crate) fn encode(
     protocol: &Protocol,
     tokenizer: &Tokenizer,
     problem: &str,
@@ -338,7 +338,7 @@ impl Head {
     /// scoring will use it), reading `input`'s layer and statistics; the
     /// tokenizer finds the operator tokens for the operation statistic.
     /// `guard` is the input and tensors of the head `input.min_with` names.
-    pub fn load(
+    pub(crate) fn load(
         protocol: &Protocol,
         model: &Transformer,
         tokenizer: &Tokenizer,
