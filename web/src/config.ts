@@ -32,7 +32,7 @@ export const DEFAULT_MODEL: ModelEntry = {
   model: 'models/Qwen2.5-Coder-1.5B-Instruct.Q4_K_M.gguf',
   family: 'value-head',
   options: { head: 'models/qwen2.5-coder-1.5b-real-errors-head.safetensors' },
-  note: 'Scores are probabilities that a step is correct: the lower of a head trained on human step labels of other models\u2019 solutions and the arithmetic head (how unlikely the model finds the step\u2019s least likely result, operand, sign and operation). First-error F1 0.31 on real validation traces (the arithmetic head alone: 0.14); step AUROC 0.89 on held-out arithmetic generators (docs/TRAINING.md). Many plan and reading errors are still missed.',
+  note: 'Scores are probabilities that a step is correct: the lower of a head trained on human step labels of other models\u2019 solutions and the arithmetic head (how unlikely the model finds the step\u2019s least likely result, operand, sign and operation). First-error F1 0.31 on real validation traces (the arithmetic head alone: 0.14), ProcessBench average F1 37.2 (Skywork-PRM-1.5B: 36.4); step AUROC 0.89 on held-out arithmetic generators (docs/TRAINING.md). Many plan and reading errors are still missed.',
   // No `threshold`: the one shipped in the head file (stepscore.threshold), from the package's info().threshold.
 };
 
@@ -43,7 +43,7 @@ export const FAST_MODEL: ModelEntry = {
   model: 'models/SmolLM2-135M-Instruct.Q4_1.gguf',
   family: 'value-head',
   options: { head: 'models/smollm2-135m-real-errors-head.safetensors' },
-  note: 'A linear head over SmolLM2\u2019s layer 12 and nine step statistics, trained on human step labels of other models\u2019 solutions. A weak verifier: first-error F1 0.28 on real validation traces, ProcessBench average F1 13.6 (the default: 35.7), near chance on arithmetic slips (docs/TRAINING.md).',
+  note: 'A linear head over SmolLM2\u2019s layer 12 and nine step statistics, trained on human step labels of other models\u2019 solutions. A weak verifier: first-error F1 0.28 on real validation traces, ProcessBench average F1 13.6 (the default: 37.2), near chance on arithmetic slips (docs/TRAINING.md).',
   // No `threshold`: the head file ships its F1-optimal one on the validation split (0.607107,
   // scripts/train/train-smollm2-real-errors-head.sh), which the slider shows as 0.61.
 };
