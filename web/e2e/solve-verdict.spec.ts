@@ -2,8 +2,9 @@
 // false is drawn wrong whatever the verifier scored (as in the step-reward
 // view), and the steps a candidate writes after a wrong or below-threshold step
 // are drawn as resting on it. The fast model's run with the panel's settings
-// (seed 0) writes "7 * 8 + 5 = 5 * 2 + 3 = 16 + 3 = 20", which its verifier
-// scores on the "likely right" side.
+// (seed 0) writes at least one step exact arithmetic proves false that its
+// verifier scores on the "likely right" side (with session 36's head:
+// "7 + 8 = 5", scored 0.68 against the threshold 0.61).
 import { expect, test } from '@playwright/test';
 import { done, haveFast, startSolve } from './solve-helpers';
 
@@ -19,10 +20,10 @@ test('items 1 and 5 in Solve: a written step proven false is drawn wrong, later 
       const cs = getComputedStyle(e);
       return { text: e.textContent ?? '', score: Number(e.dataset.score), wrong: e.dataset.arithmetic === 'false', restsOn: e.dataset.restsOn ?? null, border: cs.borderLeftColor, style: cs.borderLeftStyle };
     })));
-  const falseStep = cards.flat().find((s) => s.text.includes('7 * 8 + 5 = 5 * 2 + 3 = 16 + 3 = 20'));
-  expect(falseStep, 'the seed-0 run writes the false chain').toBeDefined();
-  expect(falseStep!.wrong).toBe(true);
-  expect(falseStep!.border).toBe('rgb(178, 24, 43)');
+  for (const [c, steps] of cards.entries()) console.log(`candidate ${c + 1}: ${steps.map((s) => `[${s.wrong ? 'FALSE ' : ''}${s.score.toFixed(3)}] ${JSON.stringify(s.text.trim())}`).join(' | ')}`);
+  const falseSteps = cards.flat().filter((s) => s.wrong);
+  expect(falseSteps.some((s) => s.score >= t), 'the seed-0 run writes a false step its verifier scores as likely right').toBe(true);
+  for (const s of falseSteps) expect(s.border, `false step ${JSON.stringify(s.text.trim())}`).toBe('rgb(178, 24, 43)');
   for (const [c, steps] of cards.entries()) {
     const bad = steps.findIndex((s) => s.wrong || s.score < t);
     steps.forEach((s, k) => {
