@@ -52,7 +52,7 @@ pub fn answers_equal(a: &str, b: &str) -> bool {
 
 /// [`answers_equal`] for strings that are already outputs of
 /// [`normalize_answer`]; it skips normalizing them again.
-pub fn normalized_equal(a: &str, b: &str) -> bool {
+pub(crate) fn normalized_equal(a: &str, b: &str) -> bool {
     if a == b {
         return true;
     }

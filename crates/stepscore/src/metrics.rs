@@ -60,7 +60,7 @@ pub struct ProcessBenchReport {
 }
 
 /// The split name used for traces without a `split` metadata string.
-pub const DEFAULT_SPLIT: &str = "default";
+pub(crate) const DEFAULT_SPLIT: &str = "default";
 
 /// Tally of one group of samples, before the ratios.
 #[derive(Default)]

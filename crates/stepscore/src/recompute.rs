@@ -74,7 +74,7 @@ impl Recomputed {
         self.equations.iter().find(|e| !e.holds)
     }
 
-    pub fn false_count(&self) -> usize {
+    pub(crate) fn false_count(&self) -> usize {
         self.equations.iter().filter(|e| !e.holds).count()
     }
 }

@@ -248,7 +248,7 @@ pub fn delta_rewards(r: &[f64]) -> Vec<f64> {
 }
 
 /// The floor under a group's standard deviation when normalising.
-pub const ADVANTAGE_STD_FLOOR: f64 = 1e-6;
+pub(crate) const ADVANTAGE_STD_FLOOR: f64 = 1e-6;
 
 /// Per-response advantages for one group of responses to a prompt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,23 +6,14 @@
 
 use std::path::PathBuf;
 
-/// File name of the SmolLM2-135M-Instruct Q4_1 checkpoint in the cache.
-pub const SMOLLM2_GGUF_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
-/// The directory stepscore caches model files in ([`crate::catalog::cache_dir`]).
-pub fn default_cache_dir() -> Option<PathBuf> {
-    crate::catalog::cache_dir()
-}
-
 /// Where the SmolLM2 GGUF is expected: `$STEPSCORE_SMOLLM2_GGUF` when set,
-/// otherwise [`SMOLLM2_GGUF_FILE`] inside [`default_cache_dir`]. Returns the
-/// path only if a file exists there.
+/// otherwise the `smollm2-135m` catalog entry's file in the model cache.
+/// Returns the path only if a file exists there.
 pub fn find_smollm2_gguf() -> Option<PathBuf> {
-    let candidate = match std::env::var_os("STEPSCORE_SMOLLM2_GGUF").filter(|v| !v.is_empty()) {
-        Some(p) => PathBuf::from(p),
-        None => default_cache_dir()?.join(SMOLLM2_GGUF_FILE),
-    };
-    candidate.is_file().then_some(candidate)
+    match std::env::var_os("STEPSCORE_SMOLLM2_GGUF").filter(|v| !v.is_empty()) {
+        Some(p) => Some(PathBuf::from(p)).filter(|p| p.is_file()),
+        None => find_catalog_model("smollm2-135m"),
+    }
 }
 
 /// The cached file of catalog model `name` (`stepscore fetch NAME` puts it
@@ -30,6 +21,6 @@ pub fn find_smollm2_gguf() -> Option<PathBuf> {
 /// is a bug in the test, not a missing file.
 pub fn find_catalog_model(name: &str) -> Option<PathBuf> {
     let entry = crate::catalog::get(name).unwrap_or_else(|| panic!("no catalog model {name}"));
-    let path = entry.file.path_in(&default_cache_dir()?);
+    let path = entry.file.path_in(&crate::catalog::cache_dir()?);
     path.is_file().then_some(path)
 }

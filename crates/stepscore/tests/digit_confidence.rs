@@ -7,7 +7,7 @@
 
 use std::path::PathBuf;
 
-use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions};
+use stepscore::prm::{Family, FeatureOptions, HeadSource, Scorer, ScorerOptions};
 
 fn backbone() -> Scorer {
     let dir =
@@ -24,7 +24,7 @@ fn digit_statistics_select_the_digit_tokens() {
     let scorer = backbone();
     let steps = ["12345 678", "Then add them up.", "First, 3 + 4 = 7."];
     let f = scorer
-        .step_features_with_confidence("What is (3 + 4) * 2?", &steps)
+        .step_features_with("What is (3 + 4) * 2?", &steps, &with_confidence())
         .unwrap();
     let (all, digits) = (f.confidence.unwrap(), f.digit_confidence.unwrap());
     assert_eq!((all.len(), digits.len()), (3, 3));
@@ -64,4 +64,12 @@ fn digit_statistics_select_the_digit_tokens() {
     // Without --confidence nothing is computed.
     let plain = scorer.step_features("q", &["1 + 1 = 2"]).unwrap();
     assert!(plain.digit_confidence.is_none() && plain.confidence.is_none());
+}
+
+/// The hidden states plus each step's confidence statistics.
+pub(crate) fn with_confidence() -> FeatureOptions {
+    FeatureOptions {
+        confidence: true,
+        ..FeatureOptions::default()
+    }
 }

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 use serde::Deserialize;
 use stepscore::model::HfCheckpoint;
 use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions, Truncation};
+
+use crate::digit_confidence::with_confidence;
 use stepscore::Error;
 
 fn fixture(name: &str) -> PathBuf {
@@ -123,7 +125,7 @@ fn backbone_loads_without_head_tensors() {
         Scorer::open_with(&dir, &HeadSource::Backbone, &opts(Some(Family::ValueHead))).unwrap();
     let steps = ["First, 3 + 4 = 7.", "Then 7 * 2 = 14."];
     let f = backbone
-        .step_features_with_confidence("What is (3 + 4) * 2?", &steps)
+        .step_features_with("What is (3 + 4) * 2?", &steps, &with_confidence())
         .unwrap();
     assert_eq!(f.hidden.len(), 2);
     assert!(f.hidden.iter().flatten().all(|x| x.is_finite()));
@@ -145,7 +147,7 @@ fn confidence_features_equal_the_confidence_family_statistics() {
         let steps: Vec<&str> = case.steps.iter().map(String::as_str).collect();
         let scored = scorer.score_steps(&case.problem, &steps).unwrap();
         let f = scorer
-            .step_features_with_confidence(&case.problem, &steps)
+            .step_features_with(&case.problem, &steps, &with_confidence())
             .unwrap();
         assert_eq!(f.confidence, scored.confidence);
         // The confidence family reads each step at its last token.
@@ -165,7 +167,7 @@ fn confidence_needs_an_lm_head() {
     .unwrap();
     assert!(scorer.step_features("p", &["a step"]).is_ok());
     let err = scorer
-        .step_features_with_confidence("p", &["a step"])
+        .step_features_with("p", &["a step"], &with_confidence())
         .unwrap_err();
     assert!(err.to_string().contains("lm_head"), "{err}");
 }

@@ -12,9 +12,7 @@ use stepscore::testing::find_smollm2_gguf;
 fn parses_smollm2_q4_1() {
     let Some(path) = find_smollm2_gguf() else {
         eprintln!(
-            "SKIPPED: SmolLM2 GGUF not found (set STEPSCORE_SMOLLM2_GGUF or place {} in {:?})",
-            stepscore::testing::SMOLLM2_GGUF_FILE,
-            stepscore::testing::default_cache_dir()
+            "SKIPPED: SmolLM2 GGUF not found (set STEPSCORE_SMOLLM2_GGUF or run `stepscore fetch smollm2-135m`)"
         );
         return;
     };

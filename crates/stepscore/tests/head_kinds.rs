@@ -873,7 +873,10 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
             let a = d.arithmetic.unwrap();
             let results = tokens
                 .iter()
-                .filter(|t| stepscore::prm::is_digit_text(&step[t.start..t.end]))
+                .filter(|t| {
+                    let text = step[t.start..t.end].trim();
+                    !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit())
+                })
                 .filter(|t| {
                     step[..t.start]
                         .trim_end_matches(|c: char| c.is_ascii_digit())

@@ -57,7 +57,8 @@ mod problems;
 mod rows;
 mod strict;
 
-pub use problems::{read_problem, ProblemRow};
+use problems::read_problem;
+pub use problems::ProblemRow;
 
 pub use fields::type_name as json_type_name;
 
@@ -330,11 +331,6 @@ impl<R: BufRead> TraceReader<R> {
     /// The options this reader was built with.
     pub fn options(&self) -> &ReadOptions {
         &self.opts
-    }
-
-    /// Lines consumed so far (for progress reports).
-    pub fn lines_read(&self) -> usize {
-        self.line_no
     }
 
     /// The same rows, each good one with its [`Location`].
@@ -632,14 +628,14 @@ impl<R: BufRead> TraceReader<R> {
     }
 
     /// The next row: a good trace with its location, or a bad row's error.
-    pub fn next_record(&mut self) -> Option<Result<Record>> {
+    fn next_record(&mut self) -> Option<Result<Record>> {
         let row = self.next_value()?;
         Some(row.and_then(|(at, v)| read_value(v, &self.opts, at)))
     }
 
     /// The next row as a problem to write a solution to (generation,
     /// search): a good one with its location, or a bad row's error.
-    pub fn next_problem(&mut self) -> Option<Result<ProblemRow>> {
+    fn next_problem(&mut self) -> Option<Result<ProblemRow>> {
         let row = self.next_value()?;
         Some(row.and_then(|(at, v)| read_problem(v, at)))
     }

@@ -34,7 +34,7 @@ const REFERENCE_FIELDS: [&str; 2] = ["reference_answer", "answer"];
 
 /// One row (parsed) as a problem, or its error at `at` with its id and the
 /// field at fault.
-pub fn read_problem(value: Value, mut at: Location) -> Result<ProblemRow> {
+pub(crate) fn read_problem(value: Value, mut at: Location) -> Result<ProblemRow> {
     at.id = super::row_id(&value);
     match problem_fields(value) {
         Ok((id, problem, reference)) => Ok(ProblemRow {

@@ -137,7 +137,7 @@ impl StepStat {
         }
     }
 
-    pub fn from_name(name: &str) -> Option<StepStat> {
+    pub(crate) fn from_name(name: &str) -> Option<StepStat> {
         StepStat::ALL.into_iter().find(|s| s.name() == name)
     }
 
@@ -148,7 +148,7 @@ impl StepStat {
 
     /// Whether it needs the operator rows' logits
     /// ([`DigitConfidence::operation_min_logprob`]).
-    pub fn reads_operations(self) -> bool {
+    pub(crate) fn reads_operations(self) -> bool {
         self == StepStat::OperationMinLogprob
     }
 

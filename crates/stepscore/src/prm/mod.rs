@@ -45,6 +45,6 @@ pub use search::{
     search, search_async, SearchCandidate, SearchEvent, SearchMethod, SearchOptions, SearchResult,
 };
 pub use session::{CandidateError, Session};
-pub use token_classes::{is_digit_text, ArithmeticConfidence, DigitConfidence, TokenKind};
+pub use token_classes::{ArithmeticConfidence, DigitConfidence};
 pub use verdict::Verdict;
 pub use verify::{StreamVerifier, VerifyEvent};

@@ -198,20 +198,6 @@ impl Scorer {
         self.step_features_with(problem, steps, &FeatureOptions::default())
     }
 
-    /// [`Scorer::step_features`] plus the confidence statistics of each
-    /// step's tokens; the model must have its vocabulary projection.
-    pub fn step_features_with_confidence(
-        &self,
-        problem: &str,
-        steps: &[&str],
-    ) -> Result<StepFeatures> {
-        let options = FeatureOptions {
-            confidence: true,
-            ..FeatureOptions::default()
-        };
-        self.step_features_with(problem, steps, &options)
-    }
-
     /// The features `options` asks for: the hidden states of chosen layers
     /// at each step's marker, with or without the confidence statistics
     /// (`features.rs`), from the scoring path's own encode + forward.

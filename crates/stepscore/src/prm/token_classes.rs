@@ -67,7 +67,7 @@ pub struct ArithmeticConfidence {
 
 /// What a token is, by its text without surrounding whitespace alone.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenKind {
+pub(crate) enum TokenKind {
     /// One or more ASCII digits.
     Digit,
     /// Exactly "+", "-" or the minus sign U+2212: the operations whose
@@ -80,7 +80,7 @@ pub enum TokenKind {
 }
 
 impl TokenKind {
-    pub fn of_text(text: &str) -> TokenKind {
+    pub(crate) fn of_text(text: &str) -> TokenKind {
         let t = text.trim();
         if is_digit_text(t) {
             TokenKind::Digit
@@ -121,7 +121,7 @@ impl Operation {
 }
 
 /// Whether a token's text is a digit token's: trimmed, non-empty, ASCII digits.
-pub fn is_digit_text(text: &str) -> bool {
+pub(crate) fn is_digit_text(text: &str) -> bool {
     let t = text.trim();
     !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
 }

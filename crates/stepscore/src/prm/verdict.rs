@@ -23,7 +23,11 @@ const SYSTEM: &str =
 /// The prompt text of the verdict pass for `steps` (rendered with the
 /// model's chat template, ending with the assistant's header), or `None`
 /// when the model has no chat template.
-pub fn verdict_prompt(scorer: &Scorer, problem: &str, steps: &[&str]) -> Result<Option<String>> {
+pub(crate) fn verdict_prompt(
+    scorer: &Scorer,
+    problem: &str,
+    steps: &[&str],
+) -> Result<Option<String>> {
     let Some(chat) = scorer.protocol().chat.as_ref() else {
         return Ok(None);
     };

@@ -12,7 +12,7 @@
 //! cut off before its end) ends the stream: the steps before it were
 //! already given out, the text after it cannot be trusted to line up.
 
-pub mod chunk;
+mod chunk;
 mod sse;
 
 use std::collections::VecDeque;
