@@ -4,8 +4,8 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stepscore::format::GgufFile;
-use stepscore::tokenizer::Tokenizer;
+use stepscore::engine::GgufFile;
+use stepscore::engine::Tokenizer;
 
 // Keys real loaders read, so the getters see both present and mistyped values.
 const KEYS: &[&str] = &[

@@ -8,7 +8,7 @@ mod configs;
 
 use libfuzzer_sys::fuzz_target;
 use std::collections::BTreeMap;
-use stepscore::model::HfCheckpoint;
+use stepscore::engine::HfCheckpoint;
 
 fuzz_target!(|data: &[u8]| {
     let (config, weights) = configs::split(data);

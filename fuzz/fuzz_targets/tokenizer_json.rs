@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use stepscore::tokenizer::Tokenizer;
+use stepscore::engine::Tokenizer;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(tok) = Tokenizer::from_json_bytes(data) else {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use stepscore::catalog::fetch::Progress;
 use stepscore::catalog::{self, Opened};
-use stepscore::ggml::GgmlType;
+use stepscore::engine::GgmlType;
 use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
 
 use crate::commands::fetch::FetchDisplay;

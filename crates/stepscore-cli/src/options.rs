@@ -88,7 +88,7 @@ pub fn millis(s: &str) -> Result<u64, String> {
 
 /// The cores this process may use.
 /// CPU threads: 0 is this process's share; a count is the core's
-/// (`stepscore::par::thread_count`: capped at the CPUs, said on stderr).
+/// (`stepscore::engine::thread_count`: capped at the CPUs, said on stderr).
 pub fn threads(s: &str) -> Result<usize, String> {
     let n: usize = s
         .trim()
@@ -97,7 +97,7 @@ pub fn threads(s: &str) -> Result<usize, String> {
     if n == 0 {
         return Ok(0);
     }
-    let count = stepscore::par::thread_count(n, None);
+    let count = stepscore::engine::thread_count(n, None);
     if count.threads != n {
         let using = count.threads;
         eprintln!("stepscore: --threads {n} is more than the {using} CPUs this process may use; using {using}");
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(positive("3"), Ok(3));
         assert!(positive("0").is_err() && positive("-1").is_err());
         assert_eq!(threads("0"), Ok(0));
-        let cores = stepscore::par::available();
+        let cores = stepscore::engine::available();
         assert_eq!(threads("100000"), Ok(cores));
         assert!(threads("many").is_err());
         assert_eq!(millis("2"), Ok(2));

@@ -695,7 +695,7 @@ fn classify_and_the_pooling_vocabulary() {
     for (pair, p) in v["data"][0]["data"].as_array().unwrap().iter().zip(&want) {
         assert!((pair[1].as_f64().unwrap() - logit(*p)).abs() < 1e-9, "{v}");
     }
-    let tokenizer = stepscore::tokenizer::Tokenizer::from_json_bytes(
+    let tokenizer = stepscore::engine::Tokenizer::from_json_bytes(
         &std::fs::read(format!("{}/tokenizer.json", tiny_model())).unwrap(),
     )
     .unwrap();

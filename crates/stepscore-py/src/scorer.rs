@@ -409,10 +409,10 @@ impl Scorer {
 fn choose_threads(py: Python<'_>, threads: Option<usize>) -> PyResult<(usize, String)> {
     let requested = threads.unwrap_or(0);
     let reserved = match requested {
-        0 => ray_cpus(py)?.map(|(cpus, why)| stepscore::par::Reservation { cpus, why }),
+        0 => ray_cpus(py)?.map(|(cpus, why)| stepscore::engine::Reservation { cpus, why }),
         _ => None,
     };
-    let b = stepscore::par::thread_count(requested, reserved);
+    let b = stepscore::engine::thread_count(requested, reserved);
     Ok((b.threads, b.source))
 }
 

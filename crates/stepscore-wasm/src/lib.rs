@@ -931,7 +931,7 @@ pub fn catalog() -> JsResult<JsValue> {
 /// calling thread, 1 in the single-thread build.
 #[wasm_bindgen(js_name = availableThreads)]
 pub fn available_threads() -> usize {
-    stepscore::par::available()
+    stepscore::engine::available()
 }
 
 #[wasm_bindgen(js_name = backendNames)]

@@ -6,8 +6,7 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde_json::Value;
-use stepscore::format::ModelBytes;
-use stepscore::model::{GgufModel, HfCheckpoint};
+use stepscore::engine::{GgufModel, HfCheckpoint, ModelBytes};
 use stepscore::prm::{Backend, HeadFile, HeadSource, Scorer, ScorerOptions};
 
 use crate::error::{Error, Result};
@@ -16,7 +15,7 @@ use crate::output::ModelInfo;
 /// The core's `ScorerOptions` in the JS spelling (`{ family?, maxTokens?,
 /// truncation?, quantize?, threads? }`, see `crate::options`): the same
 /// names, values, defaults and checks as the CLI and Python. `threads` 0 or
-/// absent means every thread the build has (see `stepscore::par`): 1 in the
+/// absent means every thread the build has (see `stepscore::engine::thread_count`): 1 in the
 /// single-thread build, the pool plus the caller in the threaded one. The
 /// engine is chosen by the package after the load (`withBackend`), so the
 /// scorer loads on the CPU engine whatever `backend` says.
@@ -165,7 +164,7 @@ mod tests {
     use crate::error::Code;
     use serde_json::json;
     use std::path::PathBuf;
-    use stepscore::ggml::GgmlType;
+    use stepscore::engine::GgmlType;
     use stepscore::prm::{Family, Truncation};
 
     fn fixture_files(name: &str) -> BTreeMap<String, Vec<u8>> {

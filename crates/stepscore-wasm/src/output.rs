@@ -442,8 +442,8 @@ pub struct GpuBuffers {
     pub free_bytes: u64,
 }
 
-impl From<stepscore::gpu::PoolStats> for GpuBuffers {
-    fn from(s: stepscore::gpu::PoolStats) -> Self {
+impl From<stepscore::engine::PoolStats> for GpuBuffers {
+    fn from(s: stepscore::engine::PoolStats) -> Self {
         GpuBuffers {
             live_buffers: s.live_buffers,
             live_bytes: s.live_bytes,

@@ -1,6 +1,6 @@
 //! The threaded build's thread pool (wasm32 with `atomics`): the JS host
 //! (pkg/src/threads.js) makes a [`PoolBuilder`] and calls
-//! [`PoolBuilder::build`]: the core's pool (`stepscore::par`) puts one rayon
+//! [`PoolBuilder::build`]: the core's pool (`stepscore::engine::build_pool`) puts one rayon
 //! thread per worker into a channel, and waits for none. The host then
 //! starts one worker per thread, each instantiating this module on the same
 //! shared memory and calling [`pool_worker_run`] with a
@@ -11,7 +11,7 @@
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
-use stepscore::par::{self, ThreadBuilder};
+use stepscore::engine::{build_pool, ThreadBuilder};
 use wasm_bindgen::prelude::*;
 
 type Handoff = Mutex<Receiver<ThreadBuilder>>;
@@ -53,7 +53,7 @@ impl PoolBuilder {
     /// before starting the workers.
     pub fn build(&self) -> Result<(), JsValue> {
         let sender = self.sender.clone();
-        par::build_pool(self.threads, move |thread| {
+        build_pool(self.threads, move |thread| {
             sender
                 .send(thread)
                 .map_err(|_| std::io::Error::other("the pool's channel is closed"))

@@ -8,8 +8,8 @@
 //!     cargo bench -p stepscore --bench quant_matmul
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use stepscore::ggml::GgmlType;
-use stepscore::quant::{f32_to_f16, matmul_with, QMatrix, QuantizedActs, Simd};
+use stepscore::engine::testing::{f32_to_f16, matmul_with, QMatrix};
+use stepscore::engine::{GgmlType, QuantizedActs, Simd};
 
 fn weights(ty: GgmlType, rows: usize, cols: usize) -> Vec<u8> {
     let bb = ty.block_bytes();

@@ -9,9 +9,8 @@
 #[cfg(feature = "gpu")]
 fn main() -> stepscore::Result<()> {
     use std::time::Instant;
-    use stepscore::ggml::GgmlType;
-    use stepscore::gpu::{GpuContext, GpuMatrix, GpuOptions, GpuTensor};
-    use stepscore::model::{Matrix, SharedBytes};
+    use stepscore::engine::testing::GpuTensor;
+    use stepscore::engine::{GgmlType, GpuContext, GpuMatrix, GpuOptions, Matrix, SharedBytes};
     let mut a = Vec::new();
     for arg in std::env::args().skip(1) {
         a.push(arg.parse::<usize>().map_err(|_| {
@@ -32,7 +31,7 @@ fn main() -> stepscore::Result<()> {
         ((s >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     };
     let v: Vec<f32> = (0..rows * cols).map(|_| r()).collect();
-    let bytes = stepscore::quant::quantize_weights(GgmlType::F16, &v, rows, cols)?;
+    let bytes = stepscore::engine::testing::quantize_weights(GgmlType::F16, &v, rows, cols)?;
     let w16 = Matrix::quant(GgmlType::F16, rows, cols, SharedBytes::owned(bytes))?;
     let w32 = w16.to_f32()?;
     let (g16, g32) = (

@@ -11,10 +11,9 @@
 #[cfg(feature = "gpu")]
 fn main() -> stepscore::Result<()> {
     use std::time::Instant;
-    use stepscore::ggml::GgmlType;
-    use stepscore::gpu::{GpuContext, GpuMatrix, GpuOptions, GpuTensor};
-    use stepscore::model::{Matrix, SharedBytes};
-    use stepscore::quant::f32_to_f16;
+    use stepscore::engine::testing::f32_to_f16;
+    use stepscore::engine::testing::GpuTensor;
+    use stepscore::engine::{GgmlType, GpuContext, GpuMatrix, GpuOptions, Matrix, SharedBytes};
 
     let args: Vec<usize> = std::env::args()
         .skip(1)

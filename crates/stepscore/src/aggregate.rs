@@ -11,8 +11,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Error;
 use crate::validate::Scored;
+use crate::Error;
 
 /// How per-step scores combine into a trace score.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
@@ -114,7 +114,7 @@ pub fn first_error(scores: &[f64], threshold: f64) -> Option<usize> {
 }
 
 /// [`first_error`] in ProcessBench's integer form: `-1` when no step fails.
-pub fn first_error_label(scores: &[f64], threshold: f64) -> i64 {
+pub(crate) fn first_error_label(scores: &[f64], threshold: f64) -> i64 {
     first_error(scores, threshold).map_or(-1, |i| i as i64)
 }
 

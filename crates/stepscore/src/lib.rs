@@ -22,13 +22,11 @@ pub mod testing;
 pub mod trace;
 pub mod validate;
 
-// The engine (crates/stepscore-engine), under the paths it had when it was
-// part of this crate.
-#[cfg(feature = "gpu")]
-pub use stepscore_engine::gpu;
-pub use stepscore_engine::{cpu, error, format, ggml, model, par, quant, sample, tokenizer};
+// The engine (crates/stepscore-engine): its public face, for the engine
+// types the scorer's API names (`Transformer`, `Hidden`, `Tokenizer`, ...).
+pub use stepscore_engine as engine;
 
-pub use error::{Error, LengthBound, Location, Result};
+pub use engine::{Error, LengthBound, Location, Result};
 pub use trace::{Span, Step, StepRole, Trace};
 
 /// The README's Rust blocks, compiled and run by `cargo test --doc -p stepscore`

@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::aggregate::first_error_label;
-use crate::error::{Error, Result};
 use crate::trace::Trace;
+use crate::{Error, Result};
 
 /// One ProcessBench sample after scoring: its split (dataset), the index of
 /// its first wrong step (`-1`: none) and the PRM's predicted index.

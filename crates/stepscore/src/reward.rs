@@ -14,8 +14,8 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::trace::Span;
+use crate::{Error, Result};
 
 /// Where a step's reward lands among the step's tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]

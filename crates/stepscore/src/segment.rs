@@ -17,8 +17,8 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
-use crate::error::{Error, Result};
 use crate::trace::{Span, Step, StepRole, Trace};
+use crate::{Error, Result};
 
 /// How a response is cut into steps.
 #[derive(Debug, Clone, Default)]

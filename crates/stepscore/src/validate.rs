@@ -27,8 +27,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use crate::error::Error;
 use crate::trace::Trace;
+use crate::Error;
 
 /// A problem with one field of a record: the field (`scores[2]`,
 /// `steps[1].score`, `label`) when one is at fault, and what is wrong. The

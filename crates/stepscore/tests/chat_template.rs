@@ -14,7 +14,7 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use stepscore::format::{GgufFile, ModelBytes};
+use stepscore::engine::{GgufFile, ModelBytes};
 use stepscore::prm::chat::{ChatFormat, Message};
 use stepscore::testing::find_catalog_model;
 

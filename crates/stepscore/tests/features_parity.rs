@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use stepscore::model::HfCheckpoint;
+use stepscore::engine::HfCheckpoint;
 use stepscore::prm::{Family, HeadSource, Scorer, ScorerOptions, Truncation};
 
 use crate::digit_confidence::with_confidence;

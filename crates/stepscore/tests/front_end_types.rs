@@ -12,12 +12,12 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 use stepscore::aggregate::Aggregation;
+use stepscore::engine::Sampling;
 use stepscore::prm::{
     Backend, Critique, Family, GenerateOptions, ScorerOptions, SearchOptions, StopReason,
     TraceScore, Truncation, QUANTIZE_NAMES,
 };
 use stepscore::reward::DenseMode;
-use stepscore::sample::Sampling;
 
 fn read(rel: &str) -> String {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -14,8 +14,8 @@ use crate::gpu_support;
 
 use std::path::PathBuf;
 
+use stepscore::engine::Sampling;
 use stepscore::prm::{Backend, GenerateOptions, HeadSource, Scorer, ScorerOptions, StopReason};
-use stepscore::sample::Sampling;
 
 fn fixture(name: &str) -> serde_json::Value {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -3,10 +3,8 @@
 //! key or tensor at fault, without allocating what the file claims).
 
 use proptest::prelude::*;
-use stepscore::format::gguf::{
-    GgufArray, GgufFile, GgufValue, GgufValueType, GgufWriter, MAX_TENSOR_ELEMENTS,
-};
-use stepscore::ggml::GgmlType;
+use stepscore::engine::testing::{GgufValueType, GgufWriter, MAX_TENSOR_ELEMENTS};
+use stepscore::engine::{GgmlType, GgufArray, GgufFile, GgufValue};
 use stepscore::Error;
 
 const FILE: &str = "test.gguf";
@@ -529,7 +527,7 @@ proptest! {
 
 #[test]
 fn model_bytes_map_and_own_the_same_bytes() {
-    use stepscore::format::ModelBytes;
+    use stepscore::engine::ModelBytes;
     let bytes = sample_writer().to_bytes().unwrap();
     let path =
         std::env::temp_dir().join(format!("stepscore-gguf-test-{}.gguf", std::process::id()));

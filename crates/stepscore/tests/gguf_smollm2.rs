@@ -4,8 +4,7 @@
 //! (Llama architecture, 30 layers, d=576, 9/3 heads, vocab 49152).
 
 use std::collections::BTreeMap;
-use stepscore::format::{GgufFile, ModelBytes};
-use stepscore::ggml::GgmlType;
+use stepscore::engine::{GgmlType, GgufFile, ModelBytes};
 use stepscore::testing::find_smollm2_gguf;
 
 #[test]

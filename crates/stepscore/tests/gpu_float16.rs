@@ -25,12 +25,12 @@ use crate::gpu_support;
 use std::sync::Arc;
 
 use gpu_support::{arc_ctx, ctx, max_rel, open, Rng};
-use stepscore::ggml::GgmlType;
-use stepscore::gpu::{
-    round_acts16, Float16Path, GpuContext, GpuMatrix, GpuOptions, GpuTransformer,
+use stepscore::engine::testing::round_acts16;
+use stepscore::engine::testing::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
+use stepscore::engine::{
+    Float16Path, GgmlType, GgufModel, GpuContext, GpuMatrix, GpuOptions, GpuTransformer,
+    HfCheckpoint, Matrix, SharedBytes, Transformer,
 };
-use stepscore::model::{GgufModel, HfCheckpoint, Matrix, SharedBytes, Transformer};
-use stepscore::quant::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
 
 const TOKENS: [usize; 4] = [1, 3, 17, 40];
 /// Ragged shapes: rows past a 64-row workgroup, columns below one 8-value
@@ -96,7 +96,7 @@ fn reference(w: &Matrix, x16: &[f32], n: usize) -> (Vec<f32>, Vec<f64>) {
 
 fn random_float16(rng: &mut Rng, ty: GgmlType, rows: usize, cols: usize) -> Matrix {
     let v = rng.vec(rows * cols, 1.0);
-    let bytes = stepscore::quant::quantize_weights(ty, &v, rows, cols).unwrap();
+    let bytes = stepscore::engine::testing::quantize_weights(ty, &v, rows, cols).unwrap();
     Matrix::quant(ty, rows, cols, SharedBytes::owned(bytes)).unwrap()
 }
 
@@ -443,11 +443,11 @@ fn smollm2_in_f16_matches_the_cpu_engine() {
     };
     let Some(ctx) = arc_ctx() else { return };
     let gguf = GgufModel::parse(
-        stepscore::format::ModelBytes::open(&path).unwrap(),
+        stepscore::engine::ModelBytes::open(&path).unwrap(),
         "SmolLM2",
     )
     .unwrap();
-    let tok = stepscore::tokenizer::Tokenizer::from_gguf(&gguf.file).unwrap();
+    let tok = stepscore::engine::Tokenizer::from_gguf(&gguf.file).unwrap();
     let mut tokens = tok.encode(PROMPT, true).unwrap();
     assert!(tokens.len() >= 32, "prompt too short: {}", tokens.len());
     tokens.truncate(32);

@@ -22,13 +22,12 @@
 use crate::gpu_support;
 
 use gpu_support::{assert_close, ctx, open, random_matrix, Rng};
-use stepscore::ggml::GgmlType;
-use stepscore::gpu::ops::{self, AttentionShape, RopeShape};
-use stepscore::gpu::{GpuMatrix, GpuOptions, GpuTensor};
-use stepscore::model::{Activation, RopeStyle};
+use stepscore::engine::testing::ops::{self, AttentionShape, RopeShape};
+use stepscore::engine::testing::GpuTensor;
+use stepscore::engine::{Activation, GgmlType, GpuMatrix, GpuOptions, RopeStyle};
 
 fn gather_case(
-    ctx: &stepscore::gpu::GpuContext,
+    ctx: &stepscore::engine::GpuContext,
     rng: &mut Rng,
     ty: GgmlType,
     rows: usize,
@@ -106,7 +105,7 @@ fn embedding_gather_covers_tables_split_over_several_buffers() {
     }
 }
 
-fn upload(ctx: &stepscore::gpu::GpuContext, v: &[f32]) -> GpuTensor {
+fn upload(ctx: &stepscore::engine::GpuContext, v: &[f32]) -> GpuTensor {
     GpuTensor::from_slice(ctx, v).unwrap()
 }
 

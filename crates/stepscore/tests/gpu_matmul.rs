@@ -22,14 +22,13 @@
 use crate::gpu_support;
 
 use gpu_support::{ctx, emulated_ctx, open, random_matrix, Rng};
-use stepscore::ggml::GgmlType;
-use stepscore::gpu::ops::{quantize_activations, ActBlocks};
-use stepscore::gpu::{GpuContext, GpuMatrix, GpuOptions, GpuTensor};
-use stepscore::model::{Matrix, SharedBytes};
-use stepscore::quant::{
+use stepscore::engine::testing::ops::{quantize_activations, ActBlocks};
+use stepscore::engine::testing::GpuTensor;
+use stepscore::engine::testing::{
     bf16_to_f32, dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, quantize_row_q8_1,
     quantize_row_q8_k,
 };
+use stepscore::engine::{GgmlType, GpuContext, GpuMatrix, GpuOptions, Matrix, SharedBytes};
 
 /// What a `w` matrix multiplies for input `x`: x rounded to 8 bits per
 /// block by the CPU's quantizers and dequantized for quantized weights

@@ -28,11 +28,11 @@ mod gpu {
     use std::sync::Arc;
 
     use super::gpu_support::{arc_ctx, have_adapter, max_rel};
-    use stepscore::format::ModelBytes;
-    use stepscore::gpu::{GpuContext, GpuOptions, GpuTransformer};
-    use stepscore::model::{GgufModel, HfCheckpoint, Transformer};
+    use stepscore::engine::{
+        GgufModel, GpuContext, GpuOptions, GpuTransformer, HfCheckpoint, ModelBytes, Tokenizer,
+        Transformer,
+    };
     use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
-    use stepscore::tokenizer::Tokenizer;
 
     fn max_abs(a: &[f32], b: &[f32]) -> f64 {
         assert_eq!(a.len(), b.len());

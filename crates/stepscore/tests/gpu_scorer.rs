@@ -332,11 +332,11 @@ fn auto_prefers_hardware_and_reports_why() {
     eprintln!("auto: {report}");
     assert_eq!(report.requested, Backend::Auto);
     assert!(!report.reason.is_empty());
-    let adapters = stepscore::gpu::GpuContext::adapters(None);
+    let adapters = stepscore::engine::GpuContext::adapters(None);
     let software_only = adapters
         .iter()
-        .all(|a| a.device_type == stepscore::gpu::DeviceKind::Cpu);
-    if software_only && std::env::var(stepscore::gpu::ADAPTER_ENV).is_err() {
+        .all(|a| a.device_type == stepscore::engine::DeviceKind::Cpu);
+    if software_only && std::env::var(stepscore::engine::ADAPTER_ENV).is_err() {
         assert_eq!(report.chosen, Backend::Cpu);
         assert!(report.reason.contains("software"), "{report}");
     }

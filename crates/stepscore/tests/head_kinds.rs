@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use serde::Deserialize;
-use stepscore::model::{HfCheckpoint, Transformer};
+use stepscore::engine::{HfCheckpoint, Transformer};
 use stepscore::prm::{
     Backend, DigitConfidence, Family, HeadFile, HeadSource, Scorer, ScorerOptions, StepStat,
 };
@@ -276,7 +276,7 @@ impl RefModel {
     fn layer_rows(
         &self,
         enc: &stepscore::prm::template::Encoded,
-        last: &stepscore::model::Hidden,
+        last: &stepscore::engine::Hidden,
         layer: Option<usize>,
     ) -> Vec<Vec<f32>> {
         match layer {

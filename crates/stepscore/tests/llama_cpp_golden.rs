@@ -27,10 +27,8 @@ use std::path::PathBuf;
 use llama_cpp_support::{top5, Spread};
 
 use serde::Deserialize;
-use stepscore::format::ModelBytes;
-use stepscore::model::GgufModel;
+use stepscore::engine::{GgufModel, ModelBytes, Tokenizer};
 use stepscore::testing::find_smollm2_gguf;
-use stepscore::tokenizer::Tokenizer;
 
 #[derive(Deserialize)]
 struct Reference {

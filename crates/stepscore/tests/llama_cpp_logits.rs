@@ -39,10 +39,8 @@ use std::path::PathBuf;
 use llama_cpp_support::{top5, Spread};
 
 use serde::Deserialize;
-use stepscore::format::ModelBytes;
-use stepscore::model::{GgufModel, Transformer};
+use stepscore::engine::{GgufModel, ModelBytes, Tokenizer, Transformer};
 use stepscore::testing::find_catalog_model;
-use stepscore::tokenizer::Tokenizer;
 
 #[derive(Deserialize)]
 struct Reference {

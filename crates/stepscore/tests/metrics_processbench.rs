@@ -1,7 +1,7 @@
 //! ProcessBench F1 and threshold calibration, against hand-worked values.
 
 use proptest::prelude::*;
-use stepscore::aggregate::first_error_label;
+use stepscore::aggregate::first_error;
 use stepscore::metrics::{
     calibrate_threshold, calibrate_threshold_from_traces, processbench_f1,
     processbench_from_traces, ProcessBenchSample,
@@ -280,7 +280,7 @@ proptest! {
         let f1_at = |t: f64| {
             let samples: Vec<ProcessBenchSample> = dev
                 .iter()
-                .map(|(s, l)| sample("x", *l, first_error_label(s, t)))
+                .map(|(s, l)| sample("x", *l, first_error(s, t).map_or(-1, |i| i as i64)))
                 .collect();
             processbench_f1(&samples, t).overall.f1
         };

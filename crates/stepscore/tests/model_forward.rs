@@ -14,7 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use stepscore::model::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
+use stepscore::engine::{HfCheckpoint, Layer, LmHead, Matrix, RopeStyle, Transformer};
 
 const TOL: f32 = 1e-4;
 const FIXTURES: [&str; 5] = [
@@ -431,12 +431,12 @@ fn untied_checkpoint_without_lm_head_gives_hidden_states_only() {
 fn write_gguf(
     ckpt: &HfCheckpoint,
     arch: &str,
-    extra: Vec<(String, stepscore::format::GgufValue)>,
+    extra: Vec<(String, stepscore::engine::GgufValue)>,
     blocks: &[(&str, &str)],
     norm_offset: f32,
 ) -> Vec<u8> {
-    use stepscore::format::{GgufValue, GgufWriter};
-    use stepscore::ggml::GgmlType;
+    use stepscore::engine::testing::GgufWriter;
+    use stepscore::engine::{GgmlType, GgufValue};
     let c = ckpt.config();
     let mut w = GgufWriter::new();
     let u = |v: usize| GgufValue::U32(v as u32);
@@ -489,8 +489,8 @@ fn write_gguf(
 }
 
 fn parse_gguf(bytes: Vec<u8>, file: &str) -> Result<Transformer, String> {
-    use stepscore::format::ModelBytes;
-    stepscore::model::GgufModel::parse(ModelBytes::from_vec(bytes), file)
+    use stepscore::engine::ModelBytes;
+    stepscore::engine::GgufModel::parse(ModelBytes::from_vec(bytes), file)
         .and_then(|m| m.transformer())
         .map_err(|e| e.to_string())
 }
@@ -558,7 +558,7 @@ fn qwen3_from_gguf_equals_its_safetensors() {
 /// (20, apart from its head width 24) is checked against numpy above.
 #[test]
 fn gemma3_from_gguf_equals_its_safetensors() {
-    use stepscore::format::{GgufArray, GgufValue};
+    use stepscore::engine::{GgufArray, GgufValue};
     let name = "gemma3-tiny-bf16";
     let ckpt = HfCheckpoint::open_dir(fixture_dir(name)).unwrap();
     let c = ckpt.config().clone();

@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use safetensors::tensor::{serialize, Dtype, SafeTensors, TensorView};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use stepscore::model::{HfCheckpoint, ModelConfig, Transformer};
+use stepscore::engine::{HfCheckpoint, ModelConfig, Transformer};
 
 fn fixture_dir(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -60,7 +60,7 @@ fn fixture_config_parses_to_the_expected_values() {
     let text =
         std::fs::read_to_string(fixture_dir("qwen2-tiny-f32-sharded").join("config.json")).unwrap();
     let c = ModelConfig::from_json_str(&text).unwrap();
-    assert_eq!(c.arch, stepscore::model::Arch::Qwen2);
+    assert_eq!(c.arch, stepscore::engine::Arch::Qwen2);
     assert_eq!(
         (c.hidden_size, c.n_heads, c.n_kv_heads, c.head_dim),
         (64, 4, 2, 16)
@@ -137,7 +137,7 @@ fn model_type_may_be_inferred_from_architectures() {
     let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
     v.as_object_mut().unwrap().remove("model_type");
     let c = ModelConfig::from_json_str(&v.to_string()).unwrap();
-    assert_eq!(c.arch, stepscore::model::Arch::Mistral);
+    assert_eq!(c.arch, stepscore::engine::Arch::Mistral);
     assert_eq!(c.sliding_window, Some(4));
 }
 
@@ -371,8 +371,8 @@ proptest! {
 /// config.json.
 #[test]
 fn gguf_hyper_parameters_are_checked_and_named_by_their_keys() {
-    use stepscore::format::{GgufValue, GgufWriter, ModelBytes};
-    use stepscore::model::GgufModel;
+    use stepscore::engine::testing::GgufWriter;
+    use stepscore::engine::{GgufModel, GgufValue, ModelBytes};
     let config = |edit: &dyn Fn(&mut GgufWriter)| -> Result<ModelConfig, String> {
         let mut w = GgufWriter::new();
         w.kv("general.architecture", GgufValue::String("llama".into()))

@@ -478,7 +478,7 @@ fn load_time_quantization_keeps_scores_close() {
     let q = Scorer::open(
         fixture("qwen2-prm-tiny"),
         &ScorerOptions {
-            quantize: Some(stepscore::ggml::GgmlType::Q8_0),
+            quantize: Some(stepscore::engine::GgmlType::Q8_0),
             ..Default::default()
         },
     )
@@ -491,7 +491,7 @@ fn load_time_quantization_keeps_scores_close() {
     let bad = Scorer::open(
         fixture("qwen2-prm-tiny"),
         &ScorerOptions {
-            quantize: Some(stepscore::ggml::GgmlType::Q6K),
+            quantize: Some(stepscore::engine::GgmlType::Q6K),
             ..Default::default()
         },
     );

@@ -142,11 +142,16 @@ const ITEM_STARTS: [&str; 10] = [
     "pub static ",
 ];
 
-/// The names a file re-exports (`pub use x::{A, B as C}` gives A, B).
+/// The names a file re-exports (`pub use x::{A, B as C}` gives A, B), but
+/// not those re-exported for tests only (`cfg(test)`, feature `testing`: the
+/// engine's `testing` module lists them).
 fn reexported(lines: &[&str]) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
     for (i, line) in lines.iter().enumerate() {
-        if line.starts_with("pub use ") {
+        let for_tests = i > 0
+            && lines[i - 1].starts_with("#[cfg")
+            && cfg_tag(lines[i - 1]).is_none_or(|t| t.contains("testing"));
+        if line.starts_with("pub use ") && !for_tests {
             let decl = declaration(lines, i, Ends::Use);
             let list = decl.split_once('{').map_or(decl.as_str(), |(_, l)| l);
             for item in list.split(',') {
@@ -222,11 +227,54 @@ fn listing(
             in_impl = None;
             in_type = None;
             let Some(t) = item_tag else { continue };
-            if let Some(rest) = trimmed.strip_prefix("pub mod ").filter(|_| only.is_none()) {
+            if let Some(rest) = trimmed
+                .strip_prefix("pub mod ")
+                .filter(|r| r.ends_with(';'))
+            {
                 let name = rest.trim_end_matches(';').trim().to_string();
+                // Under a private module a `pub mod` is reached only through
+                // re-exports: whole when re-exported itself (`pub use
+                // model::synthetic`), else what this file re-exports from it.
+                let whole = only.is_none_or(|o| o.contains(&name));
                 let mut sub = path.to_vec();
                 sub.push(name);
-                listing(krate, &sub, out, None, types);
+                listing(krate, &sub, out, (!whole).then_some(&exported), types);
+                continue;
+            }
+            // An inline public module (the engine's `testing`): its re-exports.
+            if let Some(rest) = trimmed
+                .strip_prefix("pub mod ")
+                .filter(|r| r.ends_with('{'))
+            {
+                let name = rest.trim_end_matches('{').trim();
+                let mut inner = Some(String::new());
+                for (j, l) in lines.iter().enumerate().skip(i + 1) {
+                    if l.starts_with('}') {
+                        break;
+                    }
+                    let lt = l.trim_start();
+                    if lt.starts_with("#[cfg") {
+                        inner = cfg_tag(lt);
+                    } else if lt.starts_with("pub use ") {
+                        if let Some(it) = inner.take() {
+                            let tags: Vec<&str> = [t.as_str(), it.as_str()]
+                                .iter()
+                                .flat_map(|x| x.trim().trim_matches(['[', ']']).split(','))
+                                .filter(|x| !x.is_empty())
+                                .collect();
+                            let tag = if tags.is_empty() {
+                                String::new()
+                            } else {
+                                format!(" [{}]", tags.join(","))
+                            };
+                            out.insert(format!(
+                                "{module}::{name}: {}{tag}",
+                                declaration(&lines, j, Ends::Use)
+                            ));
+                        }
+                        inner = Some(String::new());
+                    }
+                }
                 continue;
             }
             // A private module: what the file re-exports from it is API.
@@ -413,6 +461,22 @@ fn the_reader_sees_what_is_public() {
     assert!(
         has("stepscore_engine::cpu::forward: impl Transformer: pub fn forward(&self, tokens: &[u32], cache: Option<&mut KvCache>) -> Result<Hidden>"),
         "a public type's methods are API in a private module too"
+    );
+    assert!(
+        has("stepscore_engine::model::transformer: pub struct Transformer"),
+        "a `pub mod` under a private module shows what is re-exported from it"
+    );
+    assert!(
+        !has("stepscore_engine::model::decoder: pub struct Block"),
+        "and nothing else of it"
+    );
+    assert!(
+        has("stepscore_engine::model::synthetic: pub fn generate_with("),
+        "a re-exported module is whole"
+    );
+    assert!(
+        has("stepscore_engine::testing: pub use crate::gpu::round_acts16 [testing,gpu,native]"),
+        "an inline module's re-exports, with its features and theirs"
     );
     assert!(!has("fn with_spans"), "pub(crate) is not API");
     assert!(!has("arbitrary_text_never_panics"), "tests are not API");

@@ -7,12 +7,11 @@
 //!   result must equal the exact integer dot product, bit for bit.
 
 use proptest::prelude::*;
-use stepscore::ggml::GgmlType;
-use stepscore::quant::{
+use stepscore::engine::testing::{
     dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, matmul, matmul_quantized, matmul_rows,
     matmul_with, quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, QMatrix,
-    QuantizedActs, Simd,
 };
+use stepscore::engine::{GgmlType, QuantizedActs, Simd};
 use stepscore::Error;
 
 const WEIGHT_TYPES: [GgmlType; 13] = [

@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use stepscore::ggml::GgmlType;
-use stepscore::quant::{
+use stepscore::engine::testing::{
     dequantize_row, f16_to_f32, f32_to_bf16, f32_to_f16, quantize_row_q8_0, quantize_row_q8_1,
     quantize_row_q8_k,
 };
+use stepscore::engine::GgmlType;
 use stepscore::Error;
 
 struct Fixture {

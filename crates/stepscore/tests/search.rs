@@ -10,12 +10,12 @@
 use crate::gpu_support;
 
 use stepscore::aggregate::{aggregate, Aggregation};
+use stepscore::engine::Sampling;
 use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;
 use stepscore::prm::{
     Backend, GenerateOptions, HeadFile, HeadSource, Scorer, ScorerOptions, SearchEvent,
     SearchMethod, SearchOptions, SearchResult, StopReason,
 };
-use stepscore::sample::Sampling;
 use stepscore::segment::Segmenter;
 
 const PROBLEM: &str = "Tom has 3 boxes with 4 apples each. He eats 2 apples. How many are left?";

@@ -6,8 +6,7 @@
 //! without them the tests print why and pass.
 
 use std::path::PathBuf;
-use stepscore::format::{GgufFile, ModelBytes};
-use stepscore::tokenizer::Tokenizer;
+use stepscore::engine::{GgufFile, ModelBytes, Tokenizer};
 
 fn models_dir() -> Option<PathBuf> {
     let root = std::env::var_os("STEPSCORE_TEST_DATA")

@@ -5,9 +5,8 @@
 
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use stepscore::format::{GgufFile, ModelBytes};
+use stepscore::engine::{GgufFile, ModelBytes, Tokenizer};
 use stepscore::testing::find_smollm2_gguf;
-use stepscore::tokenizer::Tokenizer;
 
 #[derive(Deserialize)]
 struct Fixture {

@@ -2,8 +2,8 @@
 //! pre-tokenizer splits what, special tokens in text, offsets, BOS/EOS, the
 //! tokenizer.json path, and clear errors for bad metadata or JSON.
 
-use stepscore::format::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
-use stepscore::tokenizer::Tokenizer;
+use stepscore::engine::testing::GgufWriter;
+use stepscore::engine::{GgufArray, GgufFile, GgufValue, Tokenizer};
 use stepscore::Error;
 
 /// GPT-2's byte -> printable char table: printable Latin-1 bytes map to
@@ -393,7 +393,7 @@ fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
     let doc = br#"{"version":"1.0","truncation":null,"padding":null,"added_tokens":[],
         "normalizer":null,"pre_tokenizer":null,"post_processor":null,
         "decoder":{"type":"ByteLevel","add_prefix_space":true"#;
-    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc) {
+    match stepscore::engine::Tokenizer::from_json_bytes(doc) {
         Err(stepscore::Error::Tokenizer(m)) => assert!(m.contains("invalid tokenizer.json"), "{m}"),
         other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
     }
@@ -403,7 +403,7 @@ fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
         "normalizer":null,"pre_tokenizer":null,"post_processor":null,
         "decoder":{"type":"ByteLevel","x":"\udfff"},"model":{"type":"BPE","vocab":{},"merges":[]}}"#;
     assert!(matches!(
-        stepscore::tokenizer::Tokenizer::from_json_bytes(doc),
+        stepscore::engine::Tokenizer::from_json_bytes(doc),
         Err(stepscore::Error::Tokenizer(_))
     ));
     // The fuzzer's own inputs (a fixture's tokenizer.json with a few bytes
@@ -419,7 +419,7 @@ fn tokenizer_json_that_panicked_the_tokenizers_crate_is_an_error() {
         &include_bytes!("../../../tests/fixtures/fuzz/tokenizer_json-bpe-subword-prefix.json")[..],
     ] {
         assert!(matches!(
-            stepscore::tokenizer::Tokenizer::from_json_bytes(crash),
+            stepscore::engine::Tokenizer::from_json_bytes(crash),
             Err(stepscore::Error::Tokenizer(_))
         ));
     }
@@ -438,8 +438,8 @@ fn bpe_merges_must_carry_the_continuing_subword_prefix() {
             "merges":[{merge}]}}}}"###
         )
     };
-    assert!(stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#""a ##b""#).as_bytes()).is_ok());
-    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#"["a", "b"]"#).as_bytes()) {
+    assert!(stepscore::engine::Tokenizer::from_json_bytes(doc(r#""a ##b""#).as_bytes()).is_ok());
+    match stepscore::engine::Tokenizer::from_json_bytes(doc(r#"["a", "b"]"#).as_bytes()) {
         Err(stepscore::Error::Tokenizer(m)) => {
             assert!(
                 m.contains("merges[0]") && m.contains("continuing_subword_prefix"),
@@ -448,7 +448,7 @@ fn bpe_merges_must_carry_the_continuing_subword_prefix() {
         }
         other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
     }
-    match stepscore::tokenizer::Tokenizer::from_json_bytes(doc(r#""ab ##b""#).as_bytes()) {
+    match stepscore::engine::Tokenizer::from_json_bytes(doc(r#""ab ##b""#).as_bytes()) {
         Err(stepscore::Error::Tokenizer(m)) => assert!(m.contains("not in the vocabulary"), "{m}"),
         other => panic!("expected a tokenizer error, got {:?}", other.map(|_| ())),
     }

@@ -13,8 +13,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let Some(model) = std::env::args_os().nth(1) else {
         return Err("usage: stepscore-example <model: GGUF file or checkpoint directory>".into());
     };
-    // threads 0: this process's share of the CPUs (stepscore::par::thread_count's rule).
-    let threads = stepscore::par::thread_count(0, None);
+    // threads 0: this process's share of the CPUs (stepscore::engine::thread_count's rule).
+    let threads = stepscore::engine::thread_count(0, None);
     let scorer = Scorer::open(&model, &ScorerOptions::default())?;
     println!(
         "model {} ({} family), {} threads ({})",

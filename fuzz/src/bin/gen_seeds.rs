@@ -12,10 +12,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use stepscore::format::gguf::{GgufArray, GgufFile, GgufValue, GgufWriter};
-use stepscore::ggml::GgmlType;
-use stepscore::model::HfCheckpoint;
-use stepscore::tokenizer::Tokenizer;
+use stepscore::engine::{GgufArray, GgufFile, GgufValue};
+use stepscore::engine::testing::GgufWriter;
+use stepscore::engine::{GgmlType, HfCheckpoint, Tokenizer};
 
 type BoxErr = Box<dyn std::error::Error>;
 

@@ -29,7 +29,7 @@
 //! on one row.
 //!
 //! `--synthetic SHAPE` times a random-weight model of a real architecture
-//! built in memory (`stepscore::model::synthetic`: the real dimensions,
+//! built in memory (`stepscore::engine::synthetic`: the real dimensions,
 //! vocabulary and per-tensor weight formats, a byte-level vocabulary), so a
 //! machine without the model file can measure; the memory it takes is said
 //! (and checked against what the machine has free) before anything is
@@ -41,10 +41,9 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use stepscore::model::synthetic::{self, Shape, Weights};
-use stepscore::model::GgufModel;
+use stepscore::engine::synthetic::{self, Shape, Weights};
+use stepscore::engine::{GgufModel, Simd};
 use stepscore::prm::{Backend, Family, HeadSource, Scorer, ScorerOptions, Truncation};
-use stepscore::quant::Simd;
 
 use crate::commands::fetch;
 use crate::output::Table;
@@ -915,13 +914,13 @@ impl SyntheticTrace {
 mod tests {
     use super::*;
 
-    /// `stepscore bench --synthetic`'s models (`stepscore::model::synthetic`): the smallest shape (random
+    /// `stepscore bench --synthetic`'s models (`stepscore::engine::synthetic`): the smallest shape (random
     /// weights of SmolLM2-135M's layout, built in memory) loads through the GGUF
     /// path with its byte-level vocabulary, scores a trace end to end with
     /// finite results, and its bytes follow from the seed alone.
     #[test]
     fn synthetic_model_loads_scores_and_stays_finite() {
-        use stepscore::model::synthetic::generate_with;
+        use stepscore::engine::synthetic::generate_with;
 
         let g = generate_with(Shape::Smollm2_135m, 3, Weights::Real).unwrap();
         let data = g.bytes.as_slice();

@@ -7,10 +7,8 @@
 
 use std::io::Write;
 
-use stepscore::gpu::{Float16Path, GpuContext};
-use stepscore::model::Arch;
+use stepscore::engine::{Arch, CpuModel, Float16Path, GpuContext, Simd, SIMD_ENV};
 use stepscore::prm::{auto_preference, Backend, Family};
-use stepscore::quant::{CpuModel, Simd, SIMD_ENV};
 
 use crate::Failure;
 

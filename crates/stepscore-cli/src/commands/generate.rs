@@ -9,8 +9,8 @@
 use std::io::{IsTerminal, Write};
 
 use serde_json::json;
+use stepscore::engine::Sampling;
 use stepscore::prm::{GenerateOptions, StopReason};
-use stepscore::sample::Sampling;
 use stepscore::segment::Segmenter;
 
 use crate::input::{for_each_problem, report_error, ProblemArgs};

@@ -847,6 +847,7 @@ impl GgufWriter {
     }
 
     /// GGUF version to write (2 or 3; both share this layout).
+    #[cfg(any(test, feature = "testing"))]
     pub fn version(&mut self, version: u32) -> &mut Self {
         self.version = version;
         self
@@ -910,6 +911,8 @@ impl GgufWriter {
         Ok(out)
     }
 
+    /// The image, keeping the writer (tests write one several times).
+    #[cfg(any(test, feature = "testing"))]
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let sizes: Vec<usize> = self.tensors.iter().map(|t| t.3.len()).collect();
         let (mut out, alignment) = self.header_bytes(&sizes)?;

@@ -4,5 +4,7 @@
 pub mod gguf;
 pub mod storage;
 
-pub use gguf::{GgufArray, GgufFile, GgufValue, GgufValueType, GgufWriter, TensorInfo};
+#[cfg(any(test, feature = "testing"))]
+pub use gguf::GgufValueType;
+pub use gguf::{GgufArray, GgufFile, GgufValue, GgufWriter, TensorInfo};
 pub use storage::ModelBytes;

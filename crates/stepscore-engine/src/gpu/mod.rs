@@ -36,6 +36,9 @@ pub use context::{Float16Path, GpuContext, GpuOptions};
 pub use matmul::round_acts16;
 pub use matmul::GpuMatrix;
 pub use pool::PoolStats;
+// Repacking and bare tensors, for tests and benchmarks (lib.rs, `testing`).
+#[cfg(any(test, feature = "testing"))]
 pub use repack::{float16_groups, float16_rows, gpu_weight_layout, repack_blocks, GpuWeightLayout};
+#[cfg(any(test, feature = "testing"))]
 pub use tensor::GpuTensor;
 pub use transformer::{GpuHidden, GpuKvCache, GpuTransformer};

@@ -15,9 +15,9 @@ pub mod synthetic;
 pub mod transformer;
 
 pub use config::{Activation, Arch, ModelConfig, RopeScaling};
-pub use decoder::{Block, Taps, VocabHead, Weights};
+pub use decoder::Taps;
 pub use gguf::GgufModel;
-pub use hf::{HfCheckpoint, TensorF32};
+pub use hf::HfCheckpoint;
 pub use kernels::{Kernels, Linear, States, TokenStat};
 pub use matrix::{Matrix, SharedBytes};
 pub use transformer::{Hidden, Layer, LmHead, RopeStyle, Transformer};

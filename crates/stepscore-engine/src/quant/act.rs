@@ -157,6 +157,7 @@ pub fn quantize_row_q8_0(x: &[f32], dst: &mut [u8]) -> Result<()> {
 }
 
 /// `quantize_row_q8_1_ref`: writes ggml Q8_1 blocks (36 bytes each).
+#[cfg(any(test, feature = "testing"))]
 pub fn quantize_row_q8_1(x: &[f32], dst: &mut [u8]) -> Result<()> {
     check_quant_args("quantize_row_q8_1", GgmlType::Q8_1, x, dst)?;
     for (xb, ob) in x.chunks_exact(32).zip(dst.chunks_exact_mut(36)) {
@@ -171,6 +172,7 @@ pub fn quantize_row_q8_1(x: &[f32], dst: &mut [u8]) -> Result<()> {
 }
 
 /// `quantize_row_q8_K_ref`: writes ggml Q8_K blocks (292 bytes each).
+#[cfg(any(test, feature = "testing"))]
 pub fn quantize_row_q8_k(x: &[f32], dst: &mut [u8]) -> Result<()> {
     check_quant_args("quantize_row_q8_k", GgmlType::Q8K, x, dst)?;
     let mut blk = BlockQ8K {

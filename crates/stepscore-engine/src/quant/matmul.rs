@@ -264,6 +264,7 @@ pub fn matmul(
 
 /// Like [`matmul`] for the listed rows only:
 /// `out[t * rows.len() + i] = dot(row rows[i] of w, row t of x)`.
+#[cfg(any(test, feature = "testing"))]
 pub fn matmul_rows(
     w: &QMatrix,
     rows: &[usize],
@@ -288,6 +289,7 @@ pub fn matmul_quantized(
 }
 
 /// [`matmul_rows`] with activations already converted.
+#[cfg(any(test, feature = "testing"))]
 pub(crate) fn matmul_rows_quantized(
     w: &QMatrix,
     rows: &[usize],
@@ -300,6 +302,7 @@ pub(crate) fn matmul_rows_quantized(
 
 /// Full control: an optional row list and an explicit backend (for tests and
 /// benchmarks comparing backends). Errors if the backend is not available.
+#[cfg(any(test, feature = "testing"))]
 pub fn matmul_with(
     w: &QMatrix,
     rows: Option<&[usize]>,
@@ -326,6 +329,8 @@ pub fn matmul_with(
 #[derive(Clone, Copy)]
 enum RowSel<'r> {
     All,
+    // Row lists come from the kernels' test entry points only (`matmul_rows`).
+    #[cfg_attr(not(any(test, feature = "testing")), allow(dead_code))]
     List(&'r [usize]),
 }
 

@@ -59,13 +59,19 @@ mod weights;
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86;
 
-pub use act::{
-    quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, vec_dot_type, BlockQ8, BlockQ8K,
-    QuantizedActs,
-};
+pub use act::{vec_dot_type, QuantizedActs};
+// Kernels one by one, for tests and benchmarks (lib.rs, `testing`).
+#[cfg(any(test, feature = "testing"))]
+pub use act::{quantize_row_q8_0, quantize_row_q8_1, quantize_row_q8_k, BlockQ8, BlockQ8K};
 pub use cpu::CpuModel;
 pub use dequant::dequantize_row;
-pub use fp::{bf16_to_f32, f16_to_f32, f32_to_bf16, f32_to_f16};
-pub use matmul::{matmul, matmul_quantized, matmul_rows, matmul_with, QMatrix, Simd, SIMD_ENV};
+#[cfg(any(test, feature = "testing"))]
+pub use fp::{bf16_to_f32, f16_to_f32};
+pub use fp::{f32_to_bf16, f32_to_f16};
+pub use matmul::{matmul, matmul_quantized, QMatrix, Simd, SIMD_ENV};
+#[cfg(any(test, feature = "testing"))]
+pub use matmul::{matmul_rows, matmul_with};
 pub(crate) use portable::{dot, dot_f32, weigh_values, TileShape};
-pub use weights::{quantize_weights, LOAD_TIME_TYPES};
+pub use weights::quantize_weights;
+#[cfg(any(test, feature = "testing"))]
+pub use weights::LOAD_TIME_TYPES;

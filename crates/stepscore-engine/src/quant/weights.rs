@@ -9,6 +9,7 @@ use crate::ggml::GgmlType;
 
 /// The block types [`quantize_weights`] can produce (it also converts to
 /// F16 and BF16, rounding to nearest even).
+#[cfg(any(test, feature = "testing"))]
 pub const LOAD_TIME_TYPES: [GgmlType; 2] = [GgmlType::Q8_0, GgmlType::Q4_0];
 
 /// Quantizes a row-major `rows x cols` f32 matrix into ggml blocks of `ty`

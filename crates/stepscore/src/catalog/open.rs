@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use super::fetch::{self, Progress};
 use super::{cache_dir, model_arg, Entry, ModelArg};
-use crate::error::{Error, Result};
 use crate::prm::{HeadSource, Scorer, ScorerOptions};
+use crate::{Error, Result};
 
 /// A scorer and what it was opened from, for reports.
 #[derive(Debug)]

@@ -71,9 +71,9 @@ use std::str::FromStr;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Location, Result};
 use crate::segment::Segmenter;
 use crate::trace::Trace;
+use crate::{Error, Location, Result};
 use lines::{read_bounded_line, LineRead};
 
 /// The shape of the input rows.

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 use super::fields::{wrong_type, FieldError, RowResult};
 use super::rows::take_text_opt;
 use crate::answer::extract_answer;
-use crate::error::{Error, Location, Result};
+use crate::{Error, Location, Result};
 
 /// One problem to write solutions to, with where it was read.
 #[derive(Debug, Clone, PartialEq, Eq)]

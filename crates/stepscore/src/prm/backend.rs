@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 #[cfg(not(target_arch = "wasm32"))]
 use super::blocking::block_on;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// The engine a scorer runs on: the one vocabulary of every front end (the
 /// CLI's `--backend`, the wasm `withBackend`, the npm package's `backend`,
@@ -160,7 +160,7 @@ pub fn auto_preference() -> BackendReport {
 pub async fn auto_preference_async() -> BackendReport {
     #[cfg(feature = "gpu")]
     {
-        use crate::gpu::{DeviceKind, GpuContext, ADAPTER_ENV};
+        use crate::engine::{DeviceKind, GpuContext, ADAPTER_ENV};
         let report = |chosen, adapter, reason: String| BackendReport {
             requested: Backend::Auto,
             chosen,
@@ -169,7 +169,7 @@ pub async fn auto_preference_async() -> BackendReport {
         };
         let adapters = GpuContext::adapters_async(None).await;
         let filter = std::env::var(ADAPTER_ENV).ok().filter(|v| !v.is_empty());
-        match crate::gpu::choose_adapter(&adapters, filter.as_deref()) {
+        match crate::engine::choose_adapter(&adapters, filter.as_deref()) {
             Err(e) => report(Backend::Cpu, None, format!("{e}")),
             Ok((i, why)) => {
                 let Some(a) = adapters.get(i) else {

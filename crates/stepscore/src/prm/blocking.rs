@@ -4,8 +4,8 @@
 use std::future::Future;
 
 #[cfg(not(all(feature = "gpu", not(target_arch = "wasm32"))))]
-use crate::error::Error;
-use crate::error::Result;
+use crate::Error;
+use crate::Result;
 
 /// Runs an engine future to completion on this thread. Natively every wait
 /// of the GPU engine happens inside the future (`device.poll`), and the CPU

@@ -11,7 +11,7 @@
 use minijinja::value::{Kwargs, Value};
 use minijinja::{context, Environment, ErrorKind};
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// A chat message.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,8 +13,8 @@ use super::generate::{GenerateOptions, Generation, StopReason};
 use super::head::HeadOutput;
 use super::scorer::Scorer;
 use super::template::Encoded;
-use crate::error::{Error, Result};
-use crate::sample::Sampling;
+use crate::engine::Sampling;
+use crate::{Error, Result};
 
 /// Most tokens a critique may have by default: ThinkPRM's verification
 /// length (the model's context or the scorer's `max_tokens` stop it sooner).

@@ -9,8 +9,8 @@ use super::engine::{block_on, keep_shared, EngineCache};
 use super::head::{step_token_logprobs, StepConfidence};
 use super::template::Encoded;
 use super::token_classes::{operation_logprobs, DigitConfidence, OperatorRows};
-use crate::error::{Error, Result};
-use crate::model::{Hidden, Taps, Transformer};
+use crate::engine::{Hidden, Taps, Transformer};
+use crate::{Error, Result};
 
 /// Which features [`Scorer::step_features_with`](super::Scorer::step_features_with) extracts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -18,7 +18,7 @@ pub struct FeatureOptions {
     /// The layers whose hidden states are read, strictly ascending; a
     /// step's row is their states at its marker, concatenated in this
     /// order (empty: the final layer alone). See
-    /// [`Transformer::forward_tapped`](crate::model::Transformer::forward_tapped)
+    /// [`Transformer::forward_tapped`](crate::engine::Transformer::forward_tapped)
     /// for what the hidden state of a layer is.
     pub layers: Vec<usize>,
     /// Also the confidence statistics of each step's tokens.

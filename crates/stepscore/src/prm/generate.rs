@@ -16,9 +16,9 @@ use super::blocking::block_on;
 use super::chat::Message;
 use super::engine::EngineCache;
 use super::scorer::Scorer;
-use crate::error::{Error, Result};
-use crate::quant::exp::exp;
-use crate::sample::{Sampler, Sampling};
+use crate::engine::exp;
+use crate::engine::{Sampler, Sampling};
+use crate::{Error, Result};
 
 /// What to generate and when to stop.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

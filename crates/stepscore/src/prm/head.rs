@@ -8,8 +8,8 @@
 
 use super::template::Encoded;
 use super::token_classes::{operation_logprobs, DigitConfidence, OperatorRows};
-use crate::error::{Error, Result};
-use crate::model::{Kernels, Linear, Matrix, States, Taps, Transformer};
+use crate::engine::{Kernels, Linear, Matrix, States, Taps, Transformer};
+use crate::{Error, Result};
 
 /// Tensor names of the heads, as the reference checkpoints store them.
 pub(crate) const SCORE_0_WEIGHT: &str = "score.0.weight";
@@ -540,7 +540,8 @@ pub(crate) fn plus_minus_rows(
 }
 
 impl Head {
-    /// The head with its weights in `k`'s storage.
+    /// The head with its weights in `k`'s storage (the WGSL engine's).
+    #[cfg(feature = "gpu")]
     pub fn upload<K: Kernels>(&self, k: &K) -> Result<Head<K::Weights>> {
         let kind = match &self.kind {
             Kind::Score { w0, b0, w2, b2 } => Kind::Score {

@@ -9,9 +9,9 @@ use safetensors::tensor::SafeTensors;
 
 use super::family::Family;
 use super::head::{HeadInput, MinWith, StepStat};
-use crate::error::{Error, Result};
-use crate::format::storage::open_regular;
-use crate::model::hf::to_f32;
+use crate::engine::open_regular;
+use crate::engine::to_f32;
+use crate::{Error, Result};
 
 /// A parsed head file: the tensors it holds, by name.
 #[derive(Debug, Clone)]

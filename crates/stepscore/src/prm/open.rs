@@ -14,11 +14,11 @@ use super::head::{Head, HeadInput, TensorLookup};
 use super::head_file::HeadFile;
 use super::options::ScorerOptions;
 use super::scorer::Scorer;
-use crate::error::{Error, Result};
-use crate::format::storage::{read_regular, SIDE_FILE_LIMIT};
-use crate::format::ModelBytes;
-use crate::model::{GgufModel, HfCheckpoint, Transformer};
-use crate::tokenizer::Tokenizer;
+use crate::engine::ModelBytes;
+use crate::engine::Tokenizer;
+use crate::engine::{read_regular, SIDE_FILE_LIMIT};
+use crate::engine::{GgufModel, HfCheckpoint, Transformer};
+use crate::{Error, Result};
 
 /// Where a scorer's PRM head comes from: the one argument of every
 /// constructor ([`Scorer::open_with`], [`Scorer::from_gguf`],
@@ -214,8 +214,8 @@ impl Scorer {
     /// that arrive without a file system (the wasm bindings).
     ///
     /// ```no_run
-    /// use stepscore::format::ModelBytes;
-    /// use stepscore::model::GgufModel;
+    /// use stepscore::engine::ModelBytes;
+    /// use stepscore::engine::GgufModel;
     /// use stepscore::prm::{HeadFile, HeadSource, Scorer, ScorerOptions};
     ///
     /// let bytes = std::fs::read("SmolLM2-135M-Instruct.Q4_1.gguf").unwrap();
@@ -237,7 +237,7 @@ impl Scorer {
     /// (the wasm path: everything arrives as bytes).
     ///
     /// ```
-    /// use stepscore::model::HfCheckpoint;
+    /// use stepscore::engine::HfCheckpoint;
     /// use stepscore::prm::{HeadSource, Scorer, ScorerOptions};
     ///
     /// let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -336,7 +336,7 @@ impl Scorer {
         if let Some(ty) = options.quantize {
             model.quantize_weights(ty)?;
         }
-        model.set_threads(crate::par::thread_count(options.threads, None).threads);
+        model.set_threads(crate::engine::thread_count(options.threads, None).threads);
         let head = load_head(
             mode,
             &protocol,
@@ -386,7 +386,7 @@ impl Scorer {
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
         let input = head_input(external)?;
         let mut model = gguf.transformer()?;
-        model.set_threads(crate::par::thread_count(options.threads, None).threads);
+        model.set_threads(crate::engine::thread_count(options.threads, None).threads);
         let head = load_head(
             mode,
             &protocol,

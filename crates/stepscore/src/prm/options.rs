@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::backend::Backend;
 use super::family::Family;
-use crate::error::{Error, Result};
-use crate::ggml::GgmlType;
+use crate::engine::GgmlType;
+use crate::{Error, Result};
 
 /// What to do with a trace longer than the token limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -75,7 +75,7 @@ impl TryFrom<String> for Truncation {
 ///     serde_json::from_str(r#"{"max_tokens": 2048, "truncation": "drop-steps"}"#).unwrap();
 /// assert_eq!(options.truncation, Truncation::DropSteps);
 /// assert_eq!(options.backend, Backend::Auto);
-/// assert_eq!(options.threads, 0); // stepscore::par::thread_count(0, None)
+/// assert_eq!(options.threads, 0); // stepscore::engine::thread_count(0, None)
 /// assert!(serde_json::from_str::<ScorerOptions>(r#"{"max_token": 1}"#).is_err());
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -85,7 +85,7 @@ pub struct ScorerOptions {
     pub family: Option<Family>,
     /// The engine (see [`Backend`]).
     pub backend: Backend,
-    /// Worker threads for the CPU engine; 0 means [`crate::par::thread_count`]'s share
+    /// Worker threads for the CPU engine; 0 means [`crate::engine::thread_count`]'s share
     /// (the CPUs this process may use, capped by `OMP_NUM_THREADS`).
     pub threads: usize,
     /// Token limit per trace, 1 to the model's context length (more is
@@ -113,7 +113,7 @@ fn at_least_one<'de, D: serde::Deserializer<'de>>(
 mod quantize_name {
     use serde::{Deserialize, Deserializer, Serializer};
 
-    use crate::ggml::GgmlType;
+    use crate::engine::GgmlType;
 
     pub fn serialize<S: Serializer>(q: &Option<GgmlType>, s: S) -> Result<S::Ok, S::Error> {
         match q {
@@ -139,7 +139,7 @@ pub const QUANTIZE_NAMES: [&str; 4] = ["q8_0", "q8", "q4_0", "q4"];
 /// CLI's `--quantize`, the wasm load options and the Python `quantize=`.
 ///
 /// ```
-/// use stepscore::ggml::GgmlType;
+/// use stepscore::engine::GgmlType;
 /// use stepscore::prm::parse_quantize;
 ///
 /// assert_eq!(parse_quantize("Q8").unwrap(), GgmlType::Q8_0);

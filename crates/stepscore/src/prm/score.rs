@@ -9,9 +9,9 @@ use super::critique::{Critique, CritiqueOptions, Reading};
 use super::head::{HeadOutput, StepConfidence};
 use super::scorer::{Scorer, TokenLogprob};
 use super::template::Encoded;
-use crate::error::{Error, Result};
 use crate::trace::Trace;
 use crate::validate::Scored;
+use crate::{Error, Result};
 
 /// Per-step scores of one trace.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use super::features::{self, FeatureCache, FeatureJob, FeatureOptions, StepFeatur
 use super::head::{Head, HeadOutput, TokensRead};
 use super::template::Encoded;
 use super::token_classes::OperatorRows;
-use crate::error::{Error, Result};
-use crate::model::{Hidden, Transformer};
-use crate::tokenizer::Tokenizer;
+use crate::engine::Tokenizer;
+use crate::engine::{Hidden, Transformer};
+use crate::{Error, Result};
 
 use super::options::Truncation;
 
@@ -132,7 +132,7 @@ impl Scorer {
     /// Device buffers of the GPU engine (None on the CPU engine, or before
     /// a device exists): the leak tests' counter.
     #[cfg(feature = "gpu")]
-    pub fn gpu_pool_stats(&self) -> Option<crate::gpu::PoolStats> {
+    pub fn gpu_pool_stats(&self) -> Option<crate::engine::PoolStats> {
         self.engine.pool_stats()
     }
 
@@ -466,7 +466,7 @@ impl Scorer {
                     tokens: at_least,
                     limit,
                     truncating,
-                    by_length: Some(crate::error::LengthBound {
+                    by_length: Some(crate::LengthBound {
                         step: i,
                         bytes,
                         bytes_per_token: per,

@@ -43,10 +43,10 @@ use super::generate::{next_tokens, GenerateOptions, Generation, StopReason};
 use super::scorer::Scorer;
 use super::session::Session;
 use crate::aggregate::{aggregate, Aggregation};
-use crate::error::{Error, Result};
 use crate::select::{select_with, Selection};
 use crate::trace::{Step, Trace};
 use crate::validate::Unscored;
+use crate::{Error, Result};
 
 /// Most candidates one search may hold: each live one keeps two KV caches.
 pub const MAX_CANDIDATES: usize = 256;

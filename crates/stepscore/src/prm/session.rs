@@ -25,7 +25,7 @@ use super::engine::{block_on, keep_shared, BatchPart, EngineCache};
 use super::head::{HeadOutput, StepConfidence};
 use super::scorer::{Scorer, TokenLogprob};
 use super::template::Encoded;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// A trace being scored step by step, holding its scorer through `S`.
 #[derive(Debug, Clone)]

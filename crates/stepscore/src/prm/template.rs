@@ -5,8 +5,8 @@
 
 use std::ops::Range;
 
-use crate::error::{Error, Result};
-use crate::tokenizer::Encoding;
+use crate::engine::Encoding;
+use crate::{Error, Result};
 
 /// A prompt ready for the engine.
 #[derive(Debug, Clone, PartialEq, Eq)]

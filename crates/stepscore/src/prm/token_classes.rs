@@ -11,9 +11,9 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 use super::template::Encoded;
-use crate::error::Result;
-use crate::model::{Kernels, Linear, Matrix, Transformer};
-use crate::tokenizer::Tokenizer;
+use crate::engine::Tokenizer;
+use crate::engine::{Kernels, Linear, Matrix, Transformer};
+use crate::Result;
 
 /// The log-probabilities of a step's digit tokens (tokens whose text,
 /// without surrounding whitespace, is one or more ASCII digits) and of its
@@ -280,6 +280,7 @@ impl OperatorRows {
         })
     }
 
+    #[cfg(feature = "gpu")]
     pub(crate) fn upload<K: Kernels>(&self, k: &K) -> Result<OperatorRows<K::Weights>> {
         Ok(OperatorRows {
             rows: k.upload(&self.rows)?,

@@ -15,7 +15,7 @@
 use super::chat::Message;
 use super::scorer::Scorer;
 use crate::aggregate::first_error;
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 const SYSTEM: &str =
     "You are a careful math teacher. You check students' solutions one step at a time.";

@@ -14,8 +14,8 @@ use serde::Serialize;
 use super::blocking::block_on;
 use super::scorer::Scorer;
 use super::session::Session;
-use crate::error::{Error, Result};
 use crate::stream::{Finish, StepStream, StreamItem};
+use crate::{Error, Result};
 
 /// What the verifier saw.
 #[derive(Debug, Clone, PartialEq, Serialize)]

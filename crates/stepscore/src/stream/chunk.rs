@@ -13,7 +13,7 @@
 use serde_json::{Map, Value};
 
 use super::sse::{preview, SseEvent};
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// What one event says.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,8 +20,8 @@ use std::collections::VecDeque;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{Error, Result};
 use crate::segment::{first_step_end, Segmenter};
+use crate::{Error, Result};
 use chunk::Chunk;
 use sse::SseDecoder;
 

@@ -12,7 +12,7 @@
 //! and an event without its blank line are still read (a browser discards
 //! them), so a truncated chunk fails loudly as malformed JSON.
 
-use crate::error::{Error, Result};
+use crate::{Error, Result};
 
 /// Longest line and longest event data kept in memory (as the JSONL reader's line limit).
 pub const MAX_LINE_BYTES: usize = 16 << 20;

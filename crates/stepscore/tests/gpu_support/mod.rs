@@ -6,10 +6,8 @@
 
 use std::sync::OnceLock;
 
-use stepscore::ggml::GgmlType;
-use stepscore::gpu::{GpuContext, GpuOptions};
-use stepscore::model::{Matrix, SharedBytes};
-use stepscore::quant::{f32_to_bf16, f32_to_f16};
+use stepscore::engine::testing::{f32_to_bf16, f32_to_f16};
+use stepscore::engine::{GgmlType, GpuContext, GpuOptions, Matrix, SharedBytes};
 
 pub fn ctx() -> Option<&'static GpuContext> {
     static CTX: OnceLock<Option<GpuContext>> = OnceLock::new();

@@ -13,9 +13,8 @@
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use stepscore::model::Matrix;
+use stepscore::engine::{Matrix, QuantizedActs};
 use stepscore::prm::Scorer;
-use stepscore::quant::QuantizedActs;
 
 use super::{progress, time, SyntheticTrace, Timing};
 use crate::Failure;

@@ -2,11 +2,11 @@
 //! in host memory.
 
 use super::need_head;
-use crate::cpu::KvCache;
-use crate::error::Result;
-use crate::model::{Hidden, Taps, Transformer};
+use crate::engine::KvCache;
+use crate::engine::{Hidden, Taps, Transformer};
 use crate::prm::head::{Head, HeadOutput};
 use crate::prm::template::Encoded;
+use crate::Result;
 
 pub(super) struct CpuEngine;
 

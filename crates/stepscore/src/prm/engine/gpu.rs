@@ -9,13 +9,13 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::need_head;
-use crate::error::{Error, Result};
-use crate::gpu::{
+use crate::engine::{
     AdapterReport, GpuContext, GpuKvCache, GpuMatrix, GpuOptions, GpuTransformer, PoolStats,
 };
-use crate::model::{Hidden, Taps, Transformer};
+use crate::engine::{Hidden, Taps, Transformer};
 use crate::prm::head::{Head, HeadOutput};
 use crate::prm::template::Encoded;
+use crate::{Error, Result};
 
 /// Device, model and head, uploaded together.
 struct GpuState {

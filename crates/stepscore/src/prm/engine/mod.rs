@@ -17,9 +17,9 @@ use super::backend::{Backend, BackendReport};
 pub(crate) use super::blocking::block_on;
 use super::head::{Head, HeadOutput};
 use super::template::Encoded;
-use crate::cpu::KvCache;
-use crate::error::{Error, Result};
-use crate::model::{Hidden, Taps, Transformer};
+use crate::engine::KvCache;
+use crate::engine::{Hidden, Taps, Transformer};
+use crate::{Error, Result};
 
 mod cpu;
 #[cfg(feature = "gpu")]
@@ -69,7 +69,7 @@ enum CacheKind {
     Cpu(KvCache),
     /// Made on first use, and again after the device was recreated.
     #[cfg(feature = "gpu")]
-    Gpu(Option<crate::gpu::GpuKvCache>),
+    Gpu(Option<crate::engine::GpuKvCache>),
 }
 
 /// Cuts `cache` (holding `cached`) back to what agrees with `tokens`, stays
@@ -130,7 +130,7 @@ impl EngineCache {
     }
 
     #[cfg(feature = "gpu")]
-    fn gpu(&mut self) -> Result<&mut Option<crate::gpu::GpuKvCache>> {
+    fn gpu(&mut self) -> Result<&mut Option<crate::engine::GpuKvCache>> {
         match &mut self.0 {
             CacheKind::Gpu(c) => Ok(c),
             CacheKind::Cpu(_) => Err(mismatch()),
@@ -411,7 +411,7 @@ impl Engine {
     /// Device buffers of the GPU engine (None on the CPU engine, or before
     /// a device exists).
     #[cfg(feature = "gpu")]
-    pub fn pool_stats(&self) -> Option<crate::gpu::PoolStats> {
+    pub fn pool_stats(&self) -> Option<crate::engine::PoolStats> {
         match &self.kind {
             Kind::Gpu(g) => g.pool_stats(),
             Kind::Cpu(_) => None,

@@ -5,11 +5,11 @@
 //! claims is scored this way.
 
 use super::{reads_no_features, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::head::Kind;
 use crate::prm::template::{clamped, Encoded};
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 pub(super) const SPEC: Spec = Spec {
     names: &["confidence"],

@@ -21,12 +21,12 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 
 use super::{plus_minus, reads_no_features, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::chat::{locate, ChatFormat, Message};
 use crate::prm::head::Kind;
 use crate::prm::template::Encoded;
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 pub(super) const SPEC: Spec = Spec {
     names: &["generative", "thinkprm", "generative-verifier"],

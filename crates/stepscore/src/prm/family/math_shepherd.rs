@@ -2,11 +2,11 @@
 //! "\n"; softmax over the "+"/"-" logits at each `ки`, probability of "+".
 
 use super::{plus_minus, reads_no_features, Clues, HeadLoad, Protocol, Spec};
-use crate::error::Result;
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::head::Kind;
 use crate::prm::template::{forbid, marker_positions, Encoded};
-use crate::tokenizer::Tokenizer;
+use crate::Result;
 
 /// Math-Shepherd's step tag.
 const TAG: &str = "ки";

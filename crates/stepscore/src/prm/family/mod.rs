@@ -20,9 +20,9 @@ use serde::{Deserialize, Serialize};
 use super::chat::ChatFormat;
 use super::head::{plus_minus_rows, Head, HeadInput, Kind, TensorLookup};
 use super::template::Encoded;
-use crate::error::{Error, Result};
-use crate::model::{Matrix, Transformer};
-use crate::tokenizer::Tokenizer;
+use crate::engine::Tokenizer;
+use crate::engine::{Matrix, Transformer};
+use crate::{Error, Result};
 
 /// A PRM protocol: how the prompt is laid out, where each step's score is
 /// read, and which head turns a hidden state into that score.
@@ -132,13 +132,13 @@ impl Family {
 
     /// Whether every step gets its own score; `false` for a family that
     /// scores the whole solution once (on its last step).
-    pub fn scores_each_step(&self) -> bool {
+    pub(crate) fn scores_each_step(&self) -> bool {
         self.spec().scores_each_step
     }
 
     /// Whether the model writes a critique whose verdicts score the steps
     /// (see [`crate::prm::Scorer::critique`]).
-    pub fn writes_critique(&self) -> bool {
+    pub(crate) fn writes_critique(&self) -> bool {
         self.spec().writes_critique
     }
 

@@ -13,12 +13,12 @@
 //! last token here.
 
 use super::{Clues, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::chat::{locate, Message};
 use crate::prm::head::{optional_bias, Kind, OUTCOME_BIAS, OUTCOME_WEIGHT};
 use crate::prm::template::Encoded;
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 /// Between steps in the assistant's turn: the blank line the segmenter splits
 /// responses at, so a segmented response is scored as it was written.

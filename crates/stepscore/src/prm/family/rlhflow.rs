@@ -4,12 +4,12 @@
 //! logits just before each "+", probability of "+".
 
 use super::{plus_minus, reads_no_features, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::chat::{ChatFormat, Message};
 use crate::prm::head::Kind;
 use crate::prm::template::Encoded;
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 /// The special tokens a Llama-3 conversation is written with.
 const LLAMA3_MARKUP: [&str; 4] = [

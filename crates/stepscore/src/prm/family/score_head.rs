@@ -4,12 +4,12 @@
 //! softmax, probability of class 1.
 
 use super::{Clues, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::chat::{locate, ChatFormat, Message};
 use crate::prm::head::{require, Kind, SCORE_0_BIAS, SCORE_0_WEIGHT, SCORE_2_BIAS, SCORE_2_WEIGHT};
 use crate::prm::template::{forbid, marker_positions, Encoded};
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 /// Qwen2.5-Math-PRM's system prompt.
 const SYSTEM: &str = "Please reason step by step, and put your final answer within \\boxed{}.";

@@ -5,14 +5,14 @@
 //! names them, and capped by a guard head when it names one.
 
 use super::{Clues, HeadLoad, Protocol, Spec};
-use crate::error::{Error, Result};
-use crate::model::Matrix;
+use crate::engine::Matrix;
+use crate::engine::Tokenizer;
 use crate::prm::head::{
     guard_head, value_head, Kind, StepStat, V_HEAD_MLP_0_WEIGHT, V_HEAD_WEIGHT,
 };
 use crate::prm::template::{clamped, Encoded};
 use crate::prm::token_classes::OperatorRows;
-use crate::tokenizer::Tokenizer;
+use crate::{Error, Result};
 
 pub(super) const SPEC: Spec = Spec {
     names: &["value-head", "skywork"],
