@@ -336,22 +336,19 @@ impl Scorer {
         if let Some(ty) = options.quantize {
             model.quantize_weights(ty)?;
         }
-        model.set_threads(crate::engine::thread_count(options.threads, None).threads);
-        let head = load_head(
+        let lookup = |name: &str| {
+            if !checkpoint.has_tensor(name) {
+                return Ok(None);
+            }
+            let t = checkpoint.tensor_f32(name)?;
+            Ok(Some((t.shape, t.data)))
+        };
+        let head = HeadPlan {
             mode,
-            &protocol,
-            &model,
-            &tokenizer,
-            &input,
+            input,
             external,
-            &|name| {
-                if !checkpoint.has_tensor(name) {
-                    return Ok(None);
-                }
-                let t = checkpoint.tensor_f32(name)?;
-                Ok(Some((t.shape, t.data)))
-            },
-        )?;
+            lookup: &lookup,
+        };
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
@@ -384,28 +381,27 @@ impl Scorer {
             &tokenizer,
         )?;
         let protocol = Protocol::new(family, &tokenizer, chat, bos_text)?;
-        let input = head_input(external)?;
-        let mut model = gguf.transformer()?;
-        model.set_threads(crate::engine::thread_count(options.threads, None).threads);
-        let head = load_head(
+        let model = gguf.transformer()?;
+        let head = HeadPlan {
             mode,
-            &protocol,
-            &model,
-            &tokenizer,
-            &input,
+            input: head_input(external)?,
             external,
-            &|name| gguf.tensor_f32(name),
-        )?;
+            lookup: &|name| gguf.tensor_f32(name),
+        };
         Self::assemble(model, tokenizer, protocol, head, options)
     }
 
+    /// The scorer from a loaded model: its threads set, the head loaded
+    /// (`plan`), the blocks no head reads dropped, the engine chosen.
     fn assemble(
         mut model: Transformer,
         tokenizer: Tokenizer,
         protocol: Protocol,
-        mut head: Option<Head>,
+        plan: HeadPlan<'_>,
         options: &ScorerOptions,
     ) -> Result<Scorer> {
+        model.set_threads(crate::engine::thread_count(options.threads, None).threads);
+        let mut head = load_head(&plan, &protocol, &model, &tokenizer)?;
         // A head that reads layer L and nothing of the LM's outputs never
         // needs the blocks after L: they are dropped, never run.
         let layers = model.config().n_layers;
@@ -492,18 +488,24 @@ fn head_input(external: Option<&HeadFile>) -> Result<HeadInput> {
     external.map_or(Ok(HeadInput::default()), HeadFile::input)
 }
 
-/// The head's tensors from the separate head file when there is one, else
-/// from the checkpoint (`lookup`); none for a backbone.
-#[allow(clippy::too_many_arguments)]
-fn load_head(
+/// What a scorer's head is loaded from: the mode, the head file's input
+/// description and the file (if separate), and the checkpoint's own tensors.
+struct HeadPlan<'a> {
     mode: HeadMode,
+    input: HeadInput,
+    external: Option<&'a HeadFile>,
+    lookup: &'a TensorLookup<'a>,
+}
+
+/// The head's tensors from the separate head file when there is one, else
+/// from the checkpoint (`plan.lookup`); none for a backbone.
+fn load_head(
+    plan: &HeadPlan<'_>,
     protocol: &Protocol,
     model: &Transformer,
     tokenizer: &Tokenizer,
-    input: &HeadInput,
-    external: Option<&HeadFile>,
-    lookup: &TensorLookup<'_>,
 ) -> Result<Option<Head>> {
+    let (input, external, lookup) = (&plan.input, plan.external, plan.lookup);
     // A guard (`stepscore.min_with`) is a built-in head, read here.
     let guard_file = match &input.min_with {
         Some(m) => Some(HeadFile::embedded(&m.head)?),
@@ -514,7 +516,7 @@ fn load_head(
     let guard = guard_input
         .as_ref()
         .map(|i| (i, &guard_get as &TensorLookup<'_>));
-    match mode {
+    match plan.mode {
         HeadMode::Load => Ok(Some(Head::load(
             protocol,
             model,
