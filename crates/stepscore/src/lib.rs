@@ -10,6 +10,7 @@ pub mod answer;
 pub mod catalog;
 pub mod io;
 pub mod metrics;
+pub mod prelude;
 pub mod prm;
 mod rational;
 pub mod recompute;

@@ -43,6 +43,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("prm", 6),
     ("catalog", 7),
     ("testing", 8),
+    ("prelude", 8),
 ];
 
 /// The top-level modules each file names through `crate::`, by module.

@@ -157,7 +157,8 @@ pub fn auto_preference() -> BackendReport {
 /// [`auto_preference`], awaited (the browser's adapter request is async).
 /// A software adapter (llvmpipe, SwiftShader, WARP; in a browser, one it
 /// reports as a fallback adapter) means the CPU engine.
-pub async fn auto_preference_async() -> BackendReport {
+#[cfg(any(feature = "gpu", not(target_arch = "wasm32")))]
+pub(crate) async fn auto_preference_async() -> BackendReport {
     #[cfg(feature = "gpu")]
     {
         use crate::engine::{DeviceKind, GpuContext, ADAPTER_ENV};

@@ -523,7 +523,7 @@ pub fn generate_many<S: Deref<Target = Scorer> + Clone>(
 }
 
 /// [`generate_many`], awaited.
-pub async fn generate_many_async<S: Deref<Target = Scorer> + Clone>(
+pub(crate) async fn generate_many_async<S: Deref<Target = Scorer> + Clone>(
     scorer: S,
     prompt: &str,
     options: &GenerateOptions,

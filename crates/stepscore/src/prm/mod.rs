@@ -25,15 +25,13 @@ pub mod verify;
 
 #[cfg(not(target_arch = "wasm32"))]
 pub use backend::auto_preference;
-pub use backend::{auto_preference_async, is_software_adapter, Backend, BackendReport};
+pub use backend::{is_software_adapter, Backend, BackendReport};
 pub use critique::{Critique, CritiqueOptions, CRITIQUE_TOKENS};
 pub use engine::EngineCache;
 pub use family::generative::StepVerdict;
 pub use family::Family;
 pub use features::{FeatureCache, FeatureJob, FeatureOptions, StepFeatures};
-pub use generate::{
-    generate_many, generate_many_async, GenerateOptions, GeneratedToken, Generation, StopReason,
-};
+pub use generate::{generate_many, GenerateOptions, GeneratedToken, Generation, StopReason};
 pub use head::{HeadInput, MinWith, StepConfidence, StepStat, TokensRead};
 pub use head_file::HeadFile;
 pub use least_likely::{least_likely, LeastLikely};
