@@ -819,6 +819,7 @@ fn stats_only_heads_over_digit_statistics_score_their_features() {
             1.0 / (1.0 + (-z).exp())
         })
         .collect();
+    #[cfg_attr(not(feature = "gpu"), allow(unused_mut))]
     let mut backends = vec![Backend::Cpu];
     #[cfg(feature = "gpu")]
     if gpu_support::have_adapter() {
