@@ -3,7 +3,7 @@
 //! Layers (see docs/ARCHITECTURE.md): traces and readers -> segmentation ->
 //! (models, next) -> per-step scores -> aggregation, selection, reward shaping
 //! and metrics. The scoring layer never sees an engine and the engine never
-//! sees a trace.
+//! sees a trace. Most programs need one import: `use stepscore::prelude::*;`.
 
 pub mod aggregate;
 pub mod answer;
