@@ -3,19 +3,18 @@
 # verifier between SmolLM2-135M and the 1.5B default): a linear value head
 # over one hidden layer and nine step statistics, trained on human step labels
 # of other models' solutions (PRM800K, Mr-Ben, BIG-Bench Mistake, MathDial;
-# scripts/data/real_steps.py). Settings carried over, not chosen again: SmolLM2's
-# weight decay 0.5 (the 1.5B's is 0.2) and the 1.5B's rows, PRM800K's neutral
-# steps left out (session 35's validation choice). The layer is the one
-# choice made here: 12, 16 or 20 of 24, each trained, the one with the best
-# whole-trace F1 on validation kept (the 1.5B's head reads layer 20 of 28,
-# SmolLM2's layer 12 of 30). ProcessBench is not read.
+# scripts/data/real_steps.py). Chosen on validation (ProcessBench is not read):
+# the layer (12, 16 or 20 of 24), the weight decay (0.2, 0.5, 1.0) and
+# PRM800K's neutral steps (dropped, or read as good): 18 heads, the one with
+# the best whole-trace F1 on validation kept (session 37: layer 12, 0.5,
+# good; docs/TRAINING.md "The 0.5B's real-label head").
 #
 #   scripts/train/train-qwen0.5b-real-errors-head.sh SHARED_DATA WORKDIR [OUT]
 #
 # SHARED_DATA: the directory holding real-steps/ (../shared/data here). The
 # extraction (the same 19 training and 9 validation chunks of 20 problems as
-# SmolLM2's, ~600k tokens) is resumable: rerun to go on. Each layer's figures
-# are in WORKDIR/q05-layer-L.txt; the chosen head is copied to OUT.
+# SmolLM2's, ~600k tokens) is resumable: rerun to go on. Each head's figures
+# are in WORKDIR/q05-LAYER-DECAY-NEUTRAL.txt; the chosen head is copied to OUT.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${1:?shared data directory}
@@ -39,16 +38,17 @@ VAL=$(for i in $(seq 0 8); do printf "%s " "$WORK/feats-q05/val/chunk_$(printf %
 python3 scripts/data/assemble_trajectories.py $VAL > "$WORK/q05-val-whole.jsonl"
 
 best="" best_f1=-1
-for layer in ${LAYERS//,/ }; do
-  head="$WORK/q05-layer-$layer.safetensors"
+for neutral in drop good; do for wd in 0.2 0.5 1.0; do for layer in ${LAYERS//,/ }; do
+  head="$WORK/q05-$layer-$wd-$neutral.safetensors"
   # shellcheck disable=SC2086
   target/release/stepscore-train --train $TRAIN --val $VAL --threshold-on "$WORK/q05-val-whole.jsonl" \
-    --feature-layers "$LAYERS" --layers "$layer" --stats "$STATS" --weight-decay 0.5 --neutral drop \
-    --out "$head" 2> "$WORK/q05-layer-$layer.log"
+    --feature-layers "$LAYERS" --layers "$layer" --stats "$STATS" --weight-decay "$wd" --neutral "$neutral" \
+    --out "$head" 2> "${head%.safetensors}.log"
   target/pyenv/bin/python scripts/eval/head_on_validation.py "$head" "$WORK/q05-val-whole.jsonl" \
-    --feature-layers "$LAYERS" | tee "$WORK/q05-layer-$layer.txt"
-  f1=$(awk '/^F1 all:/ {print $3}' "$WORK/q05-layer-$layer.txt")
+    --feature-layers "$LAYERS" > "${head%.safetensors}.txt"
+  f1=$(awk '/^F1 all:/ {print $3}' "${head%.safetensors}.txt")
+  echo "layer $layer, weight decay $wd, neutral $neutral: $(grep '^step AUROC' "${head%.safetensors}.txt"), F1 $f1"
   if awk -v a="$f1" -v b="$best_f1" 'BEGIN {exit !(a > b)}'; then best=$head best_f1=$f1; fi
-done
+done; done; done
 cp "$best" "$OUT"
 echo "chosen on validation: $best (whole-trace F1 $best_f1) -> $OUT"
