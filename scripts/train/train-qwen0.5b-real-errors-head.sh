@@ -27,15 +27,9 @@ cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=$PWD/target/release/stepscore
 M=$($BIN fetch qwen2.5-coder-0.5b)
 
-python3 scripts/data/real_steps.py --data "$SHARED/real-steps" --out "$WORK/data"
-for split_chunks in train:19 val:9; do
-  python3 scripts/data/extract_features.py --data "$WORK/data" --out "$WORK/feats-q05" --model "$M" \
-    --stepscore "$BIN" --layers "$LAYERS" --pattern "${split_chunks%:*}" --chunks "${split_chunks#*:}"
-done
-TRAIN=$(for i in $(seq 0 18); do printf "%s " "$WORK/feats-q05/train/chunk_$(printf %04d "$i").jsonl"; done)
-VAL=$(for i in $(seq 0 8); do printf "%s " "$WORK/feats-q05/val/chunk_$(printf %04d "$i").jsonl"; done)
-# shellcheck disable=SC2086
-python3 scripts/data/assemble_trajectories.py $VAL > "$WORK/q05-val-whole.jsonl"
+# shellcheck source=scripts/train/real-step-features.sh
+source scripts/train/real-step-features.sh
+real_step_features "$SHARED" "$WORK" "$WORK/feats-q05" "$M" "$BIN" "$LAYERS" "$WORK/q05-val-whole.jsonl"
 
 best="" best_f1=-1
 for neutral in drop good; do for wd in 0.2 0.5 1.0; do for layer in ${LAYERS//,/ }; do

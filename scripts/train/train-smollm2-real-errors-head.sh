@@ -25,15 +25,9 @@ cargo build --release -q -p stepscore-cli -p stepscore-train
 BIN=$PWD/target/release/stepscore
 M=$($BIN fetch smollm2-135m)
 
-python3 scripts/data/real_steps.py --data "$SHARED/real-steps" --out "$WORK/data"
-for split_chunks in train:19 val:9; do
-  python3 scripts/data/extract_features.py --data "$WORK/data" --out "$WORK/feats-smollm2" --model "$M" \
-    --stepscore "$BIN" --layers "$LAYERS" --pattern "${split_chunks%:*}" --chunks "${split_chunks#*:}"
-done
-TRAIN=$(for i in $(seq 0 18); do printf "%s " "$WORK/feats-smollm2/train/chunk_$(printf %04d "$i").jsonl"; done)
-VAL=$(for i in $(seq 0 8); do printf "%s " "$WORK/feats-smollm2/val/chunk_$(printf %04d "$i").jsonl"; done)
-# shellcheck disable=SC2086
-python3 scripts/data/assemble_trajectories.py $VAL > "$WORK/smollm2-val-whole.jsonl"
+# shellcheck source=scripts/train/real-step-features.sh
+source scripts/train/real-step-features.sh
+real_step_features "$SHARED" "$WORK" "$WORK/feats-smollm2" "$M" "$BIN" "$LAYERS" "$WORK/smollm2-val-whole.jsonl"
 # shellcheck disable=SC2086
 target/release/stepscore-train --train $TRAIN --val $VAL --threshold-on "$WORK/smollm2-val-whole.jsonl" \
   --feature-layers "$LAYERS" --layers 12 --stats "$STATS" --weight-decay 0.5 --out "$OUT"
