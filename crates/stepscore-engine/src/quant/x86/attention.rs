@@ -191,10 +191,20 @@ impl Block {
     }
 }
 
+/// Keys whose scores are computed together: each query load serves this
+/// many keys (a block's 32 keys are four of them).
+const SCORE_KEYS: usize = 8;
+
 /// Scores of keys `keys_here` into `sc` (key-major, lanes = rows), each
 /// the portable dot of the lane's query and the key, times `scale`, and
-/// the lanes' running max over the keys they see; two keys at a time so
-/// sixteen accumulators hide the add latency.
+/// the lanes' running max over the keys they see.
+///
+/// Eight keys at a time, one dot lane at a time: lane l's partial sum of a
+/// key (its dimensions l, l + 8, ... in order, from zero) is complete
+/// before it joins the key's running sum of lanes, so each key's sum is
+/// `((0 + lane 0) + lane 1) + ... + lane 7` as in `portable::dot_f32`,
+/// while each query element loaded serves eight keys (the loads, not the
+/// multiplies, bounded the two-keys-at-a-time loop this replaced).
 #[inline(always)]
 unsafe fn scores(
     b: &mut Block,
@@ -207,31 +217,34 @@ unsafe fn scores(
     let n8 = b.hd / 8 * 8;
     let scale = _mm512_set1_ps(scale);
     let qt = qt.as_ptr();
-    let key = |k: usize| keys.as_ptr().add(k * b.kvd + b.off);
     let mut k = keys_here.start;
     while k < keys_here.end {
-        let two = k + 1 < keys_here.end;
-        let (k0, k1) = (key(k), key(if two { k + 1 } else { k }));
-        let mut a0 = [_mm512_setzero_ps(); 8];
-        let mut a1 = [_mm512_setzero_ps(); 8];
-        let mut d = 0;
-        while d < n8 {
-            for l in 0..8 {
-                let qv = _mm512_loadu_ps(qt.add((d + l) * LANES));
-                a0[l] = _mm512_add_ps(a0[l], _mm512_mul_ps(qv, _mm512_set1_ps(*k0.add(d + l))));
-                a1[l] = _mm512_add_ps(a1[l], _mm512_mul_ps(qv, _mm512_set1_ps(*k1.add(d + l))));
+        let nk = (keys_here.end - k).min(SCORE_KEYS);
+        // A short last group repeats its last key in the unused slots; their
+        // scores are dropped.
+        let kp: [*const f32; SCORE_KEYS] =
+            std::array::from_fn(|i| keys.as_ptr().add((k + i.min(nk - 1)) * b.kvd + b.off));
+        let mut sum = [_mm512_setzero_ps(); SCORE_KEYS];
+        for l in 0..8 {
+            let mut acc = [_mm512_setzero_ps(); SCORE_KEYS];
+            let mut d = l;
+            while d < n8 {
+                let qv = _mm512_loadu_ps(qt.add(d * LANES));
+                for (a, p) in acc.iter_mut().zip(&kp) {
+                    *a = _mm512_add_ps(*a, _mm512_mul_ps(qv, _mm512_set1_ps(*p.add(d))));
+                }
+                d += 8;
             }
-            d += 8;
+            for (s, a) in sum.iter_mut().zip(&acc) {
+                *s = _mm512_add_ps(*s, *a);
+            }
         }
-        let s0 = finish(b, &a0, qt, k0, scale);
-        _mm512_storeu_ps(sc.as_mut_ptr().add(k * LANES), s0);
-        b.max = running_max(b, k, s0);
-        if two {
-            let s1 = finish(b, &a1, qt, k1, scale);
-            _mm512_storeu_ps(sc.as_mut_ptr().add((k + 1) * LANES), s1);
-            b.max = running_max(b, k + 1, s1);
+        for (i, (s, p)) in sum.iter().zip(&kp).enumerate().take(nk) {
+            let v = finish(b, *s, qt, *p, scale);
+            _mm512_storeu_ps(sc.as_mut_ptr().add((k + i) * LANES), v);
+            b.max = running_max(b, k + i, v);
         }
-        k += 2;
+        k += nk;
     }
 }
 
@@ -247,22 +260,12 @@ unsafe fn running_max(b: &Block, k: usize, v: __m512) -> __m512 {
     }
 }
 
-/// One key's scores from its eight dot lanes: the lanes added in order,
-/// plus the sum of the products past the last whole eight, times `scale`.
-/// (A function, not a closure: closures do not take the caller's
+/// One key's scores from its lanes' sum (the eight dot lanes added in
+/// order), plus the sum of the products past the last whole eight, times
+/// `scale`. (A function, not a closure: closures do not take the caller's
 /// `target_feature`, and their intrinsics would become calls.)
 #[inline(always)]
-unsafe fn finish(
-    b: &Block,
-    lanes: &[__m512; 8],
-    qt: *const f32,
-    kp: *const f32,
-    scale: __m512,
-) -> __m512 {
-    let mut sum = _mm512_setzero_ps();
-    for l in lanes {
-        sum = _mm512_add_ps(sum, *l);
-    }
+unsafe fn finish(b: &Block, sum: __m512, qt: *const f32, kp: *const f32, scale: __m512) -> __m512 {
     let mut tail = _mm512_setzero_ps();
     for d in b.hd / 8 * 8..b.hd {
         let p = _mm512_mul_ps(
