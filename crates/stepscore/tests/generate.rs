@@ -157,6 +157,33 @@ fn cpu_and_wgsl_engines_sample_the_same_tokens() {
     }
 }
 
+/// The WGSL engine carries one hidden state to the host per generated token
+/// (the vocabulary projection runs on the host's kernels): the prompt's
+/// step too, not every row of the prompt.
+#[cfg(feature = "gpu")]
+#[test]
+fn wgsl_generation_reads_back_one_hidden_row_per_token() {
+    if !gpu_support::have_adapter() {
+        return;
+    }
+    let Some(gpu) = open("smollm2-135m", Backend::Gpu) else {
+        return;
+    };
+    let row_bytes = gpu.model().config().hidden_size as u64 * 4;
+    let prompt = "The capital of France is a city that";
+    let before = gpu.gpu_pool_stats().unwrap().read_back_bytes;
+    let mut g = gpu.generate(prompt, &raw_greedy(6)).unwrap();
+    g.finish().unwrap();
+    let read = gpu.gpu_pool_stats().unwrap().read_back_bytes - before;
+    let n = g.tokens().len() as u64;
+    assert_eq!(n, 6);
+    assert_eq!(
+        read,
+        n * row_bytes,
+        "{read} bytes read back for {n} tokens after a prompt of several tokens"
+    );
+}
+
 #[test]
 fn stops_are_reported_and_text_is_streamed_whole() {
     let Some(scorer) = open("smollm2-135m", Backend::Cpu) else {

@@ -87,7 +87,7 @@ pub async fn quantize_activations_async(
     let mut b = Batch::new(ctx, "quantize activations");
     record_quantize(&mut b, kind, x.binding()?, out.buffer()?, n_tokens, cols)?;
     b.submit()?;
-    let raw = ctx.read_bytes_async(out.buffer()?, bytes).await?;
+    let raw = ctx.read_range_async(out.buffer()?, 0, bytes).await?;
     let words: Vec<u32> = raw
         .chunks_exact(4)
         .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))

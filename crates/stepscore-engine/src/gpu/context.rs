@@ -317,10 +317,16 @@ impl GpuContext {
         Ok(buf)
     }
 
-    /// Copies the first `bytes` of `src` back to the host. The async core of
-    /// every readback: in browsers the map callback is driven by the event
-    /// loop; natively `device.poll` drives it here.
-    pub(crate) async fn read_bytes_async(&self, src: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+    /// Copies `bytes` of `src` from byte `offset` back to the host (both
+    /// multiples of 4). The async core of every readback: in browsers the
+    /// map callback is driven by the event loop; natively `device.poll`
+    /// drives it here.
+    pub(crate) async fn read_range_async(
+        &self,
+        src: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>> {
         self.check()?;
         if bytes == 0 {
             return Ok(Vec::new());
@@ -332,8 +338,9 @@ impl GpuContext {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("readback"),
             });
-        enc.copy_buffer_to_buffer(src, 0, dst, 0, bytes);
+        enc.copy_buffer_to_buffer(src, offset, dst, 0, bytes);
         let index = self.queue.submit([enc.finish()]);
+        self.pool.count_read_back(bytes);
         let (tx, rx) = oneshot();
         dst.map_async(wgpu::MapMode::Read, 0..bytes, move |r| tx.send(r));
         #[cfg(not(target_arch = "wasm32"))]

@@ -31,7 +31,8 @@ impl Usage {
     }
 }
 
-/// Counts of the device buffers this context holds.
+/// Counts of the device buffers this context holds, and of the bytes its
+/// readback staging has carried to the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct PoolStats {
     /// Buffers alive on the device (weights, in-use and free pooled buffers).
@@ -40,12 +41,15 @@ pub struct PoolStats {
     /// Of those, pooled buffers waiting for reuse.
     pub free_buffers: u64,
     pub free_bytes: u64,
+    /// Bytes copied back to the host since the context was made.
+    pub read_back_bytes: u64,
 }
 
 #[derive(Default)]
 struct Counters {
     live_buffers: AtomicU64,
     live_bytes: AtomicU64,
+    read_back_bytes: AtomicU64,
 }
 
 /// A device buffer that is counted while it lives.
@@ -186,7 +190,15 @@ impl Pool {
             live_bytes: self.counters.live_bytes.load(Ordering::Relaxed),
             free_buffers,
             free_bytes,
+            read_back_bytes: self.counters.read_back_bytes.load(Ordering::Relaxed),
         }
+    }
+
+    /// Counts `bytes` carried to the host by a readback.
+    pub(crate) fn count_read_back(&self, bytes: u64) {
+        self.counters
+            .read_back_bytes
+            .fetch_add(bytes, Ordering::Relaxed);
     }
 }
 

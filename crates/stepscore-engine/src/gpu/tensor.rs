@@ -66,8 +66,27 @@ impl GpuTensor {
 
     /// Copies the values back to the host.
     pub async fn to_vec_async(&self, ctx: &GpuContext) -> Result<Vec<f32>> {
+        self.range_async(ctx, 0..self.len).await
+    }
+
+    /// Copies the values `range` back to the host (and only those).
+    pub(crate) async fn range_async(
+        &self,
+        ctx: &GpuContext,
+        range: std::ops::Range<usize>,
+    ) -> Result<Vec<f32>> {
+        if range.start > range.end || range.end > self.len {
+            return Err(Error::InvalidArgument(format!(
+                "values {range:?} of a tensor of {}",
+                self.len
+            )));
+        }
         let bytes = ctx
-            .read_bytes_async(self.buf.buffer()?, self.bytes())
+            .read_range_async(
+                self.buf.buffer()?,
+                range.start as u64 * 4,
+                range.len() as u64 * 4,
+            )
             .await?;
         Ok(bytes
             .chunks_exact(4)

@@ -70,6 +70,21 @@ impl GpuHidden {
         &self.t
     }
 
+    /// Copies only the last token's state to the host (one row; none when
+    /// there are no tokens): what a decode step's sampler needs, where
+    /// [`GpuHidden::to_hidden_async`] would carry the whole chunk.
+    pub async fn last_row_async(&self, ctx: &GpuContext) -> Result<Hidden> {
+        let Some(last) = self.n_tokens.checked_sub(1) else {
+            return self.to_hidden_async(ctx).await;
+        };
+        let start = last * self.width;
+        Ok(Hidden {
+            n_tokens: 1,
+            width: self.width,
+            data: self.t.range_async(ctx, start..start + self.width).await?,
+        })
+    }
+
     /// Copies the states to the host.
     pub async fn to_hidden_async(&self, ctx: &GpuContext) -> Result<Hidden> {
         let mut data = if self.n_tokens == 0 {

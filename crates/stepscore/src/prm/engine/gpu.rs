@@ -135,6 +135,23 @@ impl GpuEngine {
         .await
     }
 
+    /// The last token's hidden state, the only row read back (see
+    /// `Engine::last_logits`).
+    pub async fn last_row(
+        &self,
+        model: &Transformer,
+        head: Option<&Head>,
+        tokens: &[u32],
+        cache: &mut Option<GpuKvCache>,
+    ) -> Result<Hidden> {
+        self.with_state(model, head, async |st: &GpuState| {
+            let cache = current(cache, st)?;
+            let h = st.model.forward_gpu_tapped(tokens, Some(cache), &[])?;
+            h.last.last_row_async(&st.ctx).await
+        })
+        .await
+    }
+
     /// The decoder and, with `enc`, the uploaded head, in one submission
     /// (see `Engine::run`).
     pub async fn run(

@@ -298,9 +298,20 @@ impl Engine {
     /// after what `cache` holds (generation's step). The decoder runs on this
     /// engine; the vocabulary projection of that one row runs on the host's
     /// kernels for both engines (the hidden states are the same bits, so the
-    /// logits are too).
+    /// logits are too). The GPU engine reads back only that row: one hidden
+    /// state (6 KiB on a 1.5B) where the logits would be a vocabulary's worth.
     pub async fn last_logits(&self, tokens: &[u32], cache: &mut EngineCache) -> Result<Vec<f32>> {
-        let hidden = self.forward(tokens, Some(cache), &[]).await?.last;
+        if tokens.is_empty() {
+            return Err(Error::InvalidArgument("no tokens to run".into()));
+        }
+        let hidden = match &self.kind {
+            Kind::Cpu(_) => self.forward(tokens, Some(cache), &[]).await?.last,
+            #[cfg(feature = "gpu")]
+            Kind::Gpu(g) => {
+                g.last_row(&self.model, self.head.as_ref(), tokens, cache.gpu()?)
+                    .await?
+            }
+        };
         let row = hidden
             .n_tokens
             .checked_sub(1)
