@@ -101,6 +101,8 @@ def run_config(args, name: str, rows: list[dict]) -> None:
            "--max-new-tokens", str(args.max_new_tokens), "--seed", "1", "--keep-all", *CONFIGS[name][1]]
     if name != "greedy":
         cmd += ["--token-budget", str(CONFIGS[name][0] * args.max_new_tokens)]
+        if args.temperature is not None:
+            cmd += ["--temperature", str(args.temperature)]
     if args.model:
         cmd += ["--model", args.model]
     if args.generator:
@@ -217,11 +219,15 @@ def main() -> None:
     ap.add_argument("--cli", type=Path, default=ROOT / "target/release/stepscore")
     ap.add_argument("--model", help="the verifier (default: the default PRM)")
     ap.add_argument("--generator", help="the generator (default: the verifier's own model)")
+    ap.add_argument("--temperature", type=float,
+                    help="the sampled configurations' temperature (default: `stepscore search`'s, 0.8); "
+                         "give each temperature its own --out")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="only the first LIMIT problems (a quick look)")
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--threshold", type=float, default=0.602855,
-                    help="--report: the verifier's flag threshold (default: the default PRM's shipped one)")
+    ap.add_argument("--threshold", type=float, default=0.75,
+                    help="--report: the verifier's flag threshold (default: the default PRM's shipped one; "
+                         "0.602855 for the arithmetic head it replaced)")
     args = ap.parse_args()
     rows = problems(args.per_generator, args.split)[: args.limit]
     if args.report:

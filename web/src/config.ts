@@ -36,6 +36,20 @@ export const DEFAULT_MODEL: ModelEntry = {
   // No `threshold`: the one shipped in the head file (stepscore.threshold), from the package's info().threshold.
 };
 
+/**
+ * The browser-size PRM (catalog `stepscore-prm-qwen0.5b`): Qwen2.5-Coder-0.5B's GGUF plus the
+ * real-label head trained on it, the best of stepscore's verifiers below a gigabyte.
+ */
+export const SMALL_MODEL: ModelEntry = {
+  id: 'qwen0.5b-prm',
+  label: 'Qwen2.5-Coder-0.5B-Instruct + stepscore real-errors head (browser-size, 491 MB)',
+  model: 'models/Qwen2.5-Coder-0.5B-Instruct.gguf',
+  family: 'value-head',
+  options: { head: 'models/qwen2.5-coder-0.5b-real-errors-head.safetensors' },
+  note: 'A linear head over the 0.5B\u2019s layer 12 and nine step statistics, trained on human step labels of other models\u2019 solutions. First-error F1 0.30 on real validation traces, ProcessBench average F1 28.1 (the default: 37.2; the fast model: 13.6; docs/TRAINING.md).',
+  // No `threshold`: the head file ships its F1-optimal one on the validation split (0.490523).
+};
+
 /** The fast PRM (catalog `stepscore-prm-smollm2`): SmolLM2's GGUF plus the real-label head trained on it. */
 export const FAST_MODEL: ModelEntry = {
   id: 'smollm2-prm',
@@ -68,7 +82,7 @@ export const FIXTURE_MODELS: ModelEntry[] = [
   { id: 'confidence-tiny', label: 'tiny causal LM, confidence (test fixture)', model: 'fixtures/prm/confidence-tiny/', family: 'confidence' },
 ];
 
-export const MODELS: ModelEntry[] = [DEFAULT_MODEL, FAST_MODEL, CONFIDENCE_MODEL, ...FIXTURE_MODELS];
+export const MODELS: ModelEntry[] = [DEFAULT_MODEL, SMALL_MODEL, FAST_MODEL, CONFIDENCE_MODEL, ...FIXTURE_MODELS];
 
 /** v_{-1} of the progress rewards r_k = v_k - v_{k-1} drawn in the chart. */
 export const PROGRESS_BASELINE = 0.5;

@@ -1,31 +1,54 @@
-//! The fast PRM (SmolLM2-135M-Instruct GGUF + the embedded real-label head)
-//! scores exactly what the trainer saw: the head applied by hand to the
-//! backbone's step features (the `stepscore features` path used to build the
-//! training set: layer 12's hidden state and the nine step statistics)
-//! equals the scorer's step scores. Skipped with a printed reason when the
-//! GGUF is not cached.
+//! The small PRMs (SmolLM2-135M-Instruct and Qwen2.5-Coder-0.5B-Instruct,
+//! each GGUF + its embedded real-label head) score exactly what the trainer
+//! saw: the head applied by hand to the backbone's step features (the
+//! `stepscore features` path used to build the training set: one layer's
+//! hidden state and the nine step statistics) equals the scorer's step
+//! scores. Skipped with a printed reason when a GGUF is not cached.
 
-use stepscore::prm::head_file::SMOLLM2_HEAD_NAME;
+use std::path::PathBuf;
+
+use stepscore::prm::head_file::{QWEN05B_HEAD_NAME, SMOLLM2_HEAD_NAME};
 use stepscore::prm::{Family, FeatureOptions, HeadFile, HeadSource, Scorer, ScorerOptions};
-use stepscore::testing::find_smollm2_gguf;
+use stepscore::testing::{find_catalog_model, find_smollm2_gguf};
 
-/// SmolLM2-135M's hidden width.
-const HIDDEN: usize = 576;
+/// One embedded head and what its training recipe fixed.
+struct Shipped {
+    head: &'static str,
+    /// The backbone's hidden width.
+    hidden: usize,
+    layer: usize,
+    /// The F1-optimal threshold on its real validation traces
+    /// (`stepscore-train --threshold-on`).
+    threshold: f64,
+}
 
-#[test]
-fn embedded_head_reads_smollm2_s_layer_12_and_nine_statistics() {
-    let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
-    assert_eq!(head.name(), SMOLLM2_HEAD_NAME);
+const SMOLLM2: Shipped = Shipped {
+    head: SMOLLM2_HEAD_NAME,
+    hidden: 576,
+    layer: 12,
+    threshold: 0.607107,
+};
+
+const QWEN05B: Shipped = Shipped {
+    head: QWEN05B_HEAD_NAME,
+    hidden: 896,
+    layer: 12,
+    threshold: 0.490523,
+};
+
+fn check_embedded(shipped: &Shipped) {
+    let head = HeadFile::embedded(shipped.head).unwrap();
+    assert_eq!(head.name(), shipped.head);
     assert_eq!(head.family().unwrap(), Family::ValueHead);
     let input = head.input().unwrap();
-    assert_eq!(input.layers, vec![12]);
+    assert_eq!(input.layers, vec![shipped.layer]);
     assert_eq!(input.stats.len(), 9);
     assert!(!input.stats_only);
-    assert!(input.min_with.is_none(), "the fast PRM has no guard");
+    assert!(input.min_with.is_none(), "a small PRM has no guard");
     let (shape, w) = head.tensor("v_head.summary.weight").unwrap();
     assert_eq!(
         shape,
-        vec![1, HIDDEN + 9],
+        vec![1, shipped.hidden + 9],
         "hidden state, then the statistics"
     );
     assert!(w.iter().all(|v| v.is_finite()));
@@ -33,25 +56,24 @@ fn embedded_head_reads_smollm2_s_layer_12_and_nine_statistics() {
         w.iter().any(|&v| v != 0.0),
         "the head is trained, not zeros"
     );
-    assert_eq!(
-        head.threshold().unwrap(),
-        Some(0.607107),
-        "the F1-optimal threshold on its real validation traces (stepscore-train --threshold-on)"
-    );
+    assert_eq!(head.threshold().unwrap(), Some(shipped.threshold));
     assert_eq!(head.solution_threshold().unwrap(), None);
 }
 
 #[test]
-fn fast_prm_scores_equal_the_head_on_training_features() {
-    let Some(gguf) = find_smollm2_gguf() else {
-        eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
-        return;
-    };
+fn embedded_heads_read_one_layer_and_nine_statistics() {
+    check_embedded(&SMOLLM2);
+    check_embedded(&QWEN05B);
+}
+
+/// The scorer's step scores against the head applied by hand (in f64) to
+/// the backbone's features of the same steps.
+fn scores_equal_the_head_on_training_features(gguf: PathBuf, shipped: &Shipped) {
     let options = ScorerOptions {
         threads: 2,
         ..Default::default()
     };
-    let head = HeadFile::embedded(SMOLLM2_HEAD_NAME).unwrap();
+    let head = HeadFile::embedded(shipped.head).unwrap();
     let input = head.input().unwrap();
     let scorer = Scorer::open_with(&gguf, &HeadSource::Loaded(head.clone()), &options).unwrap();
     assert_eq!(scorer.family(), Family::ValueHead);
@@ -87,7 +109,7 @@ fn fast_prm_scores_equal_the_head_on_training_features() {
     let digits = feats.digit_confidence.unwrap();
     assert_eq!(feats.hidden.len(), 2);
     for (i, score) in scores.step_scores.iter().enumerate() {
-        assert_eq!(feats.hidden[i].len(), HIDDEN);
+        assert_eq!(feats.hidden[i].len(), shipped.hidden);
         let stats = input
             .stats
             .iter()
@@ -104,7 +126,26 @@ fn fast_prm_scores_equal_the_head_on_training_features() {
         let score = score.unwrap();
         assert!(
             (by_hand - score).abs() <= 1e-6,
-            "step {i}: {by_hand} vs {score}"
+            "{}: step {i}: {by_hand} vs {score}",
+            shipped.head
         );
     }
+}
+
+#[test]
+fn fast_prm_scores_equal_the_head_on_training_features() {
+    let Some(gguf) = find_smollm2_gguf() else {
+        eprintln!("SKIPPED: SmolLM2 GGUF not found (run `stepscore fetch`)");
+        return;
+    };
+    scores_equal_the_head_on_training_features(gguf, &SMOLLM2);
+}
+
+#[test]
+fn browser_size_prm_scores_equal_the_head_on_training_features() {
+    let Some(gguf) = find_catalog_model("qwen2.5-coder-0.5b") else {
+        eprintln!("SKIPPED: Qwen2.5-Coder-0.5B GGUF not found (run `stepscore fetch qwen2.5-coder-0.5b`)");
+        return;
+    };
+    scores_equal_the_head_on_training_features(gguf, &QWEN05B);
 }

@@ -299,6 +299,15 @@ pub const ENTRIES: &[Entry] = &[
         license: "Apache-2.0",
     },
     Entry {
+        name: "stepscore-prm-qwen0.5b",
+        summary: "Qwen2.5-Coder-0.5B-Instruct + stepscore's head trained on human step labels (491 MB; the browser-size verifier)",
+        kind: EntryKind::Prm {
+            head: crate::prm::head_file::QWEN05B_HEAD_NAME,
+        },
+        file: QWEN25_CODER_05B,
+        license: "Apache-2.0",
+    },
+    Entry {
         name: "stepscore-prm-smollm2",
         summary: "SmolLM2-135M-Instruct Q4_1 + stepscore's real-label head (98 MB; fast, weak verifier)",
         kind: EntryKind::Prm {

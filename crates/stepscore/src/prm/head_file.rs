@@ -96,6 +96,11 @@ fn too_large(name: &str, len: u64) -> Error {
 /// trained on human step labels of other models' solutions
 /// (scripts/train/train-smollm2-real-errors-head.sh; docs/TRAINING.md).
 pub const SMOLLM2_HEAD_NAME: &str = "smollm2-135m-real-errors-head.safetensors";
+/// The browser-size PRM's head (`stepscore-prm-qwen0.5b`, issue 40): a linear
+/// value head over Qwen2.5-Coder-0.5B-Instruct's layer 12 and nine step
+/// statistics, trained on the same human step labels
+/// (scripts/train/train-qwen0.5b-real-errors-head.sh; docs/TRAINING.md).
+pub const QWEN05B_HEAD_NAME: &str = "qwen2.5-coder-0.5b-real-errors-head.safetensors";
 /// Qwen2.5-Coder-1.5B-Instruct's arithmetic head: a calibrated value head over
 /// the step's digit statistics (scripts/train/train-qwen-prm.sh; docs/TRAINING.md),
 /// the default PRM's guard.
@@ -113,6 +118,10 @@ const EMBEDDED: &[(&str, &[u8])] = &[
     (
         SMOLLM2_HEAD_NAME,
         include_bytes!("../../models/smollm2-135m-real-errors-head.safetensors"),
+    ),
+    (
+        QWEN05B_HEAD_NAME,
+        include_bytes!("../../models/qwen2.5-coder-0.5b-real-errors-head.safetensors"),
     ),
     (
         QWEN15B_ARITHMETIC_HEAD_NAME,

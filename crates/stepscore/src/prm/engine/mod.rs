@@ -312,11 +312,12 @@ impl Engine {
                     .await?
             }
         };
+        // `tokens` is not empty, so a missing row is the engine's fault.
         let row = hidden
             .n_tokens
             .checked_sub(1)
             .and_then(|t| hidden.row(t))
-            .ok_or_else(|| Error::InvalidArgument("no tokens to run".into()))?;
+            .ok_or_else(|| Error::Internal("the decoder returned no hidden row".into()))?;
         self.model.logits_for(row, None)
     }
 
