@@ -144,7 +144,9 @@ fn fast_prm_scores_equal_the_head_on_training_features() {
 #[test]
 fn browser_size_prm_scores_equal_the_head_on_training_features() {
     let Some(gguf) = find_catalog_model("qwen2.5-coder-0.5b") else {
-        eprintln!("SKIPPED: Qwen2.5-Coder-0.5B GGUF not found (run `stepscore fetch qwen2.5-coder-0.5b`)");
+        eprintln!(
+            "SKIPPED: Qwen2.5-Coder-0.5B GGUF not found (run `stepscore fetch qwen2.5-coder-0.5b`)"
+        );
         return;
     };
     scores_equal_the_head_on_training_features(gguf, &QWEN05B);
