@@ -32,6 +32,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 from auroc import auroc
+from processbench_run import head_threshold
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -225,9 +226,10 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--limit", type=int, help="only the first LIMIT problems (a quick look)")
     ap.add_argument("--report", action="store_true")
-    ap.add_argument("--threshold", type=float, default=0.75,
-                    help="--report: the verifier's flag threshold (default: the default PRM's shipped one; "
-                         "0.602855 for the arithmetic head it replaced)")
+    ap.add_argument("--threshold", type=float,
+                    default=head_threshold(ROOT / "models/qwen2.5-coder-1.5b-real-errors-head.safetensors"),
+                    help="--report: the verifier's flag threshold (default: the one the default PRM's head "
+                         "ships; 0.602855 for the arithmetic head it replaced)")
     args = ap.parse_args()
     rows = problems(args.per_generator, args.split)[: args.limit]
     if args.report:
