@@ -36,6 +36,7 @@ def main():
     ap.add_argument("--work", required=True, help="directory for the rows and the scored output")
     ap.add_argument("--model")
     ap.add_argument("--head")
+    ap.add_argument("--threads", type=int, help="the engine's threads (default: stepscore's)")
     ap.add_argument("--stored", action="store_true", help="select with the stored scores (a check)")
     args = ap.parse_args()
     work = Path(args.work)
@@ -48,7 +49,8 @@ def main():
     scored = src
     if not args.stored:
         scored = work / f"{name}.scored.jsonl"
-        extra = (["--model", args.model] if args.model else []) + (["--head", args.head] if args.head else [])
+        extra = ((["--model", args.model] if args.model else []) + (["--head", args.head] if args.head else [])
+                 + (["--threads", str(args.threads)] if args.threads else []))
         with open(scored, "w", encoding="utf-8") as out:
             subprocess.run([args.stepscore, "score", str(src), "--output", "jsonl", *extra], stdout=out, check=True)
     res = subprocess.run([args.stepscore, "select", str(scored), "--output", "jsonl"],
