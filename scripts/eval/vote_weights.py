@@ -3,7 +3,7 @@
 validation candidates and then read once on the held-out ones.
 
 A weighted vote gives each distinct final answer the sum of its candidates' weights.
-With weight = score (the core's `Selection::weighted` until issue 40) the shipped head's
+With weight = score (the core's `Selection::weighted`) the shipped head's
 trace scores of 0.8-0.95 make it almost a majority vote; with weight = score^p a larger p
 lets the verifier decide more (p = 0 is the majority vote, p -> infinity is best-of-N by
 score). This script tallies, from the step scores a search run stored in its
@@ -17,7 +17,8 @@ the p nearest 1 (the smallest change from the shipped vote). A second grid zeroe
 of a step whose arithmetic the exact check finds false (the demo's verdict) before
 aggregating; it is chosen only when it gets more right answers. The best variant replaces
 the shipped vote only where it wins more problems than it loses from it by a one-sided sign
-test at p < 0.1 (a margin of one or two problems in 80 is noise). `--apply AGG P ARITH`
+test at p < 0.1 (a margin of one or two problems in 80 is noise; this condition was added
+after the first reading of the validation files, before any held-out one). `--apply AGG P ARITH`
 prints only that variant and today's vote (min, p = 1) on other files: the held-out reading.
 
   vote_weights.py data/search-eval-val-real-head/t0.8/best-of-8.candidates.jsonl ...
