@@ -8,8 +8,8 @@ trace scores of 0.8-0.95 make it almost a majority vote; with weight = score^p a
 lets the verifier decide more (p = 0 is the majority vote, p -> infinity is best-of-N by
 score). This script tallies, from the step scores a search run stored in its
 `*.candidates.jsonl` (scripts/eval/search_eval.py), the accuracy of the vote for every
-aggregation and every p of a fixed grid, over the finalists of each problem; answers
-are grouped with the core's `stepscore.answers_equal`, as `stepscore select` does.
+aggregation and every p of a fixed grid, over the finalists of each problem; each choice is
+the core's own (`stepscore.select_best`, what `stepscore select` runs) on those weights.
 
 The choice rule, fixed before any held-out figure is read: the (aggregation, p) with the
 most right answers over all validation files pooled; ties go to min aggregation, then to
@@ -79,38 +79,27 @@ def score(c: dict, how: str, arith: bool = False):
 
 
 def choose(finalists: list[dict], how: str, p: float, arith: bool = False) -> bool:
-    """Whether the vote with weight score^p (p = 0: majority, inf: best score) picks a right answer."""
-    scored = [(c, score(c, how, arith)) for c in finalists]
+    """Whether the vote with weight score^p (p = 0: majority, inf: best score) picks a right answer.
+    The choice is the core's (`stepscore.select_best`), fed one weight per candidate: its best-of-N
+    for p = inf, its majority (count ties broken by the plain scores) for p = 0, its weighted vote
+    on score^p otherwise."""
+    power = 1 if p in (0, math.inf) else p
+    rows = []
+    for c in finalists:
+        s = score(c, how, arith)
+        # One placeholder step carries the weight; no scores leaves the candidate unusable
+        # (it still counts in the majority), as the core treats an unscored one.
+        row = {"problem": "", "steps": ["weight"]}
+        if s is not None:
+            row["scores"] = [s ** power]
+        if c["answer"] is not None:
+            row["final_answer"] = c["answer"]
+        rows.append(row)
+    sel = stepscore.select_best(rows)
     if p == math.inf:
-        best = None
-        for c, s in scored:
-            if s is not None and (best is None or s > best[1]):
-                best = (c, s)
-        return best is not None and best[0]["correct"]
-    votes = []  # [answer, count, weight, weight at p = 1, correct], in order of first appearance
-    for c, s in scored:
-        a = c["answer"]
-        if a is None or not stepscore.normalize_answer(a):
-            continue
-        w = 0.0 if s is None else s ** p
-        w1 = 0.0 if s is None else s
-        for v in votes:
-            if stepscore.answers_equal(v[0], a):
-                v[1] += 1
-                v[2] += w
-                v[3] += w1
-                break
-        else:
-            votes.append([a, 1, w, w1, c["correct"]])
-    if not votes:
-        return False
-    win = votes[0]
-    for v in votes[1:]:
-        # The core's rules: the majority breaks count ties by weight; the weighted vote's
-        # ties go to the first answer.
-        if (p == 0 and (v[1] > win[1] or (v[1] == win[1] and v[3] > win[3]))) or (p != 0 and v[2] > win[2]):
-            win = v
-    return win[4]
+        return sel["best"] is not None and finalists[sel["best"]]["correct"]
+    vote = sel["majority"] if p == 0 else sel["weighted"]
+    return vote is not None and finalists[vote["members"][0]]["correct"]
 
 
 def table(groups: list[list[dict]], variants) -> dict:
